@@ -1,0 +1,59 @@
+"""tfpipe: sharded TFRecords, tuned tf.data pipelines, and an input-bound benchmark.
+
+The public API is these names; everything else may move. Importing tfpipe does not import
+TensorFlow: each name below loads its module on first use.
+
+Example:
+  >>> import tfpipe
+  >>> manifest = tfpipe.convert("images/", "gs://bucket/imagenet")
+  >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=256)
+  >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 256))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from tfpipe._version import __version__
+
+_EXPORTS = {
+    "convert": "tfpipe.convert",
+    "ShardConfig": "tfpipe.convert",
+    "Manifest": "tfpipe.manifest",
+    "Schema": "tfpipe.schema",
+    "Field": "tfpipe.schema",
+    "build": "tfpipe.pipeline",
+    "steps_per_epoch": "tfpipe.pipeline",
+    "PipelineConfig": "tfpipe.pipeline",
+    "Preset": "tfpipe.presets",
+    "register_preset": "tfpipe.presets",
+    "bench": "tfpipe.bench",
+    "BenchConfig": "tfpipe.bench",
+    "Report": "tfpipe.bench",
+    "TfpipeError": "tfpipe.errors",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+if TYPE_CHECKING:
+    from tfpipe.bench import BenchConfig, Report, bench
+    from tfpipe.convert import ShardConfig, convert
+    from tfpipe.errors import TfpipeError
+    from tfpipe.manifest import Manifest
+    from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch
+    from tfpipe.presets import Preset, register_preset
+    from tfpipe.schema import Field, Schema
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tfpipe' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,233 @@
+"""The manifest, `tfpipe.json`: what a converted dataset holds. Plain JSON, never pickle.
+
+Readers trust the manifest, never a directory listing. Writing it is the commit point of a
+conversion. Shard names are checked on load: absolute names and `..` are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+from typing import Any
+
+from tfpipe import storage
+from tfpipe._version import __version__
+from tfpipe.errors import ManifestError
+from tfpipe.schema import Schema
+
+MANIFEST_NAME = "tfpipe.json"
+FORMAT = "tfpipe.manifest"
+FORMAT_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShardInfo:
+    """One finished shard: relative name, example count, size in bytes, and sha256 of the file."""
+
+    name: str
+    examples: int
+    bytes: int
+    checksum: str
+
+    def __post_init__(self) -> None:
+        check_relative_name(self.name)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> ShardInfo:
+        try:
+            return cls(str(obj["name"]), int(obj["examples"]), int(obj["bytes"]), str(obj["checksum"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ManifestError(f"Malformed shard entry: {e!r}. Received: {obj!r}") from e
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Skipped:
+    """An input left out of the dataset, and why."""
+
+    input: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Split:
+    """The shards of one split (train, validation, ...)."""
+
+    shards: tuple[ShardInfo, ...]
+    skipped: tuple[Skipped, ...] = ()
+    source: str = ""
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def examples(self) -> int:
+        return sum(s.examples for s in self.shards)
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.shards)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "examples": self.examples,
+            "bytes": self.bytes,
+            "shards": [s.to_json() for s in self.shards],
+            "skipped": [dataclasses.asdict(s) for s in self.skipped],
+            "source": self.source,
+            "options": self.options,
+            "seconds": round(self.seconds, 3),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Split:
+        shards = tuple(ShardInfo.from_json(s) for s in obj.get("shards", []))
+        declared = obj.get("examples")
+        total = sum(s.examples for s in shards)
+        if declared is not None and int(declared) != total:
+            raise ManifestError(f"Split declares {declared} examples but its shards hold {total}")
+        return cls(
+            shards=shards,
+            skipped=tuple(Skipped(str(s["input"]), str(s["reason"])) for s in obj.get("skipped", [])),
+            source=str(obj.get("source", "")),
+            options=dict(obj.get("options", {})),
+            seconds=float(obj.get("seconds", 0.0)),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Manifest:
+    """A converted dataset.
+
+    Attributes:
+      root: the directory (local or gs://) the manifest was loaded from or written to.
+      layout: "imagenet", "images" or "table".
+      schema: the record features and the label.
+      label_offset: the value of the first class's label (1 for imagenet_to_gcs layout).
+      class_names: class (synset) names by label - label_offset.
+      compression: "none" or "gzip".
+      splits: split name -> Split.
+      missing: "error" or "fill": how nulls in tables were handled.
+    """
+
+    root: str
+    layout: str
+    schema: Schema
+    label_offset: int = 0
+    class_names: tuple[str, ...] = ()
+    compression: str = "none"
+    splits: dict[str, Split] = dataclasses.field(default_factory=dict)
+    missing: str = "error"
+    tfpipe_version: str = __version__
+
+    def split(self, name: str) -> Split:
+        try:
+            return self.splits[name]
+        except KeyError:
+            raise ManifestError(
+                f"{storage.join(self.root, MANIFEST_NAME)} has no split {name!r}; "
+                f"it has {sorted(self.splits)}"
+            ) from None
+
+    def shard_paths(self, split: str) -> list[str]:
+        return [storage.join(self.root, s.name) for s in self.split(split).shards]
+
+    @property
+    def tf_compression(self) -> str:
+        """The `compression_type` argument for `tf.data.TFRecordDataset`."""
+        return "GZIP" if self.compression == "gzip" else ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "tfpipe_version": self.tfpipe_version,
+            "layout": self.layout,
+            "schema": self.schema.to_json(),
+            "label_offset": self.label_offset,
+            "class_names": list(self.class_names),
+            "compression": self.compression,
+            "missing": self.missing,
+            "splits": {k: v.to_json() for k, v in self.splits.items()},
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], root: str) -> Manifest:
+        where = storage.join(root, MANIFEST_NAME)
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise ManifestError(f"{where}: expected a {FORMAT!r} JSON object. Received: {str(obj)[:200]}")
+        version = obj.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ManifestError(
+                f"{where}: expected format_version {FORMAT_VERSION}. Received: {version!r} "
+                "(written by a different tfpipe; upgrade tfpipe or re-convert)"
+            )
+        try:
+            return cls(
+                root=root,
+                layout=str(obj["layout"]),
+                schema=Schema.from_json(obj["schema"]),
+                label_offset=int(obj.get("label_offset", 0)),
+                class_names=tuple(obj.get("class_names", ())),
+                compression=str(obj.get("compression", "none")),
+                splits={k: Split.from_json(v) for k, v in obj.get("splits", {}).items()},
+                missing=str(obj.get("missing", "error")),
+                tfpipe_version=str(obj.get("tfpipe_version", "")),
+            )
+        except ManifestError as e:
+            raise ManifestError(f"{where}: {e}") from None
+        except (KeyError, TypeError, ValueError) as e:
+            raise ManifestError(f"{where}: malformed manifest: {e!r}") from e
+
+    @classmethod
+    def load(cls, root: str) -> Manifest:
+        """Reads `root/tfpipe.json`.
+
+        Raises:
+          ManifestError: there is no manifest, it is not valid JSON, or it is unsafe.
+        """
+        path = storage.join(root, MANIFEST_NAME)
+        try:
+            text = storage.read_bytes(path)
+        except FileNotFoundError:
+            raise ManifestError(
+                f"Expected a tfpipe dataset at {root}: no {MANIFEST_NAME} there. "
+                "Convert one with `tfpipe convert`, or pass shard files or a glob."
+            ) from None
+        except Exception as e:
+            if type(e).__name__ == "NotFound":
+                raise ManifestError(f"Expected a tfpipe dataset at {root}: no {MANIFEST_NAME} there.") from None
+            raise
+        try:
+            obj = json.loads(text)
+        except ValueError as e:
+            raise ManifestError(f"{path} is not valid JSON: {e}") from None
+        return cls.from_json(obj, root)
+
+    def save(self, overwrite: bool = True) -> None:
+        """Writes the manifest atomically. This is the commit point of a conversion."""
+        data = json.dumps(self.to_json(), indent=1, sort_keys=False).encode() + b"\n"
+        storage.write_atomic(storage.join(self.root, MANIFEST_NAME), data, overwrite=overwrite)
+
+
+def check_relative_name(name: str) -> str:
+    """Refuses shard names that could point outside the dataset directory."""
+    if (
+        not name
+        or name.startswith(("/", "\\"))
+        or "://" in name
+        or (len(name) > 1 and name[1] == ":")
+        or ".." in posixpath.normpath(name.replace("\\", "/")).split("/")
+        or ".." in name.replace("\\", "/").split("/")
+    ):
+        raise ManifestError(
+            f"Shard names must be relative names inside the dataset directory. Received: {name!r}"
+        )
+    return name
+
+
+def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
+    """`{split}-{index:05d}-of-{count:05d}`, plus `.gz` under gzip."""
+    return f"{split}-{index:05d}-of-{count:05d}" + (".gz" if compression == "gzip" else "")

@@ -1,0 +1,302 @@
+"""Local paths and gs:// paths behind one small set of functions.
+
+Writes are atomic everywhere:
+- locally, a hidden temporary file (`.<name>.tmp-<pid>-<rand>`) in the same directory, fsynced,
+  then renamed into place;
+- on GCS, the object is uploaded whole, with an `if_generation_match=0` (does-not-exist)
+  precondition unless `overwrite=True`. A GCS object is invisible until its upload completes.
+
+GCS goes through the google-cloud-storage client (it has preconditions; TF's GFile has not).
+Transient GCS errors (HTTP 429 and 5xx, connection resets) are retried with exponential backoff.
+`STORAGE_EMULATOR_HOST` points the client at an emulator (tfpipe.testing.gcs).
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import functools
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, TypeVar
+
+from tfpipe.errors import TfpipeError
+
+T = TypeVar("T")
+GCS_PREFIX = "gs://"
+HIDDEN_PREFIX = "."
+
+
+class StorageError(TfpipeError, OSError):
+    """A read or write failed for a reason other than a missing file."""
+
+
+class AlreadyExists(StorageError):
+    """An atomic write found its destination taken."""
+
+
+def is_gcs(path: str) -> bool:
+    return str(path).startswith(GCS_PREFIX)
+
+
+def join(base: str, *parts: str) -> str:
+    base = str(base)
+    if is_gcs(base):
+        return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+    return os.path.join(base, *parts)
+
+
+def basename(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _split_gcs(path: str) -> tuple[str, str]:
+    rest = path[len(GCS_PREFIX):]
+    bucket, _, name = rest.partition("/")
+    if not bucket:
+        raise TfpipeError(f"Expected gs://bucket/path. Received: {path!r}")
+    return bucket, name
+
+
+# ---- GCS client and retries ----
+
+
+@functools.cache
+def _client():  # -> google.cloud.storage.Client
+    from google.cloud import storage
+
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        from google.auth.credentials import AnonymousCredentials
+
+        return storage.Client(project="tfpipe-local", credentials=AnonymousCredentials())
+    return storage.Client()
+
+
+def reset_client() -> None:
+    """Forgets the cached GCS client (after the emulator host changes, e.g. in tests)."""
+    _client.cache_clear()
+
+
+def _blob(path: str):
+    bucket, name = _split_gcs(path)
+    return _client().bucket(bucket).blob(name)
+
+
+RETRY_ATTEMPTS = 8
+RETRY_BASE_DELAY_S = 0.2
+
+
+def _is_transient(exc: BaseException) -> bool:
+    from google.api_core import exceptions as gexc
+
+    if isinstance(exc, (gexc.TooManyRequests, gexc.ServerError)):
+        return True
+    import requests
+
+    return isinstance(exc, (requests.ConnectionError, requests.Timeout, ConnectionError))
+
+
+def with_retries(fn: Callable[[], T], what: str) -> T:
+    """Calls `fn`, retrying transient GCS errors with jittered exponential backoff."""
+    for attempt in range(RETRY_ATTEMPTS):
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - classified below
+            if not _is_transient(e) or attempt == RETRY_ATTEMPTS - 1:
+                if _is_transient(e):
+                    raise StorageError(f"{what}: gave up after {RETRY_ATTEMPTS} attempts: {e}") from e
+                raise
+            time.sleep(RETRY_BASE_DELAY_S * (2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def _no_client_retry():
+    # Our own loop retries; the client's would hide attempts from it and double the waiting.
+    return None
+
+
+# ---- the API ----
+
+
+def exists(path: str) -> bool:
+    if is_gcs(path):
+        return with_retries(lambda: _blob(path).exists(retry=_no_client_retry()), f"stat {path}")
+    return os.path.exists(path)
+
+
+def listdir(path: str) -> list[str]:
+    """Names (not paths) directly under `path`, hidden ones included, sorted."""
+    if is_gcs(path):
+        bucket, prefix = _split_gcs(path.rstrip("/") + "/")
+
+        def names() -> list[str]:
+            it = _client().list_blobs(bucket, prefix=prefix, delimiter="/", retry=_no_client_retry())
+            out = [b.name[len(prefix):] for b in it]
+            out += [p[len(prefix):].rstrip("/") for p in it.prefixes]
+            return sorted(n for n in out if n)
+
+        return with_retries(names, f"list {path}")
+    if not os.path.isdir(path):
+        return []
+    return sorted(os.listdir(path))
+
+
+def glob(pattern: str) -> list[str]:
+    """Files matching a glob in the last path component (`dir/train-*`), sorted."""
+    parent, _, pat = str(pattern).rstrip("/").rpartition("/")
+    return [join(parent, n) for n in listdir(parent) if fnmatch.fnmatchcase(n, pat)]
+
+
+def size(path: str) -> int:
+    if is_gcs(path):
+        def stat() -> int:
+            blob = _blob(path)
+            blob.reload(retry=_no_client_retry())
+            return int(blob.size)
+
+        return with_retries(stat, f"stat {path}")
+    return os.path.getsize(path)
+
+
+def read_bytes(path: str) -> bytes:
+    if is_gcs(path):
+        return with_retries(lambda: _blob(path).download_as_bytes(retry=_no_client_retry()), f"read {path}")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def open_read(path: str) -> BinaryIO:
+    """A buffered binary stream; for gs://, a retried download into a spooled temp file."""
+    if is_gcs(path):
+        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+
+        def download() -> None:
+            spool.seek(0)
+            spool.truncate()
+            _blob(path).download_to_file(spool, retry=_no_client_retry())
+
+        with_retries(download, f"read {path}")
+        spool.seek(0)
+        return spool  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def makedirs(path: str) -> None:
+    if not is_gcs(path):
+        os.makedirs(path, exist_ok=True)
+
+
+def remove(path: str, missing_ok: bool = True) -> None:
+    if is_gcs(path):
+        from google.api_core import exceptions as gexc
+
+        try:
+            with_retries(lambda: _blob(path).delete(retry=_no_client_retry()), f"delete {path}")
+        except gexc.NotFound:
+            if not missing_ok:
+                raise
+        return
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
+
+
+def temp_name(final_name: str) -> str:
+    """The hidden in-progress name for `final_name`: no `train-*` glob matches it."""
+    return f"{HIDDEN_PREFIX}{final_name}.tmp-{os.getpid()}-{random.randrange(1 << 32):08x}"
+
+
+def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
+    """Moves a finished local file to `dest` atomically (rename, or a whole-object upload).
+
+    Raises:
+      AlreadyExists: `dest` exists and `overwrite` is False.
+    """
+    if is_gcs(dest):
+        _upload(local_path, dest, overwrite)
+        os.remove(local_path)
+        return
+    with open(local_path, "rb+") as f:
+        os.fsync(f.fileno())
+    if overwrite:
+        os.replace(local_path, dest)
+    else:
+        try:
+            os.link(local_path, dest)  # fails if dest exists: no check-then-rename race
+        except FileExistsError:
+            raise AlreadyExists(f"{dest} already exists") from None
+        os.remove(local_path)
+    _fsync_dir(os.path.dirname(dest) or ".")
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _upload(local_path: str, dest: str, overwrite: bool) -> None:
+    import google_crc32c
+    from google.api_core import exceptions as gexc
+
+    with open(local_path, "rb") as f:
+        crc = google_crc32c.Checksum()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            crc.update(chunk)
+    want_crc = base64.b64encode(crc.digest()).decode()
+    precondition = None if overwrite else 0
+
+    def upload() -> None:
+        blob = _blob(dest)
+        try:
+            blob.upload_from_filename(
+                local_path, if_generation_match=precondition, retry=_no_client_retry(),
+                checksum="crc32c",
+            )
+        except gexc.PreconditionFailed:
+            # An earlier attempt may have landed and only its reply been lost: same bytes is success.
+            existing = _blob(dest)
+            existing.reload(retry=_no_client_retry())
+            if existing.crc32c != want_crc:
+                raise AlreadyExists(f"{dest} already exists") from None
+
+    with_retries(upload, f"upload {dest}")
+
+
+def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> None:
+    """Writes `data` to `dest` so that readers see all of it or nothing."""
+    local_dir = None if is_gcs(dest) else (os.path.dirname(dest) or ".")
+    if local_dir:
+        os.makedirs(local_dir, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=temp_name(basename(dest)), dir=local_dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        commit_file(tmp, dest, overwrite=overwrite)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def local_spool_dir(dest_dir: str) -> str:
+    """Where shards are written before commit: beside them locally, a temp dir for gs://."""
+    if is_gcs(dest_dir):
+        return tempfile.mkdtemp(prefix="tfpipe-spool-")
+    os.makedirs(dest_dir, exist_ok=True)
+    return dest_dir
+
+
+def iter_lines(path: str) -> Iterator[str]:
+    with open_read(path) as f:
+        for line in f:
+            yield line.decode("utf-8")
