@@ -1,0 +1,101 @@
+"""`tfpipe convert SRC DEST`: raw data to sharded TFRecords with a manifest."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tfpipe.cli import add_common
+from tfpipe.cli.render import console, human_bytes
+
+EXAMPLES = """examples:
+  tfpipe convert ILSVRC/Data/CLS-LOC/train gs://my-bucket/imagenet --num-shards 1024
+  tfpipe convert ILSVRC/val gs://my-bucket/imagenet --split validation --labels val_labels.txt
+  tfpipe convert photos/ out/ --resize-shorter 320 --quality 90
+  tfpipe convert table.parquet out/ --label target --missing fill
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "convert",
+        help="turn image folders, CSV or Parquet into sharded TFRecords (local or gs://)",
+        description="Convert raw data into sharded TFRecords plus a tfpipe.json manifest. "
+        "Shards appear atomically; the manifest is written last. Interrupted runs --resume.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("src", help="image folder tree, flat validation folder, or CSV/Parquet file or folder")
+    p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
+    p.add_argument("--format", default="auto", choices=["auto", "imagenet", "images", "csv", "parquet"],
+                   help="source format (default: auto, by content)")
+    p.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
+    p.add_argument("--num-shards", type=int, help="exact number of shards (counts differ by at most one)")
+    p.add_argument("--shard-size", default="128MiB", help="target shard size when --num-shards is not given (default: 128MiB)")
+    p.add_argument("--workers", type=int, help="encoding processes (default: all cores)")
+    p.add_argument("--compression", default="none", choices=["none", "gzip"], help="shard compression")
+    p.add_argument("--resize-shorter", type=int, metavar="PX", help="re-encode images whose shorter side is larger than PX")
+    p.add_argument("--quality", type=int, default=90, help="JPEG quality for re-encoded images (default: 90)")
+    p.add_argument("--label", metavar="COLUMN", help="the label column of a table")
+    p.add_argument("--missing", default="error", choices=["error", "fill"],
+                   help="nulls in tables: fail (default) or fill with a default plus a <column>/missing mask")
+    p.add_argument("--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)")
+    p.add_argument("--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
+    p.add_argument("--strict", action="store_true", help="fail on an undecodable image instead of skipping it")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    p.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
+    add_common(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tfpipe.convert import Tick, convert
+
+    out = console(args.quiet)
+    options = dict(
+        format=args.format, split=args.split, num_shards=args.num_shards, shard_size=args.shard_size,
+        workers=args.workers, compression=args.compression, resize_shorter=args.resize_shorter,
+        quality=args.quality, label=args.label, missing=args.missing, label_offset=args.label_offset,
+        labels_file=args.labels_file, seed=args.seed, strict=args.strict,
+    )
+    started = time.monotonic()
+    if args.quiet or not out.is_terminal:
+        last = [0.0]
+
+        def progress(t: Tick) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 5 or t.items_done == t.items_total:
+                last[0] = now
+                out.print(f"{t.items_done}/{t.items_total} {t.unit}, {t.shards_done}/{t.shards_total} shards")
+
+        manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
+                           progress=progress, **options)
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[mbps]}"),
+                   TextColumn("shards {task.fields[shards]}"), TimeRemainingColumn())
+        with Progress(*columns, console=out, transient=False) as bar:
+            task = bar.add_task("convert", total=None, unit="", rate="", mbps="", shards="")
+
+            def progress(t: Tick) -> None:
+                elapsed = max(time.monotonic() - started, 1e-6)
+                bar.update(task, completed=t.items_done, total=t.items_total, unit=t.unit,
+                           rate=f"{t.items_done / elapsed:,.0f} {t.unit}/s",
+                           mbps=f"{t.bytes_in / elapsed / 1e6:,.1f} MB/s",
+                           shards=f"{t.shards_done}/{t.shards_total}")
+
+            manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
+                               progress=progress, **options)
+    split = manifest.split(args.split)
+    out.print(
+        f"converted {split.examples:,} examples into {len(split.shards)} shards, "
+        f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped, in {split.seconds:.1f} s "
+        f"-> {manifest.root}"
+    )
+    for s in split.skipped:
+        out.print(f"  skipped {s.input}: {s.reason}")
+    return 0

@@ -1,0 +1,140 @@
+"""What a conversion should do: frozen, validated option dataclasses."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Any, Literal, get_args
+
+from tfpipe.errors import ConfigError, field_error
+
+Format = Literal["auto", "imagenet", "images", "csv", "parquet"]
+Compression = Literal["none", "gzip"]
+MissingPolicy = Literal["error", "fill"]
+
+DEFAULT_SHARD_SIZE = 128 << 20
+"""128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
+reads are sequential, and >= 10 files per reader host for interleave parallelism)."""
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6,
+          "mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30, "t": 10**12, "tb": 10**12,
+          "tib": 1 << 40, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """`128MiB`, `64MB`, `1g` or a plain byte count -> bytes."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE_RE.match(str(text))
+    unit = (m.group(2) or "").lower() if m else None
+    if not m or unit not in _UNITS:
+        raise ConfigError(f"Expected a size such as 128MiB, 64MB or 1000000. Received: {text!r}")
+    return int(float(m.group(1)) * _UNITS[unit])
+
+
+def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise field_error(ConfigError, name, f"one of {choices}", value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShardConfig:
+    """How records are cut into shards.
+
+    Args:
+      split: the split name, the prefix of every shard name (`train-00000-of-00008`).
+      num_shards: an exact shard count; example counts then differ by at most one.
+      shard_size: target bytes per shard when `num_shards` is None; the count is chosen up
+        front from the estimated output size, because every name carries `-of-{count}`.
+      compression: "none" or "gzip" (shard names then end in `.gz`).
+    """
+
+    split: str = "train"
+    num_shards: int | None = None
+    shard_size: int = DEFAULT_SHARD_SIZE
+    compression: Compression = "none"
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9_]+", self.split or ""):
+            raise field_error(ConfigError, "split", "a name of letters, digits and _", self.split)
+        if self.num_shards is not None and (not isinstance(self.num_shards, int) or self.num_shards < 1):
+            raise field_error(ConfigError, "num_shards", "a positive int or None", self.num_shards)
+        if not isinstance(self.shard_size, int) or self.shard_size < 1:
+            raise field_error(ConfigError, "shard_size", "a positive number of bytes", self.shard_size)
+        _check_choice("compression", self.compression, get_args(Compression))
+
+    def count_for(self, n_items: int, estimated_bytes: int) -> int:
+        """The number of shards: exact if asked for, else by size; never more than the items."""
+        if self.num_shards is not None:
+            wanted = self.num_shards
+        else:
+            wanted = -(-max(estimated_bytes, 1) // self.shard_size)
+        return max(1, min(wanted, n_items))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConvertConfig:
+    """Everything `tfpipe.convert` does besides sharding.
+
+    Args:
+      format: the source format; "auto" picks by content.
+      workers: encoding processes; None means all cores. Output bytes do not depend on it.
+      resize_shorter: re-encode images whose shorter side is larger, to this many pixels.
+      quality: JPEG quality for re-encoded images.
+      label: the label column of a table.
+      missing: nulls in tables fail the run ("error") or are filled and masked ("fill").
+      label_offset: the label of the first class; None means 1 for imagenet, 0 otherwise.
+      labels_file: for a flat ImageNet validation folder, the synset of each file.
+      strict: an undecodable image fails the run instead of being skipped.
+      seed: the seed of the file shuffle before sharding.
+      chunk_rows: rows per table chunk read and encoded at once.
+    """
+
+    format: Format = "auto"
+    workers: int | None = None
+    resize_shorter: int | None = None
+    quality: int = 90
+    label: str | None = None
+    missing: MissingPolicy = "error"
+    label_offset: int | None = None
+    labels_file: str | None = None
+    strict: bool = False
+    seed: int = 0
+    chunk_rows: int = 8192
+
+    def __post_init__(self) -> None:
+        _check_choice("format", self.format, get_args(Format))
+        _check_choice("missing", self.missing, get_args(MissingPolicy))
+        if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
+            raise field_error(ConfigError, "workers", "a positive int or None", self.workers)
+        if self.resize_shorter is not None and (
+            not isinstance(self.resize_shorter, int) or self.resize_shorter < 8
+        ):
+            raise field_error(ConfigError, "resize_shorter", "an int >= 8 or None", self.resize_shorter)
+        if not isinstance(self.quality, int) or not 1 <= self.quality <= 100:
+            raise field_error(ConfigError, "quality", "an int in 1..100", self.quality)
+        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
+            raise field_error(ConfigError, "chunk_rows", "a positive int", self.chunk_rows)
+
+    @property
+    def n_workers(self) -> int:
+        return self.workers or os.cpu_count() or 1
+
+
+def split_options(options: dict[str, Any]) -> tuple[ShardConfig, ConvertConfig]:
+    """Splits `convert(**options)` into the two configs, refusing unknown names."""
+    shard_keys = {f.name for f in dataclasses.fields(ShardConfig)}
+    convert_keys = {f.name for f in dataclasses.fields(ConvertConfig)}
+    unknown = sorted(set(options) - shard_keys - convert_keys)
+    if unknown:
+        raise ConfigError(
+            f"Unknown convert option(s) {unknown}. Expected some of {sorted(shard_keys | convert_keys)}"
+        )
+    if "shard_size" in options:
+        options = options | {"shard_size": parse_size(options["shard_size"])}
+    return (
+        ShardConfig(**{k: v for k, v in options.items() if k in shard_keys}),
+        ConvertConfig(**{k: v for k, v in options.items() if k in convert_keys}),
+    )

@@ -1,0 +1,114 @@
+"""Worker-side encoding: one task (a chunk of images or of table rows) -> serialized Examples.
+
+Runs in conversion worker processes; imports neither TensorFlow nor anything heavy beyond
+Pillow, numpy and pandas. Every function here is pure: the same task gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfpipe import storage
+from tfpipe.codec import encode_columns, encode_example
+from tfpipe.errors import DataError
+from tfpipe.schema import IMAGE_SCHEMA, Schema
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ImageItem:
+    """One input image: where it is, and the label it gets."""
+
+    path: str
+    label: int
+    synset: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ImageTask:
+    items: tuple[ImageItem, ...]
+    resize_shorter: int | None
+    quality: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Encoded:
+    """A worker's answer for one input: the record, or why it was skipped; and bytes read."""
+
+    record: bytes | None
+    skip_reason: str | None
+    input_bytes: int
+
+
+def encode_images(task: ImageTask) -> list[Encoded]:
+    from tfpipe.convert.images import UndecodableImage, normalize_image
+
+    out = []
+    for item in task.items:
+        try:
+            data = storage.read_bytes(item.path)
+        except OSError as e:
+            out.append(Encoded(None, f"unreadable: {e}", 0))
+            continue
+        try:
+            img = normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
+        except UndecodableImage as e:
+            out.append(Encoded(None, str(e), len(data)))
+            continue
+        row = {
+            "image/encoded": img.jpeg,
+            "image/format": b"JPEG",
+            "image/filename": storage.basename(item.path),
+            "image/class/label": item.label,
+            "image/class/synset": item.synset,
+            "image/height": img.height,
+            "image/width": img.width,
+            "image/colorspace": b"RGB",
+            "image/channels": 3,
+        }
+        out.append(Encoded(encode_example(row, IMAGE_SCHEMA), None, len(data)))
+    return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TableTask:
+    """A chunk of rows (a pandas DataFrame) and where it starts in the source."""
+
+    frame: Any
+    first_row: int
+    schema: Schema
+    where: str
+
+
+def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[Any, Any]:
+    """A column as plain Python values, nulls filled with a default, plus the null mask.
+
+    Raises:
+      DataError: a null in a column without a mask, naming the column and row.
+    """
+    col = frame[field.name]
+    null = col.isna().to_numpy()
+    if null.any() and not field.has_mask:
+        row = first_row + int(null.argmax())
+        raise DataError(
+            f"{where}: column {field.name!r}, row {row} (0-based, header excluded) is null. "
+            "Expected a value: nulls are never written as plausible values. Pass "
+            "--missing fill (missing='fill') to write a default plus a "
+            f"'{field.name}/missing' mask."
+        )
+    if field.dtype == "bytes":
+        values = [b"" if n else str(v).encode("utf-8") for v, n in zip(col.tolist(), null)]
+    elif field.dtype == "float32":
+        values = col.to_numpy(dtype="float64", na_value=0.0)
+    else:
+        values = col.to_numpy(dtype="int64", na_value=0)
+    return values, (null.astype("int64") if field.has_mask else None)
+
+
+def encode_table(task: TableTask) -> list[Encoded]:
+    columns: dict[str, Any] = {}
+    for field in task.schema.fields:
+        columns[field.name], mask = column_values(task.frame, field, task.first_row, task.where)
+        if mask is not None:
+            columns[field.mask_name] = mask
+    return [Encoded(record, None, 0) for record in encode_columns(task.schema, columns)]
