@@ -223,6 +223,7 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         return
     with open(local_path, "rb+") as f:
         os.fsync(f.fileno())
+    os.chmod(local_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; shards are data, not secrets
     if overwrite:
         os.replace(local_path, dest)
     else:
@@ -232,6 +233,15 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
             raise AlreadyExists(f"{dest} already exists") from None
         os.remove(local_path)
     _fsync_dir(os.path.dirname(dest) or ".")
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
 
 
 def _fsync_dir(path: str) -> None:
