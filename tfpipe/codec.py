@@ -13,6 +13,7 @@ returns `row`, and `decode_example(encode_example(row))` returns it too (tests/t
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
@@ -20,7 +21,7 @@ from typing import Any, BinaryIO
 import google_crc32c
 
 from tfpipe.errors import DataError
-from tfpipe.schema import Schema
+from tfpipe.schema import Field, Schema
 
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
@@ -61,7 +62,9 @@ def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
     if isinstance(value, (bytes, str, int, float)) or not hasattr(value, "__len__"):
         values = [value]
     else:
-        values = list(value.ravel() if hasattr(value, "ravel") else value)
+        import numpy as np
+
+        values = np.asarray(value, dtype=object if dtype == "bytes" else None).ravel().tolist()
     if dtype == "bytes":
         return [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
     if dtype == "float32":
@@ -73,6 +76,16 @@ def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
             raise DataError(f"Feature {name!r}: expected an int64. Received: {v!r}")
         out.append(iv)
     return out
+
+
+def _check_count(field: Field, values: list[Any]) -> list[Any]:
+    want = math.prod(field.shape)
+    if len(values) != want:
+        raise DataError(
+            f"Feature {field.name!r}: expected {want} value(s) for shape {field.shape}. "
+            f"Received: {len(values)}"
+        )
+    return values
 
 
 def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
@@ -92,41 +105,15 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
             value = row[f.name]
         except KeyError:
             raise DataError(f"Record has no value for feature {f.name!r}") from None
-        entries.append((f.name, f.dtype, value))
+        entries.append((f.name, f.dtype, _check_count(f, _as_list(f.name, f.dtype, value))))
         if f.has_mask:
-            entries.append((f.mask_name, "int64", row[f.mask_name]))
+            entries.append((f.mask_name, "int64", _as_list(f.mask_name, "int64", row[f.mask_name])))
     body = bytearray()
-    for name, dtype, value in entries:
-        feature = _feature(dtype, _as_list(name, dtype, value))
+    for name, dtype, values in entries:
+        feature = _feature(dtype, values)
         entry = _len_delimited(0x0A, name.encode("utf-8")) + _len_delimited(0x12, feature)
         body += _len_delimited(0x0A, entry)
     return _len_delimited(0x0A, bytes(body))
-
-
-class FeatureEncoder:
-    """A faster `encode_example` for many rows of one schema: keys are encoded once."""
-
-    def __init__(self, schema: Schema) -> None:
-        self._schema = schema
-        self._plan = []
-        for f in schema.fields:
-            self._plan.append((f.name, f.dtype, _len_delimited(0x0A, f.name.encode("utf-8"))))
-            if f.has_mask:
-                self._plan.append(
-                    (f.mask_name, "int64", _len_delimited(0x0A, f.mask_name.encode("utf-8")))
-                )
-
-    def encode(self, values: list[Any]) -> bytes:
-        """Encodes one row given as values in `self.names` order (masks included)."""
-        body = bytearray()
-        for (name, dtype, key), value in zip(self._plan, values, strict=True):
-            feature = _feature(dtype, _as_list(name, dtype, value))
-            body += _len_delimited(0x0A, key + _len_delimited(0x12, feature))
-        return _len_delimited(0x0A, bytes(body))
-
-    @property
-    def names(self) -> list[str]:
-        return [name for name, _, _ in self._plan]
 
 
 def _entry_prefix(key: bytes, feature_prefix: bytes, payload_len: int) -> bytes:
