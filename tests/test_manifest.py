@@ -1,0 +1,85 @@
+"""Manifest JSON: round trip, validation on load, and refusal of unsafe shard names."""
+
+import json
+
+import pytest
+
+from tfpipe.errors import ManifestError
+from tfpipe.manifest import Manifest, ShardInfo, Skipped, Split, check_relative_name, shard_name
+from tfpipe.schema import IMAGE_SCHEMA
+
+
+def _manifest(root, name="train-00000-of-00001"):
+    return Manifest(
+        root=str(root), layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1, class_names=("n01", "n02"),
+        compression="none",
+        splits={"train": Split((ShardInfo(name, 3, 120, "sha256:" + "0" * 64),), (Skipped("a.JPEG", "empty file"),),
+                               source="/src", options={"num_shards": 1})},
+    )
+
+
+def test_round_trip(tmp_path):
+    m = _manifest(tmp_path)
+    m.save()
+    loaded = Manifest.load(str(tmp_path))
+    assert loaded == m
+    obj = json.loads((tmp_path / "tfpipe.json").read_text())
+    assert obj["format"] == "tfpipe.manifest" and obj["format_version"] == 1
+    assert obj["splits"]["train"]["examples"] == 3
+    assert obj["splits"]["train"]["skipped"] == [{"input": "a.JPEG", "reason": "empty file"}]
+    assert loaded.shard_paths("train") == [str(tmp_path / "train-00000-of-00001")]
+
+
+@pytest.mark.parametrize("name", ["../evil", "/etc/passwd", "a/../../b", "..", "gs://other/bucket", "C:\\x", "\\\\server\\x", ""])
+def test_unsafe_shard_names_refused(name):
+    with pytest.raises(ManifestError, match="relative names"):
+        check_relative_name(name)
+
+
+def test_manifest_with_path_traversal_refused_on_load(tmp_path):
+    _manifest(tmp_path).save()
+    obj = json.loads((tmp_path / "tfpipe.json").read_text())
+    obj["splits"]["train"]["shards"][0]["name"] = "../../etc/passwd"
+    (tmp_path / "tfpipe.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match=r"tfpipe.json: .*relative names.*'\.\./\.\./etc/passwd'"):
+        Manifest.load(str(tmp_path))
+
+
+def test_safe_nested_name_is_accepted():
+    assert check_relative_name("sub/train-00000-of-00001") == "sub/train-00000-of-00001"
+
+
+def test_missing_manifest_says_what_to_do(tmp_path):
+    with pytest.raises(ManifestError, match="no tfpipe.json there.*tfpipe convert"):
+        Manifest.load(str(tmp_path))
+
+
+def test_not_json_and_wrong_version(tmp_path):
+    (tmp_path / "tfpipe.json").write_text("{not json")
+    with pytest.raises(ManifestError, match="not valid JSON"):
+        Manifest.load(str(tmp_path))
+    obj = _manifest(tmp_path).to_json() | {"format_version": 99}
+    (tmp_path / "tfpipe.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match="expected format_version 1. Received: 99"):
+        Manifest.load(str(tmp_path))
+    (tmp_path / "tfpipe.json").write_text(json.dumps({"pickle": "no"}))
+    with pytest.raises(ManifestError, match="expected a 'tfpipe.manifest' JSON object"):
+        Manifest.load(str(tmp_path))
+
+
+def test_declared_count_must_match_shards(tmp_path):
+    obj = _manifest(tmp_path).to_json()
+    obj["splits"]["train"]["examples"] = 4
+    (tmp_path / "tfpipe.json").write_text(json.dumps(obj))
+    with pytest.raises(ManifestError, match="declares 4 examples but its shards hold 3"):
+        Manifest.load(str(tmp_path))
+
+
+def test_unknown_split_named():
+    with pytest.raises(ManifestError, match="no split 'validation'; it has \\['train'\\]"):
+        _manifest("/x").split("validation")
+
+
+def test_shard_name_format():
+    assert shard_name("train", 3, 1024) == "train-00003-of-01024"
+    assert shard_name("validation", 0, 8, "gzip") == "validation-00000-of-00008.gz"
