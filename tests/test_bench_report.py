@@ -1,0 +1,188 @@
+"""Report JSON against its schema, the rendered table, and the PNG plot, from given numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfpipe.bench import reference
+from tfpipe.bench.config import BenchConfig, check_step_time_ms
+from tfpipe.bench.report import (
+    Comparison,
+    Consumer,
+    DatasetInfo,
+    Rate,
+    ScalingPoint,
+    Simulation,
+    StageRate,
+    conclude,
+    schema,
+)
+from tfpipe.errors import ConfigError
+
+jsonschema = pytest.importorskip("jsonschema")
+
+
+def _rate(eps: float, per_element: int = 1) -> Rate:
+    return Rate(eps, eps / per_element, int(eps * 3 / per_element), 3.0, 0.4, 1.5)
+
+
+def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = None):
+    stages = (
+        StageRate("read", ("list_files", "interleave", "shuffle", "repeat"), 4, _rate(41_000.0)),
+        StageRate("parse", ("parse",), 5, _rate(23_000.0)),
+        StageRate("decode", ("decode",), 6, _rate(305.0)),
+        StageRate("batch", ("batch",), 7, _rate(301.0, 37)),
+        StageRate("final", ("prefetch",), 8, _rate(298.0, 37)),
+    )
+    return conclude(
+        pipeline="imagenet",
+        dataset=DatasetInfo("/tmp/x", 1111, 4, 120_000_000, True, 41.5),
+        batch_size=74,
+        hosts=2,
+        producer=stages[-1].rate,
+        consumer=Consumer(consumer_eps, 37 / consumer_eps * 1000, "reference", "ResNet-50 on A100", url="https://x", approximate=True),
+        stages=stages,
+        scaling=(ScalingPoint(1, 160.0), ScalingPoint(2, 298.0)),
+        simulation=simulation,
+        comparison=Comparison(298.0, 210.0),
+        environment={"tensorflow": "2.21.0", "cpu_count": 2},
+        elapsed_sec=88.0,
+    )
+
+
+def test_report_json_matches_schema_and_contract_keys() -> None:
+    sim = Simulation(15.6, 40, 3.0, 2.6, 0.874, 0.861)
+    report = sample_report(simulation=sim)
+    obj = json.loads(report.to_json_text())
+    jsonschema.validate(obj, schema())
+    assert obj["verdict"] == "highly_input_bound"
+    assert obj["predicted_input_wait"] == pytest.approx(1 - 298 / 2375, abs=1e-6)
+    assert obj["measured_input_wait"] == pytest.approx(0.861)
+    assert obj["measured_by"] == "simulate"
+    assert (obj["batch_size"], obj["per_host_batch_size"], obj["hosts"]) == (74, 37, 2)
+    assert obj["producer"]["examples_per_sec"] == 298.0
+    assert obj["producer"]["batches_per_sec"] == pytest.approx(298 / 37, abs=1e-6)
+    assert obj["consumer"] == {
+        "examples_per_sec": 2375.0,
+        "step_time_ms": pytest.approx(37 / 2375 * 1000, abs=1e-6),
+        "source": "reference",
+        "description": "ResNet-50 on A100",
+        "device": "",
+        "url": "https://x",
+        "approximate": True,
+    }
+    assert obj["bottleneck"]["stage"] == "decode"
+    assert [s["name"] for s in obj["stages"]] == ["read", "parse", "decode", "batch", "final"]
+    assert obj["stages"][2] == {
+        "name": "decode",
+        "stages": ["decode"],
+        "upto": 6,
+        "examples_per_sec": 305.0,
+        "elements_per_sec": 305.0,
+        "first_element_sec": 0.4,
+    }
+    assert obj["scaling"] == [{"cores": 1, "examples_per_sec": 160.0}, {"cores": 2, "examples_per_sec": 298.0}]
+    assert obj["cores_needed"]["cores"] == 16  # ceil(2375 / 149) at 2-core efficiency
+    assert obj["service_workers"]["workers"] == 16  # 2 hosts x 2375/s over 298/s per 2-core worker
+    assert [r["kind"] for r in obj["recommendations"]] == ["decode_bound", "cpu_bound_beyond_host", "poor_scaling"] or [
+        r["kind"] for r in obj["recommendations"]
+    ] == ["decode_bound", "cpu_bound_beyond_host"]
+    assert obj["compare"]["ratio"] == pytest.approx(298 / 210, abs=1e-6)
+
+
+def test_schema_rejects_a_report_missing_a_contract_key() -> None:
+    obj = sample_report().to_json()
+    assert obj["measured_input_wait"] is None and obj["measured_by"] is None
+    jsonschema.validate(obj, schema())
+    del obj["bottleneck"]
+    with pytest.raises(jsonschema.ValidationError, match="'bottleneck' is a required property"):
+        jsonschema.validate(obj, schema())
+    obj = sample_report().to_json() | {"verdict": "slow"}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(obj, schema())
+
+
+def test_not_input_bound_report() -> None:
+    report = sample_report(consumer_eps=200.0)
+    assert report.verdict == "not_input_bound"
+    assert report.predicted_input_wait == 0.0
+    assert [r.kind for r in report.recommendations] == ["keeps_up"]
+    assert report.cores.cores == 2  # 200/s needs the 2nd core (1 core gives 160/s)
+
+
+def test_plot_is_a_readable_png(tmp_path) -> None:
+    from PIL import Image
+
+    from tfpipe.bench.plot import write_plot
+
+    for consumer in (2375.0, 250.0):
+        path = write_plot(sample_report(consumer), str(tmp_path / f"bench-{consumer:.0f}.png"))
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        with Image.open(path) as im:
+            im.verify()
+        with Image.open(path) as im:
+            assert im.size[0] >= 1200 and im.size[1] >= 500
+            # Not a blank canvas: the bars and lines put many colours on it.
+            assert len(im.convert("RGB").getcolors(maxcolors=1 << 20)) > 50
+
+
+def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    console = Console(width=160, record=True, file=open("/dev/null", "w"))
+    for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 0.874, 0.861))):
+        console.print(r)
+    text = console.export_text()
+    for needle in ("HIGHLY INPUT-BOUND", "predicted 87.5%", "measured 86.1% (simulate)", "Bottleneck", "decode",
+                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x", "37 per host x 2 hosts"):
+        assert needle in text, needle
+
+
+def test_reference_table_rows_cite_sources() -> None:
+    rows = reference.rows()
+    assert {"resnet50-v100", "resnet50-a100", "resnet50-h100", "resnet50-tpu-v3", "resnet50-tpu-v4"} <= {r.name for r in rows}
+    for row in rows:
+        assert row.url.startswith("https://") and row.source and row.derivation
+        assert row.examples_per_sec > 0
+        assert "approximate" in row.label
+    assert reference.default_for("imagenet").name == "resnet50-a100"
+    assert reference.default_for("tabular").preset == "tabular"
+    with pytest.raises(ConfigError, match="accelerator must be one of .*Received: accelerator='tpu-v9'"):
+        reference.lookup("tpu-v9")
+
+
+@pytest.mark.parametrize("bad", [0, -3, "abc", "nan", "inf", "", None, True])
+def test_step_time_validation(bad) -> None:
+    with pytest.raises(ConfigError, match="step_time_ms must be a positive number of milliseconds. Received: step_time_ms="):
+        check_step_time_ms(bad)
+    if bad is not None:
+        with pytest.raises(ConfigError, match="step_time_ms"):
+            BenchConfig(step_time_ms=bad)  # type: ignore[arg-type]
+
+
+def test_bench_config_validation() -> None:
+    assert check_step_time_ms("12.5") == 12.5
+    cfg = BenchConfig(batch_size=96, hosts=3, step_time_ms=50)
+    assert (cfg.global_batch, cfg.host_batch) == (96, 32)
+    assert BenchConfig(pipeline="tabular").host_batch == 1024
+    with pytest.raises(ConfigError, match="at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
+        BenchConfig(step_time_ms=5.0, accelerator="resnet50-a100")
+    with pytest.raises(ConfigError, match="batch_size=100, hosts=3"):
+        BenchConfig(batch_size=100, hosts=3)
+    with pytest.raises(ConfigError, match="model must be one of .*Received: model='mlp'"):
+        BenchConfig(model="mlp")
+    with pytest.raises(ConfigError, match="fit needs a model"):
+        BenchConfig(fit=True)
+    with pytest.raises(ConfigError, match="tabular reference"):
+        BenchConfig(accelerator="widedeep-a100")
+    with pytest.raises(ConfigError, match="pipeline must be one of"):
+        BenchConfig(pipeline="audio")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="seconds must be a positive number"):
+        BenchConfig(seconds=0)
+    with pytest.raises(ConfigError, match="compare .* needs pipeline='imagenet'"):
+        BenchConfig(pipeline="tabular", compare=True)

@@ -1,0 +1,153 @@
+"""BenchConfig: every option of `tfpipe bench`, validated when it is made."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal, get_args
+
+from tfpipe.errors import ConfigError, field_error
+
+PipelineName = Literal["imagenet", "tabular"]
+PIPELINES: tuple[str, ...] = get_args(PipelineName)
+
+# Keras models `--model` builds with random weights (nothing is downloaded).
+IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
+TABLE_MODELS = ("mlp", "small_mlp")
+MODELS = IMAGE_MODELS + TABLE_MODELS
+
+# Per-host batch when none is given: a common per-accelerator batch for each kind of model.
+DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """What to benchmark and against which consumer.
+
+    Args:
+      pipeline: the preset, "imagenet" or "tabular".
+      data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it.
+      batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
+        None uses 128 for imagenet and 1024 for tabular.
+      step_time_ms: the consumer's measured step time for the global batch, in milliseconds.
+      model: a Keras model to time a train step of on the best local device.
+      accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`).
+        With none of the three, the preset's reference row is used.
+      seconds: the steady-state window timed for each measurement.
+      warmup_seconds: time run before each window and excluded; None scales with `seconds`.
+      simulate: also run the pipeline against a sleeping consumer and measure the input wait.
+      fit: also run `model.fit` of `model` on the real pipeline and on synthetic input.
+      profile: directory for a TensorFlow profiler trace of the full pipeline's window.
+      compare: also bench the seeds' recipe on the same data and report the ratio.
+      hosts: hosts training together; the producer measured here is one host's.
+      workdir: where the synthetic dataset is cached; None uses the user cache directory.
+      max_cores: the most cores in the scaling curve; None uses the cores this process may use.
+      worker_cores: cores of one tf.data service worker for the workers estimate; None uses
+        `max_cores`.
+      split: the split of `data` to read.
+      synthetic_examples: size of the generated dataset; None uses the preset's default.
+    """
+
+    pipeline: PipelineName = "imagenet"
+    data: str | None = None
+    batch_size: int | None = None
+    step_time_ms: float | None = None
+    model: str | None = None
+    accelerator: str | None = None
+    seconds: float = 4.0
+    warmup_seconds: float | None = None
+    simulate: bool = False
+    fit: bool = False
+    profile: str | None = None
+    compare: bool = False
+    hosts: int = 1
+    workdir: str | None = None
+    max_cores: int | None = None
+    worker_cores: int | None = None
+    split: str = "train"
+    synthetic_examples: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pipeline not in PIPELINES:
+            raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
+        _positive_int("hosts", self.hosts)
+        if self.batch_size is not None:
+            _positive_int("batch_size", self.batch_size)
+            if self.batch_size % self.hosts:
+                raise ConfigError(
+                    "batch_size must be a multiple of hosts, so each host gets the same batch. "
+                    f"Received: batch_size={self.batch_size}, hosts={self.hosts}"
+                )
+        if self.step_time_ms is not None:
+            check_step_time_ms(self.step_time_ms)
+        given = [n for n in ("step_time_ms", "model", "accelerator") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise ConfigError(
+                "Give at most one consumer: step_time_ms, model or accelerator. "
+                f"Received: {', '.join(f'{n}={getattr(self, n)!r}' for n in given)}"
+            )
+        if self.model is not None:
+            allowed = IMAGE_MODELS if self.pipeline == "imagenet" else TABLE_MODELS
+            if self.model not in allowed:
+                raise field_error(ConfigError, "model", f"one of {allowed} for pipeline={self.pipeline!r}", self.model)
+        if self.accelerator is not None:
+            from tfpipe.bench import reference
+
+            row = reference.lookup(self.accelerator)
+            if row.preset != self.pipeline:
+                raise ConfigError(
+                    f"accelerator {row.name!r} is a {row.preset} reference; for pipeline="
+                    f"{self.pipeline!r} use one of "
+                    f"{[r.name for r in reference.rows() if r.preset == self.pipeline]}"
+                )
+        if self.fit and self.model is None:
+            raise ConfigError("fit needs a model to train: pass model (--model). Received: model=None")
+        if not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds) and self.seconds > 0):
+            raise field_error(ConfigError, "seconds", "a positive number of seconds", self.seconds)
+        if self.warmup_seconds is not None and not (
+            math.isfinite(self.warmup_seconds) and self.warmup_seconds >= 0
+        ):
+            raise field_error(ConfigError, "warmup_seconds", "a number of seconds >= 0", self.warmup_seconds)
+        for name in ("max_cores", "worker_cores", "synthetic_examples"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if self.compare and self.pipeline != "imagenet":
+            raise ConfigError(
+                "compare benches the seeds' image recipe, so it needs pipeline='imagenet'. "
+                f"Received: pipeline={self.pipeline!r}"
+            )
+        if not self.split:
+            raise field_error(ConfigError, "split", "a split name such as 'train'", self.split)
+
+    @property
+    def global_batch(self) -> int:
+        return self.batch_size if self.batch_size is not None else DEFAULT_BATCH[self.pipeline] * self.hosts
+
+    @property
+    def host_batch(self) -> int:
+        return self.global_batch // self.hosts
+
+    @property
+    def warmup(self) -> float:
+        """Seconds run and discarded before each timed window."""
+        if self.warmup_seconds is not None:
+            return float(self.warmup_seconds)
+        # Measured on the synthetic imagenet data: AUTOTUNE settles within about 1.5 s, and
+        # a warm-up of half the window (at least 1.5 s) keeps rates within a few percent.
+        return max(1.5, 0.5 * self.seconds)
+
+
+def check_step_time_ms(value: object) -> float:
+    """Returns `value` as a float if it is a positive finite step time in ms, else raises."""
+    try:
+        ms = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise field_error(ConfigError, "step_time_ms", "a positive number of milliseconds", value) from None
+    if isinstance(value, bool) or not math.isfinite(ms) or ms <= 0:
+        raise field_error(ConfigError, "step_time_ms", "a positive number of milliseconds", value)
+    return ms
+
+
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise field_error(ConfigError, name, "an integer >= 1", value)

@@ -1,0 +1,145 @@
+"""The bench picture: stage throughputs against the consumer, and the scaling curve."""
+
+from __future__ import annotations
+
+import math
+
+from tfpipe.bench.report import Report
+from tfpipe.bench.verdict import rate_at
+
+_VERDICT_TITLE = {
+    "not_input_bound": "Not input-bound",
+    "moderately_input_bound": "Moderately input-bound",
+    "highly_input_bound": "Highly input-bound",
+}
+_OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
+
+
+def _fmt(eps: float) -> str:
+    if eps >= 1e6:
+        return f"{eps / 1e6:.2f}M"
+    if eps >= 1e4:
+        return f"{eps / 1e3:.0f}k"
+    return f"{eps:,.0f}" if eps >= 100 else f"{eps:.1f}"
+
+
+def write_plot(report: Report, path: str) -> str:
+    """Writes a PNG with two panels and returns `path`.
+
+    Left: each stage prefix's throughput as a bar, the bottleneck highlighted, and the
+    consumer's rate as a vertical line. Right: throughput against cores, the ideal linear
+    scaling from one core, the consumer line, and the cores needed to reach it.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib import pyplot as plt
+
+    consumer = report.consumer.examples_per_sec
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
+    title = (
+        f"{_VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
+        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
+    )
+    if report.measured_input_wait is not None:
+        title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
+    fig.suptitle(title, fontsize=13, fontweight="bold")
+
+    # Left panel: prefixes, top to bottom in pipeline order.
+    labels, values, colors = [], [], []
+    for i, s in enumerate(report.stages):
+        labels.append(("" if i == 0 else "+ ") + s.name + "\n" + ", ".join(s.stages))
+        values.append(s.rate.examples_per_sec)
+        if s.name == report.bottleneck.stage:
+            colors.append(_WORST)
+        else:
+            colors.append(_OK if s.rate.examples_per_sec >= consumer else _SLOW)
+    y = list(range(len(values)))[::-1]
+    ax1.barh(y, values, color=colors, height=0.6)
+    ax1.set_yticks(y, labels, fontsize=9)
+    top = max(values + [consumer]) if values else consumer
+    low = min(values + [consumer]) if values else consumer
+    log = top / max(low, 1e-9) > 30
+    if log:
+        ax1.set_xscale("log")
+        ax1.set_xlim(low / 3, top * 4)
+    else:
+        ax1.set_xlim(0, top * 1.3)
+    for yi, v in zip(y, values):
+        ax1.text(v * (1.08 if log else 1.0) + (0 if log else top * 0.01), yi, _fmt(v), va="center", fontsize=9)
+    ax1.axvline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6)
+    ax1.text(
+        consumer,
+        len(values) - 0.45,
+        f" consumer {_fmt(consumer)}/s",
+        fontsize=9,
+        ha="left",
+        va="bottom",
+        color=_CONSUMER,
+    )
+    ax1.set_ylim(-0.6, len(values) - 0.1)
+    ax1.set_xlabel("examples / second" + (" (log scale)" if log else ""))
+    ax1.set_title(
+        f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage} "
+        f"({report.bottleneck.share:.0%} of time per example)",
+        fontsize=10,
+    )
+    ax1.grid(axis="x", alpha=0.3)
+
+    # Right panel: scaling with cores, extended to where the extrapolation meets the consumer.
+    from matplotlib.ticker import MaxNLocator
+
+    points = [(p.cores, p.examples_per_sec) for p in report.scaling]
+    cores = [c for c, _ in points] or [1]
+    rates = [r for _, r in points] or [1.0]
+    needed = report.cores.cores
+    shown = needed if needed <= max(32, 4 * max(cores)) else 4 * max(cores)
+    x_max = max(max(cores), shown, 2)
+    curve_top = max(max(rates), rate_at(x_max, points) if points else 0.0)
+    # A consumer far above anything the curve reaches would flatten it: use a log axis then.
+    log_y = consumer > 10 * curve_top
+    x0 = 0.5 if log_y else 0.0
+    ax2.plot(cores, rates, "o-", color=_OK, linewidth=2.2, markersize=7, label="measured", zorder=3)
+    if points:
+        one = report.cores.per_core_eps
+        ax2.plot([x0, x_max], [one * x0, one * x_max], ":", color="#888888", label="linear from 1 core")
+        if needed > max(cores):
+            xs = [max(cores), x_max]
+            ax2.plot(xs, [rate_at(x, points) for x in xs], "--", color=_OK, alpha=0.7, label="extrapolated")
+        for c, r in points:
+            ax2.annotate(_fmt(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9)
+    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {_fmt(consumer)}/s")
+    if needed:
+        note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
+        if needed == shown:
+            ax2.axvline(needed, color=_WORST, linestyle="-.", linewidth=1.4)
+            ax2.text(needed - 0.02 * x_max, 0.62, note.replace(" (", "\n("), color=_WORST, fontsize=10,
+                     fontweight="bold", ha="right", va="center", transform=ax2.get_xaxis_transform(),
+                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+        else:
+            ax2.text(0.97, 0.5, f"{note}:\noff the chart", color=_WORST, fontsize=10, fontweight="bold",
+                     ha="right", va="center", transform=ax2.transAxes)
+    ax2.set_xlim(0, x_max * 1.05)
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if log_y:
+        ax2.set_yscale("log")
+        ax2.set_ylim(min(rates) / 3, consumer * 3)
+    else:
+        ax2.set_ylim(0, max(curve_top, consumer) * 1.2)
+    ax2.set_xlabel("CPU cores (tf.data private threadpool)")
+    ax2.set_ylabel("examples / second" + (" (log scale)" if log_y else ""))
+    ax2.set_title(
+        f"Scaling: {report.cores.per_core_eps:,.0f}/s per core, {report.cores.efficiency:.0%} efficiency",
+        fontsize=10,
+    )
+    ax2.grid(alpha=0.3)
+    ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
+    if not math.isfinite(consumer):
+        raise ValueError(f"consumer rate must be finite. Received: {consumer}")
+
+    source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
+    fig.text(0.01, 0.01, f"Consumer: {source}", fontsize=8, color="#444444")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

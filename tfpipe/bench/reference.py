@@ -1,0 +1,84 @@
+"""The reference table: published training throughputs per accelerator, each with its source.
+
+The rows live in `reference.json` beside this module so they can be read and reviewed as data.
+Every row is approximate; the report says so wherever it uses one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from importlib import resources
+
+from tfpipe.errors import ConfigError
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReferenceRow:
+    """One published throughput.
+
+    Attributes:
+      name: the key `--accelerator` takes, e.g. "resnet50-a100".
+      model: the model trained.
+      accelerator: the hardware the number is for (one GPU, or one TPU host of 4 chips).
+      preset: the tfpipe preset whose data the model trains on.
+      examples_per_sec: training throughput, examples per second.
+      precision: numeric precision and batch size used.
+      framework: software the number was measured with.
+      source: who published it, and where in the publication.
+      url: where to read it.
+      derivation: "as published", or how the number was derived from the publication.
+    """
+
+    name: str
+    model: str
+    accelerator: str
+    preset: str
+    examples_per_sec: float
+    precision: str
+    framework: str
+    source: str
+    url: str
+    derivation: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} on {self.accelerator} (published, approximate)"
+
+
+@functools.cache
+def _table() -> tuple[dict[str, str], tuple[ReferenceRow, ...]]:
+    text = resources.files("tfpipe.bench").joinpath("reference.json").read_text(encoding="utf-8")
+    obj = json.loads(text)
+    rows = tuple(ReferenceRow(**row) for row in obj["rows"])
+    return dict(obj["defaults"]), rows
+
+
+def rows() -> tuple[ReferenceRow, ...]:
+    """Every row of the table."""
+    return _table()[1]
+
+
+def names() -> list[str]:
+    return [r.name for r in rows()]
+
+
+def lookup(name: str) -> ReferenceRow:
+    """The row called `name`.
+
+    Raises:
+      ConfigError: there is no such row; the message lists the rows there are.
+    """
+    for row in rows():
+        if row.name == name:
+            return row
+    raise ConfigError(f"accelerator must be one of {names()}. Received: accelerator={name!r}")
+
+
+def default_for(preset: str) -> ReferenceRow:
+    """The row a preset uses when no consumer is given."""
+    defaults = _table()[0]
+    if preset not in defaults:
+        raise ConfigError(f"No reference row for preset {preset!r}; presets with one: {sorted(defaults)}")
+    return lookup(defaults[preset])

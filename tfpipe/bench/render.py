@@ -1,0 +1,140 @@
+"""Rich renderables for a Report. They build tables; the CLI decides where to print them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfpipe.bench.report import Report
+
+_STYLE = {
+    "not_input_bound": ("green", "NOT INPUT-BOUND"),
+    "moderately_input_bound": ("yellow", "MODERATELY INPUT-BOUND"),
+    "highly_input_bound": ("red", "HIGHLY INPUT-BOUND"),
+}
+
+
+def _eps(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def renderables(report: Report) -> list[Any]:
+    """The terminal view: summary, stage prefixes, scaling, and recommendations."""
+    from rich import box
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.markup import escape
+    from rich.text import Text
+
+    color, word = _STYLE[report.verdict]
+    out: list[Any] = []
+
+    summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
+    summary.add_column(style="bold")
+    summary.add_column()
+    ds = report.dataset
+    summary.add_row(
+        "Data",
+        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {ds.bytes / 1e6:,.1f} MB"
+        + (", synthetic" if ds.synthetic else "")
+        + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
+        + ")",
+    )
+    batch = f"{report.batch_size}" + (
+        f" global = {report.per_host_batch_size} per host x {report.hosts} hosts" if report.hosts > 1 else ""
+    )
+    summary.add_row("Batch", batch)
+    p = report.producer
+    summary.add_row(
+        "Producer",
+        f"{_eps(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state; "
+        f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
+    )
+    c = report.consumer
+    summary.add_row(
+        "Consumer",
+        f"{_eps(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
+        + (" (approximate)" if c.approximate else ""),
+    )
+    if c.url:
+        summary.add_row("", Text(c.url, style="dim"))
+    verdict = Text(f"{word}", style=f"bold {color}")
+    verdict.append(f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color)
+    if report.measured_input_wait is not None:
+        verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
+    summary.add_row("Verdict", verdict)
+    b = report.bottleneck
+    summary.add_row(
+        "Bottleneck",
+        f"{b.stage}: {b.share:.0%} of the time per example ({b.ms_per_example:.3f} ms), "
+        f"throughput falls {b.drop:.0%} at this prefix",
+    )
+    cores = report.cores
+    summary.add_row(
+        "Cores needed",
+        f"~{cores.cores} per host ({cores.available} measured here, {_eps(cores.per_core_eps)}/s per core, "
+        f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
+    )
+    sv = report.service
+    summary.add_row(
+        "tf.data service",
+        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{_eps(sv.worker_eps)}/s each) "
+        f"for {_eps(sv.demand_eps)}/s across {report.hosts} host(s)",
+    )
+    if report.simulation is not None:
+        s = report.simulation
+        summary.add_row(
+            "Simulation",
+            f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
+            f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%}",
+        )
+    if report.fit is not None:
+        f = report.fit
+        summary.add_row(
+            "model.fit",
+            f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
+            f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting",
+        )
+    if report.comparison is not None:
+        cmp = report.comparison
+        summary.add_row(
+            "Compare",
+            f"tfpipe {_eps(cmp.tfpipe_examples_per_sec)}/s vs seeds' recipe "
+            f"{_eps(cmp.recipe_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
+        )
+    if report.profile_dir:
+        summary.add_row("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})")
+    out.append(Panel(summary, title="tfpipe bench", border_style=color))
+
+    stages = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
+    stages.add_column("prefix")
+    stages.add_column("adds stages")
+    stages.add_column("examples/s", justify="right")
+    stages.add_column("vs consumer", justify="right")
+    stages.add_column("first element", justify="right")
+    for s in report.stages:
+        style = "bold red" if s.name == b.stage else ""
+        stages.add_row(
+            s.name,
+            ", ".join(s.stages),
+            _eps(s.rate.examples_per_sec),
+            f"{s.rate.examples_per_sec / c.examples_per_sec:.2f}x",
+            f"{s.rate.first_element_sec:.2f} s",
+            style=style,
+        )
+    out.append(stages)
+
+    scaling = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
+    scaling.add_column("cores", justify="right")
+    scaling.add_column("examples/s", justify="right")
+    scaling.add_column("per core", justify="right")
+    for pt in report.scaling:
+        scaling.add_row(str(pt.cores), _eps(pt.examples_per_sec), _eps(pt.examples_per_sec / pt.cores))
+    out.append(scaling)
+
+    recs = Table(title="Recommendations", box=box.SIMPLE, show_lines=True)
+    recs.add_column("finding", ratio=1)
+    recs.add_column("do", ratio=1)
+    for r in report.recommendations:
+        recs.add_row(escape(r.finding), escape(r.action))
+    out.append(recs)
+    return out

@@ -1,0 +1,341 @@
+"""The Report `tfpipe.bench()` returns, and its versioned JSON form.
+
+The JSON schema is `report.schema.json` beside this module (JSON Schema 2020-12, every field
+described). These top-level keys are a contract and keep their meaning across versions:
+`verdict`, `predicted_input_wait`, `measured_input_wait`, `batch_size`,
+`producer.examples_per_sec`, `consumer.examples_per_sec`, `consumer.source`,
+`bottleneck.stage`, `stages[].name`, `stages[].examples_per_sec`, `scaling[].cores`,
+`scaling[].examples_per_sec` and `recommendations`. A change that breaks one raises
+`SCHEMA_VERSION`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from importlib import resources
+from typing import Any, Literal
+
+from tfpipe._version import __version__
+from tfpipe.bench.verdict import Band, Bottleneck, CoresEstimate, Recommendation, ServiceEstimate
+
+SCHEMA = "tfpipe.bench.report"
+SCHEMA_VERSION = 1
+
+ConsumerSource = Literal["step_time", "model", "reference"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rate:
+    """A steady-state throughput measurement.
+
+    Attributes:
+      examples_per_sec: examples per second over the timed window.
+      elements_per_sec: dataset elements (batches once batched) per second.
+      elements: elements taken in the window.
+      window_sec: length of the timed window.
+      first_element_sec: from creating the iterator to the first element (reported apart).
+      warmup_sec: time run before the window and excluded from it.
+    """
+
+    examples_per_sec: float
+    elements_per_sec: float
+    elements: int
+    window_sec: float
+    first_element_sec: float
+    warmup_sec: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StageRate:
+    """Throughput of one prefix of the pipeline's stage list.
+
+    Attributes:
+      name: the group the prefix ends with: read, parse, decode, batch or final.
+      stages: names of the stages this prefix adds to the previous one.
+      upto: how many stages of the list the prefix applies.
+      rate: the measurement.
+    """
+
+    name: str
+    stages: tuple[str, ...]
+    upto: int
+    rate: Rate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScalingPoint:
+    """The full pipeline's throughput with its private threadpool limited to `cores` threads."""
+
+    cores: int
+    examples_per_sec: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Consumer:
+    """How fast the accelerator takes examples, per host.
+
+    Attributes:
+      examples_per_sec: examples one host's accelerator(s) consume per second.
+      step_time_ms: time of one step on one host's batch.
+      source: "step_time" (given by the user), "model" (timed here) or "reference" (published).
+      description: what the number is, in words.
+      device: the device a model was timed on, if any.
+      url: the source of a reference number, if any.
+      approximate: True for published reference numbers.
+    """
+
+    examples_per_sec: float
+    step_time_ms: float
+    source: ConsumerSource
+    description: str
+    device: str = ""
+    url: str = ""
+    approximate: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Simulation:
+    """The pipeline run against a consumer that holds each batch for the step time, sleeping.
+
+    Attributes:
+      step_time_ms: how long the consumer held each batch.
+      steps: steps in the timed window.
+      window_sec: length of the timed window (after warm-up).
+      wait_sec: time spent waiting for the next batch within the window.
+      predicted_input_wait: the prediction from the producer rate, for comparison.
+      measured_input_wait: wait_sec / window_sec.
+    """
+
+    step_time_ms: float
+    steps: int
+    window_sec: float
+    wait_sec: float
+    predicted_input_wait: float
+    measured_input_wait: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FitCheck:
+    """`model.fit` on the real pipeline against the same model on on-device synthetic input.
+
+    Attributes:
+      model: the Keras model name.
+      device: where it trained.
+      steps: timed steps per run (after warm-up steps).
+      real_step_ms: mean step time with the real pipeline.
+      synthetic_step_ms: mean step time with synthetic input already on the device.
+      measured_input_wait: max(0, 1 - synthetic / real).
+    """
+
+    model: str
+    device: str
+    steps: int
+    real_step_ms: float
+    synthetic_step_ms: float
+    measured_input_wait: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Comparison:
+    """The seeds' recipe and tfpipe's pipeline on the same data, same measurement."""
+
+    tfpipe_examples_per_sec: float
+    recipe_examples_per_sec: float
+
+    @property
+    def ratio(self) -> float:
+        return self.tfpipe_examples_per_sec / self.recipe_examples_per_sec
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """The data benchmarked.
+
+    Attributes:
+      path: the dataset root (local or gs://).
+      examples: examples in the split.
+      shards: shard files in the split.
+      bytes: bytes in the split.
+      synthetic: True when tfpipe generated it.
+      generated_sec: time spent generating it in this run (0 when reused or given).
+    """
+
+    path: str
+    examples: int
+    shards: int
+    bytes: int
+    synthetic: bool
+    generated_sec: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Report:
+    """Everything `tfpipe bench` measured and concluded. Render it with `tfpipe.bench.render`
+    or write it with `to_json()`."""
+
+    pipeline: str
+    dataset: DatasetInfo
+    batch_size: int
+    hosts: int
+    producer: Rate
+    consumer: Consumer
+    predicted_input_wait: float
+    verdict: Band
+    bottleneck: Bottleneck
+    stages: tuple[StageRate, ...]
+    scaling: tuple[ScalingPoint, ...]
+    cores: CoresEstimate
+    service: ServiceEstimate
+    recommendations: tuple[Recommendation, ...]
+    simulation: Simulation | None = None
+    fit: FitCheck | None = None
+    comparison: Comparison | None = None
+    profile_dir: str | None = None
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
+    elapsed_sec: float = 0.0
+
+    @property
+    def per_host_batch_size(self) -> int:
+        return self.batch_size // self.hosts
+
+    @property
+    def measured_input_wait(self) -> float | None:
+        """Ground truth, from --fit when it ran, else from --simulate."""
+        if self.fit is not None:
+            return self.fit.measured_input_wait
+        if self.simulation is not None:
+            return self.simulation.measured_input_wait
+        return None
+
+    @property
+    def measured_by(self) -> str | None:
+        return "fit" if self.fit is not None else "simulate" if self.simulation is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON object described by `report.schema.json`."""
+        producer = dataclasses.asdict(self.producer)
+        producer["batches_per_sec"] = producer.pop("elements_per_sec")
+        producer["first_batch_sec"] = producer.pop("first_element_sec")
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "tfpipe_version": __version__,
+            "verdict": self.verdict,
+            "predicted_input_wait": _r(self.predicted_input_wait),
+            "measured_input_wait": None if self.measured_input_wait is None else _r(self.measured_input_wait),
+            "measured_by": self.measured_by,
+            "batch_size": self.batch_size,
+            "per_host_batch_size": self.per_host_batch_size,
+            "hosts": self.hosts,
+            "pipeline": self.pipeline,
+            "dataset": dataclasses.asdict(self.dataset),
+            "producer": _round_all(producer),
+            "consumer": _round_all(dataclasses.asdict(self.consumer)),
+            "bottleneck": _round_all(dataclasses.asdict(self.bottleneck)),
+            "stages": [
+                {
+                    "name": s.name,
+                    "stages": list(s.stages),
+                    "upto": s.upto,
+                    "examples_per_sec": _r(s.rate.examples_per_sec),
+                    "elements_per_sec": _r(s.rate.elements_per_sec),
+                    "first_element_sec": _r(s.rate.first_element_sec),
+                }
+                for s in self.stages
+            ],
+            "scaling": [{"cores": p.cores, "examples_per_sec": _r(p.examples_per_sec)} for p in self.scaling],
+            "cores_needed": _round_all(dataclasses.asdict(self.cores)),
+            "service_workers": _round_all(dataclasses.asdict(self.service)),
+            "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
+            "simulation": None if self.simulation is None else _round_all(dataclasses.asdict(self.simulation)),
+            "fit": None if self.fit is None else _round_all(dataclasses.asdict(self.fit)),
+            "compare": None
+            if self.comparison is None
+            else _round_all(dataclasses.asdict(self.comparison) | {"ratio": self.comparison.ratio}),
+            "profile_dir": self.profile_dir,
+            "environment": dict(self.environment),
+            "elapsed_sec": _r(self.elapsed_sec),
+        }
+
+    def to_json_text(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of `Report.to_json()`."""
+    text = resources.files("tfpipe.bench").joinpath("report.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _r(x: float) -> float:
+    return round(float(x), 6)
+
+
+def _round_all(obj: dict[str, Any]) -> dict[str, Any]:
+    return {k: _r(v) if isinstance(v, float) else v for k, v in obj.items()}
+
+
+def conclude(
+    *,
+    pipeline: str,
+    dataset: DatasetInfo,
+    batch_size: int,
+    hosts: int,
+    producer: Rate,
+    consumer: Consumer,
+    stages: tuple[StageRate, ...],
+    scaling: tuple[ScalingPoint, ...],
+    worker_cores: int | None = None,
+    simulation: Simulation | None = None,
+    fit: FitCheck | None = None,
+    comparison: Comparison | None = None,
+    profile_dir: str | None = None,
+    environment: dict[str, Any] | None = None,
+    elapsed_sec: float = 0.0,
+) -> Report:
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice.
+
+    Pure: no clocks and no TensorFlow, so a Report can be built from given numbers.
+    """
+    from tfpipe.bench import verdict as v
+
+    wait = v.predicted_wait(producer.examples_per_sec, consumer.examples_per_sec)
+    band = v.band(wait)
+    neck = v.bottleneck([(s.name, s.rate.examples_per_sec) for s in stages])
+    curve = [(p.cores, p.examples_per_sec) for p in scaling]
+    cores = v.cores_needed(consumer.examples_per_sec, curve)
+    service = v.service_workers(consumer.examples_per_sec, hosts, worker_cores or cores.available, curve)
+    advice = v.recommend(
+        verdict=band,
+        wait=wait,
+        producer_eps=producer.examples_per_sec,
+        consumer_eps=consumer.examples_per_sec,
+        bottleneck=neck,
+        cores=cores,
+        service=service,
+        data_on_gcs=dataset.path.startswith("gs://"),
+        preset=pipeline,
+    )
+    return Report(
+        pipeline=pipeline,
+        dataset=dataset,
+        batch_size=batch_size,
+        hosts=hosts,
+        producer=producer,
+        consumer=consumer,
+        predicted_input_wait=wait,
+        verdict=band,
+        bottleneck=neck,
+        stages=stages,
+        scaling=scaling,
+        cores=cores,
+        service=service,
+        recommendations=advice,
+        simulation=simulation,
+        fit=fit,
+        comparison=comparison,
+        profile_dir=profile_dir,
+        environment=dict(environment or {}),
+        elapsed_sec=elapsed_sec,
+    )

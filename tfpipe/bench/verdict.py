@@ -1,0 +1,334 @@
+"""The verdict: pure arithmetic on measured rates. No TensorFlow, no clocks.
+
+Everything here takes numbers and returns numbers or small frozen dataclasses, so the rules
+(bands, bottleneck, cores needed, advice) are tested with integers alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from tfpipe.errors import ConfigError, field_error
+
+Band = Literal["not_input_bound", "moderately_input_bound", "highly_input_bound"]
+
+# The TF Profiler input-pipeline analyzer's bands: below 5% of step time waiting for input is
+# not input-bound, 5% to under 20% moderately, 20% or more highly.
+MODERATE_AT = 0.05
+HIGH_AT = 0.20
+
+
+def predicted_wait(producer_eps: float, consumer_eps: float) -> float:
+    """Share of each step spent waiting for input when the producer runs at `producer_eps`
+    examples/s and the consumer could take `consumer_eps`: `max(0, 1 - producer/consumer)`."""
+    if consumer_eps <= 0 or not math.isfinite(consumer_eps):
+        raise field_error(ConfigError, "consumer examples_per_sec", "a positive finite number", consumer_eps)
+    if producer_eps < 0 or not math.isfinite(producer_eps):
+        raise field_error(ConfigError, "producer examples_per_sec", "a finite number >= 0", producer_eps)
+    return max(0.0, 1.0 - producer_eps / consumer_eps)
+
+
+def band(wait: float) -> Band:
+    """The verdict for a share of step time spent waiting for input (0..1)."""
+    # Rounding first keeps exact edges exact: 1 - 80/100 is 0.19999999999999996 in floats.
+    w = round(wait, 9)
+    if w < MODERATE_AT:
+        return "not_input_bound"
+    if w < HIGH_AT:
+        return "moderately_input_bound"
+    return "highly_input_bound"
+
+
+def per_host_batch(global_batch: int, hosts: int) -> int:
+    """The batch one host's pipeline produces: the global batch divided by the host count."""
+    if hosts < 1:
+        raise field_error(ConfigError, "hosts", "an integer >= 1", hosts)
+    if global_batch < hosts or global_batch % hosts:
+        raise ConfigError(
+            f"batch_size must be a multiple of hosts, so each host gets the same batch. "
+            f"Received: batch_size={global_batch}, hosts={hosts}"
+        )
+    return global_batch // hosts
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bottleneck:
+    """The stage prefix that adds the most time per example.
+
+    Attributes:
+      stage: the prefix's name (a stage group such as "decode"), or "" when unknown.
+      examples_per_sec: the prefix's measured throughput.
+      ms_per_example: CPU-time-like cost this prefix adds per example, in milliseconds.
+      share: that cost as a share of the full pipeline's time per example (0..1).
+      drop: throughput lost at this prefix, as a share of the previous prefix's (0..1).
+    """
+
+    stage: str
+    examples_per_sec: float
+    ms_per_example: float
+    share: float
+    drop: float
+
+
+def bottleneck(stages: Sequence[tuple[str, float]]) -> Bottleneck:
+    """Finds the prefix where throughput falls most.
+
+    A pipeline's time per example is roughly the sum of its stages' costs, so the stage that
+    costs most is the one that adds the most `1/rate` over the prefix before it. That is the
+    largest fall in throughput measured in time, not in examples/s: going from 50,000/s to
+    20,000/s costs 0.03 ms, going from 20,000/s to 300/s costs 3.3 ms.
+
+    Args:
+      stages: (name, examples_per_sec) for each prefix in pipeline order; the first prefix's
+        cost is measured from nothing.
+
+    Returns:
+      The prefix with the largest added cost; ties go to the earlier prefix.
+    """
+    if not stages:
+        return Bottleneck("", 0.0, 0.0, 0.0, 0.0)
+    for name, eps in stages:
+        if not eps > 0 or not math.isfinite(eps):
+            raise ConfigError(f"Stage {name!r}: expected a positive throughput. Received: {eps!r}")
+    costs: list[float] = []
+    previous = 0.0
+    for _, eps in stages:
+        per_example = 1.0 / eps
+        # A later prefix measured slightly faster than an earlier one is noise, not negative cost.
+        costs.append(max(0.0, per_example - previous))
+        previous = max(previous, per_example)
+    total = max(previous, 1e-30)
+    i = max(range(len(stages)), key=lambda k: (costs[k], -k))
+    prev_eps = stages[i - 1][1] if i > 0 else math.inf
+    drop = 0.0 if prev_eps == math.inf else max(0.0, 1.0 - stages[i][1] / prev_eps)
+    return Bottleneck(stages[i][0], stages[i][1], costs[i] * 1000.0, min(1.0, costs[i] / total), drop)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CoresEstimate:
+    """How many CPU cores one host needs to feed its consumer.
+
+    Attributes:
+      cores: cores needed so the producer keeps up (0 if the consumer rate is 0).
+      available: the most cores measured on this host.
+      per_core_eps: examples/s one core produces.
+      efficiency: measured rate at `available` cores over `available` x the one-core rate.
+      extrapolated: True when `cores` lies beyond the measured range.
+    """
+
+    cores: int
+    available: int
+    per_core_eps: float
+    efficiency: float
+    extrapolated: bool
+
+    @property
+    def enough(self) -> bool:
+        return self.cores <= self.available
+
+
+def _curve(scaling: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    points = sorted((int(c), float(r)) for c, r in scaling)
+    if not points:
+        raise ConfigError("Expected at least one (cores, examples_per_sec) scaling point. Received: []")
+    for c, r in points:
+        if c < 1 or not r > 0 or not math.isfinite(r):
+            raise ConfigError(f"Scaling point: expected cores >= 1 and a positive rate. Received: ({c}, {r})")
+    return points
+
+
+def per_core_rate(scaling: Sequence[tuple[int, float]]) -> float:
+    """Examples/s from one core: the one-core point when measured, else the lowest point's
+    average per core."""
+    c, r = _curve(scaling)[0]
+    return r / c
+
+
+def rate_at(cores: float, scaling: Sequence[tuple[int, float]]) -> float:
+    """Throughput at `cores`: interpolated between measured points, and beyond the last point
+    extrapolated at the measured parallel efficiency (the per-core rate at the most cores
+    measured is assumed to hold as cores are added)."""
+    points = _curve(scaling)
+    if cores <= points[0][0]:
+        return points[0][1] * cores / points[0][0]
+    for (c0, r0), (c1, r1) in zip(points, points[1:]):
+        if cores <= c1:
+            return r0 + (r1 - r0) * (cores - c0) / (c1 - c0)
+    c_n, r_n = points[-1]
+    return r_n / c_n * cores
+
+
+def cores_needed(consumer_eps: float, scaling: Sequence[tuple[int, float]]) -> CoresEstimate:
+    """The cores one host needs so its producer matches `consumer_eps`, from the scaling curve.
+
+    Within the measured range the curve is interpolated; beyond it, each added core is assumed
+    to add the average per-core rate measured at the most cores (that is, the measured
+    efficiency holds). Rates are per host.
+    """
+    points = _curve(scaling)
+    one = per_core_rate(points)
+    c_n, r_n = points[-1]
+    efficiency = min(1.0, r_n / (c_n * one)) if one > 0 else 0.0
+    if consumer_eps <= 0:
+        return CoresEstimate(0, c_n, one, efficiency, False)
+    if consumer_eps <= r_n:
+        # Smallest whole core count whose interpolated rate reaches the consumer.
+        lo = 1
+        while rate_at(lo, points) < consumer_eps * (1 - 1e-9):
+            lo += 1
+        return CoresEstimate(lo, c_n, one, efficiency, False)
+    cores = math.ceil(consumer_eps / (r_n / c_n) - 1e-9)
+    return CoresEstimate(cores, c_n, one, efficiency, True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServiceEstimate:
+    """tf.data service workers needed to feed every host.
+
+    Attributes:
+      workers: workers of `worker_cores` cores each.
+      worker_cores: cores per worker.
+      worker_eps: examples/s one worker is expected to produce.
+      demand_eps: examples/s all hosts together consume.
+    """
+
+    workers: int
+    worker_cores: int
+    worker_eps: float
+    demand_eps: float
+
+
+def service_workers(
+    consumer_eps_per_host: float, hosts: int, worker_cores: int, scaling: Sequence[tuple[int, float]]
+) -> ServiceEstimate:
+    """tf.data service workers of `worker_cores` cores needed for `hosts` consumers."""
+    if worker_cores < 1:
+        raise field_error(ConfigError, "worker_cores", "an integer >= 1", worker_cores)
+    if hosts < 1:
+        raise field_error(ConfigError, "hosts", "an integer >= 1", hosts)
+    worker_eps = rate_at(worker_cores, scaling)
+    demand = consumer_eps_per_host * hosts
+    workers = math.ceil(demand / worker_eps - 1e-9) if demand > 0 else 0
+    return ServiceEstimate(workers, worker_cores, worker_eps, demand)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recommendation:
+    """One piece of advice and the measurement it follows from.
+
+    Attributes:
+      kind: a stable identifier, e.g. "decode_bound", for scripts.
+      finding: what was measured.
+      action: what to do about it.
+    """
+
+    kind: str
+    finding: str
+    action: str
+
+
+def _fmt(eps: float) -> str:
+    return f"{eps:,.0f}" if eps >= 100 else f"{eps:,.1f}"
+
+
+def recommend(
+    *,
+    verdict: Band,
+    wait: float,
+    producer_eps: float,
+    consumer_eps: float,
+    bottleneck: Bottleneck,
+    cores: CoresEstimate,
+    service: ServiceEstimate,
+    data_on_gcs: bool = False,
+    preset: str = "imagenet",
+) -> tuple[Recommendation, ...]:
+    """Advice, each piece tied to a finding. Pure: the same numbers give the same advice."""
+    out: list[Recommendation] = []
+    ratio = producer_eps / consumer_eps if consumer_eps > 0 else math.inf
+    if verdict == "not_input_bound":
+        out.append(
+            Recommendation(
+                "keeps_up",
+                f"The pipeline produces {_fmt(producer_eps)} examples/s, {ratio:.1f}x what the "
+                f"consumer takes ({_fmt(consumer_eps)}/s); predicted input wait {wait:.0%}.",
+                "No change needed. Re-run with the consumer you will train on "
+                "(--step-time-ms from a profile, or --model) before buying more CPU.",
+            )
+        )
+        return tuple(out)
+
+    stage = bottleneck.stage
+    share = f"{bottleneck.share:.0%} of the time per example ({bottleneck.ms_per_example:.2f} ms)"
+    if stage == "decode":
+        action = (
+            "Decoding and augmenting images dominates. Convert with `tfpipe convert "
+            "--resize-shorter 256` (smaller JPEGs decode several times faster), and keep "
+            "decode_and_crop fused so only the crop is decoded."
+            if preset == "imagenet"
+            else "Per-example decoding dominates: batch before the map so it runs vectorized."
+        )
+        out.append(Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action))
+    elif stage == "read":
+        action = (
+            "Reading is the bottleneck. Use more shards (at least 4x the interleave parallelism), "
+            "bigger reader buffers, or cache() the records if they fit in memory"
+            + ("; on gs:// read from a bucket in the same region and raise interleave parallelism." if data_on_gcs else ".")
+        )
+        out.append(Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action))
+    elif stage == "parse":
+        out.append(
+            Recommendation(
+                "parse_bound",
+                f"Parsing records is the bottleneck: {share}.",
+                "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
+                "and drop features the model does not use from the parse spec.",
+            )
+        )
+    elif stage in ("batch", "final"):
+        out.append(
+            Recommendation(
+                f"{stage}_bound",
+                f"The {stage} step costs most: {share}.",
+                "Move per-example work after batch() so it runs vectorized, and prefetch "
+                "with AUTOTUNE as the last stage.",
+            )
+        )
+
+    if not cores.enough:
+        out.append(
+            Recommendation(
+                "cpu_bound_beyond_host",
+                f"Feeding the consumer needs about {cores.cores} cores at the measured "
+                f"{_fmt(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
+                f"scaling efficiency; this host has {cores.available}.",
+                f"Offload preprocessing to the tf.data service: `tfpipe serve worker` on "
+                f"{service.workers} machine(s) of {service.worker_cores} cores, and "
+                "`tfpipe.build(..., service='grpc://dispatcher:5050')`.",
+            )
+        )
+    else:
+        out.append(
+            Recommendation(
+                "cores_suffice",
+                f"{cores.cores} of this host's {cores.available} cores should keep up, "
+                f"yet the measured pipeline does not ({_fmt(producer_eps)} vs "
+                f"{_fmt(consumer_eps)} examples/s).",
+                "Give tf.data the host's cores: raise PipelineConfig threadpool size and "
+                "check nothing else (e.g. the training loop) holds them.",
+            )
+        )
+    if cores.available > 1 and cores.efficiency < 0.7:
+        out.append(
+            Recommendation(
+                "poor_scaling",
+                f"Adding cores helps little: {cores.efficiency:.0%} scaling efficiency at "
+                f"{cores.available} cores.",
+                "A serial stage or I/O limits the pipeline: raise interleave/map parallelism "
+                "and check storage bandwidth before adding CPUs.",
+            )
+        )
+    return tuple(out)
