@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)")
     p.add_argument("--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
+    p.add_argument("--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)")
     p.add_argument("--strict", action="store_true", help="fail on an undecodable image instead of skipping it")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     p.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.format, split=args.split, num_shards=args.num_shards, shard_size=args.shard_size,
         workers=args.workers, compression=args.compression, resize_shorter=args.resize_shorter,
         quality=args.quality, label=args.label, missing=args.missing, label_offset=args.label_offset,
-        labels_file=args.labels_file, seed=args.seed, strict=args.strict,
+        labels_file=args.labels_file, seed=args.seed, strict=args.strict, chunk_rows=args.chunk_rows,
     )
     started = time.monotonic()
     if args.quiet or not out.is_terminal:

@@ -134,7 +134,7 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
         skipped=skipped,
         source=src,
         options=recorded,
-        seconds=time.monotonic() - started,
+        seconds=round(time.monotonic() - started, 3),
     )
     manifest = Manifest(
         root=dest,
