@@ -1,0 +1,14 @@
+"""`tfpipe bench`: is training input-bound? The library side; the CLI only renders.
+
+Example:
+  >>> import tfpipe
+  >>> report = tfpipe.bench(pipeline="imagenet", step_time_ms=120, batch_size=256)
+  >>> report.verdict
+  'highly_input_bound'
+"""
+
+from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.report import Report
+from tfpipe.bench.run import bench
+
+__all__ = ["BenchConfig", "Report", "bench"]

@@ -1,0 +1,159 @@
+"""`tfpipe bench`: is training input-bound? Parses flags, calls `tfpipe.bench`, renders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfpipe.cli import add_common
+
+EXAMPLES = """examples:
+  tfpipe bench --pipeline=imagenet                     # generated data vs ResNet-50 on A100
+  tfpipe bench --data gs://bucket/imagenet --step-time-ms 95 --batch-size 1024 --hosts 4
+  tfpipe bench --accelerator resnet50-tpu-v4 --simulate --plot bench.png --json bench.json
+  tfpipe bench --model small_cnn --fit --batch-size 64
+  tfpipe bench --compare                               # the seeds' recipe vs tfpipe
+  tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
+
+Example: tfpipe bench --pipeline=imagenet
+"""
+
+EXIT_INPUT_BOUND = 3
+
+
+def _step_time(text: str) -> float:
+    from tfpipe.bench.config import check_step_time_ms
+    from tfpipe.errors import ConfigError
+
+    try:
+        return check_step_time_ms(text)
+    except ConfigError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number of milliseconds (one training step). Received: {text!r}"
+        ) from None
+
+
+def _positive(kind: type) -> object:
+    def parse(text: str) -> object:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}. Received: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}. Received: {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from tfpipe.bench.config import MODELS, PIPELINES
+
+    p = sub.add_parser(
+        "bench",
+        help="is training input-bound? producer vs accelerator, bottleneck stage, cores needed",
+        description="Measure how fast the tfpipe pipeline produces examples (each stage prefix, "
+        "1..N cores) and compare with how fast the accelerator consumes them. With no --data it "
+        "generates an ImageNet-like dataset once and reuses it. Exit code 0 whatever the verdict "
+        f"(see --fail-if-input-bound, exit {EXIT_INPUT_BOUND}).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--pipeline", default="imagenet", choices=PIPELINES, help="the preset (default: imagenet)")
+    p.add_argument("--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached")
+    p.add_argument("--split", default="train", help="split of --data to read (default: train)")
+    p.add_argument("--batch-size", type=_positive(int), help="global batch (default: 128 imagenet, 1024 tabular, per host)")
+    p.add_argument("--hosts", type=_positive(int), default=1, help="hosts training together; each gets batch/hosts (default: 1)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--step-time-ms", type=_step_time, metavar="MS",
+                     help="consumer: your measured step time for the global batch, e.g. from a TPU profile")
+    who.add_argument("--model", choices=MODELS, help="consumer: time this Keras model's train step on the best local device")
+    who.add_argument("--accelerator", metavar="NAME",
+                     help="consumer: a published throughput (see --list-accelerators); default: the preset's row")
+    p.add_argument("--list-accelerators", action="store_true", help="print the reference table with sources and exit")
+    p.add_argument("--seconds", type=_positive(float), default=4.0, help="timed window per measurement (default: 4)")
+    p.add_argument("--warmup", type=float, metavar="S", help="warm-up before each window (default: max(1.5, seconds/2))")
+    p.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
+    p.add_argument("--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve")
+    p.add_argument("--simulate", action="store_true", help="also run against a consumer sleeping the step time; measure input wait")
+    p.add_argument("--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input")
+    p.add_argument("--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window")
+    p.add_argument("--compare", action="store_true", help="also bench the seeds' recipe on the same data; print the ratio")
+    p.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
+    p.add_argument("--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)")
+    p.add_argument("--worker-cores", type=_positive(int), help="cores per tf.data service worker for the estimate (default: this host's)")
+    p.add_argument("--fail-if-input-bound", action="store_true",
+                   help=f"exit {EXIT_INPUT_BOUND} unless the verdict is not_input_bound (for CI)")
+    add_common(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tfpipe.cli.render import console
+
+    out = console(args.quiet)
+    if args.list_accelerators:
+        _list_accelerators(out)
+        return 0
+
+    from tfpipe.bench import BenchConfig, bench
+
+    config = BenchConfig(
+        pipeline=args.pipeline,
+        data=args.data,
+        split=args.split,
+        batch_size=args.batch_size,
+        hosts=args.hosts,
+        step_time_ms=args.step_time_ms,
+        model=args.model,
+        accelerator=args.accelerator,
+        seconds=args.seconds,
+        warmup_seconds=args.warmup,
+        simulate=args.simulate,
+        fit=args.fit,
+        profile=args.profile,
+        compare=args.compare,
+        workdir=args.workdir,
+        max_cores=args.max_cores,
+        worker_cores=args.worker_cores,
+    )
+    if args.quiet or not out.is_terminal:
+        report = bench(config, progress=lambda msg: out.print(f"- {msg}"))
+    else:
+        with out.status("Starting", spinner="dots") as status:
+            report = bench(config, progress=lambda msg: status.update(f"[bold]{msg}"))
+
+    from tfpipe.bench.render import renderables
+
+    for item in renderables(report):
+        out.print(item)
+    if args.json:
+        from tfpipe import storage
+
+        storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
+        out.print(f"Wrote {args.json}")
+    if args.plot:
+        from tfpipe.bench.plot import write_plot
+
+        write_plot(report, args.plot)
+        out.print(f"Wrote {args.plot}")
+    if report.comparison is not None:
+        print(f"compare: tfpipe/recipe = {report.comparison.ratio:.2f}", file=sys.stdout)
+    if args.fail_if_input_bound and report.verdict != "not_input_bound":
+        print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
+        return EXIT_INPUT_BOUND
+    return 0
+
+
+def _list_accelerators(out) -> None:  # out: rich.console.Console
+    from rich.table import Table
+
+    from tfpipe.bench import reference
+
+    table = Table(title="Reference throughputs (published, approximate)")
+    for col in ("name", "preset", "examples/s", "model on accelerator", "source"):
+        table.add_column(col)
+    for r in reference.rows():
+        table.add_row(r.name, r.preset, f"{r.examples_per_sec:,.0f}", f"{r.model} on {r.accelerator}", f"{r.source}\n{r.url}")
+    out.print(table)
