@@ -1,0 +1,226 @@
+"""The named stages of a pipeline. `build()` applies them in order; `tfpipe bench` times
+their prefixes. There is one list, so the pipeline that is measured is the one that trains.
+
+Order (all stages are always present; a disabled one is the identity):
+  list_files, shard, interleave, cache, shuffle, repeat, then
+  batched presets (tabular):   batch, parse, decode, map
+  per-record presets (images): parse, decode, batch, map
+  then [service], prefetch.
+With record sharding (fewer files than input pipelines) "shard" moves after "interleave",
+because it must split records, not files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from tfpipe.pipeline import corrupt
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.sources import Source
+    from tfpipe.presets import Decoder
+
+StageName = Literal["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
+                    "batch", "parse", "decode", "map", "service", "prefetch"]
+Group = Literal["read", "parse", "decode", "batch", "final"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stage:
+    """One named step `tf.data.Dataset -> tf.data.Dataset` (the first stage ignores its input).
+
+    Attributes:
+      name: the stage name (see the module docstring).
+      fn: the transformation.
+      group: the benchmark's prefix group: read, parse, decode, batch or final.
+    """
+
+    name: str
+    fn: Callable[[Any], Any]
+    group: Group
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StagePlan:
+    """Everything the stage functions close over, decided by `plan()`."""
+
+    source: Source
+    files: tuple[str, ...]
+    sizes: tuple[int, ...]
+    counts: tuple[int, ...]
+    decoder: Decoder
+    config: PipelineConfig          # with deterministic and drop_remainder resolved
+    training: bool
+    batch_size: int                 # per pipeline
+    num_shards: int                 # input pipelines
+    shard_index: int
+    shard_by: Literal["none", "file", "record"]
+    cache: str                      # resolved: "none", "memory" or "disk:<path>"
+    shuffle_buffer: int
+    service: str | None
+    counter: corrupt.SkipCounter | None
+
+
+def make_stages(p: StagePlan) -> tuple[Stage, ...]:
+    """The ordered stage list for a plan."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    cfg, dec = p.config, p.decoder
+    det = bool(cfg.deterministic)
+    # Record sharding needs every pipeline to see the same record order before the split.
+    ordered_read = p.shard_by == "record"
+    shuffle_files = p.training and not ordered_read and len(p.files) > 1
+    with_source = dec.needs_source
+    verify = cfg.verify_shards and (p.source.manifest is not None or p.source.compression == "")
+    cycle = max(1, min(cfg.cycle_length, len(p.files)))
+
+    def list_files(_: Any) -> Any:
+        return tf_.data.Dataset.from_tensor_slices(
+            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64))
+        )
+
+    def shard(ds: Any) -> Any:
+        if p.shard_by == "none":
+            return ds
+        return ds.shard(p.num_shards, p.shard_index)
+
+    def interleave(ds: Any) -> Any:
+        if shuffle_files:
+            ds = ds.shuffle(len(p.files), seed=cfg.seed, reshuffle_each_iteration=True)
+        return ds.interleave(
+            lambda path, size, count: corrupt.read_shard(
+                path, size, count, compression=p.source.compression, buffer=cfg.reader_buffer,
+                verify=verify, counter=p.counter, with_source=with_source),
+            cycle_length=cycle,
+            block_length=cfg.block_length,
+            num_parallel_calls=cfg.read_parallelism,
+            deterministic=det or ordered_read,
+        )
+
+    def cache(ds: Any) -> Any:
+        if p.cache == "none":
+            return ds
+        return ds.cache(p.cache[len("disk:"):] if p.cache.startswith("disk:") else "")
+
+    def shuffle(ds: Any) -> Any:
+        if not p.training:
+            return ds
+        return ds.shuffle(p.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
+
+    def repeat(ds: Any) -> Any:
+        return ds.repeat() if p.training else ds
+
+    def batch(ds: Any) -> Any:
+        return ds.batch(p.batch_size, drop_remainder=bool(cfg.drop_remainder),
+                        num_parallel_calls=cfg.map_parallelism, deterministic=det)
+
+    def split_source(element: Any) -> tuple[Any, Any]:
+        return (element[0], element[1]) if with_source else (element, None)
+
+    def parse(ds: Any) -> Any:
+        parse_fn = tf_.io.parse_example if dec.batched else tf_.io.parse_single_example
+
+        def fn(*element: Any) -> Any:
+            records, src = split_source(element if with_source else element[0])
+            features = parse_fn(records, dec.spec)
+            return (features, src) if with_source else features
+
+        return ds.map(fn, num_parallel_calls=cfg.map_parallelism, deterministic=det)
+
+    def decode(ds: Any) -> Any:
+        return _decode(tf_, ds, p, det, with_source)
+
+    def final_map(ds: Any) -> Any:
+        if dec.finalize is None:
+            return ds
+        return ds.map(dec.finalize, num_parallel_calls=cfg.map_parallelism, deterministic=det)
+
+    def service(ds: Any) -> Any:
+        from tfpipe import service as tf_service  # owned by the service module; lazy
+
+        return tf_service.distribute(ds, p.service, processing_mode=cfg.processing_mode,
+                                     job_name=cfg.job_name)
+
+    def prefetch(ds: Any) -> Any:
+        return ds.prefetch(cfg.prefetch)
+
+    stages = [Stage("list_files", list_files, "read")]
+    if p.shard_by != "record":
+        stages.append(Stage("shard", shard, "read"))
+    stages.append(Stage("interleave", interleave, "read"))
+    if p.shard_by == "record":
+        stages.append(Stage("shard", shard, "read"))
+    stages += [Stage("cache", cache, "read"), Stage("shuffle", shuffle, "read"),
+               Stage("repeat", repeat, "read")]
+    if dec.batched:
+        stages += [Stage("batch", batch, "batch"), Stage("parse", parse, "parse"),
+                   Stage("decode", decode, "decode")]
+    else:
+        stages += [Stage("parse", parse, "parse"), Stage("decode", decode, "decode"),
+                   Stage("batch", batch, "batch")]
+    stages.append(Stage("map", final_map, "final"))
+    if p.service:
+        stages.append(Stage("service", service, "final"))
+    stages.append(Stage("prefetch", prefetch, "final"))
+    return tuple(stages)
+
+
+def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> Any:
+    """The preset's decode, with the corrupt-image check and per-record seeds around it."""
+    cfg, dec, counter = p.config, p.decoder, p.counter
+    par = cfg.map_parallelism
+
+    def unpack(element: Any) -> tuple[Any, Any]:
+        return (element[0], element[1]) if with_source else (element, None)
+
+    if dec.check is not None and counter is not None:
+        def keep(*element: Any) -> Any:
+            features, _ = unpack(element if with_source else element[0])
+            ok = dec.check(features)
+            with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
+                return tf_.identity(ok)
+
+        ds = ds.filter(keep)
+
+    def guarded(element: Any) -> Any:
+        features, src = unpack(element)
+        deps = []
+        if dec.check is not None and counter is None:
+            where = [src] if src is not None else ["(unknown shard)"]
+            extra = dec.describe(features) if dec.describe is not None else []
+            deps.append(tf_.debugging.Assert(
+                dec.check(features),
+                ["Undecodable image (empty, not a JPEG, or truncated) in shard", *where, *extra,
+                 "- re-convert the data, or pass skip_corrupt=True to skip and count such records."],
+            ))
+        if counter is not None and dec.check is not None:
+            deps.append(counter.decode_attempts.assign_add(1))
+        with tf_.control_dependencies(deps):
+            return features, src
+
+    def run(element: Any, seed: Any) -> Any:
+        features, src = guarded(element)
+        out = dec.decode(features, seed, src)
+        if counter is not None and dec.check is not None:
+            with tf_.control_dependencies(tf_.nest.flatten(out)):
+                done = counter.decoded.assign_add(1)
+            with tf_.control_dependencies([done]):
+                out = tf_.nest.map_structure(tf_.identity, out)
+        return out
+
+    if dec.random and not dec.batched:
+        # One seed per record, drawn from a seeded stream zipped in order: the augmentation of
+        # a record does not depend on which thread runs it, so seed + deterministic repeats.
+        seeds = tf_.data.Dataset.random(seed=cfg.seed).batch(2)
+        ds = tf_.data.Dataset.zip((ds, seeds))
+        ds = ds.map(lambda element, seed: run(element, seed), num_parallel_calls=par, deterministic=det)
+    else:
+        ds = ds.map(lambda *element: run(element if with_source else element[0], None),
+                    num_parallel_calls=par, deterministic=det)
+    if counter is not None and dec.check is not None:
+        ds = ds.ignore_errors()  # the backstop for images that pass the check yet fail decode
+    return ds

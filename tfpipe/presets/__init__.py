@@ -1,0 +1,196 @@
+"""Presets: how a record becomes `(features, labels)`. A small registry users can add to.
+
+A preset is bound to one dataset and one set of options, and returns a `Decoder`: the parse
+spec for `tf.io.parse_example`, the keys the records must hold, and the decode function.
+The simplest preset is a parse spec plus a map function:
+
+Example:
+  >>> import tensorflow as tf, tfpipe
+  >>> tfpipe.register_preset(tfpipe.Preset(
+  ...     name="points",
+  ...     spec={"xy": tf.io.FixedLenFeature([2], tf.float32),
+  ...           "label": tf.io.FixedLenFeature([], tf.int64)},
+  ...     map_fn=lambda f, training: (f["xy"], tf.cast(f["label"], tf.int32)),
+  ... ))
+  >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
+
+Built-in presets: "imagenet" (tfpipe/presets/imagenet.py) and "tabular"
+(tfpipe/presets/tabular.py). `preset=None` picks one from the manifest's layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tfpipe.manifest import Manifest
+    from tfpipe.schema import Schema
+
+__all__ = [
+    "Decoder",
+    "Preset",
+    "PresetContext",
+    "PresetLike",
+    "get_preset",
+    "preset_names",
+    "register_preset",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PresetContext:
+    """What a preset may know about the data it is bound to.
+
+    Attributes:
+      manifest: the dataset's manifest, or None for foreign TFRecord files.
+      schema: the manifest's schema, or one inferred from the first record of foreign files.
+      keys: every feature key the records hold (mask features included), with its dtype.
+      training: training or evaluation semantics.
+      where: the data argument, for error messages.
+    """
+
+    manifest: Manifest | None
+    schema: Schema | None
+    keys: Mapping[str, str]
+    training: bool
+    where: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decoder:
+    """A preset bound to a dataset: everything the parse, decode and map stages need.
+
+    Attributes:
+      spec: the `tf.io.parse_example` spec.
+      required: feature keys the records must hold; checked before any TF work starts.
+      decode: `(features, seed, source) -> element`. With `batched`, `features` is a batch
+        and `seed` is None; otherwise one record, and `seed` is a `[2]` int64 tensor for
+        stateless random ops (None when `random` is False). `source` is the shard path
+        (a string tensor) when `needs_source`, else None.
+      finalize: the final map on batches (e.g. normalisation on the host), or None.
+      batched: parse and decode after batching (vectorised); False decodes one record at a time
+        and batches after decode (images).
+      random: decode uses random augmentation, so it takes a per-record seed and nothing
+        after it may be cached.
+      needs_source: records carry their shard path so decode errors can name it.
+      check: `features -> bool tensor`, a cheap validity test run before decode (e.g. "is a
+        complete JPEG"). A failing record raises an error naming its shard, or with
+        `skip_corrupt=True` is dropped and counted. It must not raise itself.
+      describe: `features -> list of tensors` added to that error (e.g. the file name).
+    """
+
+    spec: Mapping[str, Any]
+    required: tuple[str, ...]
+    decode: Callable[..., Any]
+    finalize: Callable[[Any], Any] | None = None
+    batched: bool = True
+    random: bool = False
+    needs_source: bool = False
+    check: Callable[[Any], Any] | None = None
+    describe: Callable[[Any], list[Any]] | None = None
+
+
+@runtime_checkable
+class PresetLike(Protocol):
+    """What the registry accepts: a name, and `bind` returning a Decoder."""
+
+    name: str
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A user preset: a parse spec plus a map function.
+
+    Args:
+      name: the registry name.
+      spec: a `tf.io.parse_example` spec, or a function of the PresetContext returning one.
+      map_fn: `(features, training) -> (features, labels)`. With `batched=True` it gets a
+        batch of parsed records and must be vectorised.
+      batched: parse after batching (fast for small records); False maps one record at a time.
+    """
+
+    name: str
+    spec: Mapping[str, Any] | Callable[[PresetContext], Mapping[str, Any]]
+    map_fn: Callable[[Any, bool], Any]
+    batched: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"Preset name must be a non-empty string. Received: name={self.name!r}")
+        if not callable(self.map_fn):
+            raise ConfigError(f"Preset {self.name!r}: map_fn must be callable. Received: {self.map_fn!r}")
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
+        if options:
+            raise ConfigError(
+                f"Preset {self.name!r} takes no options. Received: {sorted(options)}"
+            )
+        spec = dict(self.spec(ctx) if callable(self.spec) else self.spec)
+        map_fn, training = self.map_fn, ctx.training
+        return Decoder(
+            spec=spec,
+            required=tuple(spec),
+            decode=lambda features, seed, source: map_fn(features, training),
+            batched=self.batched,
+        )
+
+
+_REGISTRY: dict[str, PresetLike] = {}
+
+
+def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLike:
+    """Adds a preset to the registry so `build(..., preset=name)` finds it.
+
+    Raises:
+      ConfigError: the object is not a preset, or the name is taken and `overwrite` is False.
+    """
+    if not isinstance(preset, PresetLike):
+        raise ConfigError(
+            "register_preset expects a Preset (name, spec, map_fn) or an object with `name` and "
+            f"`bind(ctx, options)`. Received: {type(preset).__name__}"
+        )
+    _load_builtins()
+    if preset.name in _REGISTRY and not overwrite:
+        raise ConfigError(
+            f"A preset named {preset.name!r} is already registered; pass overwrite=True to replace it."
+        )
+    _REGISTRY[preset.name] = preset
+    return preset
+
+
+def get_preset(name: str | PresetLike) -> PresetLike:
+    """Looks a preset up by name (a preset object is returned as is).
+
+    Raises:
+      ConfigError: no preset has that name; lists the registered names.
+    """
+    if isinstance(name, PresetLike):
+        return name
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ConfigError(
+            f"preset must be one of {sorted(_REGISTRY)} or a Preset object. Received: preset={name!r}"
+        ) from None
+
+
+def preset_names() -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY)
+
+
+def _load_builtins() -> None:
+    if "imagenet" in _REGISTRY:
+        return
+    from tfpipe.presets.imagenet import IMAGENET
+    from tfpipe.presets.tabular import TABULAR
+
+    _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
+    _REGISTRY.setdefault(TABULAR.name, TABULAR)
