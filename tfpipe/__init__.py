@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from tfpipe._version import __version__
 
 _EXPORTS = {
-    "convert": "tfpipe.convert",
     "ShardConfig": "tfpipe.convert",
     "Manifest": "tfpipe.manifest",
     "Schema": "tfpipe.schema",
@@ -28,17 +27,23 @@ _EXPORTS = {
     "PipelineConfig": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
-    "bench": "tfpipe.bench",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "TfpipeError": "tfpipe.errors",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+# `convert` and `bench` are functions that share their names with the subpackages holding them.
+# Importing a subpackage binds it as an attribute of its parent, so the packages are imported
+# here first and the functions bound after: later submodule imports then leave these names
+# alone. Both packages import no TensorFlow at module level.
+from tfpipe.convert import convert  # noqa: E402
+from tfpipe.bench import bench  # noqa: E402
+
+__all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 if TYPE_CHECKING:
-    from tfpipe.bench import BenchConfig, Report, bench
-    from tfpipe.convert import ShardConfig, convert
+    from tfpipe.bench import BenchConfig, Report
+    from tfpipe.convert import ShardConfig
     from tfpipe.errors import TfpipeError
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch

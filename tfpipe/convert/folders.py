@@ -13,10 +13,10 @@ import re
 
 from tfpipe import storage
 from tfpipe.convert.encode import ImageItem
+from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import DataError
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 SYNSET_RE = re.compile(r"^n\d{8}$")
 
 
@@ -44,7 +44,7 @@ def _entries(path: str) -> list[tuple[str, bool, int]]:
 
 
 def _is_image_name(name: str) -> bool:
-    return os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES
+    return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
 
 
 def detect_format(src: str, labels_file: str | None = None) -> str:
@@ -91,7 +91,7 @@ def scan_class_folders(src: str, layout: str, label_offset: int, seed: int) -> I
                 items.append(ImageItem(storage.join(src, cls, name), label_offset + index, cls))
                 total += size
     if not items:
-        raise DataError(f"{src}: expected image files ({', '.join(IMAGE_SUFFIXES)}) in class folders. Received: none")
+        raise DataError(f"{src}: expected image files ({', '.join(sorted(IMAGE_EXTENSIONS))}) in class folders. Received: none")
     random.Random(seed).shuffle(items)
     return ImageScan(layout, tuple(items), tuple(classes), label_offset, _estimate(items, total))
 
