@@ -1,0 +1,67 @@
+"""The CLI through its real entry points: help for every command, no TensorFlow at start-up."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tfpipe.cli import COMMANDS
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "tfpipe", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command):
+    out = run(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert f"usage: tfpipe {command}" in out.stdout
+    assert "example" in out.stdout.lower() and f"tfpipe {command}" in out.stdout.split("xample", 1)[1]
+
+
+def test_top_level_help_lists_every_command():
+    out = run("--help")
+    assert out.returncode == 0
+    for command in COMMANDS:
+        assert command in out.stdout
+
+
+def test_console_script_is_the_same_cli():
+    script = shutil.which("tfpipe")
+    assert script, "the tfpipe console script is not installed (pip install -e .)"
+    via_script = subprocess.run([script, "--help"], capture_output=True, text=True)
+    assert via_script.stdout == run("--help").stdout
+    assert subprocess.run([script, "--version"], capture_output=True, text=True).stdout.startswith("tfpipe ")
+
+
+def test_import_and_help_do_not_start_tensorflow():
+    code = (
+        "import sys, tfpipe, tfpipe.cli\n"
+        "tfpipe.cli.make_parser().format_help()\n"
+        "for name in tfpipe.__all__: getattr(tfpipe, name)\n"
+        "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)[:5]\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_tensorflow_log_noise_is_hidden():
+    code = "from tfpipe._tf import tf\nt = tf()\nprint(int(t.constant(2) + 1))\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "3"
+    for noise in ("cuInit", "cuda_platform", "cudart_stub", "oneDNN", "absl::InitializeLog"):
+        assert noise not in out.stderr
+
+
+def test_no_command_prints_help_and_fails():
+    out = run()
+    assert out.returncode == 2 and "usage: tfpipe" in out.stdout
+
+
+def test_errors_are_one_line_not_tracebacks(tmp_path):
+    out = run("inspect", str(tmp_path))
+    assert out.returncode == 1
+    assert out.stderr.startswith("tfpipe inspect: error: Expected a tfpipe dataset at")
+    assert "Traceback" not in out.stderr
