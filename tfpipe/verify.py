@@ -1,6 +1,6 @@
 """`tfpipe inspect --verify`: read every shard and check it against the manifest.
 
-Checks, per shard: the file exists, its size and sha256 match, every TFRecord's length and data
+Checks, per shard: the file exists, its size and checksum match, every TFRecord's length and data
 CRCs are right, and the record count matches. Reads with tfpipe.codec (no TensorFlow), so a
 mismatch can be named by shard and record index.
 """
@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import hashlib
 import zlib
 from collections.abc import Callable
 
 from tfpipe import storage
 from tfpipe.codec import read_records
-from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest, ShardInfo
+from tfpipe.errors import DataError, ManifestError
+from tfpipe.manifest import Checksum, Manifest, ShardInfo
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,14 +45,14 @@ class VerifyReport:
 
 
 class _HashingReader:
-    def __init__(self, f) -> None:  # noqa: ANN001
+    def __init__(self, f, checksum: Checksum) -> None:  # noqa: ANN001
         self._f = f
-        self.sha256 = hashlib.sha256()
+        self.checksum = checksum
         self.bytes = 0
 
     def read(self, n: int = -1) -> bytes:
         data = self._f.read(n)
-        self.sha256.update(data)
+        self.checksum.update(data)
         self.bytes += len(data)
         return data
 
@@ -73,7 +72,10 @@ def check_shard(manifest: Manifest, split: str, shard: ShardInfo) -> ShardCheck:
     except Exception as e:  # google NotFound
         return ShardCheck(split, shard.name, 0, (f"missing or unreadable: {type(e).__name__}",))
     with raw:
-        hashing = _HashingReader(raw)
+        try:
+            hashing = _HashingReader(raw, Checksum.like(shard.checksum))
+        except ManifestError as e:
+            return ShardCheck(split, shard.name, 0, (str(e),))
         stream = gzip.GzipFile(fileobj=hashing, mode="rb") if manifest.compression == "gzip" else hashing
         try:
             for _ in read_records(stream, where=f"{shard.name}"):  # type: ignore[arg-type]
@@ -87,7 +89,7 @@ def check_shard(manifest: Manifest, split: str, shard: ShardInfo) -> ShardCheck:
         problems.append(f"expected {shard.examples} records (manifest), found {records}")
     if hashing.bytes != shard.bytes:
         problems.append(f"expected {shard.bytes} bytes (manifest), found {hashing.bytes}")
-    digest = "sha256:" + hashing.sha256.hexdigest()
+    digest = str(hashing.checksum)
     if digest != shard.checksum:
         problems.append(f"checksum mismatch: manifest {shard.checksum}, file {digest}")
     return ShardCheck(split, shard.name, records, tuple(problems))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import hashlib
 import json
 import os
 import tempfile
@@ -21,7 +20,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.codec import frame_record
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import ShardInfo, Skipped, shard_name
+from tfpipe.manifest import Checksum, ShardInfo, Skipped, shard_name
 
 
 def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
@@ -42,16 +41,16 @@ def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
 
 
 class _HashingFile:
-    """A write-only file wrapper that hashes and counts what goes to disk."""
+    """A write-only file wrapper that checksums and counts what goes to disk."""
 
     def __init__(self, f: Any) -> None:
         self._f = f
-        self.sha256 = hashlib.sha256()
+        self.checksum = Checksum()
         self.bytes = 0
 
     def write(self, data: bytes) -> int:
         self._f.write(data)
-        self.sha256.update(data)
+        self.checksum.update(data)
         self.bytes += len(data)
         return len(data)
 
@@ -91,7 +90,7 @@ class ShardWriter:
         if self._out is not self._hashing:
             self._out.close()
         self._raw.close()
-        info = ShardInfo(self.name, self.examples, self._hashing.bytes, "sha256:" + self._hashing.sha256.hexdigest())
+        info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
         storage.commit_file(self._tmp, self.dest, overwrite=False)
         return info
 
