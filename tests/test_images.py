@@ -20,7 +20,7 @@ from tfpipe.convert.images import (
     sniff_format,
 )
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.testing.fake_data import _to_cmyk_with_black, natural_image
+from tfpipe.testing.fake_data import to_cmyk
 
 H, W = 75, 101  # odd sizes, so chroma subsampling and rounding edges show
 
@@ -37,10 +37,15 @@ def _decode(data: bytes) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def rgb() -> Image.Image:
-    # Drawn at half size and upscaled: smooth enough that JPEG's own error stays near 3 levels,
-    # so a wrong conversion (10+ levels) stands out.
-    small = Image.fromarray(natural_image(np.random.default_rng(7), H // 2, W // 2))
-    return small.resize((W, H), Image.Resampling.BICUBIC)
+    """A smooth picture: JPEG's own error on it stays near 2 levels, so a wrong conversion
+    (10+ levels) stands out."""
+    y, x = np.mgrid[0:H, 0:W].astype(np.float32)
+    r = 128 + 90 * np.sin(x / 13) * np.cos(y / 17)
+    g = 128 + 80 * np.cos((x + y) / 19)
+    b = 20 + 200 * x / W
+    pixels = np.stack([r, g, b], axis=-1)
+    pixels[(x - 60) ** 2 / 400 + (y - 35) ** 2 / 200 < 1] = (230, 40, 60)  # a red ellipse
+    return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +58,7 @@ def tf():
 @pytest.fixture(scope="module")
 def sources(rgb: Image.Image) -> dict[str, bytes]:
     """One input file per supported kind, all showing the `rgb` picture."""
-    cmyk = _to_cmyk_with_black(rgb)
+    cmyk = to_cmyk(rgb)
     # No dithering: a dither pattern is noise JPEG can't keep, which would hide real errors.
     palette = rgb.quantize(colors=256, dither=Image.Dither.NONE)
     rgba = rgb.copy()
