@@ -14,6 +14,7 @@ Transient GCS errors (HTTP 429 and 5xx, connection resets) are retried with expo
 from __future__ import annotations
 
 import base64
+import errno
 import fnmatch
 import functools
 import os
@@ -113,6 +114,16 @@ def with_retries(fn: Callable[[], T], what: str) -> T:
     raise AssertionError("unreachable")
 
 
+def _gcs(fn: Callable[[], T], what: str, path: str) -> T:
+    """`with_retries`, and a missing object or bucket raised as FileNotFoundError, as locally."""
+    from google.api_core import exceptions as gexc
+
+    try:
+        return with_retries(fn, what)
+    except gexc.NotFound:
+        raise FileNotFoundError(errno.ENOENT, f"{what}: no such object or bucket", path) from None
+
+
 def _no_client_retry():
     # Our own loop retries; the client's would hide attempts from it and double the waiting.
     return None
@@ -138,7 +149,7 @@ def listdir(path: str) -> list[str]:
             out += [p[len(prefix):].rstrip("/") for p in it.prefixes]
             return sorted(n for n in out if n)
 
-        return with_retries(names, f"list {path}")
+        return _gcs(names, f"list {path}", path)
     if not os.path.isdir(path):
         return []
     return sorted(os.listdir(path))
@@ -157,13 +168,13 @@ def size(path: str) -> int:
             blob.reload(retry=_no_client_retry())
             return int(blob.size)
 
-        return with_retries(stat, f"stat {path}")
+        return _gcs(stat, f"stat {path}", path)
     return os.path.getsize(path)
 
 
 def read_bytes(path: str) -> bytes:
     if is_gcs(path):
-        return with_retries(lambda: _blob(path).download_as_bytes(retry=_no_client_retry()), f"read {path}")
+        return _gcs(lambda: _blob(path).download_as_bytes(retry=_no_client_retry()), f"read {path}", path)
     with open(path, "rb") as f:
         return f.read()
 
@@ -178,7 +189,11 @@ def open_read(path: str) -> BinaryIO:
             spool.truncate()
             _blob(path).download_to_file(spool, retry=_no_client_retry())
 
-        with_retries(download, f"read {path}")
+        try:
+            _gcs(download, f"read {path}", path)
+        except BaseException:
+            spool.close()
+            raise
         spool.seek(0)
         return spool  # type: ignore[return-value]
     return open(path, "rb")
@@ -191,11 +206,9 @@ def makedirs(path: str) -> None:
 
 def remove(path: str, missing_ok: bool = True) -> None:
     if is_gcs(path):
-        from google.api_core import exceptions as gexc
-
         try:
-            with_retries(lambda: _blob(path).delete(retry=_no_client_retry()), f"delete {path}")
-        except gexc.NotFound:
+            _gcs(lambda: _blob(path).delete(retry=_no_client_retry()), f"delete {path}", path)
+        except FileNotFoundError:
             if not missing_ok:
                 raise
         return
