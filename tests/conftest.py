@@ -1,0 +1,63 @@
+"""Shared fixtures.
+
+GCS (gs://) tests run against `tfpipe.testing.gcs.LocalGCS`: gcp-storage-emulator plus a
+TLS-terminating proxy, both on 127.0.0.1, so TensorFlow's own gs:// code *and* the
+google-cloud-storage client (tfpipe.storage) reach the same in-memory buckets. No mocks.
+
+- `local_gcs` (session scope): starts one LocalGCS on first use and applies its `env` to
+  os.environ for the rest of the session (https_proxy, CURL_CA_BUNDLE, the test token,
+  STORAGE_EMULATOR_HOST, NO_PROXY=127.0.0.1,localhost, ...); tfpipe.storage's client is reset
+  so it picks the emulator up. Stops both child processes at the end of the session.
+  Use it for fault injection and for asserting what reached the server:
+
+      def test_retry(local_gcs, gcs_bucket):
+          with local_gcs.inject_faults(503, count=2, methods=("POST",)) as fault:
+              storage.write_atomic(gcs_bucket + "/x", b"data")
+          assert fault.served == 2
+
+  `route="tls"` limits faults to TensorFlow's path, `route="plain"` to tfpipe.storage's;
+  `lose_reply=True` forwards the request and then answers the fault status.
+  `with local_gcs.recording() as rec:` collects the `ProxiedRequest`s answered in the block.
+
+- `gcs_bucket` (function scope): a fresh empty bucket, yielded as "gs://<name>". Faults the
+  test left unserved are cancelled at teardown, so they never leak into the next test.
+
+Ordering: TensorFlow reads its GCS_* tuning variables (retry backoff, stat cache) once, inside
+`import tensorflow`. This file therefore sets `TF_GCS_TEST_ENV` when pytest loads it, before
+any test imports TF, with setdefault so a developer's own values win. Retries then back off
+for milliseconds instead of up to 32 s, and a rewritten object's new size is seen at once.
+"""
+
+import itertools
+import os
+import secrets
+import sys
+import warnings
+
+import pytest
+
+from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
+
+_TF_IMPORTED_EARLY = "tensorflow" in sys.modules
+for _key, _value in TF_GCS_TEST_ENV.items():
+    os.environ.setdefault(_key, _value)
+
+_bucket_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def local_gcs():
+    """One LocalGCS for the session, with its environment applied (see the module doc)."""
+    if _TF_IMPORTED_EARLY:
+        warnings.warn("tensorflow was imported before tests/conftest.py set GCS_* variables: "
+                      "TF's gs:// retries will use its slow defaults", stacklevel=1)
+    with LocalGCS() as gcs, gcs.activate():
+        yield gcs
+
+
+@pytest.fixture
+def gcs_bucket(local_gcs):
+    """A fresh, empty bucket: "gs://tfpipe-test-<n>-<random hex>"."""
+    url = local_gcs.create_bucket(f"tfpipe-test-{next(_bucket_numbers)}-{secrets.token_hex(4)}")
+    yield url
+    local_gcs.clear_faults()

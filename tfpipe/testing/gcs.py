@@ -1,0 +1,382 @@
+"""A local twin of Google Cloud Storage that TensorFlow's own gs:// code can talk to.
+
+TensorFlow 2.21 compiles the Google hosts into its GCS filesystem and reads no emulator
+variable, so an emulator alone is not enough. `LocalGCS` starts two child processes:
+
+- gcp-storage-emulator, in memory, on 127.0.0.1;
+- a threaded proxy on 127.0.0.1 that TensorFlow reaches through `https_proxy` (CONNECT to
+  the Google storage hosts only, TLS terminated with a certificate from a throwaway CA), and
+  that the google-cloud-storage client reaches as `STORAGE_EMULATOR_HOST` (plain HTTP). Both
+  paths share fault injection and a request log. The proxy also fixes what the emulator
+  lacks: it de-chunks TF's uploads (TF sends `Transfer-Encoding: chunked` *and*
+  `Content-Length`), answers `100 Continue` itself, and enforces `ifGenerationMatch` on
+  uploads, which gcp-storage-emulator accepts but ignores.
+
+The proxy is a separate process on purpose: some TF calls (`tf.io.TFRecordWriter`) hold the
+GIL while they do network I/O, so a proxy thread in the test process would deadlock them.
+Both children exit when their stdin pipe closes, so they die with the test process.
+
+Ordering: TensorFlow reads the `GCS_*` tuning variables (retries, stat cache) once, when its
+gs:// filesystem is created inside `import tensorflow`. Set them before TF is imported (the
+tests' conftest does). The proxy, CA and token variables are read per request.
+
+Example:
+    with LocalGCS() as gcs, gcs.activate():
+        bucket = gcs.create_bucket("my-test-bucket")      # "gs://my-test-bucket"
+        tf.io.gfile.GFile(bucket + "/a.txt", "w").write("hi")
+        with gcs.inject_faults(status=503, count=2, methods=("GET",)) as fault:
+            assert tf.io.gfile.GFile(bucket + "/a.txt").read() == "hi"
+        assert fault.served == 2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import http.client
+import json
+import os
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+
+from tfpipe.testing import _gcs_proxy
+from tfpipe.testing._gcs_proxy import (
+    CONTROL_PREFIX,
+    GOOGLE_STORAGE_HOSTS,
+    ProxiedRequest,
+    Route,
+    http_request,
+)
+
+__all__ = ["LocalGCS", "FaultRule", "ProxiedRequest", "GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV"]
+_STARTUP_TIMEOUT_S = 30.0
+
+
+def _make_certs(directory: str) -> tuple[str, str, str]:
+    """Writes a CA and a server cert for the Google storage hosts; returns their paths."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfpipe LocalGCS test CA")])
+    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    usage = dict(content_commitment=False, key_encipherment=False, data_encipherment=False,
+                 key_agreement=False, encipher_only=False, decipher_only=False)
+    ca = (
+        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(start).not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                     **usage), critical=True)
+        .add_extension(ca_ski, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, GOOGLE_STORAGE_HOSTS[0])]))
+        .issuer_name(ca_name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName(h) for h in GOOGLE_STORAGE_HOSTS]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+                       critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    contents = (ca.public_bytes(pem), cert.public_bytes(pem), key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    paths = tuple(os.path.join(directory, n) for n in ("ca.pem", "server.pem", "server.key"))
+    for path, content in zip(paths, contents):
+        with open(path, "wb") as f:
+            f.write(content)
+    return paths  # type: ignore[return-value]
+
+
+# The emulator's CLI, plus a thread that exits when stdin closes: the emulator then dies with
+# the parent even when the parent is SIGKILLed (no orphan holding a port).
+_EMULATOR_CHILD = """
+import os, sys, threading
+def watch():
+    sys.stdin.buffer.read()
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+from gcp_storage_emulator.__main__ import main
+main(sys.argv[1:])
+"""
+
+
+# ---- the parent-side API ----
+
+
+class FaultRule:
+    """A handle on injected faults. As a context manager, leaving cancels what is unserved."""
+
+    def __init__(self, gcs: LocalGCS, rule: dict) -> None:
+        self._gcs, self.id = gcs, rule["id"]
+        self.status, self.count = rule["status"], rule["count"]
+
+    @property
+    def served(self) -> int:
+        """How many requests got this fault so far (asked of the proxy)."""
+        return self._gcs._control("GET", f"faults/{self.id}")["served"]
+
+    def cancel(self) -> None:
+        self._gcs._control("DELETE", f"faults/{self.id}")
+
+    def __enter__(self) -> FaultRule:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+
+class LocalGCS:
+    """Emulator + TLS proxy + fault injection, as a context manager.
+
+    Attributes:
+      endpoint: plain-HTTP URL of the proxy: `STORAGE_EMULATOR_HOST` and `https_proxy`.
+      ca_file: PEM of the throwaway CA (`CURL_CA_BUNDLE`).
+      emulator_port: where gcp-storage-emulator itself listens (bypasses faults and the log).
+    """
+
+    def __init__(self) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._emulator: subprocess.Popen[bytes] | None = None
+        self._proxy: subprocess.Popen[bytes] | None = None
+        self.emulator_port = 0
+        self.proxy_port = 0
+        self.ca_file = ""
+
+    def __enter__(self) -> LocalGCS:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalGCS:
+        """Starts the emulator and the proxy; stops whatever started if a step fails."""
+        try:
+            self._tmp = tempfile.TemporaryDirectory(prefix="tfpipe-localgcs-")
+            self.ca_file, cert, key = _make_certs(self._tmp.name)
+            for _ in range(3):  # the probed free port can be taken before the emulator binds it
+                self.emulator_port = _free_port()
+                self._emulator = self._spawn("emulator", [
+                    "-c", _EMULATOR_CHILD, "start", "--host", "127.0.0.1",
+                    "--port", str(self.emulator_port), "--in-memory", "-q"])
+                if self._wait_emulator():
+                    break
+                self._emulator = _end(self._emulator)
+            else:
+                raise RuntimeError("gcp-storage-emulator found no free port in 3 attempts")
+            self._proxy = self._spawn("proxy", [_gcs_proxy.__file__, str(self.emulator_port),
+                                                cert, key], stdout=True)
+            self.proxy_port = self._wait_proxy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stops both children and deletes the certificates. Safe to call twice."""
+        self._proxy = _end(self._proxy)
+        self._emulator = _end(self._emulator)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def _spawn(self, name: str, args: list[str], stdout: bool = False) -> subprocess.Popen[bytes]:
+        with open(self._log_path(name), "wb") as log:
+            return subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE if stdout else log, stderr=log)
+
+    def _log_path(self, name: str) -> str:
+        return os.path.join(self._tmp.name, f"{name}.log")  # type: ignore[union-attr]
+
+    def _log_text(self, name: str) -> str:
+        with open(self._log_path(name), "rb") as f:
+            return f.read().decode(errors="replace")[-3000:]
+
+    def _wait_emulator(self) -> bool:
+        """True when ready; False if the port was taken; raises on any other failure."""
+        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                if http_request(self.emulator_port, "GET", "/", timeout=1.0)[0] == 200:
+                    return True
+            if "Address already in use" in self._log_text("emulator"):
+                return False
+            if self._emulator.poll() is not None:  # type: ignore[union-attr]
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"gcp-storage-emulator did not start on 127.0.0.1:{self.emulator_port}"
+                           f" within {_STARTUP_TIMEOUT_S:.0f} s. Its output:\n"
+                           f"{self._log_text('emulator')}")
+
+    def _wait_proxy(self) -> int:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._proxy.stdout, selectors.EVENT_READ)  # type: ignore[union-attr,arg-type]
+            if sel.select(_STARTUP_TIMEOUT_S):
+                line = self._proxy.stdout.readline().decode()  # type: ignore[union-attr]
+                if line.startswith("READY "):
+                    return int(line.split()[1])
+        raise RuntimeError(f"the LocalGCS proxy did not start. Its output:\n{self._log_text('proxy')}")
+
+    # -- addresses and environment --
+
+    @property
+    def endpoint(self) -> str:
+        if not self.proxy_port:
+            raise RuntimeError("LocalGCS is not running: use `with LocalGCS() as gcs:`")
+        return f"http://127.0.0.1:{self.proxy_port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Variables that point TensorFlow's gs:// code and google-cloud-storage here."""
+        return {
+            # TF checks this before any credential file or metadata server.
+            "GOOGLE_AUTH_TOKEN_FOR_TESTING": "tfpipe-local-gcs",
+            "NO_GCE_CHECK": "true",
+            "CURL_CA_BUNDLE": self.ca_file,
+            "https_proxy": self.endpoint,
+            "HTTPS_PROXY": self.endpoint,
+            # A stray plain-http request lands here too, and is refused unless it is for Google.
+            "http_proxy": self.endpoint,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            **TF_GCS_TEST_ENV,
+            # google-cloud-storage (and gcsfs) use the proxy's plain-HTTP side.
+            "STORAGE_EMULATOR_HOST": self.endpoint,
+        }
+
+    @contextlib.contextmanager
+    def activate(self, **overrides: str) -> Iterator[LocalGCS]:
+        """Sets `env` (plus `overrides`) in os.environ, restored on exit.
+
+        Also resets tfpipe.storage's cached client on entry and exit.
+        """
+        from tfpipe import storage
+
+        new = {**self.env, **overrides}
+        saved = {k: os.environ.get(k) for k in new}
+        os.environ.update(new)
+        storage.reset_client()
+        try:
+            yield self
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            storage.reset_client()
+
+    def create_bucket(self, name: str) -> str:
+        """Creates bucket `name` in the emulator; returns "gs://name"."""
+        status, _, data = http_request(self.emulator_port, "POST", "/storage/v1/b?project=tfpipe-local",
+                                json.dumps({"name": name}).encode(),
+                                [("Content-Type", "application/json")])
+        if status != 200:
+            raise RuntimeError(f"creating bucket {name!r} failed: HTTP {status} {data[:300]!r}")
+        return f"gs://{name}"
+
+    # -- faults and the request log --
+
+    def inject_faults(self, status: int = 503, count: int = 1, *,
+                      methods: tuple[str, ...] | None = None, path_contains: str | None = None,
+                      route: Route | None = None, lose_reply: bool = False) -> FaultRule:
+        """Answers the next `count` matching requests with HTTP `status`.
+
+        Args:
+          status: the HTTP status to answer with (e.g. 503, 429, 500).
+          count: how many requests get it.
+          methods: only these methods, e.g. ("POST", "PUT"); None matches all.
+          path_contains: only paths (query included) containing this substring.
+          route: "tls" (TensorFlow, via https_proxy), "plain" (STORAGE_EMULATOR_HOST clients),
+            or None for both.
+          lose_reply: forward the request first, then answer `status`: the write lands but
+            the client sees a failure, like a reply lost on the way back.
+
+        Returns:
+          A FaultRule; `rule.served` counts the faults answered so far.
+        """
+        if route not in (None, "tls", "plain"):
+            raise ValueError(f"route must be 'tls', 'plain' or None. Received: route={route!r}")
+        rule = self._control("POST", "faults", {
+            "status": status, "count": count, "route": route, "lose_reply": lose_reply,
+            "methods": [m.upper() for m in methods] if methods else None,
+            "path_contains": path_contains})
+        return FaultRule(self, rule)
+
+    def clear_faults(self) -> None:
+        """Cancels every fault not yet served."""
+        self._control("DELETE", "faults")
+
+    @property
+    def requests(self) -> list[ProxiedRequest]:
+        """Every request the proxy answered, oldest first (control calls excluded)."""
+        return self._requests_since(0)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[ProxiedRequest]]:
+        """Yields a list that holds the requests answered inside the block, once it exits."""
+        start, rec = len(self.requests), []
+        try:
+            yield rec
+        finally:
+            rec.extend(self._requests_since(start))
+
+    def _requests_since(self, start: int) -> list[ProxiedRequest]:
+        return [ProxiedRequest(**r) for r in self._control("GET", f"requests?since={start}")]
+
+    def _control(self, method: str, what: str, obj: object = None):
+        body = json.dumps(obj).encode() if obj is not None else b""
+        status, _, data = http_request(self.proxy_port, method, CONTROL_PREFIX + what, body,
+                                [("Content-Type", "application/json")], timeout=10.0)
+        if status != 200:
+            raise RuntimeError(f"LocalGCS control {method} {what}: HTTP {status} {data[:300]!r}")
+        return json.loads(data)
+
+
+# TF reads these when `import tensorflow` creates its gs:// filesystem (see the module doc).
+TF_GCS_TEST_ENV = {
+    # Tests rewrite objects and expect to see the new size at once.
+    "GCS_STAT_CACHE_MAX_AGE": "0",
+    "GCS_MATCHING_PATHS_CACHE_MAX_AGE": "0",
+    # TF's defaults back off from 1 s up to 32 s per retry; local faults need no such patience.
+    "GCS_RETRY_CONFIG_INIT_DELAY_TIME_US": "10000",
+    "GCS_RETRY_CONFIG_MAX_DELAY_TIME_US": "100000",
+    "GCS_RETRY_CONFIG_MAX_RETRIES": "5",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _end(proc: subprocess.Popen[bytes] | None) -> None:
+    """Closes the child's stdin (it exits on EOF), then escalates if it lingers."""
+    if proc is None:
+        return None
+    for stream in (proc.stdin, proc.stdout):
+        with contextlib.suppress(OSError, AttributeError):
+            stream.close()  # type: ignore[union-attr]
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return None
