@@ -53,7 +53,7 @@ def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = 
 
 
 def test_report_json_matches_schema_and_contract_keys() -> None:
-    sim = Simulation(15.6, 40, 3.0, 2.6, 0.874, 0.861)
+    sim = Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861)
     report = sample_report(simulation=sim)
     obj = json.loads(report.to_json_text())
     jsonschema.validate(obj, schema())
@@ -135,7 +135,7 @@ def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
     from tfpipe.bench.render import renderables
 
     console = Console(width=160, record=True, file=open("/dev/null", "w"))
-    for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 0.874, 0.861))):
+    for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861))):
         console.print(r)
     text = console.export_text()
     for needle in ("HIGHLY INPUT-BOUND", "predicted 87.5%", "measured 86.1% (simulate)", "Bottleneck", "decode",

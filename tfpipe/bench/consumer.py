@@ -36,8 +36,8 @@ def from_reference(row: reference.ReferenceRow, per_host_batch: int) -> Consumer
         examples_per_sec=float(row.examples_per_sec),
         step_time_ms=per_host_batch / row.examples_per_sec * 1000.0,
         source="reference",
-        description=f"{row.model} on {row.accelerator}, {row.precision}, {row.framework}; "
-        f"{row.source} ({row.derivation})",
+        description=f"{row.model} on {row.accelerator} ({row.precision}, {row.framework}); "
+        f"source: {row.source}, {row.derivation}",
         url=row.url,
         approximate=True,
     )

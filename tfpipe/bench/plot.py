@@ -138,7 +138,9 @@ def write_plot(report: Report, path: str) -> str:
         raise ValueError(f"consumer rate must be finite. Received: {consumer}")
 
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
-    fig.text(0.01, 0.01, f"Consumer: {source}", fontsize=8, color="#444444")
+    import textwrap
+
+    fig.text(0.01, 0.01, textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."), fontsize=8, color="#444444")
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)

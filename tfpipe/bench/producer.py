@@ -1,9 +1,9 @@
 """Producer timing: steady-state throughput of the pipeline build() makes, prefix by prefix.
 
 The timed window starts after a warm-up, so AUTOTUNE has settled and buffers have filled; the
-first element's latency is reported apart. Elements are pulled inside a `tf.function` loop,
-not one Python call each, so a fast prefix (reading records at tens of thousands per second)
-is not capped by the interpreter.
+first element's latency is reported apart. Prefixes that end before the batch stage are
+timed through a transport batch, so a fast prefix (reading records at tens of thousands per
+second) is not capped by one Python call per record.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from tfpipe.bench.report import Rate, ScalingPoint, StageRate
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
 
-# Each pull of the drain loop should last about this long: short enough for the window to
-# end on time, long enough that the call overhead (~50 us) is well under 1%.
+# Pull elements in chunks lasting about this long, so the window ends within ~0.1 s of its
+# length without checking the clock after every element.
 CHUNK_SECONDS = 0.1
 
 
@@ -63,32 +63,22 @@ def prefix_points(stages: Sequence[Any]) -> list[tuple[str, int, tuple[str, ...]
     return points
 
 
-class _Drain:
-    """Pulls n elements from an iterator inside one tf.function call; returns how many came."""
-
-    def __init__(self) -> None:
-        from tfpipe._tf import tf
-
-        tf_ = tf()
-
-        @tf_.function
-        def drain(iterator: Any, n: Any) -> Any:
-            count = tf_.constant(0, tf_.int64)
-            for _ in tf_.range(n):
-                opt = iterator.get_next_as_optional()
-                if not opt.has_value():
-                    break
-                count += 1
-            return count
-
-        self._fn = drain
-        self._tf = tf_
-
-    def __call__(self, iterator: Any, n: int) -> int:
-        return int(self._fn(iterator, self._tf.constant(n, self._tf.int64)))
+# Unbatched prefixes are timed through a batch of this many elements, so the Python call per
+# element (~100 us) does not cap a prefix that makes tens of thousands of records a second.
+TRANSPORT_BATCH = 256
 
 
-_drain: _Drain | None = None
+def transport(ds: Any) -> Any:
+    """Batches single elements for timing: a plain batch when every shape is static, else a
+    ragged batch (variable-size images, for example)."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    static = all(
+        getattr(spec, "shape", None) is not None and spec.shape.is_fully_defined()
+        for spec in tf_.nest.flatten(ds.element_spec)
+    )
+    return ds.batch(TRANSPORT_BATCH) if static else ds.ragged_batch(TRANSPORT_BATCH)
 
 
 def measure(
@@ -112,14 +102,10 @@ def measure(
     Returns:
       The Rate, with the first element's latency and the warm-up reported apart.
     """
-    global _drain
-    if _drain is None:
-        _drain = _Drain()
-    drain = _drain
     ds = make_dataset()
     t0 = time.perf_counter()
     it = iter(ds)
-    got = drain(it, 1)
+    got = _pull(it, 1)
     first = time.perf_counter() - t0
     if got == 0:
         raise RuntimeError("The dataset produced no elements; check --data and --split.")
@@ -127,7 +113,7 @@ def measure(
     chunk, exhausted = 1, False
     while time.perf_counter() - t0 < warmup and not exhausted:
         c0 = time.perf_counter()
-        got = drain(it, chunk)
+        got = _pull(it, chunk)
         exhausted = got < chunk
         elapsed = time.perf_counter() - c0
         if elapsed < CHUNK_SECONDS / 2:
@@ -141,7 +127,7 @@ def measure(
     elements = 0
     try:
         while not exhausted:
-            got = drain(it, chunk)
+            got = _pull(it, chunk)
             elements += got
             exhausted = got < chunk
             if time.perf_counter() - w0 >= seconds:
@@ -156,6 +142,16 @@ def measure(
         )
     per_sec = elements / window
     return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm)
+
+
+def _pull(it: Any, n: int) -> int:
+    """Takes up to n elements; returns how many there were."""
+    for i in range(n):
+        try:
+            next(it)
+        except StopIteration:
+            return i
+    return n
 
 
 def measure_prefixes(
@@ -177,9 +173,11 @@ def measure_prefixes(
         if progress:
             progress(f"Timing prefix {k + 1}/{len(points)}: {name} ({', '.join(added)})")
         last = k + 1 == len(points)
+        per_element = pipeline.examples_per_element(upto)
+        batched = per_element > 1 or any(s.group == "batch" for s in pipeline.stages[:upto])
         rate = measure(
-            lambda upto=upto: pipeline.dataset(upto),
-            examples_per_element=pipeline.examples_per_element(upto),
+            (lambda upto=upto: pipeline.dataset(upto)) if batched else (lambda upto=upto: transport(pipeline.dataset(upto))),
+            examples_per_element=per_element if batched else TRANSPORT_BATCH,
             seconds=seconds,
             warmup=warmup,
             on_window=_profiler(profile_dir) if (last and profile_dir) else None,

@@ -103,7 +103,9 @@ class Simulation:
       steps: steps in the timed window.
       window_sec: length of the timed window (after warm-up).
       wait_sec: time spent waiting for the next batch within the window.
-      predicted_input_wait: the prediction from the producer rate, for comparison.
+      producer_examples_per_sec: the full pipeline's rate measured right before and right
+        after the run, averaged.
+      predicted_input_wait: the prediction from that rate and the step time.
       measured_input_wait: wait_sec / window_sec.
     """
 
@@ -111,6 +113,7 @@ class Simulation:
     steps: int
     window_sec: float
     wait_sec: float
+    producer_examples_per_sec: float
     predicted_input_wait: float
     measured_input_wait: float
 

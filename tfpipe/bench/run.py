@@ -89,16 +89,12 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
     if cfg.compare:
         comparison = _compare(pipe, manifest, cfg, full.examples_per_sec, say)
 
-    from tfpipe.bench import verdict
     from tfpipe.bench.simulate import fit_check, simulate
 
-    wait = verdict.predicted_wait(full.examples_per_sec, consumer.examples_per_sec)
     sim = fit = None
     if cfg.simulate:
         say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
-        sim = simulate(
-            pipe, step_time_ms=consumer.step_time_ms, predicted_input_wait=wait, seconds=cfg.seconds, warmup=cfg.warmup
-        )
+        sim = simulate(pipe, step_time_ms=consumer.step_time_ms, seconds=cfg.seconds, warmup=cfg.warmup)
     if cfg.fit:
         say(f"Running model.fit of {cfg.model} on the pipeline and on synthetic input")
         fit = fit_check(

@@ -15,28 +15,50 @@ from typing import Any
 from tfpipe.bench.report import FitCheck, Simulation
 
 
-def simulate(
-    pipeline: Any,
-    *,
-    step_time_ms: float,
-    predicted_input_wait: float,
-    seconds: float,
-    warmup: float,
-) -> Simulation:
+def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: float) -> Simulation:
     """Runs the full pipeline against a consumer that sleeps `step_time_ms` per batch.
+
+    The producer rate behind the prediction is measured right before and right after the
+    simulated run, on the same `pipeline.dataset()`, and averaged: the host's load drifts, and
+    a rate measured minutes earlier would compare two different machines.
 
     Args:
       pipeline: the planned Pipeline; its full dataset is consumed.
       step_time_ms: how long the consumer holds each batch.
-      predicted_input_wait: the prediction, carried into the result for comparison.
-      seconds: the timed window.
-      warmup: seconds consumed (at the same pace) before the window, and left out.
+      seconds: the timed window, for the run and for each producer measurement.
+      warmup: seconds run before each window, and left out.
 
     Returns:
-      The Simulation, whose measured_input_wait is waiting time over window time.
+      The Simulation: measured_input_wait is waiting time over window time, next to the
+      prediction from the bracketing producer rate.
     """
-    step = step_time_ms / 1000.0
-    it = iter(pipeline.dataset())
+    from tfpipe.bench import producer, verdict
+
+    def producer_rate() -> float:
+        rate = producer.measure(
+            pipeline.dataset, examples_per_element=pipeline.examples_per_element(), seconds=seconds, warmup=warmup
+        )
+        return rate.examples_per_sec
+
+    before = producer_rate()
+    wait, steps, window = _consume(pipeline.dataset(), step_time_ms / 1000.0, seconds, warmup)
+    after = producer_rate()
+    produced = (before + after) / 2
+    consumed = pipeline.batch_size / (step_time_ms / 1000.0)
+    return Simulation(
+        step_time_ms=step_time_ms,
+        steps=steps,
+        window_sec=window,
+        wait_sec=wait,
+        producer_examples_per_sec=produced,
+        predicted_input_wait=verdict.predicted_wait(produced, consumed),
+        measured_input_wait=min(1.0, max(0.0, wait / window)),
+    )
+
+
+def _consume(ds: Any, step: float, seconds: float, warmup: float) -> tuple[float, int, float]:
+    """The sleeping consumer: returns (seconds waiting, steps, window seconds)."""
+    it = iter(ds)
     t0 = time.perf_counter()
     # The warm-up runs at the consumer's pace too, so buffers reach the state they keep in
     # the window: full when the producer is faster, empty when it is slower.
@@ -49,15 +71,7 @@ def simulate(
         steps += 1
         if time.perf_counter() - w0 >= seconds and steps >= 3:
             break
-    window = time.perf_counter() - w0
-    return Simulation(
-        step_time_ms=step_time_ms,
-        steps=steps,
-        window_sec=window,
-        wait_sec=wait,
-        predicted_input_wait=predicted_input_wait,
-        measured_input_wait=min(1.0, max(0.0, wait / window)),
-    )
+    return wait, steps, time.perf_counter() - w0
 
 
 def _step(it: Any, step: float) -> float:

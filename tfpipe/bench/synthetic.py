@@ -123,9 +123,9 @@ def ensure_dataset(
         src = _generate(spec, raw)
         if progress:
             progress(f"Converting them with tfpipe convert into {spec.shards} shards")
-        import tfpipe.convert
+        from tfpipe.convert import convert
 
-        tfpipe.convert.convert(src, records, num_shards=spec.shards)
+        convert(src, records, num_shards=spec.shards)
         shutil.rmtree(raw, ignore_errors=True)
         try:
             os.rename(records, final)

@@ -147,13 +147,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list_accelerators(out) -> None:  # out: rich.console.Console
-    from rich.table import Table
+    from rich.markup import escape
 
     from tfpipe.bench import reference
 
-    table = Table(title="Reference throughputs (published, approximate)")
-    for col in ("name", "preset", "examples/s", "model on accelerator", "source"):
-        table.add_column(col)
+    out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
     for r in reference.rows():
-        table.add_row(r.name, r.preset, f"{r.examples_per_sec:,.0f}", f"{r.model} on {r.accelerator}", f"{r.source}\n{r.url}")
-    out.print(table)
+        out.print(f"\n[bold]{r.name}[/]  ({r.preset})  {r.examples_per_sec:,.0f} examples/s")
+        out.print(f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}")
+        out.print(f"  source: {escape(r.source)} ({escape(r.derivation)})", soft_wrap=True)
+        out.print(f"  {r.url}", soft_wrap=True, overflow="ignore", crop=False)
