@@ -1,0 +1,129 @@
+"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules.
+
+Odd counts on purpose: 37 images in 4 shards (13/12/12 per class), a 37-row table in 4 shards.
+Images are 64x48 JPEGs, so decode is cheap and every test stays fast.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import tfpipe
+from tfpipe.codec import encode_example, frame_record
+from tfpipe.manifest import Manifest
+from tfpipe.schema import IMAGE_SCHEMA
+from tfpipe.testing import fake_data
+
+PER_CLASS = [13, 12, 12]
+N_IMAGES = sum(PER_CLASS)
+N_ROWS = 37
+FOREIGN_FILES = 3
+
+
+def jpeg(seed: int, size: tuple[int, int] = (64, 48)) -> bytes:
+    rng = np.random.default_rng(seed)
+    pixels = fake_data.natural_image(rng, size[1], size[0])
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, "JPEG", quality=90)
+    return out.getvalue()
+
+
+def image_row(i: int, label: int, encoded: bytes | None = None) -> dict:
+    """One imagenet_to_gcs record; `label` is stored as given (1-based in that layout)."""
+    return {
+        "image/encoded": encoded if encoded is not None else jpeg(i),
+        "image/format": "JPEG",
+        "image/filename": f"img_{i:03d}.JPEG",
+        "image/class/label": label,
+        "image/class/synset": f"n{label:08d}",
+        "image/height": 48,
+        "image/width": 64,
+        "image/colorspace": "RGB",
+        "image/channels": 3,
+    }
+
+
+def write_shard(path: str, rows: list[dict]) -> None:
+    with open(path, "wb") as f:
+        for row in rows:
+            f.write(frame_record(encode_example(row, IMAGE_SCHEMA)))
+
+
+@pytest.fixture(scope="session")
+def image_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A converted imagenet-layout dataset: 37 images, 3 classes, 4 shards, 1-based labels."""
+    root = tmp_path_factory.mktemp("images")
+    fake_data.write_image_folder(root / "src", classes=3, per_class=PER_CLASS, size=(64, 48))
+    dest = str(root / "ds")
+    tfpipe.convert(str(root / "src"), dest, format="imagenet", num_shards=4, workers=1)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def foreign_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """imagenet_to_gcs-style shards without a manifest: 3 files, 1-based labels 1..3."""
+    root = tmp_path_factory.mktemp("foreign")
+    rows = [image_row(i, 1 + i % 3) for i in range(N_IMAGES)]
+    for k in range(FOREIGN_FILES):
+        write_shard(str(root / f"train-{k:05d}-of-{FOREIGN_FILES:05d}"), rows[k::FOREIGN_FILES])
+    return str(root)
+
+
+@pytest.fixture(scope="session")
+def table_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A converted 37-row table with nulls filled (masks) and a `row_id` column, 4 shards."""
+    root = tmp_path_factory.mktemp("table")
+    df = fake_data.make_table(N_ROWS, columns=8, with_nulls=True, label_classes=3)
+    df.insert(0, "row_id", np.arange(N_ROWS, dtype=np.int64))
+    csv = fake_data.write_table(df, root / "table.csv")
+    dest = str(root / "ds")
+    tfpipe.convert(csv, dest, label="label", missing="fill", num_shards=4, workers=1)
+    return dest
+
+
+def copy_dataset(src: str, dest: str) -> str:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def corrupt_shard(root: str, index: int, how: str) -> str:
+    """Damages shard `index` of a manifest dataset in place; returns its path.
+
+    how: "truncate" cuts the file mid-record; "crc" flips a byte inside the second record.
+    """
+    manifest = Manifest.load(root)
+    path = manifest.shard_paths("train")[index]
+    data = bytearray(open(path, "rb").read())
+    if how == "truncate":
+        data = data[: len(data) - 100]
+    else:
+        first_len = int.from_bytes(data[:8], "little")
+        data[12 + first_len + 4 + 12 + 20] ^= 0xFF
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    return path
+
+
+def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str:
+    """Writes image rows as a manifest dataset (used for bad-image records)."""
+    from tfpipe.codec import frame_record as _frame
+    from tfpipe.manifest import ShardInfo, Split, shard_name
+    import hashlib
+
+    os.makedirs(root, exist_ok=True)
+    shards = []
+    for k, rows in enumerate(rows_per_shard):
+        name = shard_name("train", k, len(rows_per_shard))
+        blob = b"".join(_frame(encode_example(r, IMAGE_SCHEMA)) for r in rows)
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(blob)
+        shards.append(ShardInfo(name, len(rows), len(blob), "sha256:" + hashlib.sha256(blob).hexdigest()))
+    Manifest(root=root, layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1,
+             splits={"train": Split(tuple(shards))}).save()
+    return root
