@@ -31,14 +31,11 @@ for milliseconds instead of up to 32 s, and a rewritten object's new size is see
 import itertools
 import os
 import secrets
-import sys
-import warnings
 
 import pytest
 
 from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
 
-_TF_IMPORTED_EARLY = "tensorflow" in sys.modules
 for _key, _value in TF_GCS_TEST_ENV.items():
     os.environ.setdefault(_key, _value)
 
@@ -48,10 +45,8 @@ _bucket_numbers = itertools.count()
 @pytest.fixture(scope="session")
 def local_gcs():
     """One LocalGCS for the session, with its environment applied (see the module doc)."""
-    if _TF_IMPORTED_EARLY:
-        warnings.warn("tensorflow was imported before tests/conftest.py set GCS_* variables: "
-                      "TF's gs:// retries will use its slow defaults", stacklevel=1)
-    with LocalGCS() as gcs, gcs.activate():
+    # Keep the GCS_* values set above: they are the ones TensorFlow read at import.
+    with LocalGCS() as gcs, gcs.activate(**{k: os.environ[k] for k in TF_GCS_TEST_ENV}):
         yield gcs
 
 

@@ -41,7 +41,11 @@ _HOP_HEADERS = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class ProxiedRequest:
-    """One request the proxy answered. `injected`: the status came from a fault rule."""
+    """One request the proxy answered.
+
+    `injected`: the status came from a fault rule. `forwarded`: the request reached the
+    emulator (False for a plain fault or a refusal; True for `lose_reply` faults).
+    """
 
     route: Route
     method: str
@@ -112,6 +116,8 @@ class _ProxyState:
                 if method == "DELETE":
                     rule["count"] = rule["served"]
                 return _json_reply(200, rule)
+            if what == ["requests", "count"] and method == "GET":
+                return _json_reply(200, len(self.log))
             if what == ["requests"] and method == "GET":
                 since = int(parse_qs(url.query).get("since", ["0"])[0])
                 return _json_reply(200, self.log[since:])

@@ -17,8 +17,10 @@ GIL while they do network I/O, so a proxy thread in the test process would deadl
 Both children exit when their stdin pipe closes, so they die with the test process.
 
 Ordering: TensorFlow reads the `GCS_*` tuning variables (retries, stat cache) once, when its
-gs:// filesystem is created inside `import tensorflow`. Set them before TF is imported (the
-tests' conftest does). The proxy, CA and token variables are read per request.
+gs:// filesystem is created inside `import tensorflow`: set `TF_GCS_TEST_ENV` before TF is
+imported (tests/conftest.py does). The proxy, CA and token variables are read per request, so
+`activate()` works at any time. TF also sleeps 0-1 s of random jitter before every retry,
+whatever the retry variables say, so each fault injected on TF's path costs ~0.5 s.
 
 Example:
     with LocalGCS() as gcs, gcs.activate():
@@ -42,7 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
+from typing import Any
 
 from tfpipe.testing import _gcs_proxy
 from tfpipe.testing._gcs_proxy import (
@@ -192,6 +196,7 @@ class LocalGCS:
         """Stops both children and deletes the certificates. Safe to call twice."""
         self._proxy = _end(self._proxy)
         self._emulator = _end(self._emulator)
+        self.proxy_port = self.emulator_port = 0
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -264,12 +269,18 @@ class LocalGCS:
     def activate(self, **overrides: str) -> Iterator[LocalGCS]:
         """Sets `env` (plus `overrides`) in os.environ, restored on exit.
 
-        Also resets tfpipe.storage's cached client on entry and exit.
+        Also resets tfpipe.storage's cached client on entry and exit. Warns if TensorFlow was
+        imported before the `GCS_*` values were in the environment: it keeps its defaults.
         """
         from tfpipe import storage
 
         new = {**self.env, **overrides}
         saved = {k: os.environ.get(k) for k in new}
+        late = [k for k in new if k.startswith("GCS_") and saved[k] != new[k]]
+        if late and "tensorflow" in sys.modules:
+            warnings.warn(f"TensorFlow was imported before {', '.join(late)} were set; its gs:// "
+                          "filesystem keeps its defaults for them (set TF_GCS_TEST_ENV first)",
+                          stacklevel=3)
         os.environ.update(new)
         storage.reset_client()
         try:
@@ -284,9 +295,9 @@ class LocalGCS:
 
     def create_bucket(self, name: str) -> str:
         """Creates bucket `name` in the emulator; returns "gs://name"."""
-        status, _, data = http_request(self.emulator_port, "POST", "/storage/v1/b?project=tfpipe-local",
-                                json.dumps({"name": name}).encode(),
-                                [("Content-Type", "application/json")])
+        status, _, data = http_request(
+            self.emulator_port, "POST", "/storage/v1/b?project=tfpipe-local",
+            json.dumps({"name": name}).encode(), [("Content-Type", "application/json")])
         if status != 200:
             raise RuntimeError(f"creating bucket {name!r} failed: HTTP {status} {data[:300]!r}")
         return f"gs://{name}"
@@ -313,6 +324,9 @@ class LocalGCS:
         """
         if route not in (None, "tls", "plain"):
             raise ValueError(f"route must be 'tls', 'plain' or None. Received: route={route!r}")
+        if not 400 <= status <= 599 or count < 1:
+            raise ValueError(f"Expected an HTTP error status (400-599) and count >= 1. "
+                             f"Received: status={status!r}, count={count!r}")
         rule = self._control("POST", "faults", {
             "status": status, "count": count, "route": route, "lose_reply": lose_reply,
             "methods": [m.upper() for m in methods] if methods else None,
@@ -331,7 +345,7 @@ class LocalGCS:
     @contextlib.contextmanager
     def recording(self) -> Iterator[list[ProxiedRequest]]:
         """Yields a list that holds the requests answered inside the block, once it exits."""
-        start, rec = len(self.requests), []
+        start, rec = self._control("GET", "requests/count"), []
         try:
             yield rec
         finally:
@@ -340,10 +354,10 @@ class LocalGCS:
     def _requests_since(self, start: int) -> list[ProxiedRequest]:
         return [ProxiedRequest(**r) for r in self._control("GET", f"requests?since={start}")]
 
-    def _control(self, method: str, what: str, obj: object = None):
+    def _control(self, method: str, what: str, obj: object = None) -> Any:
         body = json.dumps(obj).encode() if obj is not None else b""
         status, _, data = http_request(self.proxy_port, method, CONTROL_PREFIX + what, body,
-                                [("Content-Type", "application/json")], timeout=10.0)
+                                       [("Content-Type", "application/json")], timeout=10.0)
         if status != 200:
             raise RuntimeError(f"LocalGCS control {method} {what}: HTTP {status} {data[:300]!r}")
         return json.loads(data)
@@ -354,10 +368,11 @@ TF_GCS_TEST_ENV = {
     # Tests rewrite objects and expect to see the new size at once.
     "GCS_STAT_CACHE_MAX_AGE": "0",
     "GCS_MATCHING_PATHS_CACHE_MAX_AGE": "0",
-    # TF's defaults back off from 1 s up to 32 s per retry; local faults need no such patience.
+    # TF's defaults: 10 retries backing off from 1 s up to 32 s. TF adds 0-1 s of random
+    # jitter to every retry whatever these say, so fewer retries is what keeps tests short.
     "GCS_RETRY_CONFIG_INIT_DELAY_TIME_US": "10000",
     "GCS_RETRY_CONFIG_MAX_DELAY_TIME_US": "100000",
-    "GCS_RETRY_CONFIG_MAX_RETRIES": "5",
+    "GCS_RETRY_CONFIG_MAX_RETRIES": "3",
 }
 
 
