@@ -280,19 +280,19 @@ def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, b
             )
     files_bytes = None
     if sources.UNKNOWN not in sizes:
-        files_bytes = sum(sizes) if shard_by != "record" else sum(sizes)
+        # With record sharding each pipeline caches only its 1/n of the records.
+        files_bytes = sum(sizes) // (n if shard_by == "record" else 1)
     cache = _resolve_cache(cfg, decoder, src, files_bytes)
 
     shuffle_buffer = cfg.shuffle_buffer
     if src.bytes and src.examples:
         mean = max(1, src.bytes // max(1, src.examples))
         shuffle_buffer = max(1, min(shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
-    elif files_bytes:
-        shuffle_buffer = cfg.shuffle_buffer
 
     counter = SkipCounter() if cfg.skip_corrupt else None
     stage_plan = StagePlan(
-        source=src, files=files, sizes=sizes, counts=counts, decoder=decoder, config=cfg,
+        source=src, files=src.files, sizes=src.sizes, counts=src.counts, read_files=len(files),
+        decoder=decoder, config=cfg,
         training=bool(training), batch_size=per_replica, num_shards=n, shard_index=i,
         shard_by=shard_by, cache=cache, shuffle_buffer=shuffle_buffer, service=service,
         counter=counter,

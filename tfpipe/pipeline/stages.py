@@ -48,9 +48,10 @@ class StagePlan:
     """Everything the stage functions close over, decided by `plan()`."""
 
     source: Source
-    files: tuple[str, ...]
+    files: tuple[str, ...]          # all files; the "shard" stage picks this pipeline's
     sizes: tuple[int, ...]
     counts: tuple[int, ...]
+    read_files: int                 # files this pipeline reads after sharding
     decoder: Decoder
     config: PipelineConfig          # with deterministic and drop_remainder resolved
     training: bool
@@ -73,10 +74,10 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     det = bool(cfg.deterministic)
     # Record sharding needs every pipeline to see the same record order before the split.
     ordered_read = p.shard_by == "record"
-    shuffle_files = p.training and not ordered_read and len(p.files) > 1
+    shuffle_files = p.training and not ordered_read and p.read_files > 1
     with_source = dec.needs_source
     verify = cfg.verify_shards and (p.source.manifest is not None or p.source.compression == "")
-    cycle = max(1, min(cfg.cycle_length, len(p.files)))
+    cycle = max(1, min(cfg.cycle_length, p.read_files))
 
     def list_files(_: Any) -> Any:
         return tf_.data.Dataset.from_tensor_slices(
@@ -90,7 +91,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
 
     def interleave(ds: Any) -> Any:
         if shuffle_files:
-            ds = ds.shuffle(len(p.files), seed=cfg.seed, reshuffle_each_iteration=True)
+            ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
         return ds.interleave(
             lambda path, size, count: corrupt.read_shard(
                 path, size, count, compression=p.source.compression, buffer=cfg.reader_buffer,
@@ -199,8 +200,10 @@ def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> An
             ))
         if counter is not None and dec.check is not None:
             deps.append(counter.decode_attempts.assign_add(1))
-        with tf_.control_dependencies(deps):
+        if not deps:
             return features, src
+        with tf_.control_dependencies(deps):  # the check must pass before decode starts
+            return tf_.nest.map_structure(tf_.identity, features), src
 
     def run(element: Any, seed: Any) -> Any:
         features, src = guarded(element)
