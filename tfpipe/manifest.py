@@ -197,10 +197,6 @@ class Manifest:
                 f"Expected a tfpipe dataset at {root}: no {MANIFEST_NAME} there. "
                 "Convert one with `tfpipe convert`, or pass shard files or a glob."
             ) from None
-        except Exception as e:
-            if type(e).__name__ == "NotFound":
-                raise ManifestError(f"Expected a tfpipe dataset at {root}: no {MANIFEST_NAME} there.") from None
-            raise
         try:
             obj = json.loads(text)
         except ValueError as e:

@@ -67,10 +67,8 @@ def check_shard(manifest: Manifest, split: str, shard: ShardInfo) -> ShardCheck:
     records = 0
     try:
         raw = storage.open_read(path)
-    except (FileNotFoundError, OSError) as e:
+    except OSError as e:
         return ShardCheck(split, shard.name, 0, (f"missing or unreadable: {e}",))
-    except Exception as e:  # google NotFound
-        return ShardCheck(split, shard.name, 0, (f"missing or unreadable: {type(e).__name__}",))
     with raw:
         try:
             hashing = _HashingReader(raw, Checksum.like(shard.checksum))

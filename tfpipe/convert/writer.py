@@ -146,10 +146,6 @@ class Progress:
             return json.loads(storage.read_bytes(self.plan_path))
         except (FileNotFoundError, ValueError):
             return None
-        except Exception as e:  # google NotFound
-            if type(e).__name__ == "NotFound":
-                return None
-            raise
 
     def start(self, plan: dict[str, Any]) -> None:
         storage.write_atomic(self.plan_path, json.dumps(plan, sort_keys=True).encode(), overwrite=True)
