@@ -170,3 +170,22 @@ def test_cli_convert_prints_summary_with_skips(imagenet_tree, tmp_path):
     inspect = subprocess.run([sys.executable, "-m", "tfpipe", "inspect", str(tmp_path / "o"), "--verify"],
                              capture_output=True, text=True)
     assert inspect.returncode == 0 and "verify: 3 of 3 shards ok" in inspect.stdout
+
+
+def test_header_check_copies_whole_jpegs_and_still_catches_truncation(tf, imagenet_tree, converted, tmp_path):
+    src, odd = imagenet_tree
+    fast = tfpipe.convert(src, str(tmp_path / "fast"), num_shards=4, workers=1, check="header")
+    assert [s.checksum for s in fast.splits["train"].shards] == [s.checksum for s in converted.splits["train"].shards]
+    assert {s.input for s in fast.splits["train"].skipped} == {odd[k] for k in fake_data.UNDECODABLE_ODDITIES}
+    assert fast.splits["train"].options["check"] == "header"
+
+
+def test_trusted_passthrough_structure_rules():
+    from tfpipe.convert.images import normalize_image, trusted_passthrough
+
+    rgb = fake_data.encode_jpeg(np.full((30, 40, 3), 128, np.uint8))
+    out = trusted_passthrough(rgb)
+    assert out is not None and out.jpeg == rgb and (out.height, out.width) == (30, 40)
+    assert trusted_passthrough(rgb[:-10]) is None  # no end marker: the decode path judges it
+    assert trusted_passthrough(rgb, resize_shorter=20) is None  # needs a resize
+    assert normalize_image(rgb).reencoded is False  # the decoding path agrees it passes through

@@ -29,6 +29,7 @@ class ImageTask:
     items: tuple[ImageItem, ...]
     resize_shorter: int | None
     quality: int
+    check: str = "decode"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class Encoded:
 
 
 def encode_images(task: ImageTask) -> list[Encoded]:
-    from tfpipe.convert.images import UndecodableImage, normalize_image
+    from tfpipe.convert.images import UndecodableImage, normalize_image, trusted_passthrough
 
     out = []
     for item in task.items:
@@ -51,7 +52,8 @@ def encode_images(task: ImageTask) -> list[Encoded]:
             out.append(Encoded(None, f"unreadable: {e}", 0))
             continue
         try:
-            img = normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
+            img = (task.check == "header" and trusted_passthrough(data, task.resize_shorter)) or \
+                normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
         except UndecodableImage as e:
             out.append(Encoded(None, str(e), len(data)))
             continue

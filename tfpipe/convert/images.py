@@ -242,8 +242,11 @@ def _undecodable(label: str, error: Exception) -> UndecodableImage:
     return UndecodableImage(f"corrupt {label}: {message}")
 
 
-def _jpeg_sof(data: bytes) -> int | None:
-    """Returns the start-of-frame marker byte of a JPEG (0xC0 baseline, 0xC2 progressive...)."""
+def _jpeg_frame(data: bytes) -> tuple[int, int, int, int] | None:
+    """Returns (start-of-frame marker byte, height, width, components) of a JPEG, or None.
+
+    The marker byte is 0xC0 for baseline, 0xC2 for progressive, and so on.
+    """
     i, n = 2, len(data)
     while i + 4 <= n:
         if data[i] != 0xFF:
@@ -256,8 +259,39 @@ def _jpeg_sof(data: bytes) -> int | None:
             i += 2
             continue
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            return marker
+            if i + 10 > n:
+                return None
+            height = int.from_bytes(data[i + 5 : i + 7], "big")
+            width = int.from_bytes(data[i + 7 : i + 9], "big")
+            return marker, height, width, data[i + 9]
         if marker == 0xDA:  # scan data before any frame header
             return None
         i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
     return None
+
+
+def _jpeg_sof(data: bytes) -> int | None:
+    """Returns the start-of-frame marker byte of a JPEG (0xC0 baseline, 0xC2 progressive...)."""
+    frame = _jpeg_frame(data)
+    return frame[0] if frame else None
+
+
+def trusted_passthrough(data: bytes, resize_shorter: int | None = None) -> EncodedImage | None:
+    """The `check="header"` fast path: an RGB JPEG that is whole by its structure, without decoding.
+
+    "Whole" means: a JPEG signature, a baseline or progressive frame header with 3 components
+    and a non-zero size that needs no resize, and the end-of-image marker as the last bytes.
+    That catches truncation (the common damage in a copy) but not corruption inside the
+    entropy-coded data, which the default `check="decode"` finds. Anything else returns None,
+    and the caller takes the decoding path.
+    """
+    if data[:3] != b"\xff\xd8\xff" or data.rstrip(b"\x00")[-2:] != b"\xff\xd9":
+        return None
+    frame = _jpeg_frame(data)
+    if frame is None:
+        return None
+    marker, height, width, components = frame
+    if (marker not in _PASSTHROUGH_SOF or components != 3 or height == 0 or width == 0
+            or resized_dims(height, width, resize_shorter) != (height, width)):
+        return None
+    return EncodedImage(bytes(data), height, width, reencoded=False, source_format="jpeg")

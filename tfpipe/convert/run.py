@@ -238,7 +238,7 @@ def _open_source(src: str, fmt: str, cfg: ConvertConfig, existing: Manifest | No
                     continue
                 for start in range(a, b, IMAGES_PER_TASK):
                     chunk = items[start : min(b, start + IMAGES_PER_TASK)]
-                    yield shard, start, ImageTask(chunk, cfg.resize_shorter, cfg.quality)
+                    yield shard, start, ImageTask(chunk, cfg.resize_shorter, cfg.quality, cfg.check)
 
         return _Source(scan.layout, IMAGE_SCHEMA, len(items), scan.estimated_bytes, scan.class_names,
                        scan.label_offset, digest, "images", pieces, encode_images, lambda i: items[i].path)
