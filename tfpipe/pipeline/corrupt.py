@@ -82,6 +82,14 @@ class SkipCounter:
         )
 
 
+def plain(fn: Any) -> Any:
+    """Marks a dataset function as plain graph code: autograph would add seconds of
+    transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
+    from tfpipe._tf import tf
+
+    return tf().autograph.experimental.do_not_convert(fn)
+
+
 def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: int,
                verify: bool, counter: SkipCounter | None, with_source: bool) -> Any:
     """The interleave function: one shard's records, checked to the end of the file.
@@ -99,11 +107,11 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
     if not verify:
         if counter is not None:
             records = records.ignore_errors()
-        return records.map(lambda r: (r, path)) if with_source else records
+        return records.map(plain(lambda r: (r, path))) if with_source else records
 
     groups = records.ignore_errors().batch(VERIFY_GROUP)
     end = tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True))
-    tagged = groups.map(lambda r: (r, False)).concatenate(end)
+    tagged = groups.map(plain(lambda r: (r, False))).concatenate(end)
     size_known = compression == ""
     zero = tf_.constant(0, tf_.int64)
 
@@ -144,4 +152,4 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
             return (nbytes, nrecords), (group, tf_.fill(tf_.shape(group), path))
         return (nbytes, nrecords), group
 
-    return tagged.scan((zero, zero), step).unbatch()
+    return tagged.scan((zero, zero), plain(step)).unbatch()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe.pipeline import corrupt
+from tfpipe.pipeline.corrupt import plain
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -93,9 +94,9 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
         if shuffle_files:
             ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
         return ds.interleave(
-            lambda path, size, count: corrupt.read_shard(
+            plain(lambda path, size, count: corrupt.read_shard(
                 path, size, count, compression=p.source.compression, buffer=cfg.reader_buffer,
-                verify=verify, counter=p.counter, with_source=with_source),
+                verify=verify, counter=p.counter, with_source=with_source)),
             cycle_length=cycle,
             block_length=cfg.block_length,
             num_parallel_calls=cfg.read_parallelism,
@@ -130,7 +131,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
             features = parse_fn(records, dec.spec)
             return (features, src) if with_source else features
 
-        return ds.map(fn, num_parallel_calls=cfg.map_parallelism, deterministic=det)
+        return ds.map(plain(fn), num_parallel_calls=cfg.map_parallelism, deterministic=det)
 
     def decode(ds: Any) -> Any:
         return _decode(tf_, ds, p, det, with_source)
@@ -138,7 +139,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     def final_map(ds: Any) -> Any:
         if dec.finalize is None:
             return ds
-        return ds.map(dec.finalize, num_parallel_calls=cfg.map_parallelism, deterministic=det)
+        return ds.map(plain(dec.finalize), num_parallel_calls=cfg.map_parallelism, deterministic=det)
 
     def service(ds: Any) -> Any:
         from tfpipe import service as tf_service  # owned by the service module; lazy
@@ -185,7 +186,7 @@ def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> An
             with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
                 return tf_.identity(ok)
 
-        ds = ds.filter(keep)
+        ds = ds.filter(plain(keep))
 
     def guarded(element: Any) -> Any:
         features, src = unpack(element)
@@ -220,9 +221,9 @@ def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> An
         # a record does not depend on which thread runs it, so seed + deterministic repeats.
         seeds = tf_.data.Dataset.random(seed=cfg.seed).batch(2)
         ds = tf_.data.Dataset.zip((ds, seeds))
-        ds = ds.map(lambda element, seed: run(element, seed), num_parallel_calls=par, deterministic=det)
+        ds = ds.map(plain(lambda element, seed: run(element, seed)), num_parallel_calls=par, deterministic=det)
     else:
-        ds = ds.map(lambda *element: run(element if with_source else element[0], None),
+        ds = ds.map(plain(lambda *element: run(element if with_source else element[0], None)),
                     num_parallel_calls=par, deterministic=det)
     if counter is not None and dec.check is not None:
         ds = ds.ignore_errors()  # the backstop for images that pass the check yet fail decode
