@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.codec import frame_record
+from tfpipe.codec import frame_parts
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Checksum, ShardInfo, Skipped, shard_name
 
@@ -82,7 +82,10 @@ class ShardWriter:
         self.examples = 0
 
     def write(self, record: bytes) -> None:
-        self._out.write(frame_record(record))
+        header, footer = frame_parts(record)
+        self._out.write(header)
+        self._out.write(record)  # three writes instead of one concatenated copy of the payload
+        self._out.write(footer)
         self.examples += 1
 
     def commit(self) -> ShardInfo:
