@@ -43,13 +43,13 @@ def test_imagenet_shapes_and_dtypes(image_ds, training, options, dtype):
         assert values.min() >= 0 and values.max() <= 255 and values.max() > 1
 
 
-def test_imagenet_float_is_the_uint8_output_normalised(image_ds):
+def test_imagenet_float_output_is_the_normalised_uint8_output(image_ds):
     common = dict(batch_size=37, training=False, image_size=16)
     raw = next(iter(tfpipe.build(image_ds, **common)))[0].numpy().astype(np.float32)
     f32 = next(iter(tfpipe.build(image_ds, dtype="float32", **common)))[0].numpy()
     plain = next(iter(tfpipe.build(image_ds, dtype="float32", normalize=False, **common)))[0].numpy()
-    np.testing.assert_array_equal(plain, raw)
-    np.testing.assert_allclose(f32, (raw - np.array(MEAN_RGB)) / np.array(STDDEV_RGB), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(plain, raw, atol=0.5)  # uint8 is the rounded float output
+    np.testing.assert_allclose(f32, (plain - np.array(MEAN_RGB)) / np.array(STDDEV_RGB), rtol=1e-4, atol=1e-4)
 
 
 def test_imagenet_eval_is_a_center_crop(image_ds):

@@ -13,7 +13,7 @@ from tfpipe.errors import ConfigError, DataError
 from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.corrupt import Skipped, SkipCounter
-from tfpipe.pipeline.stages import Stage, StagePlan, make_stages
+from tfpipe.pipeline.stages import Stage, StagePlan, make_options, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
@@ -75,25 +75,7 @@ class Pipeline:
 
     def options(self, threadpool_size: int | None = None) -> Any:
         """The tf.data.Options every dataset of this pipeline gets."""
-        from tfpipe._tf import tf
-
-        tf_ = tf()
-        cfg = self.config
-        opts = tf_.data.Options()
-        opts.deterministic = bool(cfg.deterministic)
-        opts.autotune.enabled = True
-        opts.autotune.ram_budget = cfg.resolved_ram_budget()
-        opts.autotune.cpu_budget = cfg.cpu_budget
-        opts.experimental_optimization.map_parallelization = True
-        opts.experimental_optimization.parallel_batch = True
-        opts.experimental_optimization.map_and_batch_fusion = True
-        size = cfg.private_threadpool_size if threadpool_size is None else threadpool_size
-        opts.threading.private_threadpool_size = size
-        opts.threading.max_intra_op_parallelism = cfg.max_intra_op_parallelism
-        if self.shard_by != "none":
-            # We shard ourselves; a strategy's auto-sharding would shard a second time.
-            opts.experimental_distribute.auto_shard_policy = tf_.data.experimental.AutoShardPolicy.OFF
-        return opts
+        return make_options(self.config, self.shard_by, threadpool_size)
 
     def dataset(self, upto: str | int | None = None, *, threadpool_size: int | None = None,
                 options: bool = True) -> Any:

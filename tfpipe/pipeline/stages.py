@@ -144,8 +144,9 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     def service(ds: Any) -> Any:
         from tfpipe import service as tf_service  # owned by the service module; lazy
 
+        # Options applied after this stage never reach the workers: hand them over here.
         return tf_service.distribute(ds, p.service, processing_mode=cfg.processing_mode,
-                                     job_name=cfg.job_name)
+                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by))
 
     def prefetch(ds: Any) -> Any:
         return ds.prefetch(cfg.prefetch)
@@ -169,6 +170,34 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
         stages.append(Stage("service", service, "final"))
     stages.append(Stage("prefetch", prefetch, "final"))
     return tuple(stages)
+
+
+def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None = None) -> Any:
+    """The tf.data.Options of a pipeline: set deliberately, not left to defaults.
+
+    Autotune on, with the RAM budget and CPU budget; map parallelisation and parallel batch
+    on (they only add parallelism where a stage left it at 1); max_intra_op_parallelism and
+    the private pool from the config (see PipelineConfig for how they were measured).
+    """
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    opts = tf_.data.Options()
+    opts.deterministic = bool(cfg.deterministic)
+    opts.autotune.enabled = True
+    opts.autotune.ram_budget = cfg.resolved_ram_budget()
+    if cfg.cpu_budget:
+        opts.autotune.cpu_budget = cfg.cpu_budget
+    opts.experimental_optimization.map_parallelization = True
+    opts.experimental_optimization.parallel_batch = True
+    opts.experimental_optimization.map_and_batch_fusion = True
+    size = cfg.private_threadpool_size if threadpool_size is None else threadpool_size
+    opts.threading.private_threadpool_size = size
+    opts.threading.max_intra_op_parallelism = cfg.max_intra_op_parallelism
+    if shard_by != "none":
+        # tfpipe shards itself; a strategy's auto-sharding would shard a second time.
+        opts.experimental_distribute.auto_shard_policy = tf_.data.experimental.AutoShardPolicy.OFF
+    return opts
 
 
 def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> Any:

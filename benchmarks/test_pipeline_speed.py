@@ -1,0 +1,153 @@
+"""build() throughput against the baselines it must beat, on identical records, same run.
+
+Run: python -m pytest benchmarks/test_pipeline_speed.py -q -s  (about 5 minutes on 2 cores)
+
+Targets (issue 3):
+- ImageNet train pipeline >= 1.3x the seeds' recipe on identical records;
+- >= 2.0x when tfpipe reads records converted with resize_shorter (vs the recipe on the
+  originals: re-encoding is what tfpipe convert offers the user);
+- tabular rows/s at batch 1024 on 40 columns >= 5x per-row parse_single_example
+  (make_csv_dataset on the same CSV is reported too);
+- peak RSS stays under the RAM budget with cache="auto".
+
+Rates come from tfpipe.bench.producer.measure (steady state after warm-up, the same
+measurement `tfpipe bench` uses). Pipelines are timed alternately, RUNS times each, and the
+best run of each counts, so a noisy neighbour on the machine hurts both sides alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import tfpipe
+from tfpipe.bench.producer import measure
+from tfpipe.bench.recipe import recipe_dataset
+
+tf = pytest.importorskip("tensorflow")
+
+SECONDS = float(os.environ.get("TFPIPE_BENCH_SECONDS", "8"))
+WARMUP = 2.0
+RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "3"))
+BATCH = 128
+
+
+def best_rates(makers: dict, examples_per_element: int) -> dict[str, float]:
+    rates: dict[str, float] = {name: 0.0 for name in makers}
+    for _ in range(RUNS):
+        for name, make in makers.items():
+            rate = measure(make, examples_per_element=examples_per_element, seconds=SECONDS, warmup=WARMUP)
+            rates[name] = max(rates[name], rate.examples_per_sec)
+    return rates
+
+
+def files_of(root: str) -> list[str]:
+    return tfpipe.Manifest.load(root).shard_paths("train")
+
+
+def report(benchmark, rates: dict[str, float], **ratios: float) -> None:
+    benchmark.extra_info.update({k: round(v, 1) for k, v in rates.items()})
+    benchmark.extra_info.update({k: round(v, 2) for k, v in ratios.items()})
+    print("\n" + json.dumps(benchmark.extra_info, indent=1))
+
+
+def test_imagenet_train_vs_recipe(benchmark, imagenet_shards, resized_shards):
+    files = files_of(imagenet_shards)
+    makers = {
+        "recipe_img_per_s": lambda: recipe_dataset(files, batch_size=BATCH).repeat(),
+        "tfpipe_uint8_img_per_s": lambda: tfpipe.build(imagenet_shards, batch_size=BATCH),
+        "tfpipe_bf16_img_per_s": lambda: tfpipe.build(imagenet_shards, batch_size=BATCH, dtype="bfloat16"),
+        "tfpipe_resized_img_per_s": lambda: tfpipe.build(resized_shards, batch_size=BATCH),
+        "recipe_resized_img_per_s": lambda: recipe_dataset(files_of(resized_shards), batch_size=BATCH).repeat(),
+    }
+    rates = benchmark.pedantic(best_rates, args=(makers, BATCH), rounds=1, iterations=1)
+    recipe = rates["recipe_img_per_s"]
+    ratios = {
+        "identical_records_ratio": rates["tfpipe_uint8_img_per_s"] / recipe,
+        "identical_records_bf16_ratio": rates["tfpipe_bf16_img_per_s"] / recipe,
+        "resized_vs_recipe_on_originals_ratio": rates["tfpipe_resized_img_per_s"] / recipe,
+        "resized_vs_recipe_on_resized_ratio": rates["tfpipe_resized_img_per_s"] / rates["recipe_resized_img_per_s"],
+    }
+    report(benchmark, rates, **ratios)
+    assert ratios["identical_records_ratio"] >= 1.3, ratios
+    assert ratios["resized_vs_recipe_on_originals_ratio"] >= 2.0, ratios
+
+
+def test_tabular_batched_parse_vs_per_row_and_csv(benchmark, table_40):
+    csv, shards = table_40
+    files = files_of(shards)
+    manifest = tfpipe.Manifest.load(shards)
+    spec = manifest.schema.parse_spec()
+    label = manifest.schema.label
+    autotune = tf.data.AUTOTUNE
+
+    def per_row():
+        def parse(record):
+            features = tf.io.parse_single_example(record, spec)
+            return features, features.pop(label)
+
+        ds = tf.data.Dataset.from_tensor_slices(files).interleave(
+            tf.data.TFRecordDataset, num_parallel_calls=autotune)
+        return ds.map(parse, num_parallel_calls=autotune).batch(1024, drop_remainder=True).repeat().prefetch(autotune)
+
+    def csv_dataset():
+        return tf.data.experimental.make_csv_dataset(
+            csv, batch_size=1024, label_name=label, num_epochs=None, shuffle=True,
+            num_parallel_reads=autotune)
+
+    makers = {
+        "tfpipe_rows_per_s": lambda: tfpipe.build(shards, batch_size=1024),
+        "per_row_parse_rows_per_s": per_row,
+        "make_csv_dataset_rows_per_s": csv_dataset,
+    }
+    rates = benchmark.pedantic(best_rates, args=(makers, 1024), rounds=1, iterations=1)
+    ratios = {
+        "vs_per_row_ratio": rates["tfpipe_rows_per_s"] / rates["per_row_parse_rows_per_s"],
+        "vs_csv_ratio": rates["tfpipe_rows_per_s"] / rates["make_csv_dataset_rows_per_s"],
+    }
+    report(benchmark, rates, **ratios)
+    assert ratios["vs_per_row_ratio"] >= 5.0, ratios
+
+
+RSS_SCRIPT = textwrap.dedent("""
+    import json, resource, sys
+    import psutil, tfpipe
+    from tfpipe._tf import tf
+    tf()
+    data, budget = sys.argv[1], int(sys.argv[2])
+    base = psutil.Process().memory_info().rss
+    p = tfpipe.pipeline.plan(data, batch_size=128, ram_budget=budget)
+    ds = p.dataset()
+    n = 0
+    for _ in ds.take(int(sys.argv[3])):
+        n += 1
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"cache": p.cache, "base": base, "peak": peak, "batches": n}))
+""")
+
+
+@pytest.mark.parametrize("budget_mb", [2048, 256])
+def test_peak_rss_under_ram_budget_with_auto_cache(benchmark, imagenet_shards, budget_mb):
+    """Peak RSS growth over the process after `import tensorflow` (its ~0.5-1 GB of code and
+    arenas are not the pipeline's) stays under ram_budget. 2 GiB fits the ~85 MB dataset, so
+    it is cached; 256 MiB does not (the cache may use half), so it streams."""
+    budget = budget_mb << 20
+    examples = tfpipe.Manifest.load(imagenet_shards).splits["train"].examples
+    batches = 3 * examples // 128  # three epochs: the cache is filled and then re-read
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, imagenet_shards, str(budget), str(batches)],
+                             capture_output=True, text=True, check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    result = benchmark.pedantic(run, rounds=1, iterations=1)
+    growth = result["peak"] - result["base"]
+    benchmark.extra_info.update(result | {"growth_mb": growth >> 20, "budget_mb": budget_mb})
+    print("\n" + json.dumps(benchmark.extra_info))
+    assert result["cache"] == ("memory" if budget_mb == 2048 else "none")
+    assert growth < budget, result
