@@ -3,12 +3,14 @@ three bands; the producer times the same stage list plan() returns; model.fit ru
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from tfpipe.bench import producer, verdict
 from tfpipe.bench.simulate import fit_check, simulate
 
-BATCH = 16
+BATCH = 64
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +23,11 @@ def tiny(tmp_path_factory):
     fake_data.write_image_folder(root / "raw", classes=3, per_class=[13, 12, 12], size=(160, 120), seed=3)
     convert(str(root / "raw"), str(root / "data"), num_shards=4)
     return str(root / "data")
+
+
+@pytest.fixture(scope="module")
+def tiny_raw(tiny):
+    return str(pathlib.Path(tiny).parent / "raw")
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +88,19 @@ def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
     assert check.real_step_ms > 0 and check.synthetic_step_ms > 0 and check.steps >= 3
     assert 0.0 <= check.measured_input_wait <= 1.0
     assert check.measured_input_wait == pytest.approx(max(0.0, 1 - check.synthetic_step_ms / check.real_step_ms))
+
+
+@pytest.mark.gcs
+def test_bench_reads_from_gcs(tiny_raw, gcs_bucket) -> None:
+    import tfpipe
+    from tfpipe.convert import convert
+
+    data = gcs_bucket + "/tiny"
+    convert(tiny_raw, data, num_shards=4)
+    report = tfpipe.bench(data=data, step_time_ms=40, batch_size=16, seconds=0.3, warmup_seconds=0.2, max_cores=1)
+    assert report.dataset.path == data and not report.dataset.synthetic
+    assert (report.dataset.examples, report.dataset.shards) == (37, 4)
+    assert report.stages[0].name == "read" and report.stages[0].rate.examples_per_sec > 0
+    assert report.consumer.source == "step_time"
+    assert report.consumer.examples_per_sec == pytest.approx(16 / 0.040)
+    assert report.verdict == verdict.band(report.predicted_input_wait)

@@ -160,11 +160,11 @@ def fit_step_seconds(model: Any, dataset: Any, *, seconds: float, warmup_steps: 
             self.times.append(time.perf_counter())
 
     warm = Clock()
-    model.fit(dataset, epochs=1, steps_per_epoch=max(2, warmup_steps), verbose=0, callbacks=[warm])
+    model.fit(dataset, epochs=1, steps_per_epoch=max(2, warmup_steps), verbose=0, shuffle=False, callbacks=[warm])
     estimate = max(1e-4, warm.times[-1] - warm.times[-2])
     steps = max(min_steps, min(500, int(seconds / estimate)))
     clock = Clock()
-    model.fit(dataset, epochs=1, steps_per_epoch=steps + 1, verbose=0, callbacks=[clock])
+    model.fit(dataset, epochs=1, steps_per_epoch=steps + 1, verbose=0, shuffle=False, callbacks=[clock])
     # Timed from the end of the first step, so fit()'s own start-up is left out.
     return (clock.times[-1] - clock.times[0]) / steps, steps
 

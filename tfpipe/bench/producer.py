@@ -95,7 +95,7 @@ def measure(
       make_dataset: returns a fresh dataset (so every measurement starts cold the same way).
       examples_per_element: examples in one element (the batch size once batched).
       seconds: length of the timed window.
-      warmup: seconds run before the window and excluded from it.
+      warmup: seconds run after the first element and before the window, excluded from it.
       on_window: called with True as the timed window starts and False as it ends, e.g. to
         start and stop the profiler over exactly that window.
 
@@ -109,9 +109,11 @@ def measure(
     first = time.perf_counter() - t0
     if got == 0:
         raise RuntimeError("The dataset produced no elements; check --data and --split.")
-    # Warm-up: pull in chunks until `warmup` has passed, learning the chunk size on the way.
+    # Warm-up, counted from the first element (which may take seconds: shuffle buffers fill
+    # first): pull in chunks until `warmup` has passed, learning the chunk size on the way.
+    t1 = time.perf_counter()
     chunk, exhausted = 1, False
-    while time.perf_counter() - t0 < warmup and not exhausted:
+    while time.perf_counter() - t1 < warmup and not exhausted:
         c0 = time.perf_counter()
         got = _pull(it, chunk)
         exhausted = got < chunk
@@ -120,7 +122,7 @@ def measure(
             chunk *= 2
         elif elapsed > CHUNK_SECONDS * 2 and chunk > 1:
             chunk = max(1, chunk // 2)
-    warm = time.perf_counter() - t0
+    warm = time.perf_counter() - t1
     if on_window:
         on_window(True)
     w0 = time.perf_counter()

@@ -86,7 +86,7 @@ def renderables(report: Report) -> list[Any]:
             "Simulation",
             f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
             f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%} from "
-            f"{_eps(s.producer_examples_per_sec)} examples/s measured just before and after",
+            f"{_eps(s.producer_examples_per_sec)} examples/s measured in alternating phases",
         )
     if report.fit is not None:
         f = report.fit

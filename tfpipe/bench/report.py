@@ -35,7 +35,7 @@ class Rate:
       elements: elements taken in the window.
       window_sec: length of the timed window.
       first_element_sec: from creating the iterator to the first element (reported apart).
-      warmup_sec: time run before the window and excluded from it.
+      warmup_sec: time run after the first element and before the window, excluded from it.
     """
 
     examples_per_sec: float
@@ -101,10 +101,10 @@ class Simulation:
     Attributes:
       step_time_ms: how long the consumer held each batch.
       steps: steps in the timed window.
-      window_sec: length of the timed window (after warm-up).
+      window_sec: total length of the consumer phases timed (after warm-up).
       wait_sec: time spent waiting for the next batch within the window.
-      producer_examples_per_sec: the full pipeline's rate measured right before and right
-        after the run, averaged.
+      producer_examples_per_sec: the full pipeline's rate in producer phases alternated with
+        the consumer phases on the same iterator.
       predicted_input_wait: the prediction from that rate and the step time.
       measured_input_wait: wait_sec / window_sec.
     """

@@ -60,7 +60,10 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
         context = tf_.distribute.InputContext(
             num_input_pipelines=cfg.hosts, input_pipeline_id=0, num_replicas_in_sync=cfg.hosts
         )
-    pipe = plan(data_root, preset=cfg.pipeline, batch_size=cfg.global_batch, training=True, input_context=context)
+    pipe = plan(
+        data_root, preset=cfg.pipeline, batch_size=cfg.global_batch, training=True, input_context=context,
+        split=cfg.split,
+    )
     manifest = _manifest(data_root)
     num_classes = consumers.num_classes_for(manifest.class_names if manifest else (), 0)
 
@@ -136,14 +139,15 @@ def _dataset(cfg: BenchConfig, say: Progress) -> tuple[DatasetInfo, str]:
         manifest, seconds = synthetic.ensure_dataset(spec, cfg.workdir, say)
         return _info(manifest, cfg.split, synthetic=True, generated=seconds), manifest.root
     path = cfg.data.rstrip("/") if not cfg.data.endswith("://") else cfg.data
-    if not storage.exists(path) and not storage.glob(path):
-        raise DataError(
-            f"--data {cfg.data} does not exist. Expected a tfpipe dataset directory (with "
-            f"{MANIFEST_NAME}), local or gs://, or a glob of TFRecord shards. Convert raw data "
-            "with `tfpipe convert SRC DEST`, or leave out --data to bench a generated dataset."
-        )
     manifest = _manifest(path)
     if manifest is None:
+        # No manifest: shards or a glob of them are fine too (plan() resolves those).
+        if not (storage.exists(path) or storage.glob(path) or storage.listdir(path)):
+            raise DataError(
+                f"--data {cfg.data} does not exist. Expected a tfpipe dataset directory (with "
+                f"{MANIFEST_NAME}), local or gs://, or a glob of TFRecord shards. Convert raw data "
+                "with `tfpipe convert SRC DEST`, or leave out --data to bench a generated dataset."
+            )
         return DatasetInfo(path, 0, len(storage.glob(path)), 0, False), path
     if cfg.split not in manifest.splits:
         raise DataError(
@@ -154,11 +158,9 @@ def _dataset(cfg: BenchConfig, say: Progress) -> tuple[DatasetInfo, str]:
 
 
 def _manifest(path: str) -> Manifest | None:
-    try:
-        if storage.exists(storage.join(path, MANIFEST_NAME)):
-            return Manifest.load(path)
-    except Exception:  # noqa: BLE001 - a glob of shards has no manifest
-        return None
+    """The manifest at `path`, or None when `path` holds none (shards, or a glob of them)."""
+    if storage.exists(storage.join(path, MANIFEST_NAME)):
+        return Manifest.load(path)
     return None
 
 

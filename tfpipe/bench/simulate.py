@@ -1,10 +1,19 @@
 """Ground truth for the prediction: a sleeping consumer (--simulate) and real model.fit (--fit).
 
 `simulate` runs the full pipeline against a consumer that holds each batch for the step time
-while sleeping, so like an accelerator it takes no host CPU from the producer. It measures the
-share of time spent waiting for the next batch. The producer rate behind the prediction is
-measured on the same `pipeline.dataset()` (same stages, prefetch and threadpool), and both
-leave out a warm-up, so the two numbers describe the same steady state.
+while sleeping, so like an accelerator it takes no host CPU from the producer, and measures
+the share of time spent waiting for the next batch.
+
+What makes prediction and measurement agree: both describe the same producer under the same
+conditions. One iterator of `pipeline.dataset()` (same stages, prefetch, threadpool, autotune
+state) alternates between producer phases, pulled as fast as it yields (the prediction's
+rate), and consumer phases, held for the step time (the measured wait). Alternating in rounds
+of about a second means load from other processes on the host hits both alike; a producer
+rate measured minutes earlier would describe a different machine. Waits are timed inside
+TensorFlow around GetNext, as a device's infeed sees them, not around a Python call that
+costs ~1-3 ms on a busy host. Warm-up is excluded, and so is each consumer phase's first step
+(after a producer phase the buffers are empty, which a steady consumer never sees when the
+producer is faster).
 """
 
 from __future__ import annotations
@@ -14,76 +23,118 @@ from typing import Any
 
 from tfpipe.bench.report import FitCheck, Simulation
 
+# Rounds of (producer phase, consumer phase) in a simulation.
+ROUNDS = 4
+# A consumer phase lasts at least this many steps, so skipping its first step leaves enough.
+MIN_PHASE_STEPS = 5
+# A pull that blocks this long (s) found the buffers empty: the producer is the limit again.
+BLOCKED = 0.001
+
 
 def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: float) -> Simulation:
     """Runs the full pipeline against a consumer that sleeps `step_time_ms` per batch.
 
-    The producer rate behind the prediction is measured right before and right after the
-    simulated run, on the same `pipeline.dataset()`, and averaged: the host's load drifts, and
-    a rate measured minutes earlier would compare two different machines.
-
     Args:
       pipeline: the planned Pipeline; its full dataset is consumed.
       step_time_ms: how long the consumer holds each batch.
-      seconds: the timed window, for the run and for each producer measurement.
-      warmup: seconds run before each window, and left out.
+      seconds: total consumer time measured (and as much producer time), over ROUNDS rounds.
+      warmup: seconds run before the first round, after the first batch, and left out.
 
     Returns:
-      The Simulation: measured_input_wait is waiting time over window time, next to the
-      prediction from the bracketing producer rate.
+      The Simulation: measured_input_wait is waiting time over consumer-phase time, next to
+      the prediction from the producer phases' rate.
     """
-    from tfpipe.bench import producer, verdict
+    from tfpipe.bench import verdict
 
-    def producer_rate() -> float:
-        rate = producer.measure(
-            pipeline.dataset, examples_per_element=pipeline.examples_per_element(), seconds=seconds, warmup=warmup
-        )
-        return rate.examples_per_sec
+    step = step_time_ms / 1000.0
+    phase = max(seconds / ROUNDS, MIN_PHASE_STEPS * step)
+    take = _taker()
+    it = iter(pipeline.dataset())
+    take(it)  # traces, and the first batch can take seconds (buffers fill): not timed
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warmup:
+        take(it)
 
-    before = producer_rate()
-    wait, steps, window = _consume(pipeline.dataset(), step_time_ms / 1000.0, seconds, warmup)
-    after = producer_rate()
-    produced = (before + after) / 2
-    consumed = pipeline.batch_size / (step_time_ms / 1000.0)
+    produced = produced_sec = wait = window = 0.0
+    steps = 0
+    for _ in range(ROUNDS):
+        n, sec = _produce(take, it, phase)
+        produced += n
+        produced_sec += sec
+        w, k, sec = _consume(take, it, step, phase)
+        wait, steps, window = wait + w, steps + k, window + sec
+
+    producer_eps = produced * pipeline.examples_per_element() / produced_sec
+    consumer_eps = pipeline.batch_size / step
     return Simulation(
         step_time_ms=step_time_ms,
         steps=steps,
         window_sec=window,
         wait_sec=wait,
-        producer_examples_per_sec=produced,
-        predicted_input_wait=verdict.predicted_wait(produced, consumed),
+        producer_examples_per_sec=producer_eps,
+        predicted_input_wait=verdict.predicted_wait(producer_eps, consumer_eps),
         measured_input_wait=min(1.0, max(0.0, wait / window)),
     )
 
 
-def _consume(ds: Any, step: float, seconds: float, warmup: float) -> tuple[float, int, float]:
-    """The sleeping consumer: returns (seconds waiting, steps, window seconds)."""
-    it = iter(ds)
-    t0 = time.perf_counter()
-    # The warm-up runs at the consumer's pace too, so buffers reach the state they keep in
-    # the window: full when the producer is faster, empty when it is slower.
-    while time.perf_counter() - t0 < warmup:
-        _step(it, step)
-    w0 = time.perf_counter()
-    wait, steps = 0.0, 0
-    while True:
-        wait += _step(it, step)
-        steps += 1
-        if time.perf_counter() - w0 >= seconds and steps >= 3:
+def _taker() -> Any:
+    """A tf.function that takes one element and returns the seconds GetNext blocked."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+
+    @tf_.function
+    def take(iterator: Any) -> Any:
+        t0 = tf_.timestamp()
+        with tf_.control_dependencies([t0]):
+            element = iterator.get_next()
+        with tf_.control_dependencies(tf_.nest.flatten(element)):
+            return tf_.timestamp() - t0
+
+    return take
+
+
+def _produce(take: Any, it: Any, seconds: float) -> tuple[int, float]:
+    """Pulls as fast as the pipeline yields for `seconds`: (elements, seconds).
+
+    Batches the consumer phase left in the buffers come out at once; counting starts at the
+    first pull that had to wait for the producer (within `seconds`, else from the start).
+    """
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        if float(take(it)) > BLOCKED:
             break
-    return wait, steps, time.perf_counter() - w0
+    start = time.perf_counter()
+    n = 0
+    while time.perf_counter() - start < seconds:
+        take(it)
+        n += 1
+    return n, time.perf_counter() - start
 
 
-def _step(it: Any, step: float) -> float:
-    """Takes one batch, then sleeps for the step; returns the time spent waiting for it."""
-    a = time.perf_counter()
-    next(it)
-    b = time.perf_counter()
-    # Sleep to an absolute deadline so time spent in Python here does not add to the step.
-    remaining = b + step - time.perf_counter()
+def _consume(take: Any, it: Any, step: float, seconds: float) -> tuple[float, int, float]:
+    """The sleeping consumer for `seconds` after one unmeasured step: (wait, steps, seconds).
+
+    Each step lasts `step` plus the time waited, call overhead included, so the consumer takes
+    batches at exactly batch/step when it never waits.
+    """
+    _step(take, it, step)
+    start = time.perf_counter()
+    wait, steps = 0.0, 0
+    while time.perf_counter() - start < seconds or steps == 0:
+        wait += _step(take, it, step)
+        steps += 1
+    return wait, steps, time.perf_counter() - start
+
+
+def _step(take: Any, it: Any, step: float) -> float:
+    """Takes one batch and holds it for the step, sleeping; returns the time spent waiting."""
+    start = time.perf_counter()
+    waited = float(take(it))
+    remaining = start + step + waited - time.perf_counter()
     if remaining > 0:
         time.sleep(remaining)
-    return b - a
+    return waited
 
 
 def fit_check(
