@@ -238,3 +238,19 @@ def test_reads_gs_dataset_and_glob(image_ds, foreign_ds, gcs_bucket):
     assert sum(int(y.shape[0]) for _, y in foreign) == N_IMAGES
     train = tfpipe.build(dest, batch_size=8, image_size=16)
     assert next(iter(train))[0].shape == (8, 16, 16, 3)
+
+
+def test_gzip_shards_read_and_corruption_is_named(table_ds, tmp_path):
+    csv = os.path.join(os.path.dirname(table_ds), "table.csv")
+    dest = str(tmp_path / "gz")
+    tfpipe.convert(csv, dest, label="label", missing="fill", num_shards=3, compression="gzip", workers=1)
+    p = plan(dest, batch_size=8, training=False)
+    assert p.source.compression == "GZIP" and p.files[0].endswith(".gz")
+    assert sorted(ids(p.dataset())) == list(range(N_ROWS))
+    path = p.files[1]
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Corrupt TFRecord shard") as e:
+        ids(tfpipe.build(dest, batch_size=8, training=False))
+    assert path in str(e.value)
