@@ -37,13 +37,13 @@ def pipe(tiny):
     return plan(tiny, preset="imagenet", batch_size=BATCH, image_size=64)
 
 
-def test_prefixes_follow_plan_stage_list(pipe) -> None:
+def test_prefixes_follow_plan_stage_list(pipe, tmp_path) -> None:
     points = producer.prefix_points(pipe.stages)
     assert [upto for _, upto, _ in points][-1] == len(pipe.stages)
     # Every stage of the plan appears once, in order, across the prefixes.
     assert [n for _, _, added in points for n in added] == [s.name for s in pipe.stages]
     assert [name for name, _, _ in points][:1] == ["read"]
-    rates = producer.measure_prefixes(pipe, seconds=0.5, warmup=0.3)
+    rates = producer.measure_prefixes(pipe, seconds=0.5, warmup=0.3, profile_dir=str(tmp_path / "prof"))
     assert [r.name for r in rates] == [name for name, _, _ in points]
     for r in rates:
         assert r.rate.examples_per_sec > 0 and r.rate.elements > 0
@@ -51,6 +51,8 @@ def test_prefixes_follow_plan_stage_list(pipe) -> None:
     # Reading records is far faster than decoding them.
     by_name = {r.name: r.rate.examples_per_sec for r in rates}
     assert by_name["read"] > by_name["decode"]
+    # --profile: a TensorBoard trace of the full pipeline's timed window.
+    assert list((tmp_path / "prof").rglob("*.xplane.pb"))
 
 
 def test_core_counts() -> None:
@@ -91,7 +93,7 @@ def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
 
 
 @pytest.mark.gcs
-def test_bench_reads_from_gcs(tiny_raw, gcs_bucket) -> None:
+def test_bench_reads_from_gcs(tiny_raw, gcs_bucket, capsys) -> None:
     import tfpipe
     from tfpipe.convert import convert
 
@@ -104,3 +106,4 @@ def test_bench_reads_from_gcs(tiny_raw, gcs_bucket) -> None:
     assert report.consumer.source == "step_time"
     assert report.consumer.examples_per_sec == pytest.approx(16 / 0.040)
     assert report.verdict == verdict.band(report.predicted_input_wait)
+    assert capsys.readouterr().out == ""  # the library prints nothing

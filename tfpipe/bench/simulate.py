@@ -11,7 +11,9 @@ rate), and consumer phases, held for the step time (the measured wait). Alternat
 of about a second means load from other processes on the host hits both alike; a producer
 rate measured minutes earlier would describe a different machine. Waits are timed inside
 TensorFlow around GetNext, as a device's infeed sees them, not around a Python call that
-costs ~1-3 ms on a busy host. Warm-up is excluded, and so is each consumer phase's first step
+costs ~1-3 ms on a busy host. (GetNext itself still takes ~0.3-1 ms there while tf.data's
+threads hold every core, so steps shorter than ~20 ms read a few percent of wait that a
+device with its own infeed thread would partly hide.) Warm-up is excluded, and so is each consumer phase's first step
 (after a producer phase the buffers are empty, which a steady consumer never sees when the
 producer is faster).
 """

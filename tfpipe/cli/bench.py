@@ -72,8 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     who.add_argument("--accelerator", metavar="NAME",
                      help="consumer: a published throughput (see --list-accelerators); default: the preset's row")
     p.add_argument("--list-accelerators", action="store_true", help="print the reference table with sources and exit")
-    p.add_argument("--seconds", type=_positive(float), default=4.0, help="timed window per measurement (default: 4)")
-    p.add_argument("--warmup", type=float, metavar="S", help="warm-up before each window (default: max(1.5, seconds/2))")
+    p.add_argument("--seconds", type=_positive(float), default=3.0, help="timed window per measurement (default: 3)")
+    p.add_argument("--warmup", type=float, metavar="S", help="warm-up after the first batch, before each window (default: max(1, seconds/2))")
     p.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve")
     p.add_argument("--simulate", action="store_true", help="also run against a consumer sleeping the step time; measure input wait")
