@@ -19,10 +19,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-# Records per verification step. Measured (benchmarks/measure_defaults.py): one step per
-# record cost ~90% of tabular read throughput (a function call per record); per 256
+# Records per verification step, at most. Measured (benchmarks/measure_defaults.py): one
+# step per record cost ~90% of tabular read throughput (a function call per record); per 256
 # records the check is within run-to-run noise.
 VERIFY_GROUP = 256
+# Bytes per verification step, at most: a group is held in memory per open file, so large
+# records (JPEGs) go in smaller groups (2 MiB / 108 KB = 19 ImageNet records).
+VERIFY_GROUP_BYTES = 2 << 20
+
+
+def verify_group(mean_record_bytes: int | None) -> int:
+    """Records per verification step for records of this mean size (None: unknown)."""
+    if not mean_record_bytes:
+        return 16
+    return max(1, min(VERIFY_GROUP, VERIFY_GROUP_BYTES // mean_record_bytes))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -91,7 +101,8 @@ def plain(fn: Any) -> Any:
 
 
 def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: int,
-               verify: bool, counter: SkipCounter | None, with_source: bool) -> Any:
+               verify: bool, counter: SkipCounter | None, with_source: bool,
+               group: int = VERIFY_GROUP) -> Any:
     """The interleave function: one shard's records, checked to the end of the file.
 
     Args:
@@ -99,6 +110,7 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
       verify: check the shard was read to its end; needs a count or an uncompressed size.
       counter: count corrupt shards instead of raising (skip_corrupt).
       with_source: yield (record, path) so later errors can name the shard.
+      group: records per verification step (see `verify_group`).
     """
     from tfpipe._tf import tf
 
@@ -109,7 +121,7 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
             records = records.ignore_errors()
         return records.map(plain(lambda r: (r, path))) if with_source else records
 
-    groups = records.ignore_errors().batch(VERIFY_GROUP)
+    groups = records.ignore_errors().batch(group)
     end = tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True))
     tagged = groups.map(plain(lambda r: (r, False))).concatenate(end)
     size_known = compression == ""

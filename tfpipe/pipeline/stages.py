@@ -79,6 +79,11 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     with_source = dec.needs_source
     verify = cfg.verify_shards and (p.source.manifest is not None or p.source.compression == "")
     cycle = max(1, min(cfg.cycle_length, p.read_files))
+    # Open files' read-ahead together take at most 1/8 of the RAM budget.
+    reader_buffer = max(64 << 10, min(cfg.reader_buffer, cfg.resolved_ram_budget() // (8 * cycle)))
+    src = p.source
+    mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
+    group = corrupt.verify_group(mean_bytes)
 
     def list_files(_: Any) -> Any:
         return tf_.data.Dataset.from_tensor_slices(
@@ -95,8 +100,8 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
             ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
         return ds.interleave(
             plain(lambda path, size, count: corrupt.read_shard(
-                path, size, count, compression=p.source.compression, buffer=cfg.reader_buffer,
-                verify=verify, counter=p.counter, with_source=with_source)),
+                path, size, count, compression=p.source.compression, buffer=reader_buffer,
+                verify=verify, counter=p.counter, with_source=with_source, group=group)),
             cycle_length=cycle,
             block_length=cfg.block_length,
             num_parallel_calls=cfg.read_parallelism,
