@@ -3,8 +3,7 @@
 Example:
   >>> import tfpipe
   >>> report = tfpipe.bench(pipeline="imagenet", step_time_ms=120, batch_size=256)
-  >>> report.verdict
-  'highly_input_bound'
+  >>> report.verdict, report.bottleneck.stage  # e.g. ('highly_input_bound', 'decode')
 """
 
 from tfpipe.bench.config import BenchConfig

@@ -31,8 +31,8 @@ class BenchConfig:
         None uses 128 for imagenet and 1024 for tabular.
       step_time_ms: the consumer's measured step time for the global batch, in milliseconds.
       model: a Keras model to time a train step of on the best local device.
-      accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`).
-        With none of the three, the preset's reference row is used.
+      accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`), taken
+        as each host's consumer rate. With none of the three, the preset's row is used.
       seconds: the steady-state window timed for each measurement.
       warmup_seconds: time run before each window and excluded; None scales with `seconds`.
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
