@@ -26,6 +26,17 @@ N_ROWS = 37
 FOREIGN_FILES = 3
 
 
+# The fixtures below are imported into several test modules, and pytest then keeps one
+# fixture instance per module: memoise so each dataset is still made once per session.
+_MADE: dict[str, str] = {}
+
+
+def _once(key: str, make) -> str:
+    if key not in _MADE or not os.path.exists(_MADE[key]):
+        _MADE[key] = make()
+    return _MADE[key]
+
+
 def jpeg(seed: int, size: tuple[int, int] = (64, 48)) -> bytes:
     rng = np.random.default_rng(seed)
     pixels = fake_data.natural_image(rng, size[1], size[0])
@@ -58,6 +69,10 @@ def write_shard(path: str, rows: list[dict]) -> None:
 @pytest.fixture(scope="session")
 def image_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A converted imagenet-layout dataset: 37 images, 3 classes, 4 shards, 1-based labels."""
+    return _once("images", lambda: _make_images(tmp_path_factory))
+
+
+def _make_images(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("images")
     fake_data.write_image_folder(root / "src", classes=3, per_class=PER_CLASS, size=(64, 48))
     dest = str(root / "ds")
@@ -68,6 +83,10 @@ def image_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def foreign_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
     """imagenet_to_gcs-style shards without a manifest: 3 files, 1-based labels 1..3."""
+    return _once("foreign", lambda: _make_foreign(tmp_path_factory))
+
+
+def _make_foreign(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("foreign")
     rows = [image_row(i, 1 + i % 3) for i in range(N_IMAGES)]
     for k in range(FOREIGN_FILES):
@@ -78,6 +97,10 @@ def foreign_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def table_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A converted 37-row table with nulls filled (masks) and a `row_id` column, 4 shards."""
+    return _once("table", lambda: _make_table(tmp_path_factory))
+
+
+def _make_table(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("table")
     df = fake_data.make_table(N_ROWS, columns=8, with_nulls=True, label_classes=3)
     df.insert(0, "row_id", np.arange(N_ROWS, dtype=np.int64))
