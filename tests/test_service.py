@@ -39,18 +39,15 @@ def table(tmp_path_factory):
 def _cluster(workers: int):
     """A dispatcher with `workers` workers, in this process, stopped right after the test.
 
-    Function-scoped on purpose: a worker's stop() destroys its finished tasks, and in TF 2.21
-    that can block for seconds (up to ~45 s seen) when the tasks have idled for long, so a
-    module-scoped cluster made teardown slow. Parallel stops bound it by the slowest worker.
+    Function-scoped on purpose: a worker's stop() tears down its tasks, which in TF 2.21 can
+    block for many seconds once they have idled (see Server.stop); a module-scoped cluster,
+    stopped after the slow CLI tests, made teardown take 45 s.
     """
     with service.start_dispatcher() as d:
         ws = [service.start_worker(d.address) for _ in range(workers)]
         yield d, ws
-        stoppers = [threading.Thread(target=w.stop) for w in ws]
-        for t in stoppers:
-            t.start()
-        for t in stoppers:
-            t.join()
+        for w in ws:
+            w.stop()
 
 
 @pytest.fixture

@@ -423,7 +423,13 @@ class Server:
         return f"[::]:{self.port}"
 
     def stop(self) -> None:
-        """Stops the server; safe to call more than once."""
+        """Stops the server; safe to call more than once.
+
+        A worker's stop tears down its tasks, and in TF 2.21 that can take tens of seconds
+        while holding the GIL (20 s measured for a worker whose dynamic-sharding tasks had
+        idled for 20 s: their interleave threads sleep on a condition variable that only the
+        autotuner's ever rarer passes signal). No Python timeout can cut that short.
+        """
         if not self._stopped:
             self._stopped = True
             self._server.stop()  # type: ignore[attr-defined]
@@ -504,6 +510,7 @@ def serve(
     *,
     on_ready: Callable[[Server], None] | None = None,
     on_waiting: Callable[[ServiceAddress], None] | None = None,
+    stop: bool = True,
 ) -> Server:
     """Runs a server until SIGINT or SIGTERM, then stops it. Call from the main thread.
 
@@ -513,9 +520,12 @@ def serve(
         worker, is registered with its dispatcher).
       on_waiting: (worker) called with the dispatcher's address before waiting for it, once
         SIGINT and SIGTERM already stop the wait.
+      stop: stop the server before returning. False returns it still running, for a
+        process that exits right away: TF's stop only tears down in-process state, and for
+        a worker that can take tens of seconds (see `Server.stop`).
 
     Returns:
-      The server, stopped.
+      The server, stopped unless `stop` is False.
 
     Raises:
       ConfigError: a bad option, or (worker) no dispatcher within `config.connect_timeout`.
@@ -523,12 +533,12 @@ def serve(
     """
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError("serve() must run in the main thread: it installs signal handlers")
-    stop = threading.Event()
+    signalled = threading.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
     previous = {s: signal.getsignal(s) for s in signals}
 
     def on_signal(signum: int, frame: object) -> None:
-        stop.set()
+        signalled.set()
 
     def install(handler: Callable[[int, object], None] | int) -> None:
         for s in signals:
@@ -540,12 +550,12 @@ def serve(
             address = config.dispatcher_address
             if on_waiting is not None:
                 on_waiting(address)
-            if not wait_reachable(address, config.connect_timeout, "dispatcher", stop=stop):
+            if not wait_reachable(address, config.connect_timeout, "dispatcher", stop=signalled):
                 raise InterruptedError("stopped by a signal while waiting for the dispatcher")
         from tfpipe import _tf
 
-        _tf.tf()  # the slow TF import, while a signal still just sets `stop`
-        if stop.is_set():
+        _tf.tf()  # the slow TF import, while a signal still just sets `signalled`
+        if signalled.is_set():
             raise InterruptedError(f"stopped by a signal before the {_role(config)} started")
         # Starting a TF server is a C++ call that holds the GIL, so a Python handler could
         # not run before it returned: a signal that arrives meanwhile ends the process.
@@ -555,9 +565,10 @@ def serve(
         try:
             if on_ready is not None:
                 on_ready(server)
-            stop.wait()
+            signalled.wait()
         finally:
-            server.stop()
+            if stop:
+                server.stop()
         return server
     finally:
         for s, handler in previous.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from tfpipe import cli
@@ -109,9 +110,16 @@ def run(args: argparse.Namespace) -> int:
     def on_waiting(dispatcher: service.ServiceAddress) -> None:
         print(f"{name}: waiting for dispatcher {dispatcher.address}", flush=True)
 
+    # A dispatcher's stop takes milliseconds. A worker's only tears down in-process state,
+    # which exiting discards anyway, and can hold the GIL for tens of seconds (Server.stop):
+    # the worker process exits instead, and its peers see the connection close either way.
+    is_worker = isinstance(config, service.WorkerConfig)
     try:
-        service.serve(config, on_ready=on_ready, on_waiting=on_waiting)
-    except InterruptedError:
-        pass
+        service.serve(config, on_ready=on_ready, on_waiting=on_waiting, stop=not is_worker)
+    except InterruptedError:  # a signal before the server started
+        is_worker = False
     print(f"{name}: stopped", flush=True)
+    if is_worker:
+        sys.stderr.flush()
+        os._exit(0)  # skips the TF server's destructor, which would stop it after all
     return 0
