@@ -123,22 +123,13 @@ def _check_host(field: str, host: object) -> None:
             raise field_error(ConfigError, field, "a hostname or IP address", host) from None
         return
     if ip.is_unspecified:
-        raise field_error(
-            ConfigError,
-            field,
-            "the address clients reach this server at, not a wildcard (TensorFlow already "
-            "listens on all interfaces; a wildcard cannot be advertised)",
-            host,
-        )
+        raise field_error(ConfigError, field, "the address clients reach this server at, not a "
+                          "wildcard (TensorFlow already listens on all interfaces; a wildcard "
+                          "cannot be advertised)", host)
 
 
-def wait_reachable(
-    address: ServiceAddress,
-    timeout: float,
-    field: str = "service",
-    *,
-    stop: threading.Event | None = None,
-) -> bool:
+def wait_reachable(address: ServiceAddress, timeout: float, field: str = "service", *,
+                   stop: threading.Event | None = None) -> bool:
     """Waits until a TCP connection to `address` succeeds, for at most `timeout` seconds.
 
     Returns:
@@ -205,9 +196,8 @@ class DistributeConfig:
 
     def __post_init__(self) -> None:
         _check_choice("processing_mode", self.processing_mode, ProcessingMode)
-        if self.job_name is not None and (
-            not isinstance(self.job_name, str) or not self.job_name.strip()
-        ):
+        if self.job_name is not None and (not isinstance(self.job_name, str)
+                                          or not self.job_name.strip()):
             raise field_error(ConfigError, "job_name", "None or a non-empty string", self.job_name)
         _check_choice("compression", self.compression, Compression)
         mor = self.max_outstanding_requests
@@ -252,10 +242,8 @@ def distribute(
       ConfigError: a malformed address or option, a py_function in `ds`, or no dispatcher
         within `connect_timeout`.
     """
-    config = DistributeConfig(
-        processing_mode, job_name, compression, max_outstanding_requests, target_workers,
-        connect_timeout,
-    )
+    config = DistributeConfig(processing_mode, job_name, compression, max_outstanding_requests,
+                              target_workers, connect_timeout)
     from tfpipe import _tf
 
     svc = _tf.tf().data.experimental.service
@@ -264,24 +252,19 @@ def distribute(
         ds = ds.with_options(options)
     python_ops = _python_ops(ds)
     if python_ops:
-        raise ConfigError(
-            "The dataset given to distribute() must be pure TensorFlow: tf.data service "
-            "workers in other processes cannot call back into this Python process. "
-            f"Received: a dataset using {python_ops} (tf.py_function/numpy_function)"
-        )
+        raise ConfigError("The dataset given to distribute() must be pure TensorFlow: tf.data "
+                          "service workers in other processes cannot call back into this Python "
+                          f"process. Received: a dataset using {python_ops} "
+                          "(tf.py_function/numpy_function)")
     if config.connect_timeout is not None:
         wait_reachable(address, config.connect_timeout)
     policy = svc.ShardingPolicy.DYNAMIC if processing_mode == "dynamic" else svc.ShardingPolicy.OFF
-    out = ds.apply(
-        svc.distribute(
-            processing_mode=policy,
-            service=address.target,
-            job_name=job_name,
-            max_outstanding_requests=max_outstanding_requests,
-            compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[compression],
-            target_workers=target_workers.upper(),
-        )
-    )
+    out = ds.apply(svc.distribute(
+        processing_mode=policy, service=address.target, job_name=job_name,
+        max_outstanding_requests=max_outstanding_requests,
+        compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[compression],
+        target_workers=target_workers.upper(),
+    ))
     # The service dataset starts a new graph: without this its options would be the defaults.
     return out.with_options(ds.options())
 
@@ -295,9 +278,8 @@ def _python_ops(ds: tf.data.Dataset) -> list[str]:
 
     tf_ = _tf.tf()
     # The same serialization registration does; `_variant_tensor` is how TF itself gets it.
-    graph = tf_.raw_ops.DatasetToGraphV2(
-        input_dataset=ds._variant_tensor, external_state_policy=0, strip_device_assignment=True
-    )
+    graph = tf_.raw_ops.DatasetToGraphV2(input_dataset=ds._variant_tensor,
+                                         external_state_policy=0, strip_device_assignment=True)
     graph_def = tf_.compat.v1.GraphDef.FromString(graph.numpy())
     nodes = list(graph_def.node)
     for fn in graph_def.library.function:
@@ -341,10 +323,8 @@ class DispatcherConfig:
         if self.work_dir is not None and (not isinstance(self.work_dir, str) or not self.work_dir):
             raise field_error(ConfigError, "work_dir", "None or a directory path", self.work_dir)
         if self.fault_tolerant and self.work_dir is None:
-            raise field_error(
-                ConfigError, "fault_tolerant", "False or None when work_dir is not set "
-                "(the journal lives in work_dir)", self.fault_tolerant,
-            )
+            raise field_error(ConfigError, "fault_tolerant", "False or None when work_dir is not "
+                              "set (the journal lives in work_dir)", self.fault_tolerant)
 
     @property
     def fault_tolerant_mode(self) -> bool:
@@ -441,10 +421,8 @@ class Server:
     def __enter__(self) -> Server:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -452,22 +430,14 @@ class Server:
         return f"Server(role={self.role!r}, target={self.target!r}, {state})"
 
 
-def start_dispatcher(
-    port: int = 0,
-    host: str = DEFAULT_HOST,
-    work_dir: str | None = None,
-    fault_tolerant: bool | None = None,
-) -> Server:
+def start_dispatcher(port: int = 0, host: str = DEFAULT_HOST, work_dir: str | None = None,
+                     fault_tolerant: bool | None = None) -> Server:
     """Starts a tf.data service dispatcher in this process; see `DispatcherConfig`."""
     return start(DispatcherConfig(port, host, work_dir, fault_tolerant))
 
 
-def start_worker(
-    dispatcher: str,
-    port: int = 0,
-    host: str = DEFAULT_HOST,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-) -> Server:
+def start_worker(dispatcher: str, port: int = 0, host: str = DEFAULT_HOST,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> Server:
     """Starts a tf.data service worker in this process and registers it with `dispatcher`.
 
     Raises:
@@ -488,30 +458,21 @@ def _start_unchecked(config: DispatcherConfig | WorkerConfig) -> Server:
 
     svc = _tf.tf().data.experimental.service
     if isinstance(config, DispatcherConfig):
-        tf_config = svc.DispatcherConfig(
-            port=config.port,
-            work_dir=config.work_dir,
-            fault_tolerant_mode=config.fault_tolerant_mode,
-        )
+        tf_config = svc.DispatcherConfig(port=config.port, work_dir=config.work_dir,
+                                         fault_tolerant_mode=config.fault_tolerant_mode)
         return Server(config, svc.DispatchServer(tf_config))
     host = _bracket(config.host)
+    # TF substitutes the bound ports into the advertised addresses; its default is localhost.
     tf_config = svc.WorkerConfig(
-        dispatcher_address=config.dispatcher_address.address,
-        port=config.port,
-        # TF substitutes the bound ports; its default advertises "localhost".
-        worker_address=f"{host}:%port%",
-        data_transfer_address=f"{host}:%dts_port%",
-    )
+        dispatcher_address=config.dispatcher_address.address, port=config.port,
+        worker_address=f"{host}:%port%", data_transfer_address=f"{host}:%dts_port%")
     return Server(config, svc.WorkerServer(tf_config))
 
 
-def serve(
-    config: DispatcherConfig | WorkerConfig,
-    *,
-    on_ready: Callable[[Server], None] | None = None,
-    on_waiting: Callable[[ServiceAddress], None] | None = None,
-    stop: bool = True,
-) -> Server:
+def serve(config: DispatcherConfig | WorkerConfig, *,
+          on_ready: Callable[[Server], None] | None = None,
+          on_waiting: Callable[[ServiceAddress], None] | None = None,
+          stop: bool = True) -> Server:
     """Runs a server until SIGINT or SIGTERM, then stops it. Call from the main thread.
 
     Args:
