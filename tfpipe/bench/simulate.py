@@ -29,6 +29,7 @@ from tfpipe.bench.report import FitCheck, Simulation
 ROUNDS = 4
 # A consumer phase lasts at least this many steps, so skipping its first step leaves enough.
 MIN_PHASE_STEPS = 5
+MIN_PHASE_BATCHES = 3
 # A pull that blocks this long (s) found the buffers empty: the producer is the limit again.
 BLOCKED = 0.001
 
@@ -39,7 +40,9 @@ def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: floa
     Args:
       pipeline: the planned Pipeline; its full dataset is consumed.
       step_time_ms: how long the consumer holds each batch.
-      seconds: total consumer time measured (and as much producer time), over ROUNDS rounds.
+      seconds: total consumer time measured (and as much producer time), over ROUNDS rounds;
+        longer when a phase needs it to hold MIN_PHASE_STEPS steps and MIN_PHASE_BATCHES
+        batches.
       warmup: seconds run before the first round, after the first batch, and left out.
 
     Returns:
@@ -49,13 +52,17 @@ def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: floa
     from tfpipe.bench import verdict
 
     step = step_time_ms / 1000.0
-    phase = max(seconds / ROUNDS, MIN_PHASE_STEPS * step)
     take = _taker()
     it = iter(pipeline.dataset())
     take(it)  # traces, and the first batch can take seconds (buffers fill): not timed
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < warmup:
+    pulled = 0
+    while time.perf_counter() - t0 < warmup or pulled == 0:
         take(it)
+        pulled += 1
+    interval = (time.perf_counter() - t0) / pulled
+    # Each phase holds several steps and several batches, so neither is cut into a few pieces.
+    phase = max(seconds / ROUNDS, MIN_PHASE_STEPS * step, MIN_PHASE_BATCHES * interval)
 
     produced = produced_sec = wait = window = 0.0
     steps = 0
