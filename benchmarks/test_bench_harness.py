@@ -145,15 +145,21 @@ def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: flo
     results = []
 
     def once():
-        rate = producer.measure(pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP)
-        consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
-        results.append(simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP))
+        # Aim the step time at the band; retry (at most twice) only when the host's speed
+        # changed so the simulation's own producer phases put the prediction in another band.
+        for _ in range(3):
+            rate = producer.measure(pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP)
+            consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
+            results.append(simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP))
+            if verdict.band(results[-1].predicted_input_wait) == band:
+                break
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     sim = results[-1]
     benchmark.extra_info.update(
         {"step_time_ms": sim.step_time_ms, "producer_eps": sim.producer_examples_per_sec,
-         "predicted": sim.predicted_input_wait, "measured": sim.measured_input_wait, "steps": sim.steps}
+         "predicted": sim.predicted_input_wait, "measured": sim.measured_input_wait, "steps": sim.steps,
+         "attempts": len(results)}
     )
     _report(f"simulate {band}", step_ms=sim.step_time_ms, producer_eps=sim.producer_examples_per_sec,
             predicted=sim.predicted_input_wait, measured=sim.measured_input_wait)

@@ -68,9 +68,10 @@ def test_core_counts() -> None:
     [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")],
 )
 def test_simulate_matches_prediction_in_each_band(pipe, target: float, band: str) -> None:
-    # Each attempt times the producer, then runs the sleeping consumer between two more
-    # producer measurements. Other processes on a shared host can change the producer's
-    # speed within seconds; such an attempt is repeated (at most twice), never loosened.
+    # The step time is aimed at the band from a producer measurement taken just before; the
+    # simulation's own producer phases decide the band. When other processes on a shared host
+    # change its speed in between, the aim misses the band: only then is it tried again (at
+    # most twice). Agreement is checked on the attempt that lands in the band, never retried.
     attempts = []
     for _ in range(3):
         rate = producer.measure(pipe.dataset, examples_per_element=BATCH, seconds=1.0, warmup=0.75)
@@ -78,7 +79,7 @@ def test_simulate_matches_prediction_in_each_band(pipe, target: float, band: str
         consumer_eps = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
         sim = simulate(pipe, step_time_ms=BATCH / consumer_eps * 1000, seconds=1.5, warmup=0.75)
         attempts.append(sim)
-        if verdict.band(sim.predicted_input_wait) == band and abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05:
+        if verdict.band(sim.predicted_input_wait) == band:
             break
     assert verdict.band(sim.predicted_input_wait) == band, attempts
     assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05, attempts
