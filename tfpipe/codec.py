@@ -13,6 +13,7 @@ returns `row`, and `decode_example(encode_example(row))` returns it too (tests/t
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Iterator, Mapping
@@ -28,7 +29,7 @@ _U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 
 
-def _varint(n: int) -> bytes:
+def _varint_slow(n: int) -> bytes:
     n &= 0xFFFFFFFFFFFFFFFF  # negative int64 -> two's complement, 10 bytes, as protobuf does
     out = bytearray()
     while n > 0x7F:
@@ -38,7 +39,17 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-_SMALL_VARINTS = [_varint(i) for i in range(1 << 14)]  # every 1- and 2-byte length
+_SMALL_VARINTS = [_varint_slow(i) for i in range(1 << 14)]  # every 1- and 2-byte value
+
+
+def _varint(n: int) -> bytes:
+    return _SMALL_VARINTS[n] if 0 <= n < 16384 else _varint_slow(n)
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(name: str) -> bytes:
+    """A feature name as its encoded map-entry key field (the same few names, every record)."""
+    return _len_delimited(0x0A, name.encode("utf-8"))
 
 
 def _len_delimited(tag: int, payload: bytes) -> bytes:
@@ -120,7 +131,7 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
     body_len = 0
     for name, dtype, values in entries:
         feature, feature_len = _feature_pieces(dtype, values)
-        key = _len_delimited(0x0A, name.encode("utf-8"))
+        key = _key(name)
         value_head = b"\x12" + _varint(feature_len)
         entry_len = len(key) + len(value_head) + feature_len
         entry_head = b"\x0a" + _varint(entry_len)
