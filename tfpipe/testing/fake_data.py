@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import io
-import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+from tfpipe.convert.parallel import worker_context
 from tfpipe.errors import ConfigError, field_error
 
 if TYPE_CHECKING:
@@ -374,7 +374,7 @@ def _run_jobs(jobs: list, workers: int) -> None:
             _write_one(job)
         return
     # spawn, not fork: the caller may have TensorFlow loaded, and its threads don't survive fork.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=worker_context()) as pool:
         list(pool.map(_write_one, jobs, chunksize=max(1, len(jobs) // (8 * workers))))
 
 
