@@ -144,6 +144,18 @@ class Preset:
 _REGISTRY: dict[str, PresetLike] = {}
 
 
+def options_of(cls: type, options: Mapping[str, Any], preset: str) -> Any:
+    """Builds a preset's options dataclass, refusing unknown names with the accepted ones."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise ConfigError(
+            f"Unknown option(s) {unknown} for preset {preset!r}. It takes: {sorted(names)}; "
+            "pipeline settings are PipelineConfig fields."
+        )
+    return cls(**options)
+
+
 def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLike:
     """Adds a preset to the registry so `build(..., preset=name)` finds it.
 

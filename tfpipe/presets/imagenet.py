@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.presets import Decoder, PresetContext
+from tfpipe.presets import Decoder, PresetContext, options_of
 
 ImageDtype = Literal["uint8", "bfloat16", "float32"]
 ResizeMethod = Literal["bilinear", "bicubic", "area", "nearest"]
@@ -108,16 +108,6 @@ class ImagenetOptions:
         return self.dtype != "uint8" if self.normalize is None else self.normalize
 
 
-def _options(options: Mapping[str, Any]) -> ImagenetOptions:
-    names = {f.name for f in dataclasses.fields(ImagenetOptions)}
-    unknown = sorted(set(options) - names)
-    if unknown:
-        raise ConfigError(
-            f"Unknown option(s) {unknown} for preset 'imagenet'. It takes: {sorted(names)}; "
-            "pipeline settings are PipelineConfig fields."
-        )
-    return ImagenetOptions(**options)
-
 
 def _jpeg_complete(encoded: Any) -> Any:
     """True when the bytes start with a JPEG SOI marker and an EOI marker sits in the last
@@ -142,7 +132,7 @@ class ImagenetPreset:
         from tfpipe._tf import tf
 
         tf_ = tf()
-        opts = _options(options)
+        opts = options_of(ImagenetOptions, options, "imagenet")
         offset = opts.label_offset
         if offset is None:
             offset = ctx.manifest.label_offset if ctx.manifest is not None else FOREIGN_LABEL_OFFSET

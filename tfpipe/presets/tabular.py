@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.presets import Decoder, PresetContext
+from tfpipe.presets import Decoder, PresetContext, options_of
 from tfpipe.schema import MISSING_SUFFIX
 
 
@@ -55,14 +55,7 @@ class TabularPreset:
         from tfpipe._tf import tf
 
         tf_ = tf()
-        names = {f.name for f in dataclasses.fields(TabularOptions)}
-        unknown = sorted(set(options) - names)
-        if unknown:
-            raise ConfigError(
-                f"Unknown option(s) {unknown} for preset 'tabular'. It takes: {sorted(names)}; "
-                "pipeline settings are PipelineConfig fields."
-            )
-        opts = TabularOptions(**options)
+        opts = options_of(TabularOptions, options, "tabular")
         schema = ctx.schema
         if schema is None:
             raise ConfigError(f"The tabular preset needs a schema; none could be read from {ctx.where}")
