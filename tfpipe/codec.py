@@ -163,7 +163,7 @@ def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
     """The encoded map entries of one scalar column, one per row, vectorised with numpy."""
     import numpy as np
 
-    key = _len_delimited(0x0A, name.encode("utf-8"))
+    key = _key(name)
     n = len(values)
     if dtype == "float32":
         payload = np.asarray(values, dtype="<f4").view(np.uint8).reshape(n, 4)

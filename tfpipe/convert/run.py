@@ -127,7 +127,7 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
         state.start(plan)
         done = {}
 
-    shards_written = _write_shards(dest, split, source, bounds, done, shard_cfg, cfg, state, progress)
+    shards_written = _write_shards(dest, source, bounds, done, shard_cfg, cfg, state, progress)
     skipped = tuple(s for i in range(n_shards) for s in shards_written[i].skipped)
     split_entry = Split(
         shards=tuple(shards_written[i].info for i in range(n_shards)),
@@ -151,7 +151,7 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
     return manifest
 
 
-def _write_shards(dest: str, split: str, source: _Source, bounds: list[tuple[int, int]],
+def _write_shards(dest: str, source: _Source, bounds: list[tuple[int, int]],
                   done: dict[int, ShardDone], shard_cfg: ShardConfig, cfg: ConvertConfig,
                   state: Progress, progress: Callable[[Tick], None] | None) -> dict[int, ShardDone]:
     names = state.names(len(bounds))

@@ -14,7 +14,6 @@ import gzip
 import json
 import os
 import tempfile
-from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
@@ -179,7 +178,7 @@ class Progress:
             if name.startswith(f".{self.split}-") and ".tmp-" in name:
                 storage.remove(storage.join(self.dest, name))
 
-    def clear(self, n_shards: int | None = None) -> None:
+    def clear(self) -> None:
         """Removes every progress file (after the manifest commit, or before a fresh start)."""
         prefix = f".{self.split}-"
         for name in storage.listdir(self.dest):
@@ -202,8 +201,3 @@ def refuse_interrupted(dest: str, split: str, detail: str) -> DestinationError:
         f"{dest} holds an interrupted conversion of split {split!r} ({detail}). "
         "Pass --resume (resume=True) to finish it, or --overwrite (overwrite=True) to start over."
     )
-
-
-def remove_paths(paths: Sequence[str]) -> None:
-    for p in paths:
-        storage.remove(p)
