@@ -1,0 +1,134 @@
+"""Paired, alternating measurement rounds that resolve ~5% differences on a shared machine.
+
+Throughput moves when a neighbour takes a core; CPU time per example barely does. So every
+window records both, from the process's own rusage (all of TensorFlow's threads count):
+
+- examples/s over the window;
+- CPU ms per example: (user + system CPU seconds in the window) / examples;
+- cores busy: CPU seconds / wall seconds of the window.
+
+Contenders are timed back to back in each round, and the order alternates between rounds
+(A B C, then C B A, ...) so slow drift hurts every contender alike. A ratio is computed per
+round from two windows taken seconds apart, and summarised as the geometric mean over rounds
+with a 95% Student-t interval on the log ratio: a claim holds when the whole interval clears
+the target.
+
+Used by benchmarks/test_pipeline_speed.py and benchmarks/measure_defaults.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import resource
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tfpipe.bench.producer import measure
+
+# Two-sided 95% Student-t quantiles by degrees of freedom (scipy is not a dependency).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% t quantile for `df` degrees of freedom (conservative between rows)."""
+    if df < 1:
+        return math.inf
+    return _T95[max(k for k in _T95 if k <= df)] if df <= 30 else 1.96
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Window:
+    """One timed window of one contender."""
+
+    examples_per_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Interval:
+    """A ratio's geometric mean over rounds and its 95% interval."""
+
+    mean: float
+    low: float
+    high: float
+    rounds: int
+
+    def __str__(self) -> str:
+        return f"{self.mean:.3f}x [{self.low:.3f}, {self.high:.3f}] (n={self.rounds})"
+
+    def to_json(self) -> dict[str, float]:
+        return {"mean": round(self.mean, 4), "ci95_low": round(self.low, 4),
+                "ci95_high": round(self.high, 4), "rounds": self.rounds}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_window(make: Callable[[], Any], *, examples_per_element: int, seconds: float,
+                 warmup: float) -> Window:
+    """Measures one steady-state window of `make()`'s dataset, with its CPU cost."""
+    marks: dict[bool, tuple[float, float]] = {}
+
+    def on_window(start: bool) -> None:
+        marks[start] = (time.perf_counter(), _cpu_seconds())
+
+    rate = measure(make, examples_per_element=examples_per_element, seconds=seconds,
+                   warmup=warmup, on_window=on_window)
+    (w0, c0), (w1, c1) = marks[True], marks[False]
+    examples = rate.elements * examples_per_element
+    return Window(rate.examples_per_sec, 1000.0 * (c1 - c0) / examples, (c1 - c0) / (w1 - w0))
+
+
+def rounds(makers: Mapping[str, Callable[[], Any]], *, examples_per_element: int, n_rounds: int,
+           seconds: float, warmup: float,
+           on_window: Callable[[int, str, Window], None] | None = None) -> dict[str, list[Window]]:
+    """Times every contender once per round, alternating the order between rounds."""
+    names = list(makers)
+    out: dict[str, list[Window]] = {name: [] for name in names}
+    for r in range(n_rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            window = timed_window(makers[name], examples_per_element=examples_per_element,
+                                  seconds=seconds, warmup=warmup)
+            out[name].append(window)
+            if on_window:
+                on_window(r, name, window)
+    return out
+
+
+def ratio(values_a: list[float], values_b: list[float]) -> Interval:
+    """a/b per round (same-round pairs), as a geometric mean with a 95% t interval."""
+    logs = [math.log(a / b) for a, b in zip(values_a, values_b, strict=True)]
+    mean = statistics.fmean(logs)
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+    return Interval(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+def speed_ratio(results: Mapping[str, list[Window]], name: str, baseline: str) -> Interval:
+    """Throughput of `name` over `baseline`, paired by round."""
+    return ratio([w.examples_per_sec for w in results[name]],
+                 [w.examples_per_sec for w in results[baseline]])
+
+
+def cpu_ratio(results: Mapping[str, list[Window]], name: str, baseline: str) -> Interval:
+    """CPU per example of `name` over `baseline` (below 1: `name` does less work per example)."""
+    return ratio([w.cpu_ms_per_example for w in results[name]],
+                 [w.cpu_ms_per_example for w in results[baseline]])
+
+
+def summary(results: Mapping[str, list[Window]]) -> dict[str, dict[str, float]]:
+    """Median examples/s, CPU ms per example and cores busy of each contender."""
+    return {
+        name: {
+            "examples_per_sec": round(statistics.median(w.examples_per_sec for w in ws), 1),
+            "cpu_ms_per_example": round(statistics.median(w.cpu_ms_per_example for w in ws), 3),
+            "cores_busy": round(statistics.median(w.cores_busy for w in ws), 2),
+        }
+        for name, ws in results.items()
+    }
