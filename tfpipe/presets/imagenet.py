@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError
+from tfpipe.presets import Decoder, PresetContext, options_of
 from tfpipe.validation import (
     check_bool,
     check_choice,
@@ -33,7 +34,6 @@ from tfpipe.validation import (
     check_numbers,
     check_str,
 )
-from tfpipe.presets import Decoder, PresetContext, options_of
 
 ImageDtype = Literal["uint8", "bfloat16", "float32"]
 ResizeMethod = Literal["bilinear", "bicubic", "area", "nearest"]
