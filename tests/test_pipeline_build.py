@@ -178,3 +178,14 @@ def test_config_and_kwargs(image_ds):
     assert opts.autotune.enabled and opts.threading.max_intra_op_parallelism == 1
     assert opts.experimental_optimization.map_parallelization
     assert p.options(threadpool_size=3).threading.private_threadpool_size == 3
+
+
+def test_renamed_skip_counts_keep_a_deprecated_alias():
+    import tfpipe.pipeline as pipeline
+
+    with pytest.warns(DeprecationWarning, match="use tfpipe.pipeline.SkipCounts"):
+        old = pipeline.Skipped
+    assert old is pipeline.SkipCounts
+    assert old(bad_images=2, records_lost=3).records == 5
+    with pytest.raises(AttributeError):
+        pipeline.NoSuchName  # noqa: B018

@@ -48,8 +48,8 @@ class Stage:
       group: the benchmark's prefix group: read, parse, decode, batch or final.
     """
 
-    name: str
-    fn: Callable[[Any], Any]
+    name: StageName
+    fn: StageFn
     group: Group
 
 
@@ -146,10 +146,11 @@ def interleave_stage(p: StagePlan) -> StageFn:
     cfg, src = p.config, p.source
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
     group = corrupt.verify_group(mean_bytes)
+    buffer = p.reader_buffer
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
-            path, size, count, compression=src.compression, buffer=p.reader_buffer, verify=p.verify,
+            path, size, count, compression=src.compression, buffer=buffer, verify=p.verify,
             counter=p.counter, source=path if p.decoder.needs_source else "", group=group,
             counts_known=src.manifest is not None, grouped=grouped)
 
