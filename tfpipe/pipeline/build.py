@@ -13,7 +13,8 @@ from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
-from tfpipe.pipeline.stages import ShardBy, Stage, StagePlan, make_options, make_stages
+from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
+from tfpipe.pipeline.stages import Stage, StagePlan, make_options, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 from tfpipe.schema import dtype_of_tf
 from tfpipe.validation import check_bool
@@ -341,61 +342,6 @@ def _warn(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
-def shard_files(files: int, pipelines: int, index: int) -> tuple[ShardBy, list[int]]:
-    """How input pipeline `index` of `pipelines` shares `files` files: ("none" | "file" |
-    "record", the indices of the files it reads)."""
-    if pipelines == 1:
-        return "none", list(range(files))
-    if files >= pipelines:
-        return "file", list(range(files))[index::pipelines]
-    return "record", list(range(files))
-
-
-def share(records: int, shard_by: str, pipelines: int, index: int) -> int:
-    """Records pipeline `index` reads of `records` in its files (every n-th, by record)."""
-    return len(range(index, records, pipelines)) if shard_by == "record" else records
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class FileShare:
-    """What one input pipeline reads of the files (see `share_files`).
-
-    Attributes:
-      shard_by: "none" (one pipeline), "file" or "record" (fewer files than pipelines).
-      files: indices of the files it reads (all of them with record sharding).
-      examples: records it yields per epoch; None when a count is unknown.
-      at_most: an upper bound on those records from the sizes (every record takes at least
-        RECORD_FRAMING bytes); None when a size is unknown or the files are compressed.
-      read_records: records its interleave yields (before a record shard); None if unknown.
-      cache_bytes: serialized bytes it would cache (with record sharding, its 1/n share of
-        all files'); None when a size is unknown.
-    """
-
-    shard_by: ShardBy
-    files: tuple[int, ...]
-    examples: int | None
-    at_most: int | None
-    read_records: int | None
-    cache_bytes: int | None
-
-
-def share_files(sizes: Sequence[int], counts: Sequence[int], pipelines: int, index: int, *,
-                compressed: bool) -> FileShare:
-    """How input pipeline `index` of `pipelines` shares files of these sizes and record counts
-    (UNKNOWN: not known): by file when there are at least as many files as pipelines, else by
-    record. A pure function of its arguments."""
-    shard_by, idx = shard_files(len(sizes), pipelines, index)
-    mine_sizes = [sizes[j] for j in idx]
-    mine_counts = [counts[j] for j in idx]
-    sizes_known = sources.UNKNOWN not in mine_sizes
-    read_records = sum(mine_counts) if sources.UNKNOWN not in mine_counts else None
-    examples = None if read_records is None else share(read_records, shard_by, pipelines, index)
-    at_most = (share(sum(mine_sizes) // sources.RECORD_FRAMING, shard_by, pipelines, index)
-               if sizes_known and not compressed else None)
-    cache_bytes = sum(mine_sizes) // (pipelines if shard_by == "record" else 1) if sizes_known else None
-    return FileShare(shard_by, tuple(idx), examples, at_most, read_records, cache_bytes)
-
-
 def _check_enough(examples: int | None, most: int | None, batch: int, *, training: bool,
                   drop: bool, where: str, n: int, i: int) -> None:
     """Refuses data with fewer records than one batch where that cannot work: no batch at all
@@ -414,7 +360,7 @@ def _check_enough(examples: int | None, most: int | None, batch: int, *, trainin
         # Foreign files have no count, but every record takes at least 16 bytes of framing.
         raise DataError(
             f"{whose} at most {most} records from {where} (each TFRecord record takes at least "
-            f"{sources.RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
+            f"{RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
             "batch_size or more data."
         )
 

@@ -29,13 +29,11 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.pipeline.sharding import UNKNOWN
 from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
 
 GLOB_CHARS = "*?["
-UNKNOWN = -1
 GZIP_MAGIC = b"\x1f\x8b"
-# Bytes of TFRecord framing per record (length, its CRC, the data's CRC): no record is smaller.
-RECORD_FRAMING = 16
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<index>\d+)-of-(?P<total>\d+)(?P<ext>(?:\.[A-Za-z0-9]+)*)$")
 
 

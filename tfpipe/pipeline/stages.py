@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tfpipe._tf import tf
 from tfpipe.pipeline import corrupt
 from tfpipe.pipeline.corrupt import plain
+from tfpipe.pipeline.sharding import ShardBy
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 StageName = Literal["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
                     "batch", "parse", "decode", "map", "service", "prefetch"]
 Group = Literal["read", "parse", "decode", "batch", "final"]
-ShardBy = Literal["none", "file", "record"]
 StageFn = Callable[[Any], Any]
 
 
