@@ -178,3 +178,31 @@ def test_config_and_kwargs(image_ds):
     assert opts.autotune.enabled and opts.threading.max_intra_op_parallelism == 1
     assert opts.experimental_optimization.map_parallelization
     assert p.options(threadpool_size=3).threading.private_threadpool_size == 3
+
+
+def test_renamed_skip_counts_keep_a_deprecated_alias():
+    import tfpipe.pipeline as pipeline
+
+    with pytest.warns(DeprecationWarning, match="use tfpipe.pipeline.SkipCounts"):
+        old = pipeline.Skipped
+    assert old is pipeline.SkipCounts
+    assert old(bad_images=2, records_lost=3).records == 5
+    with pytest.raises(AttributeError):
+        pipeline.NoSuchName  # noqa: B018
+
+
+def test_unverified_reads_yield_the_same_records_and_sources(table_ds, image_ds):
+    """verify_shards=False reads plainly; the elements, their order and their sources match."""
+    assert table_ids(tfpipe.build(table_ds, batch_size=8, training=False, verify_shards=False)) == \
+        table_ids(tfpipe.build(table_ds, batch_size=8, training=False))
+    for data, options in ((image_ds, {"image_size": 16}), (table_ds, {})):
+        read = {}
+        for verify in (True, False):
+            p = plan(data, batch_size=8, training=False, verify_shards=verify, **options)
+            read[verify] = [(r.numpy(), s.numpy().decode()) for r, s in p.dataset("interleave")]
+        assert read[True] == read[False]
+        sources = [s for _, s in read[True]]
+        if options:  # the image preset names shards in its errors: records carry their path
+            assert sources == sorted(sources, key=p.files.index) and set(sources) == set(p.files)
+        else:
+            assert set(sources) == {""}
