@@ -7,6 +7,7 @@ import math
 import pytest
 
 from tfpipe.bench import verdict as v
+from tfpipe.bench.config import BenchConfig
 from tfpipe.errors import ConfigError
 
 
@@ -48,17 +49,17 @@ def test_predicted_wait_rejects_bad_consumer() -> None:
 
 
 def test_per_host_batch_divides_global_batch() -> None:
-    assert v.per_host_batch(1024, 4) == 256
-    assert v.per_host_batch(37, 1) == 37
+    assert BenchConfig(batch_size=1024, hosts=4).host_batch == 256
+    assert BenchConfig(batch_size=37, hosts=1).host_batch == 37
     with pytest.raises(ConfigError, match="batch_size=1000, hosts=3"):
-        v.per_host_batch(1000, 3)
+        BenchConfig(batch_size=1000, hosts=3)
     with pytest.raises(ConfigError, match="hosts must be an integer >= 1"):
-        v.per_host_batch(8, 0)
+        BenchConfig(batch_size=8, hosts=0)
 
 
 def test_multi_host_verdict_uses_per_host_rates() -> None:
     # 4 hosts share a global batch of 1024 at 100 ms/step: each host must supply 2,560/s.
-    per_host = v.per_host_batch(1024, 4) / 0.100
+    per_host = BenchConfig(batch_size=1024, hosts=4).host_batch / 0.100
     assert per_host == pytest.approx(2560)
     assert v.band(v.predicted_wait(2400, per_host)) == "moderately_input_bound"
     assert v.band(v.predicted_wait(2600, per_host)) == "not_input_bound"

@@ -78,9 +78,10 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
             raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
-        check_int("hosts", self.hosts, 1)
+        check_int("hosts", self.hosts, 1, what="an integer >= 1")
         if self.batch_size is not None:
             check_int("batch_size", self.batch_size, 1)
+            # The one home of the per-host batch rule: every host gets the same batch.
             if self.batch_size % self.hosts:
                 raise ConfigError(
                     "batch_size must be a multiple of hosts, so each host gets the same batch. "

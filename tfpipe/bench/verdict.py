@@ -42,18 +42,6 @@ def band(wait: float) -> Band:
     return "highly_input_bound"
 
 
-def per_host_batch(global_batch: int, hosts: int) -> int:
-    """The batch one host's pipeline produces: the global batch divided by the host count."""
-    if hosts < 1:
-        raise field_error(ConfigError, "hosts", "an integer >= 1", hosts)
-    if global_batch < hosts or global_batch % hosts:
-        raise ConfigError(
-            f"batch_size must be a multiple of hosts, so each host gets the same batch. "
-            f"Received: batch_size={global_batch}, hosts={hosts}"
-        )
-    return global_batch // hosts
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class Bottleneck:
     """The stage prefix that adds the most time per example.
