@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import math
 
+from tfpipe.bench.fmt import VERDICT_TITLE, rate_short
 from tfpipe.bench.report import Report
 from tfpipe.bench.verdict import rate_at
 from tfpipe.errors import ConfigError
 
-_VERDICT_TITLE = {
-    "not_input_bound": "Not input-bound",
-    "moderately_input_bound": "Moderately input-bound",
-    "highly_input_bound": "Highly input-bound",
-}
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
-
-
-def _fmt(eps: float) -> str:
-    if eps >= 1e6:
-        return f"{eps / 1e6:.2f}M"
-    if eps >= 1e4:
-        return f"{eps / 1e3:.0f}k"
-    return f"{eps:,.0f}" if eps >= 100 else f"{eps:.1f}"
 
 
 def write_plot(report: Report, path: str) -> str:
@@ -39,7 +27,7 @@ def write_plot(report: Report, path: str) -> str:
     consumer = report.consumer.examples_per_sec
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
     title = (
-        f"{_VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
+        f"{VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
         f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
     )
     if report.measured_input_wait is not None:
@@ -67,12 +55,12 @@ def write_plot(report: Report, path: str) -> str:
     else:
         ax1.set_xlim(0, top * 1.3)
     for yi, v in zip(y, values):
-        ax1.text(v * (1.08 if log else 1.0) + (0 if log else top * 0.01), yi, _fmt(v), va="center", fontsize=9)
+        ax1.text(v * (1.08 if log else 1.0) + (0 if log else top * 0.01), yi, rate_short(v), va="center", fontsize=9)
     ax1.axvline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6)
     ax1.text(
         consumer,
         len(values) - 0.45,
-        f" consumer {_fmt(consumer)}/s",
+        f" consumer {rate_short(consumer)}/s",
         fontsize=9,
         ha="left",
         va="bottom",
@@ -108,8 +96,8 @@ def write_plot(report: Report, path: str) -> str:
             xs = [max(cores), x_max]
             ax2.plot(xs, [rate_at(x, points) for x in xs], "--", color=_OK, alpha=0.7, label="extrapolated")
         for c, r in points:
-            ax2.annotate(_fmt(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9)
-    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {_fmt(consumer)}/s")
+            ax2.annotate(rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9)
+    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {rate_short(consumer)}/s")
     if needed:
         note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
         if needed == shown:

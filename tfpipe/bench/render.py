@@ -4,28 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, rate
 from tfpipe.bench.report import Report
 
-_STYLE = {
-    "not_input_bound": ("green", "NOT INPUT-BOUND"),
-    "moderately_input_bound": ("yellow", "MODERATELY INPUT-BOUND"),
-    "highly_input_bound": ("red", "HIGHLY INPUT-BOUND"),
-}
-
-
-def _eps(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+# The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
+_COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
 def renderables(report: Report) -> list[Any]:
     """The terminal view: summary, stage prefixes, scaling, and recommendations."""
     from rich import box
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
-    from rich.markup import escape
     from rich.text import Text
 
-    color, word = _STYLE[report.verdict]
+    color, word = _COLOR[report.verdict], VERDICT_TITLE[report.verdict].upper()
     out: list[Any] = []
 
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
@@ -34,7 +28,7 @@ def renderables(report: Report) -> list[Any]:
     ds = report.dataset
     summary.add_row(
         "Data",
-        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {ds.bytes / 1e6:,.1f} MB"
+        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {human_bytes(ds.bytes)}"
         + (", synthetic" if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")",
@@ -46,13 +40,13 @@ def renderables(report: Report) -> list[Any]:
     p = report.producer
     summary.add_row(
         "Producer",
-        f"{_eps(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state; "
+        f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state; "
         f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
     )
     c = report.consumer
     summary.add_row(
         "Consumer",
-        f"{_eps(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
+        f"{rate(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
         + (" (approximate)" if c.approximate else ""),
     )
     if c.url:
@@ -71,14 +65,14 @@ def renderables(report: Report) -> list[Any]:
     cores = report.cores
     summary.add_row(
         "Cores needed",
-        f"~{cores.cores} per host ({cores.available} measured here, {_eps(cores.per_core_eps)}/s per core, "
+        f"~{cores.cores} per host ({cores.available} measured here, {rate(cores.per_core_eps)}/s per core, "
         f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
     )
     sv = report.service
     summary.add_row(
         "tf.data service",
-        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{_eps(sv.worker_eps)}/s each) "
-        f"for {_eps(sv.demand_eps)}/s across {report.hosts} host(s)",
+        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
+        f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
     )
     if report.simulation is not None:
         s = report.simulation
@@ -86,7 +80,7 @@ def renderables(report: Report) -> list[Any]:
             "Simulation",
             f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
             f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%} from "
-            f"{_eps(s.producer_examples_per_sec)} examples/s measured in alternating phases",
+            f"{rate(s.producer_examples_per_sec)} examples/s measured in alternating phases",
         )
     if report.fit is not None:
         f = report.fit
@@ -99,8 +93,8 @@ def renderables(report: Report) -> list[Any]:
         cmp = report.comparison
         summary.add_row(
             "Compare",
-            f"tfpipe {_eps(cmp.tfpipe_examples_per_sec)}/s vs seeds' recipe "
-            f"{_eps(cmp.recipe_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
+            f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs seeds' recipe "
+            f"{rate(cmp.recipe_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
         )
     if report.profile_dir:
         summary.add_row("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})")
@@ -117,7 +111,7 @@ def renderables(report: Report) -> list[Any]:
         stages.add_row(
             s.name,
             ", ".join(s.stages),
-            _eps(s.rate.examples_per_sec),
+            rate(s.rate.examples_per_sec),
             f"{s.rate.examples_per_sec / c.examples_per_sec:.2f}x",
             f"{s.rate.first_element_sec:.2f} s",
             style=style,
@@ -129,7 +123,7 @@ def renderables(report: Report) -> list[Any]:
     scaling.add_column("examples/s", justify="right")
     scaling.add_column("per core", justify="right")
     for pt in report.scaling:
-        scaling.add_row(str(pt.cores), _eps(pt.examples_per_sec), _eps(pt.examples_per_sec / pt.cores))
+        scaling.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores))
     out.append(scaling)
 
     recs = Table(title="Recommendations", box=box.SIMPLE, show_lines=True)

@@ -20,10 +20,11 @@ from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.report import Comparison, Report, conclude
 from tfpipe.manifest import Manifest
 
-Progress = Callable[[str], None]
+# Called with a short description as each phase of a bench starts.
+StatusCallback = Callable[[str], None]
 
 
-def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = None, **options: Any) -> Report:
+def bench(config: BenchConfig | None = None, /, *, progress: StatusCallback | None = None, **options: Any) -> Report:
     """Measures whether training on this pipeline would wait for input.
 
     Args:
@@ -136,7 +137,7 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
 
 
 def _compare(
-    pipe: Any, manifest: Manifest | None, split: str | None, cfg: BenchConfig, tfpipe_eps: float, say: Progress
+    pipe: Any, manifest: Manifest | None, split: str | None, cfg: BenchConfig, tfpipe_eps: float, say: StatusCallback
 ) -> Comparison:
     """The seeds' recipe on the same files, measured exactly like the full pipeline.
 

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+from tfpipe.bench.fmt import rate
 from tfpipe.errors import ConfigError, field_error
 
 Band = Literal["not_input_bound", "moderately_input_bound", "highly_input_bound"]
@@ -218,10 +219,6 @@ class Recommendation:
     action: str
 
 
-def _fmt(eps: float) -> str:
-    return f"{eps:,.0f}" if eps >= 100 else f"{eps:,.1f}"
-
-
 def recommend(
     *,
     verdict: Band,
@@ -241,8 +238,8 @@ def recommend(
         out.append(
             Recommendation(
                 "keeps_up",
-                f"The pipeline produces {_fmt(producer_eps)} examples/s, {ratio:.1f}x what the "
-                f"consumer takes ({_fmt(consumer_eps)}/s); predicted input wait {wait:.0%}.",
+                f"The pipeline produces {rate(producer_eps)} examples/s, {ratio:.1f}x what the "
+                f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
                 "No change needed. Re-run with the consumer you will train on "
                 "(--step-time-ms from a profile, or --model) before buying more CPU.",
             )
@@ -291,7 +288,7 @@ def recommend(
             Recommendation(
                 "cpu_bound_beyond_host",
                 f"Feeding the consumer needs about {cores.cores} cores at the measured "
-                f"{_fmt(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
+                f"{rate(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
                 f"scaling efficiency; this host has {cores.available}.",
                 f"Offload preprocessing to the tf.data service: `tfpipe serve worker "
                 f"--allow-remote` on {service.workers} machine(s) of {service.worker_cores} "
@@ -304,8 +301,8 @@ def recommend(
             Recommendation(
                 "cores_suffice",
                 f"{cores.cores} of this host's {cores.available} cores should keep up, "
-                f"yet the measured pipeline does not ({_fmt(producer_eps)} vs "
-                f"{_fmt(consumer_eps)} examples/s).",
+                f"yet the measured pipeline does not ({rate(producer_eps)} vs "
+                f"{rate(consumer_eps)} examples/s).",
                 "Give tf.data the host's cores: raise PipelineConfig threadpool size and "
                 "check nothing else (e.g. the training loop) holds them.",
             )
