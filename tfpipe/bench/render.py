@@ -93,8 +93,8 @@ def renderables(report: Report) -> list[Any]:
         cmp = report.comparison
         summary.add_row(
             "Compare",
-            f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs seeds' recipe "
-            f"{rate(cmp.recipe_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
+            f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs the baseline pipeline (tensorflow/tpu-style) "
+            f"{rate(cmp.baseline_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
         )
     if report.profile_dir:
         summary.add_row("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})")

@@ -141,14 +141,15 @@ class FitCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """The seeds' recipe and tfpipe's pipeline on the same data, same measurement."""
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.recipe`) and tfpipe's, on
+    the same data, measured the same way."""
 
     tfpipe_examples_per_sec: float
-    recipe_examples_per_sec: float
+    baseline_examples_per_sec: float
 
     @property
     def ratio(self) -> float:
-        return self.tfpipe_examples_per_sec / self.recipe_examples_per_sec
+        return self.tfpipe_examples_per_sec / self.baseline_examples_per_sec
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

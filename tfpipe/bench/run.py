@@ -139,15 +139,16 @@ def bench(config: BenchConfig | None = None, /, *, progress: StatusCallback | No
 def _compare(
     pipe: Any, manifest: Manifest | None, split: str | None, cfg: BenchConfig, tfpipe_eps: float, say: StatusCallback
 ) -> Comparison:
-    """The seeds' recipe on the same files, measured exactly like the full pipeline.
+    """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
+    full pipeline.
 
-    The recipe has no repeat(), and a repeat() after its prefetch would restart it cold every
+    The baseline has no repeat(), and a repeat() after its prefetch would restart it cold every
     epoch, which small data turns into most of the time. Its file list is repeated instead, so
     one epoch outlasts the warm-up and the window, as training on full ImageNet would.
     """
     from tfpipe.bench.recipe import recipe_dataset
 
-    say("Timing the seeds' recipe on the same data (--compare)")
+    say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
     files = list(pipe.files)
     compression = manifest.tf_compression if manifest is not None else ""
     size = int(pipe.dataset().element_spec[0].shape[1])

@@ -9,7 +9,7 @@ Output dtype. The default is uint8, normalised on the accelerator, as the tensor
 reference does: a uint8 batch is a quarter of the float32 bytes to copy, batch and transfer,
 and it is the fastest (measured at 224: uint8 575 img/s, bfloat16 478, float32 339 with
 benchmarks/measure_defaults.py; host normalisation costs ~1.5 ms per image on this CPU). For float or bfloat16 with
-mean/std normalisation on the host (the seeds' mixed-bfloat16 recipe), pass
+mean/std normalisation on the host (as mixed-bfloat16 training scripts do), pass
 `dtype="bfloat16"` (or "float32"); `normalize` then defaults to True. Normalisation runs per
 record on the resized float pixels, inside the parallel decode map.
 
