@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tfpipe import _tf
 
-    _tf.set_verbose(getattr(args, "verbose", False))
+    # The command, unlike the library, hides TensorFlow's log noise unless --verbose.
+    _tf.set_quiet(not getattr(args, "verbose", False))
     try:
         return int(args.run(args) or 0)
     except TfpipeError as e:
