@@ -92,3 +92,25 @@ def test_errors_are_one_line_not_tracebacks(tmp_path):
     assert out.returncode == 1
     assert out.stderr.startswith("tfpipe inspect: error: Expected a tfpipe dataset at")
     assert "Traceback" not in out.stderr
+
+
+def test_a_missing_command_module_of_tfpipe_is_an_error_not_a_missing_command(monkeypatch):
+    import tfpipe.cli
+
+    monkeypatch.setattr(tfpipe.cli, "COMMANDS", (*COMMANDS, "no_such_command"))
+    with pytest.raises(ImportError, match=r"tfpipe.cli.no_such_command cannot be imported.*reinstall tfpipe"):
+        tfpipe.cli.make_parser()
+
+
+def test_a_command_whose_optional_dependency_is_missing_names_it(monkeypatch, tmp_path, capsys):
+    import tfpipe.cli
+
+    (tmp_path / "needs_extra.py").write_text("import tfpipe_test_absent_package\n")
+    monkeypatch.setattr(tfpipe.cli, "__path__", [*tfpipe.cli.__path__, str(tmp_path)])
+    monkeypatch.setattr(tfpipe.cli, "COMMANDS", (*COMMANDS, "needs_extra"))
+    assert "needs the 'tfpipe_test_absent_package' package" in tfpipe.cli.make_parser().format_help()
+    assert tfpipe.cli.main(["needs_extra"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tfpipe needs_extra: error: this command needs the Python package "
+                          "'tfpipe_test_absent_package'")
+    assert "pip install tfpipe_test_absent_package" in err

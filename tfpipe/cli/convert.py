@@ -7,8 +7,8 @@ import signal
 import sys
 import time
 
-from tfpipe.cli import add_common
 from tfpipe.bench.fmt import human_bytes
+from tfpipe.cli import add_common
 from tfpipe.cli.render import console
 
 EXAMPLES = """examples:

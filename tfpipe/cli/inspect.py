@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from tfpipe.cli import add_common
 from tfpipe.bench.fmt import human_bytes
+from tfpipe.cli import add_common
 from tfpipe.cli.render import console
 
 
