@@ -111,8 +111,31 @@ def measure(
     if got == 0:
         raise DataError("The pipeline produced no elements: expected records in data (--data), "
                         "split (--split). Received: an empty dataset")
-    # Warm-up, counted from the first element (which may take seconds: shuffle buffers fill
-    # first): pull in chunks until `warmup` has passed, learning the chunk size on the way.
+    chunk, exhausted, warm = _warm_up(it, warmup)
+    if on_window:
+        on_window(True)
+    try:
+        elements, window = _window(it, chunk, exhausted, seconds)
+    finally:
+        if on_window:
+            on_window(False)
+    if elements == 0:
+        raise DataError(
+            f"The pipeline ran out during warm-up ({warm:.1f} s): expected a training pipeline "
+            "that repeats its data. Received: a dataset that ended"
+        )
+    per_sec = elements / window
+    return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm)
+
+
+def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
+    """Pulls in chunks until `warmup` seconds have passed, learning the chunk size that takes
+    about CHUNK_SECONDS (the first element, which may take seconds while shuffle buffers fill,
+    is already out).
+
+    Returns:
+      (chunk size, whether the dataset ended, seconds spent).
+    """
     t1 = time.perf_counter()
     chunk, exhausted = 1, False
     while time.perf_counter() - t1 < warmup and not exhausted:
@@ -124,29 +147,24 @@ def measure(
             chunk *= 2
         elif elapsed > CHUNK_SECONDS * 2 and chunk > 1:
             chunk = max(1, chunk // 2)
-    warm = time.perf_counter() - t1
-    if on_window:
-        on_window(True)
+    return chunk, exhausted, time.perf_counter() - t1
+
+
+def _window(it: Any, chunk: int, exhausted: bool, seconds: float) -> tuple[int, float]:
+    """The timed window: pulls chunks for `seconds` or until the dataset ends.
+
+    Returns:
+      (elements taken, seconds elapsed).
+    """
     w0 = time.perf_counter()
     elements = 0
-    try:
-        while not exhausted:
-            got = _pull(it, chunk)
-            elements += got
-            exhausted = got < chunk
-            if time.perf_counter() - w0 >= seconds:
-                break
-    finally:
-        window = time.perf_counter() - w0
-        if on_window:
-            on_window(False)
-    if elements == 0:
-        raise DataError(
-            f"The pipeline ran out during warm-up ({warm:.1f} s): expected a training pipeline "
-            "that repeats its data. Received: a dataset that ended"
-        )
-    per_sec = elements / window
-    return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm)
+    while not exhausted:
+        got = _pull(it, chunk)
+        elements += got
+        exhausted = got < chunk
+        if time.perf_counter() - w0 >= seconds:
+            break
+    return elements, time.perf_counter() - w0
 
 
 def _pull(it: Any, n: int) -> int:

@@ -302,6 +302,36 @@ def conclude(
 
     Pure: no clocks and no TensorFlow, so a Report can be built from given numbers.
     """
+    return Report(
+        pipeline=pipeline,
+        dataset=dataset,
+        batch_size=batch_size,
+        hosts=hosts,
+        producer=producer,
+        consumer=consumer,
+        stages=stages,
+        scaling=scaling,
+        simulation=simulation,
+        fit=fit,
+        comparison=comparison,
+        profile_dir=profile_dir,
+        environment=dict(environment or {}),
+        elapsed_sec=elapsed_sec,
+        **_analyse(pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores),
+    )
+
+
+def _analyse(
+    pipeline: str,
+    dataset: DatasetInfo,
+    hosts: int,
+    producer: Rate,
+    consumer: Consumer,
+    stages: tuple[StageRate, ...],
+    scaling: tuple[ScalingPoint, ...],
+    worker_cores: int | None,
+) -> dict[str, Any]:
+    """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice."""
     from tfpipe.bench import verdict as v
 
     wait = v.predicted_wait(producer.examples_per_sec, consumer.examples_per_sec)
@@ -321,25 +351,11 @@ def conclude(
         data_on_gcs=dataset.path.startswith("gs://"),
         preset=pipeline,
     )
-    return Report(
-        pipeline=pipeline,
-        dataset=dataset,
-        batch_size=batch_size,
-        hosts=hosts,
-        producer=producer,
-        consumer=consumer,
-        predicted_input_wait=wait,
-        verdict=band,
-        bottleneck=neck,
-        stages=stages,
-        scaling=scaling,
-        cores=cores,
-        service=service,
-        recommendations=advice,
-        simulation=simulation,
-        fit=fit,
-        comparison=comparison,
-        profile_dir=profile_dir,
-        environment=dict(environment or {}),
-        elapsed_sec=elapsed_sec,
-    )
+    return {
+        "predicted_input_wait": wait,
+        "verdict": band,
+        "bottleneck": neck,
+        "cores": cores,
+        "service": service,
+        "recommendations": advice,
+    }

@@ -7,6 +7,7 @@ Everything here takes numbers and returns numbers or small frozen dataclasses, s
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -143,7 +144,7 @@ def rate_at(cores: float, scaling: Sequence[tuple[int, float]]) -> float:
     points = _curve(scaling)
     if cores <= points[0][0]:
         return points[0][1] * cores / points[0][0]
-    for (c0, r0), (c1, r1) in zip(points, points[1:]):
+    for (c0, r0), (c1, r1) in itertools.pairwise(points):
         if cores <= c1:
             return r0 + (r1 - r0) * (cores - c0) / (c1 - c0)
     c_n, r_n = points[-1]
@@ -246,6 +247,15 @@ def recommend(
         )
         return tuple(out)
 
+    stage_advice = _stage_advice(bottleneck, preset=preset, data_on_gcs=data_on_gcs)
+    if stage_advice is not None:
+        out.append(stage_advice)
+    out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps)
+    return tuple(out)
+
+
+def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> Recommendation | None:
+    """What to do about the bottleneck stage, when tfpipe knows that stage."""
     stage = bottleneck.stage
     share = f"{bottleneck.share:.0%} of the time per example ({bottleneck.ms_per_example:.2f} ms)"
     if stage == "decode":
@@ -256,33 +266,37 @@ def recommend(
             if preset == "imagenet"
             else "Per-example decoding dominates: batch before the map so it runs vectorized."
         )
-        out.append(Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action))
-    elif stage == "read":
+        return Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action)
+    if stage == "read":
+        gcs = "; on gs:// read from a bucket in the same region and raise interleave parallelism."
         action = (
             "Reading is the bottleneck. Use more shards (at least 4x the interleave parallelism), "
             "bigger reader buffers, or cache() the records if they fit in memory"
-            + ("; on gs:// read from a bucket in the same region and raise interleave parallelism." if data_on_gcs else ".")
+            + (gcs if data_on_gcs else ".")
         )
-        out.append(Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action))
-    elif stage == "parse":
-        out.append(
-            Recommendation(
-                "parse_bound",
-                f"Parsing records is the bottleneck: {share}.",
-                "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
-                "and drop features the model does not use from the parse spec.",
-            )
+        return Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action)
+    if stage == "parse":
+        return Recommendation(
+            "parse_bound",
+            f"Parsing records is the bottleneck: {share}.",
+            "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
+            "and drop features the model does not use from the parse spec.",
         )
-    elif stage in ("batch", "final"):
-        out.append(
-            Recommendation(
-                f"{stage}_bound",
-                f"The {stage} step costs most: {share}.",
-                "Move per-example work after batch() so it runs vectorized, and prefetch "
-                "with AUTOTUNE as the last stage.",
-            )
+    if stage in ("batch", "final"):
+        return Recommendation(
+            f"{stage}_bound",
+            f"The {stage} step costs most: {share}.",
+            "Move per-example work after batch() so it runs vectorized, and prefetch "
+            "with AUTOTUNE as the last stage.",
         )
+    return None
 
+
+def _cores_advice(
+    cores: CoresEstimate, service: ServiceEstimate, *, producer_eps: float, consumer_eps: float
+) -> list[Recommendation]:
+    """Whether this host's cores can feed the consumer, and how well they scale."""
+    out: list[Recommendation] = []
     if not cores.enough:
         out.append(
             Recommendation(
@@ -317,4 +331,4 @@ def recommend(
                 "and check storage bandwidth before adding CPUs.",
             )
         )
-    return tuple(out)
+    return out
