@@ -173,3 +173,28 @@ def test_recommendations_each_follow_a_finding() -> None:
     recs = _advice(5000, 1000, decode_bound, [(1, 160.0), (2, 290.0)])
     assert [r.kind for r in recs] == ["keeps_up"]
     assert "5.0x" in recs[0].finding
+
+
+def test_cores_from_cpu_cost_is_demand_times_cpu_seconds_per_example() -> None:
+    curve = v.cores_needed(3000.0, [(1, 400.0), (2, 800.0), (4, 1600.0)])
+    assert (curve.cores, curve.extrapolated) == (8, True)
+    est = v.cores_from_cpu(3000.0, 2.5, curve=curve, cores_busy=4.0)
+    assert est.cores == pytest.approx(7.5)  # 3,000/s x 2.5 ms
+    assert (est.cpu_ms_per_example, est.cores_busy, est.at_cores, est.disagreement) == (2.5, 4.0, 4, "")
+    with pytest.raises(ConfigError, match="cpu_ms_per_example must be a finite number >= 0"):
+        v.cores_from_cpu(3000.0, math.nan, curve=curve, cores_busy=4.0)
+
+
+def test_cores_disagreement_names_the_larger_estimate_and_why() -> None:
+    # Whole cores within 25% agree: 10 vs ceil(9.2) = 10, and 4 vs 5 is exactly 25%.
+    assert v.cores_disagreement(10, 9.2, cores_busy=3.5, at_cores=4) == ""
+    assert v.cores_disagreement(4, 5.0, cores_busy=4.0, at_cores=4) == ""
+    assert v.cores_disagreement(0, 0.0, cores_busy=1.0, at_cores=2) == ""
+    idle = v.cores_disagreement(8, 3.6, cores_busy=1.8, at_cores=4)
+    assert idle.startswith("The scaling curve says ~8 cores, the CPU cost per example ~3.6, 100% apart.")
+    assert "Cores sit idle: with 4 threads the pipeline kept 1.8 cores busy" in idle
+    assert "Raise parallelism before adding cores" in idle
+    outside = v.cores_disagreement(4, 6.3, cores_busy=2.9, at_cores=2)
+    assert outside.startswith("The scaling curve says ~4 cores, the CPU cost per example ~6.3, 75% apart.")
+    assert "With 2 threads the process kept 2.9 cores busy: work outside tf.data's threadpool" in outside
+    assert outside.endswith("Plan for the CPU figure.")

@@ -52,7 +52,8 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         ("Batch", batch),
         (
             "Producer",
-            f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state; "
+            f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state, "
+            f"{p.cpu_ms_per_example:.3f} CPU ms per example, {p.cores_busy:.1f} cores busy; "
             f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
         ),
         (
@@ -67,7 +68,8 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
 
 
 def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
-    """Summary rows: the verdict, the bottleneck, cores and tf.data service workers needed."""
+    """Summary rows: the verdict, the bottleneck, cores (from the scaling curve and from CPU
+    cost, and why they differ when they do) and tf.data service workers needed."""
     from rich.text import Text
 
     color = _COLOR[report.verdict]
@@ -75,8 +77,8 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     verdict.append(f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color)
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
-    b, cores, sv = report.bottleneck, report.cores, report.service
-    return [
+    b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
+    rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
         (
             "Bottleneck",
@@ -85,15 +87,24 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         ),
         (
             "Cores needed",
-            f"~{cores.cores} per host ({cores.available} measured here, {rate(cores.per_core_eps)}/s per core, "
+            f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
+            f"{rate(cores.per_core_eps)}/s per core, "
             f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
         ),
         (
-            "tf.data service",
-            f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
-            f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+            "",
+            f"~{cpu.cores:.1f} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per example "
+            f"x {rate(report.consumer.examples_per_sec)} examples/s)",
         ),
     ]
+    if cpu.disagreement:
+        rows.append(("Cores check", Text(cpu.disagreement, style="yellow")))
+    rows.append((
+        "tf.data service",
+        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
+        f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+    ))
+    return rows
 
 
 def _check_rows(report: Report) -> list[tuple[str, Any]]:
@@ -135,6 +146,8 @@ def _stage_table(report: Report) -> Any:
     table.add_column("adds stages")
     table.add_column("examples/s", justify="right")
     table.add_column("vs consumer", justify="right")
+    table.add_column("CPU ms/example", justify="right")
+    table.add_column("cores busy", justify="right")
     table.add_column("first element", justify="right")
     consumer = report.consumer.examples_per_sec
     for s in report.stages:
@@ -143,6 +156,8 @@ def _stage_table(report: Report) -> Any:
             ", ".join(s.stages),
             rate(s.rate.examples_per_sec),
             f"{s.rate.examples_per_sec / consumer:.2f}x",
+            f"{s.rate.cpu_ms_per_example:.3f}",
+            f"{s.rate.cores_busy:.1f}",
             f"{s.rate.first_element_sec:.2f} s",
             style="bold red" if s.name == report.bottleneck.stage else "",
         )
@@ -157,8 +172,11 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("cores", justify="right")
     table.add_column("examples/s", justify="right")
     table.add_column("per core", justify="right")
+    table.add_column("CPU ms/example", justify="right")
+    table.add_column("cores busy", justify="right")
     for pt in report.scaling:
-        table.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores))
+        table.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores),
+                      f"{pt.cpu_ms_per_example:.3f}", f"{pt.cores_busy:.1f}")
     return table
 
 

@@ -17,17 +17,23 @@ from importlib import resources
 from typing import Any, Literal
 
 from tfpipe._version import __version__
-from tfpipe.bench.verdict import Band, Bottleneck, CoresEstimate, Recommendation, ServiceEstimate
+from tfpipe.bench.verdict import Band, Bottleneck, CoresEstimate, CpuCoresEstimate, Recommendation, ServiceEstimate
 
 SCHEMA = "tfpipe.bench.report"
-SCHEMA_VERSION = 1
+# 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
+# cores_needed_from_cpu; compare.recipe_examples_per_sec became baseline_examples_per_sec.
+SCHEMA_VERSION = 2
 
 ConsumerSource = Literal["step_time", "model", "reference"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Rate:
-    """A steady-state throughput measurement.
+    """A steady-state throughput measurement, with its CPU cost.
+
+    CPU time is the process's own (user + system, every TensorFlow thread included) over the
+    window. It barely moves when a neighbour takes cores, while throughput does, so it tells
+    what the work costs on a shared host.
 
     Attributes:
       examples_per_sec: examples per second over the timed window.
@@ -36,6 +42,9 @@ class Rate:
       window_sec: length of the timed window.
       first_element_sec: from creating the iterator to the first element (reported apart).
       warmup_sec: time run after the first element and before the window, excluded from it.
+      cpu_ms_per_example: CPU milliseconds spent in the window per example taken.
+      cores_busy: CPU seconds over wall seconds in the window: how many cores the work kept
+        busy on average.
     """
 
     examples_per_sec: float
@@ -44,6 +53,8 @@ class Rate:
     window_sec: float
     first_element_sec: float
     warmup_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -65,10 +76,24 @@ class StageRate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """The full pipeline's throughput with its private threadpool limited to `cores` threads."""
+    """The full pipeline with its private threadpool limited to `cores` threads.
+
+    Attributes:
+      cores: threads in tf.data's private threadpool.
+      examples_per_sec: steady-state throughput.
+      cpu_ms_per_example: CPU milliseconds per example (see `Rate`).
+      cores_busy: cores kept busy on average; may exceed `cores`, since work outside the
+        threadpool (the loop taking elements, TensorFlow's runtime threads) counts too.
+    """
 
     cores: int
     examples_per_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
+
+    @classmethod
+    def of(cls, cores: int, rate: Rate) -> ScalingPoint:
+        return cls(cores, rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,6 +215,7 @@ class Report:
     stages: tuple[StageRate, ...]
     scaling: tuple[ScalingPoint, ...]
     cores: CoresEstimate
+    cpu_cores: CpuCoresEstimate
     service: ServiceEstimate
     recommendations: tuple[Recommendation, ...]
     simulation: Simulation | None = None
@@ -245,11 +271,16 @@ class Report:
                     "examples_per_sec": _r(s.rate.examples_per_sec),
                     "elements_per_sec": _r(s.rate.elements_per_sec),
                     "first_element_sec": _r(s.rate.first_element_sec),
+                    "cpu_ms_per_example": _r(s.rate.cpu_ms_per_example),
+                    "cores_busy": _r(s.rate.cores_busy),
                 }
                 for s in self.stages
             ],
-            "scaling": [{"cores": p.cores, "examples_per_sec": _r(p.examples_per_sec)} for p in self.scaling],
+            "scaling": [_round_all(dataclasses.asdict(p)) for p in self.scaling],
             "cores_needed": _round_all(dataclasses.asdict(self.cores)),
+            "cores_needed_from_cpu": _round_all(
+                dataclasses.asdict(self.cpu_cores) | {"disagreement": self.cpu_cores.disagreement or None}
+            ),
             "service_workers": _round_all(dataclasses.asdict(self.service)),
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
             "simulation": None if self.simulation is None else _round_all(dataclasses.asdict(self.simulation)),
@@ -339,6 +370,10 @@ def _analyse(
     neck = v.bottleneck([(s.name, s.rate.examples_per_sec) for s in stages])
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
     cores = v.cores_needed(consumer.examples_per_sec, curve)
+    most = max(scaling, key=lambda p: p.cores)
+    cpu_cores = v.cores_from_cpu(
+        consumer.examples_per_sec, producer.cpu_ms_per_example, curve=cores, cores_busy=most.cores_busy
+    )
     service = v.service_workers(consumer.examples_per_sec, hosts, worker_cores or cores.available, curve)
     advice = v.recommend(
         verdict=band,
@@ -356,6 +391,7 @@ def _analyse(
         "verdict": band,
         "bottleneck": neck,
         "cores": cores,
+        "cpu_cores": cpu_cores,
         "service": service,
         "recommendations": advice,
     }

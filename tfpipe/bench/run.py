@@ -127,7 +127,7 @@ def _time_producer(
     known = {}
     own_pool = getattr(pipe.config, "private_threadpool_size", 0)
     if own_pool:
-        known[own_pool] = stages[-1].rate.examples_per_sec  # the full prefix already ran with that pool
+        known[own_pool] = stages[-1].rate  # the full prefix already ran with that pool
     scaling = tuple(
         producer.measure_scaling(
             pipe, producer.core_counts(max_cores), seconds=cfg.seconds, warmup=cfg.warmup, known=known, progress=say

@@ -174,6 +174,78 @@ def cores_needed(consumer_eps: float, scaling: Sequence[tuple[int, float]]) -> C
     return CoresEstimate(cores, c_n, one, efficiency, True)
 
 
+# The two cores-needed estimates are said to disagree when the larger exceeds the smaller by
+# more than this share: the run-to-run spread of either on a shared 2-core host is ~10%.
+DISAGREE_ABOVE = 0.25
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CpuCoresEstimate:
+    """Cores one host needs to feed its consumer, from the CPU cost per example.
+
+    Attributes:
+      cores: the consumer's examples/s x CPU seconds per example: cores kept fully busy.
+      cpu_ms_per_example: the full pipeline's CPU milliseconds per example.
+      cores_busy: cores the full pipeline kept busy at the most cores of the scaling curve.
+      at_cores: that many cores (tf.data threadpool threads).
+      disagreement: why this and the scaling curve's estimate differ by more than
+        DISAGREE_ABOVE; empty when they agree.
+    """
+
+    cores: float
+    cpu_ms_per_example: float
+    cores_busy: float
+    at_cores: int
+    disagreement: str
+
+
+def cores_from_cpu(
+    consumer_eps: float, cpu_ms_per_example: float, *, curve: CoresEstimate, cores_busy: float
+) -> CpuCoresEstimate:
+    """Cores needed from CPU cost: examples/s the consumer takes x CPU seconds per example.
+
+    Args:
+      consumer_eps: examples/s one host's consumer takes.
+      cpu_ms_per_example: the full pipeline's CPU cost per example, in milliseconds.
+      curve: the estimate from the scaling curve, to compare with.
+      cores_busy: cores kept busy at the curve's most cores (`curve.available`).
+    """
+    if cpu_ms_per_example < 0 or not math.isfinite(cpu_ms_per_example):
+        raise field_error(ConfigError, "cpu_ms_per_example", "a finite number >= 0", cpu_ms_per_example)
+    cores = max(0.0, consumer_eps) * cpu_ms_per_example / 1000.0
+    why = cores_disagreement(curve.cores, cores, cores_busy=cores_busy, at_cores=curve.available)
+    return CpuCoresEstimate(cores, cpu_ms_per_example, cores_busy, curve.available, why)
+
+
+def cores_disagreement(curve_cores: int, cpu_cores: float, *, cores_busy: float, at_cores: int) -> str:
+    """Says why the scaling curve's and the CPU cost's estimates differ, or "" when they agree.
+
+    Both are compared in whole cores. Extrapolated from the curve's last point, the curve's
+    estimate over the CPU one is `at_cores / cores_busy` there, so which is larger says whether
+    cores sat idle or the process used more cores than the threadpool had.
+    """
+    cpu_whole = math.ceil(cpu_cores - 1e-9)
+    low, high = sorted((curve_cores, cpu_whole))
+    if low <= 0 or high <= low * (1 + DISAGREE_ABOVE):
+        return ""
+    head = (
+        f"The scaling curve says ~{curve_cores} cores, the CPU cost per example ~{cpu_cores:.1f}, "
+        f"{high / low - 1:.0%} apart. "
+    )
+    if curve_cores > cpu_whole:
+        return head + (
+            f"Cores sit idle: with {at_cores} threads the pipeline kept {cores_busy:.1f} cores busy, "
+            "so parallelism limits (a serial stage, too little interleave or map parallelism, "
+            "waits on storage) cap throughput before CPU does, or adding cores does not scale "
+            "linearly. Raise parallelism before adding cores; the CPU figure is what the work needs."
+        )
+    return head + (
+        f"With {at_cores} threads the process kept {cores_busy:.1f} cores busy: work outside "
+        "tf.data's threadpool (the loop taking elements, TensorFlow's runtime threads) uses cores "
+        "the curve does not count, or scaling is not linear. Plan for the CPU figure."
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ServiceEstimate:
     """tf.data service workers needed to feed every host.
