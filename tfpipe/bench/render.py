@@ -146,7 +146,7 @@ def _stage_table(report: Report) -> Any:
     table.add_column("adds stages")
     table.add_column("examples/s", justify="right")
     table.add_column("vs consumer", justify="right")
-    table.add_column("CPU ms/example", justify="right")
+    table.add_column("CPU ms/ex", justify="right")
     table.add_column("cores busy", justify="right")
     table.add_column("first element", justify="right")
     consumer = report.consumer.examples_per_sec
@@ -172,7 +172,7 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("cores", justify="right")
     table.add_column("examples/s", justify="right")
     table.add_column("per core", justify="right")
-    table.add_column("CPU ms/example", justify="right")
+    table.add_column("CPU ms/ex", justify="right")
     table.add_column("cores busy", justify="right")
     for pt in report.scaling:
         table.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores),

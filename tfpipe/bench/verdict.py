@@ -234,10 +234,11 @@ def cores_disagreement(curve_cores: int, cpu_cores: float, *, cores_busy: float,
     )
     if curve_cores > cpu_whole:
         return head + (
-            f"Cores sit idle: with {at_cores} threads the pipeline kept {cores_busy:.1f} cores busy, "
-            "so parallelism limits (a serial stage, too little interleave or map parallelism, "
-            "waits on storage) cap throughput before CPU does, or adding cores does not scale "
-            "linearly. Raise parallelism before adding cores; the CPU figure is what the work needs."
+            f"Cores sit idle: with {at_cores} threads the pipeline kept {cores_busy:.1f} cores busy. "
+            "Other processes on this host took cores, or parallelism limits (a serial stage, too "
+            "little interleave or map parallelism, waits on storage) leave them idle, or adding "
+            "cores does not scale linearly. The CPU figure is what the work needs on cores of its "
+            "own; on a quiet host, raise parallelism before adding cores."
         )
     return head + (
         f"With {at_cores} threads the process kept {cores_busy:.1f} cores busy: work outside "
