@@ -100,6 +100,8 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
     ] == ["decode_bound", "cpu_bound_beyond_host"]
     assert obj["compare"]["ratio"] == pytest.approx(298 / 210, abs=1e-6)
     assert obj["compare"]["baseline_examples_per_sec"] == 210.0
+    with pytest.deprecated_call():
+        assert report.comparison.recipe_examples_per_sec == 210.0
     assert obj["schema_version"] == 2
 
 

@@ -176,6 +176,15 @@ class Comparison:
     def ratio(self) -> float:
         return self.tfpipe_examples_per_sec / self.baseline_examples_per_sec
 
+    @property
+    def recipe_examples_per_sec(self) -> float:
+        """Deprecated alias of `baseline_examples_per_sec`; removed in the next release."""
+        import warnings
+
+        warnings.warn("Comparison.recipe_examples_per_sec is deprecated: use baseline_examples_per_sec",
+                      DeprecationWarning, stacklevel=2)
+        return self.baseline_examples_per_sec
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DatasetInfo:
