@@ -201,8 +201,8 @@ def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
         console.print(r)
     text = console.export_text()
     for needle in ("HIGHLY INPUT-BOUND", "predicted 87.5%", "measured 86.1% (simulate)", "Bottleneck", "decode",
-                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x", "37 per host x 2 hosts",
-                   "CPU ms/ex", "cores busy", "6.066", "from CPU cost"):
+                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x",
+                   "37 per host x 2 hosts", "CPU ms/ex", "cores busy", "6.066", "from CPU cost"):
         assert needle in text, needle
     assert "Cores check" not in text  # the two estimates agree
 

@@ -95,7 +95,9 @@ def test_measure_reports_cpu_cost_per_example_and_cores_busy(pipe) -> None:
     tf_ = tf()
 
     def make():
-        work = lambda x: tf_.reduce_sum(tf_.sin(tf_.cast(tf_.range(4000, dtype=tf_.int64) + x, tf_.float32)))  # noqa: E731
+        def work(x):
+            return tf_.reduce_sum(tf_.sin(tf_.cast(tf_.range(4000, dtype=tf_.int64) + x, tf_.float32)))
+
         return tf_.data.Dataset.range(10**9).map(work, num_parallel_calls=tf_.data.AUTOTUNE).batch(37)
 
     rate = producer.measure(make, examples_per_element=37, seconds=0.5, warmup=0.2)

@@ -64,7 +64,8 @@ def test_tensorflow_log_noise_is_hidden_by_the_cli():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ['TF_CPP_MIN_LOG_LEVEL'], t.get_logger().level)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_without_tf_log_settings())
     assert out.returncode == 0 and out.stdout.split() == ["3", "3", str(logging.ERROR)], out.stderr
     for noise in ("cuInit", "cuda_platform", "cudart_stub", "oneDNN", "absl::InitializeLog"):
         assert noise not in out.stderr
@@ -78,7 +79,8 @@ def test_library_leaves_tensorflow_logging_as_the_user_set_it():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ.get('TF_CPP_MIN_LOG_LEVEL'), t.get_logger().level)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_without_tf_log_settings())
     assert out.returncode == 0 and out.stdout.split() == ["3", "None", str(logging.INFO)], out.stderr
 
 

@@ -203,7 +203,9 @@ class ModelOnDevice:
     synthetic: Any
 
 
-def model_on_device(name: str, pipeline: Any, *, num_classes: int, device: Device | None = None) -> ModelOnDevice:
+def model_on_device(
+    name: str, pipeline: Any, *, num_classes: int, device: Device | None = None
+) -> ModelOnDevice:
     """Builds `name` for `pipeline`'s batches on `device` (the best local one when None)."""
     from tfpipe._tf import tf
 

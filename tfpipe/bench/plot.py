@@ -81,7 +81,8 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     else:
         ax1.set_xlim(0, top * 1.3)
     for yi, v in zip(y, values, strict=True):
-        ax1.text(v * (1.08 if log else 1.0) + (0 if log else top * 0.01), yi, rate_short(v), va="center", fontsize=9)
+        x = v * (1.08 if log else 1.0) + (0 if log else top * 0.01)
+        ax1.text(x, yi, rate_short(v), va="center", fontsize=9)
     ax1.axvline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6)
     ax1.text(
         consumer,
@@ -125,8 +126,10 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
             xs = [max(cores), x_max]
             ax2.plot(xs, [rate_at(x, points) for x in xs], "--", color=_OK, alpha=0.7, label="extrapolated")
         for c, r in points:
-            ax2.annotate(rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9)
-    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {rate_short(consumer)}/s")
+            ax2.annotate(rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right",
+                         fontsize=9)
+    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6,
+                label=f"consumer {rate_short(consumer)}/s")
     if needed:
         note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
         if needed == shown:

@@ -17,7 +17,14 @@ from importlib import resources
 from typing import Any, Literal
 
 from tfpipe._version import __version__
-from tfpipe.bench.verdict import Band, Bottleneck, CoresEstimate, CpuCoresEstimate, Recommendation, ServiceEstimate
+from tfpipe.bench.verdict import (
+    Band,
+    Bottleneck,
+    CoresEstimate,
+    CpuCoresEstimate,
+    Recommendation,
+    ServiceEstimate,
+)
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and

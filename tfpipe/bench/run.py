@@ -33,7 +33,9 @@ from tfpipe.manifest import Manifest
 StatusCallback = Callable[[str], None]
 
 
-def bench(config: BenchConfig | None = None, /, *, progress: StatusCallback | None = None, **options: Any) -> Report:
+def bench(
+    config: BenchConfig | None = None, /, *, progress: StatusCallback | None = None, **options: Any
+) -> Report:
     """Measures whether training on this pipeline would wait for input.
 
     Args:
@@ -170,7 +172,12 @@ def _environment(cfg: BenchConfig, device: Any) -> dict[str, Any]:
 
 
 def _compare(
-    pipe: Any, manifest: Manifest | None, split: str | None, cfg: BenchConfig, tfpipe_eps: float, say: StatusCallback
+    pipe: Any,
+    manifest: Manifest | None,
+    split: str | None,
+    cfg: BenchConfig,
+    tfpipe_eps: float,
+    say: StatusCallback,
 ) -> Comparison:
     """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
     full pipeline.

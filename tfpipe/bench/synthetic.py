@@ -82,7 +82,8 @@ class SyntheticSpec:
 
         blob = json.dumps(
             dataclasses.asdict(self)
-            | {"generator": GENERATOR_VERSION, "fake_data": _fake.GENERATOR_VERSION, "manifest": FORMAT_VERSION},
+            | {"generator": GENERATOR_VERSION, "fake_data": _fake.GENERATOR_VERSION,
+               "manifest": FORMAT_VERSION},
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]

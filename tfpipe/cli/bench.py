@@ -80,7 +80,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="also run against a consumer sleeping the step time; measure input wait")
     p.add_argument("--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input")
     p.add_argument("--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window")
-    p.add_argument("--compare", action="store_true", help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused map, batch, prefetch) on the same data; print the ratio")
+    p.add_argument("--compare", action="store_true",
+                   help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused "
+                   "map, batch, prefetch) on the same data; print the ratio")
     p.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
     p.add_argument("--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)")
     p.add_argument("--worker-cores", type=_positive(int), help="cores per tf.data service worker for the estimate (default: this host's)")
