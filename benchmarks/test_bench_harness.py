@@ -4,7 +4,7 @@ Run: python -m pytest benchmarks/test_bench_harness.py -s -p no:cacheprovider
 Measures, on the embedded default datasets (generated once into a temporary cache):
 - the default `tfpipe bench --pipeline=imagenet` run, first time (generation included) and
   cached, as wall time of the real command; the first must stay under 2 minutes;
-- the producer (full pipeline, steady state) for tfpipe and for the seeds' recipe, same data;
+- the producer (full pipeline, steady state) for tfpipe and for the tensorflow/tpu-style baseline, same data;
 - the tabular producer;
 - generation + convert of the default synthetic dataset (what the first run pays);
 - --simulate against the prediction in all three bands: |predicted - measured| <= 0.05.

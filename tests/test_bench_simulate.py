@@ -49,6 +49,9 @@ def test_prefixes_follow_plan_stage_list(pipe, tmp_path) -> None:
     for r in rates:
         assert r.rate.examples_per_sec > 0 and r.rate.elements > 0
         assert r.rate.window_sec >= 0.5 and r.rate.first_element_sec > 0
+        # The process's CPU time in the window: every prefix costs some, on at most this host's cores.
+        assert r.rate.cpu_ms_per_example > 0
+        assert 0 < r.rate.cores_busy <= producer.available_cores() + 0.5
     # Reading records is far faster than decoding them.
     by_name = {r.name: r.rate.examples_per_sec for r in rates}
     assert by_name["read"] > by_name["decode"]
@@ -84,6 +87,26 @@ def test_simulate_matches_prediction_in_each_band(pipe, target: float, band: str
     assert verdict.band(sim.predicted_input_wait) == band, attempts
     assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05, attempts
     assert sim.steps >= 3 and sim.window_sec >= 1.5
+
+
+def test_measure_reports_cpu_cost_per_example_and_cores_busy(pipe) -> None:
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+
+    def make():
+        def work(x):
+            return tf_.reduce_sum(tf_.sin(tf_.cast(tf_.range(4000, dtype=tf_.int64) + x, tf_.float32)))
+
+        return tf_.data.Dataset.range(10**9).map(work, num_parallel_calls=tf_.data.AUTOTUNE).batch(37)
+
+    rate = producer.measure(make, examples_per_element=37, seconds=0.5, warmup=0.2)
+    assert rate.cpu_ms_per_example > 0
+    assert 0 < rate.cores_busy <= producer.available_cores() + 0.5
+    # Both describe the same window: cores busy = CPU seconds per example x examples per second.
+    assert rate.cores_busy == pytest.approx(rate.cpu_ms_per_example / 1000 * rate.examples_per_sec)
+    points = producer.measure_scaling(pipe, [1], seconds=0.3, warmup=0.2)
+    assert points[0].cores == 1 and points[0].cpu_ms_per_example > 0 and points[0].cores_busy > 0
 
 
 def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
