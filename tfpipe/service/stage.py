@@ -237,7 +237,8 @@ class _Watch:
                 f"Lost the tf.data service {' and '.join(lost)}: unreachable for at least "
                 f"{self.timeout:g} s while this client waited for data from dispatcher "
                 f"{self.dispatcher.address}. Restart it at the same address within "
-                "peer_timeout (distribute(peer_timeout=...)) to continue, or raise the timeout. "
+                "peer_timeout (distribute(peer_timeout=...), build(service_peer_timeout=...)) to "
+                "continue, or raise the timeout. "
                 f"Received: peer_timeout={self.timeout:g}"
             )
 
