@@ -6,7 +6,6 @@ import io
 import json
 
 import pytest
-from _report_schema import validate
 
 from tfpipe.bench import reference
 from tfpipe.bench.config import BenchConfig, check_step_time_ms
@@ -21,6 +20,8 @@ from tfpipe.bench.report import (
     conclude,
 )
 from tfpipe.errors import ConfigError
+
+from _report_schema import validate
 
 
 def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
@@ -196,7 +197,7 @@ def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
 
     from tfpipe.bench.render import renderables
 
-    console = Console(width=160, record=True, file=open("/dev/null", "w"))
+    console = Console(width=160, record=True, file=io.StringIO())
     for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861))):
         console.print(r)
     text = console.export_text()
@@ -216,7 +217,7 @@ def test_reference_table_rows_cite_sources() -> None:
         assert "approximate" in row.label
     assert reference.default_for("imagenet").name == "resnet50-a100"
     assert reference.default_for("tabular").preset == "tabular"
-    with pytest.raises(ConfigError, match="accelerator must be one of .*Received: accelerator='tpu-v9'"):
+    with pytest.raises(ConfigError, match=r"accelerator must be one of .*Received: accelerator='tpu-v9'"):
         reference.lookup("tpu-v9")
 
 
@@ -235,11 +236,11 @@ def test_bench_config_validation() -> None:
     cfg = BenchConfig(batch_size=96, hosts=3, step_time_ms=50)
     assert (cfg.global_batch, cfg.host_batch) == (96, 32)
     assert BenchConfig(pipeline="tabular").host_batch == 1024
-    with pytest.raises(ConfigError, match="at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
+    with pytest.raises(ConfigError, match=r"at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
         BenchConfig(step_time_ms=5.0, accelerator="resnet50-a100")
     with pytest.raises(ConfigError, match="batch_size=100, hosts=3"):
         BenchConfig(batch_size=100, hosts=3)
-    with pytest.raises(ConfigError, match="model must be one of .*Received: model='mlp'"):
+    with pytest.raises(ConfigError, match=r"model must be one of .*Received: model='mlp'"):
         BenchConfig(model="mlp")
     with pytest.raises(ConfigError, match="fit needs a model"):
         BenchConfig(fit=True)
@@ -249,5 +250,5 @@ def test_bench_config_validation() -> None:
         BenchConfig(pipeline="audio")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="seconds must be a positive number"):
         BenchConfig(seconds=0)
-    with pytest.raises(ConfigError, match="compare .* needs pipeline='imagenet'"):
+    with pytest.raises(ConfigError, match=r"compare .* needs pipeline='imagenet'"):
         BenchConfig(pipeline="tabular", compare=True)

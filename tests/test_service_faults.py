@@ -259,7 +259,7 @@ def _read(ds, kill, at: int = KILL_AT) -> tuple[list[int], float | None, BaseExc
                 kill()
                 killed = time.monotonic()
             time.sleep(0.002)
-    except Exception as e:  # noqa: BLE001 - returned for the test to check
+    except Exception as e:
         error = e
     return got, None if killed is None else time.monotonic() - killed, error
 

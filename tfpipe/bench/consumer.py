@@ -76,7 +76,7 @@ def discover_device() -> Device:
             tf_.tpu.experimental.initialize_tpu_system(resolver)
             strategy = tf_.distribute.TPUStrategy(resolver)
             return Device("TPU", f"TPU ({strategy.num_replicas_in_sync} cores)", strategy)
-        except Exception:  # noqa: BLE001 - any failure means no usable TPU; fall through
+        except Exception:
             pass
     gpus = tf_.config.list_physical_devices("GPU")
     if gpus:

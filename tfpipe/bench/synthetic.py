@@ -60,7 +60,7 @@ class SyntheticSpec:
             raise field_error(ConfigError, "pipeline", f"one of {sorted(DEFAULT_EXAMPLES)}", self.pipeline)
         if self.examples < 1:
             raise field_error(ConfigError, "examples", "an integer >= 1", self.examples)
-        if not 1 <= self.shards:
+        if not self.shards >= 1:
             raise field_error(ConfigError, "shards", "an integer >= 1", self.shards)
 
     @classmethod

@@ -13,6 +13,7 @@ that time is simply waited for, as TensorFlow intends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
@@ -247,10 +248,8 @@ def _parsed(addresses: list[str]) -> set[ServiceAddress]:
     """The worker addresses that parse; one TF could not be reached at is not probed."""
     out = set()
     for text in addresses:
-        try:
+        with contextlib.suppress(ConfigError):
             out.add(ServiceAddress.parse(text, "worker"))
-        except ConfigError:
-            pass
     return out
 
 
@@ -306,7 +305,7 @@ def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threadin
                 return
             if not put(("element", element)):
                 return
-    except Exception as e:  # noqa: BLE001 - handed to the consumer, which raises it
+    except Exception as e:
         put(("error", e))
 
 
