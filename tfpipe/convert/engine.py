@@ -21,6 +21,7 @@ from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import Source
 from tfpipe.convert.writer import ShardDone, ShardWriter
+from tfpipe.errors import DataError
 
 
 @contextlib.contextmanager
@@ -45,7 +46,8 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
       spool_dir: a local folder for the unfinished file; None picks one (see `spool_for`).
 
     Raises:
-      DataError: an input that cannot be encoded under `strict`, or a table that changed.
+      DataError: an input that cannot be encoded under `strict`, or inputs that changed since
+        the plan (a table with fewer rows).
       StorageError: reading or writing failed after retries.
     """
     with contextlib.ExitStack() as stack:
@@ -55,6 +57,9 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
             for piece in task.pieces():
                 for item in encode_piece(piece).encoded:
                     writer.add(item)
+            if writer.items != task.count:
+                raise DataError(f"{task.name}: expected the {task.count} inputs the plan gives this shard. "
+                                f"Received: {writer.items}; did the input change during the conversion?")
             return writer.commit()
         except BaseException:
             writer.abort()

@@ -75,10 +75,12 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
     """
     shard_cfg, cfg = split_options(options)
 
-    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal) -> list[ShardDone]:
+    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
+              journal: ResumeJournal) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock)
+    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite,
+                          break_lock=break_lock)
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]

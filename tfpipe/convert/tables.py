@@ -36,6 +36,8 @@ class TableScan:
       rows: rows that will be written (after any rows dropped for a null label).
       drop_label: the label column whose null rows are dropped, or None.
       skipped: per file with dropped rows, their count and first row numbers.
+      file_rows: the rows each file adds to `rows`, so a shard's rows can be read from the
+        files that hold them alone (`sources.TableRows`).
     """
 
     files: tuple[str, ...]
@@ -48,6 +50,7 @@ class TableScan:
     drop_label: str | None = None
     dropped_rows: int = 0
     skipped: tuple[Skipped, ...] = ()
+    file_rows: tuple[int, ...] = ()  # rows each file adds to `rows`, in the order of `files`
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
@@ -331,6 +334,7 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
     files = tuple(table_files(src, fmt))
     columns: dict[str, _Column] = {}
     total = kept = 0
+    file_rows = dict.fromkeys(files, 0)
     drops: dict[str, tuple[int, list[int]]] = {}  # file -> rows dropped, the first of them
     for path in files:
         if fmt == "csv":
@@ -350,9 +354,11 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
                     drops[path] = (n + int(null.sum()), (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS])
                     chunk = chunk[~null]
             kept += len(chunk)
+            file_rows[path] += len(chunk)
             for c, column in columns.items():
                 column.add(chunk[c], path, fmt == "csv" and path == files[0])
-    return _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    out = _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    return dataclasses.replace(out, file_rows=tuple(file_rows.values()))
 
 
 def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Column], total: int, kept: int,
