@@ -296,7 +296,7 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         return
     with open(local_path, "rb+") as f:
         os.fsync(f.fileno())
-    os.chmod(local_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; shards are data, not secrets
+    os.chmod(local_path, 0o666 & ~current_umask())  # mkstemp makes 0600; shards are data, not secrets
     if overwrite:
         os.replace(local_path, dest)
     else:
@@ -308,13 +308,23 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
     _fsync_dir(os.path.dirname(dest) or ".")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
+def current_umask() -> int:
+    """The process's umask, read when needed (it may change while the process runs).
+
+    Linux reports it in /proc/self/status (since 4.7), which reads it without changing it.
+    Elsewhere the only way is to set it and set it back; in that instant another thread's new
+    file would get permissions from mask 0, which is why that is the fallback only.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # the strictest mask while it is briefly swapped out
     os.umask(mask)
     return mask
-
-
-_UMASK = _current_umask()
 
 
 def _fsync_dir(path: str) -> None:
