@@ -13,7 +13,7 @@ from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make
 from tfpipe.convert.sources import IMAGES_PER_TASK, ImageSource
 from tfpipe.convert.writer import JournalState, ShardDone
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, Skipped, Split
+from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split
 from tfpipe.schema import IMAGE_SCHEMA
 
 DEST = "/data/out"
@@ -21,7 +21,7 @@ DEST = "/data/out"
 
 def image_source(n=37):
     items = tuple(ImageItem(f"/src/c{i % 3}/{i}.jpg", i % 3, f"c{i % 3}") for i in range(n))
-    skipped = (Skipped("/src/x.txt", "not an image"),)
+    skipped = (SkippedInput("/src/x.txt", "not an image"),)
     scan = ImageScan("images", items, ("c0", "c1", "c2"), 0, 1000 * n, skipped)
     return ImageSource(scan, None, 90, "decode", fingerprint="f" * 64)
 
@@ -72,7 +72,7 @@ def done_of(plan, skipped=()):
 
 def test_the_manifest_comes_from_the_plan_and_the_shards_done():
     plan = plan_of()
-    manifest = plan.manifest(done_of(plan, (Skipped("/src/c0/9.jpg", "empty file"),)), None, 1.23456)
+    manifest = plan.manifest(done_of(plan, (SkippedInput("/src/c0/9.jpg", "empty file"),)), None, 1.23456)
     split = manifest.splits["train"]
     assert split.examples == 37 and split.bytes == 3700 and split.seconds == 1.235
     assert [s.input for s in split.skipped] == ["/src/x.txt"] + ["/src/c0/9.jpg"] * 4
@@ -190,3 +190,41 @@ def test_write_shard_refuses_a_table_that_lost_rows_since_the_plan(tmp_path):
         write_shard(plan.shards[2])
     assert sorted(os.listdir(tmp_path / "out")) == []
     assert write_shard(plan.shards[0]).info.examples == 6
+
+
+# ---- convert() takes configs as objects or as options ----
+
+
+def test_configs_as_objects_or_options_give_the_same_pair():
+    from tfpipe.convert.config import split_options
+
+    shards, config = ShardConfig(num_shards=8, compression="gzip"), ConvertConfig(quality=80, workers=2)
+    assert split_options({}, shards, config) == (shards, config)
+    assert split_options({"num_shards": 8, "compression": "gzip", "quality": 80, "workers": 2}) == (shards, config)
+    assert split_options({"quality": 80, "workers": 2}, shards) == (shards, config)
+    assert split_options({"num_shards": 8, "compression": "gzip", "shard_size": "1MiB"}, None, config)[0] == \
+        ShardConfig(num_shards=8, compression="gzip", shard_size=1 << 20)
+
+
+def test_an_option_given_in_a_config_and_as_a_keyword_is_refused():
+    from tfpipe.convert.config import split_options
+    from tfpipe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"Expected each convert option once\. Received: shards=ShardConfig\("
+                                          r".*num_shards=8.*\) and num_shards=4\. Set it in the ShardConfig"):
+        split_options({"num_shards": 4}, ShardConfig(num_shards=8))
+    with pytest.raises(ConfigError, match=r"Received: config=ConvertConfig\(.*\) and quality=80, seed=1\. "
+                                          r"Set them in the ConvertConfig"):
+        split_options({"quality": 80, "seed": 1}, None, ConvertConfig())
+    with pytest.raises(ConfigError, match=r"^shards must be a ShardConfig or None\. Received: shards=ConvertConfig"):
+        split_options({}, ConvertConfig())
+
+
+def test_convert_accepts_the_config_objects(tmp_path):
+    import tfpipe
+
+    (tmp_path / "t.csv").write_text("x,y\n" + "".join(f"{i},{i % 2}\n" for i in range(9)))
+    m = tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "out"), tfpipe.ShardConfig(num_shards=2),
+                       tfpipe.ConvertConfig(label="y", workers=1))
+    assert [s.examples for s in m.splits["train"].shards] == [5, 4]
+    assert m.schema.label == "y" and m.splits["train"].options["num_shards"] == 2

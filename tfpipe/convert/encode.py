@@ -11,7 +11,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
-from tfpipe.errors import DataError
+from tfpipe.convert.tables import null_value_error
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 
@@ -84,7 +84,7 @@ def read_input(path: str) -> bytes:
         raise
     except OSError as e:
         raise storage.StorageError(f"{path}: cannot read it: {e.strerror or e}") from e
-    except Exception as e:  # noqa: BLE001 - e.g. a non-transient HTTP error from the GCS client
+    except Exception as e:  # e.g. a non-transient HTTP error from the GCS client
         raise storage.StorageError(f"{path}: cannot read it: {e}") from e
 
 
@@ -108,15 +108,9 @@ def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[A
     col = frame[field.name]
     null = col.isna().to_numpy()
     if null.any() and not field.has_mask:
-        row = int(frame.index[null.argmax()])
-        raise DataError(
-            f"{where}: column {field.name!r}, row {row} (0-based, header excluded) is null. "
-            "Expected a value: nulls are never written as plausible values. Pass "
-            "--missing fill (missing='fill') to write a default plus a "
-            f"'{field.name}/missing' mask."
-        )
+        raise null_value_error(where, int(frame.index[null.argmax()]), field.name)
     if field.dtype == "bytes":
-        values = [b"" if n else str(v).encode("utf-8") for v, n in zip(col.tolist(), null)]
+        values = [b"" if n else str(v).encode("utf-8") for v, n in zip(col.tolist(), null, strict=True)]
     elif field.dtype == "float32":
         values = col.to_numpy(dtype="float64", na_value=0.0)
     else:

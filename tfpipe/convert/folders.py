@@ -29,7 +29,7 @@ from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 
 SYNSET_RE = re.compile(r"^n\d{8}$")
 
@@ -41,7 +41,7 @@ class ImageScan:
     class_names: tuple[str, ...]
     label_offset: int
     estimated_bytes: int
-    skipped: tuple[Skipped, ...] = ()  # inputs left out when listing, with the reason
+    skipped: tuple[SkippedInput, ...] = ()  # inputs left out when listing, with the reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -153,9 +153,10 @@ def _is_image_name(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
 
 
-def _not_an_image(path: str) -> Skipped:
+def _not_an_image(path: str) -> SkippedInput:
     ext = os.path.splitext(path)[1] or "(none)"
-    return Skipped(path, f"not an image file: extension {ext} is not one of {' '.join(sorted(IMAGE_EXTENSIONS))}")
+    known = " ".join(sorted(IMAGE_EXTENSIONS))
+    return SkippedInput(path, f"not an image file: extension {ext} is not one of {known}")
 
 
 # ---- the format ----
@@ -246,7 +247,8 @@ def scan_class_folders(src: str, layout: str, label_offset: int, seed: int,
             f"dataset this split joins ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}). "
             "Labels must mean the same class in every split: convert into a new destination."
         )
-    skipped = [Skipped(storage.join(src, n), "not inside a class folder") for n, is_dir, _ in entries if not is_dir]
+    skipped = [SkippedInput(storage.join(src, n), "not inside a class folder")
+               for n, is_dir, _ in entries if not is_dir]
     items: list[ImageItem] = []
     total = 0
     top = () if storage.is_gcs(src) else (_inode(src),)

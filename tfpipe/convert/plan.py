@@ -24,7 +24,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, Skipped, Split, shard_name
+from tfpipe.manifest import Manifest, SkippedInput, Split, shard_name
 from tfpipe.schema import Schema
 
 PLAN_VERSION = 1
@@ -87,7 +87,7 @@ class ConvertPlan:
     label_offset: int
     compression: str
     missing: str
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
     dropped_rows: int
     shards: tuple[ShardTask, ...]
 

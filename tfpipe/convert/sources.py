@@ -19,7 +19,7 @@ from tfpipe.convert import folders, tables
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest, Skipped
+from tfpipe.manifest import Manifest, SkippedInput
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class Source(Protocol):
     label_offset: int
     fingerprint: str
     unit: str
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
     dropped_rows: int
 
     def shard_inputs(self, first: int, end: int) -> ShardInputs:

@@ -17,7 +17,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert import csvfile, values
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 from tfpipe.schema import Field, Schema, dtype_for_pandas
 
 # A column's kind as pandas sees it; "null" is a chunk where the column had no value at all.
@@ -49,7 +49,7 @@ class TableScan:
     encoding: str = "utf-8"
     drop_label: str | None = None
     dropped_rows: int = 0
-    skipped: tuple[Skipped, ...] = ()
+    skipped: tuple[SkippedInput, ...] = ()
     file_rows: tuple[int, ...] = ()  # rows each file adds to `rows`, in the order of `files`
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
@@ -307,6 +307,15 @@ class _Column:
         )
 
 
+def null_value_error(where: str, row: int, column: str) -> DataError:
+    """A null in a column that may not hold one (missing="error"), named by file, column and row."""
+    return DataError(
+        f"{where}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
+        "value: nulls are never written as plausible values. Pass --missing fill "
+        f"(missing='fill') to write a default plus a '{column}/missing' mask."
+    )
+
+
 def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
     """The rows where the label is null, or a DataError naming the first one."""
     null = frame[label].isna().to_numpy()
@@ -373,19 +382,15 @@ def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Colu
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
     if missing == "error" and nulls:
         column = min(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1]))
-        path, row = nulls[column]
-        raise DataError(
-            f"{path}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
-            "value: nulls are never written as plausible values. Pass --missing fill "
-            f"(missing='fill') to write a default plus a '{column}/missing' mask."
-        )
+        raise null_value_error(*nulls[column], column)
     fields = tuple(Field(c, _KIND_TO_DTYPE.get(col.kind, "float32"), has_mask=c in nulls,
                          source_dtype=col.source_dtype) for c, col in columns.items())
     kinds = {c: col.kind for c, col in columns.items()}
     skipped = tuple(
-        Skipped(path, f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-label "
-                      f"drop, missing_label='drop'): row{'s' if n > 1 else ''} {', '.join(map(str, rows))}"
-                      f"{' and more' if n > len(rows) else ''} (0-based, header excluded)")
+        SkippedInput(path, f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
+                           f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
+                           f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
+                           "header excluded)")
         for path, (n, rows) in drops.items()
     )
     out = TableScan(files, fmt, Schema(fields, label=label), kept, kinds, 0, encoding,
