@@ -462,3 +462,13 @@ def test_reading_the_umask_never_sets_it(monkeypatch):
 
     monkeypatch.setattr(os, "umask", refuse)
     assert storage.current_umask() == expected
+
+
+def test_only_durable_commits_wait_for_the_disk(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    storage.write_atomic(str(tmp_path / "durable"), b"a")
+    assert len(synced) == 2  # the file, then its folder
+    storage.write_atomic(str(tmp_path / "redoable"), b"b", durable=False)
+    assert len(synced) == 2 and (tmp_path / "redoable").read_bytes() == b"b"

@@ -284,7 +284,7 @@ def temp_name(final_name: str) -> str:
     return f"{HIDDEN_PREFIX}{final_name}.tmp-{os.getpid()}-{random.randrange(1 << 32):08x}"
 
 
-def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
+def commit_file(local_path: str, dest: str, overwrite: bool = False, durable: bool = True) -> None:
     """Moves a finished local file to `dest` atomically (rename, or a whole-object upload).
 
     Raises:
@@ -294,8 +294,12 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         _upload(dest, overwrite, local_path=local_path)
         os.remove(local_path)
         return
-    with open(local_path, "rb+") as f:
-        os.fsync(f.fileno())
+    # `durable`: flush the file and its directory entry to the disk, so a power loss cannot
+    # leave `dest` named but empty. False only for files whose loss or emptiness costs no
+    # more than redoing work, such as a resume journal's done-records.
+    if durable:
+        with open(local_path, "rb+") as f:
+            os.fsync(f.fileno())
     os.chmod(local_path, 0o666 & ~current_umask())  # mkstemp makes 0600; shards are data, not secrets
     if overwrite:
         os.replace(local_path, dest)
@@ -305,7 +309,8 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         except FileExistsError:
             raise AlreadyExists(f"{dest} already exists") from None
         os.remove(local_path)
-    _fsync_dir(os.path.dirname(dest) or ".")
+    if durable:
+        _fsync_dir(os.path.dirname(dest) or ".")
 
 
 def current_umask() -> int:
@@ -373,8 +378,10 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
     return with_retries(upload, f"upload {dest}")
 
 
-def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
+def write_atomic(dest: str, data: bytes, overwrite: bool = False, durable: bool = True) -> int:
     """Writes `data` to `dest` so that readers see all of it or nothing.
+
+    `durable` as for `commit_file`.
 
     Returns:
       The GCS object generation (0 for a local file).
@@ -390,7 +397,7 @@ def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        commit_file(tmp, dest, overwrite=overwrite)
+        commit_file(tmp, dest, overwrite=overwrite, durable=durable)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
