@@ -56,8 +56,8 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
         spool = spool_dir or stack.enter_context(spool_for(task.dest))
         writer = ShardWriter(task.dest, task.name, task.compression, spool_dir=spool, strict=task.strict)
         try:
-            for piece in task.pieces():
-                for item in encode_piece(piece).encoded:
+            for piece in readahead(task.pieces()):
+                for item in (copy_piece(piece) or encode_piece(piece)).encoded:
                     writer.add(item)
             if writer.items != task.count:
                 raise DataError(f"{task.name}: expected the {task.count} inputs the plan gives this shard. "
