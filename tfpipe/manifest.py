@@ -189,7 +189,8 @@ class Manifest:
             )
         try:
             label_offset = obj.get("label_offset", 0)
-            if not (isinstance(label_offset, int) and not isinstance(label_offset, bool) and abs(label_offset) <= 2**31):
+            is_int = isinstance(label_offset, int) and not isinstance(label_offset, bool)
+            if not (is_int and abs(label_offset) <= 2**31):
                 raise ManifestError(f"expected label_offset to be a small int. Received: {label_offset!r}")
             splits = {str(k): Split.from_json(v) for k, v in obj.get("splits", {}).items()}
             for name, split in splits.items():

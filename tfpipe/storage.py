@@ -120,7 +120,7 @@ def with_retries(fn: Callable[[], T], what: str) -> T:
     for attempt in range(RETRY_ATTEMPTS):
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - classified below
+        except Exception as e:  # any error: classified below
             if not _is_transient(e) or attempt == RETRY_ATTEMPTS - 1:
                 if _is_transient(e):
                     raise StorageError(f"{what}: gave up after {RETRY_ATTEMPTS} attempts: {e}") from e
@@ -242,7 +242,7 @@ def file_kind(mode: int) -> str:
 def open_read(path: str) -> BinaryIO:
     """A buffered binary stream; for gs://, a retried download into a spooled temp file."""
     if is_gcs(path):
-        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned to the caller
 
         def download() -> None:
             spool.seek(0)
@@ -360,7 +360,7 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
 
     def upload() -> int:
         blob = _blob(dest)
-        options = dict(if_generation_match=precondition, retry=_no_client_retry(), checksum="crc32c")
+        options = {"if_generation_match": precondition, "retry": _no_client_retry(), "checksum": "crc32c"}
         try:
             if local_path is not None:
                 blob.upload_from_filename(local_path, **options)

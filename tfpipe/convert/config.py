@@ -82,10 +82,8 @@ class ShardConfig:
 
     def count_for(self, n_items: int, estimated_bytes: int) -> int:
         """The number of shards: exact if asked for, else by size; never more than the items."""
-        if self.num_shards is not None:
-            wanted = self.num_shards
-        else:
-            wanted = -(-max(estimated_bytes, 1) // self.shard_size)
+        by_size = -(-max(estimated_bytes, 1) // self.shard_size)
+        wanted = by_size if self.num_shards is None else self.num_shards
         return max(1, min(wanted, n_items))
 
 

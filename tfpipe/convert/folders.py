@@ -185,7 +185,8 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
                 head = f.read(4)
             if head == b"PAR1":
                 return FormatChoice("parquet", "the file starts with Parquet's magic bytes PAR1")
-            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), f"a single file named {suffix or 'without a suffix'}")
+            named = f"a single file named {suffix or 'without a suffix'}"
+            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), named)
     entries = _entries(src)
     dirs = [n for n, is_dir, _ in entries if is_dir]
     files = [n for n, is_dir, _ in entries if not is_dir]
@@ -310,6 +311,7 @@ def scan_validation(src: str, labels_file: str, label_offset: int,
     unknown = sorted(set(synsets) - set(index))
     if unknown:
         raise DataError(f"{labels_file}: synsets {unknown[:5]} are not among the {len(names)} classes of the dataset")
-    items = [ImageItem(storage.join(src, n), label_offset + index[s], s) for (n, _), s in zip(files, synsets)]
+    items = [ImageItem(storage.join(src, n), label_offset + index[s], s)
+             for (n, _), s in zip(files, synsets, strict=True)]
     total = sum(size for _, size in files)
     return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped)

@@ -250,7 +250,8 @@ class ResumeJournal:
             record_name = f".{name}.done"
             if record_name in listing and name in listing:
                 record = self._read_done(name)
-                if record and record.info.name == name and storage.size(storage.join(self.dest, name)) == record.info.bytes:
+                size = storage.size(storage.join(self.dest, name))
+                if record and record.info.name == name and size == record.info.bytes:
                     done[i] = record
                     continue
             # A shard renamed into place before its done-record was written, a stale one, or a
