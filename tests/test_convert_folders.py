@@ -48,7 +48,7 @@ def tree(tmp_path):
     return root
 
 
-# ---- item 2: subfolders of class folders, stray files, empty classes ----
+# ---- subfolders of class folders, stray files, empty classes ----
 
 
 def test_subfolders_of_a_class_are_converted_and_counted(tree, tmp_path):
@@ -90,7 +90,7 @@ def test_a_class_folder_without_images_is_an_error_naming_it(tree, tmp_path):
     assert not os.path.exists(tmp_path / "out")  # the failed run removed the folder it made
 
 
-# ---- item 14: the layout auto-detection ----
+# ---- the layout auto-detection ----
 
 
 def test_one_non_synset_folder_is_refused_by_name(tree, tmp_path):
@@ -127,7 +127,7 @@ def test_dest_inside_src_is_refused(tree):
     assert not os.path.exists(tree / "out") and detect_format(str(tree)) == "imagenet"
 
 
-# ---- item 9: a later split keeps the dataset's class numbering ----
+# ---- a later split keeps the dataset's class numbering ----
 
 
 @pytest.mark.parametrize("imagenet_names", [True, False])

@@ -434,3 +434,41 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+# ---- local files: permissions ----
+
+
+def test_a_committed_local_file_takes_the_umask_of_the_moment(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert storage.current_umask() == 0o027
+        tmp = tmp_path / ".x.tmp"
+        tmp.write_bytes(b"data")
+        os.chmod(tmp, 0o600)  # as mkstemp makes it
+        storage.commit_file(str(tmp), str(tmp_path / "x"))
+        assert (os.stat(tmp_path / "x").st_mode & 0o777) == 0o640
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's /proc/self/status")
+def test_reading_the_umask_never_sets_it(monkeypatch):
+    expected = os.umask(0o022)
+    os.umask(expected)
+
+    def refuse(mask):
+        raise AssertionError(f"os.umask({mask:o}) called: another thread's new file would get that mask")
+
+    monkeypatch.setattr(os, "umask", refuse)
+    assert storage.current_umask() == expected
+
+
+def test_only_durable_commits_wait_for_the_disk(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    storage.write_atomic(str(tmp_path / "durable"), b"a")
+    assert len(synced) == 2  # the file, then its folder
+    storage.write_atomic(str(tmp_path / "redoable"), b"b", durable=False)
+    assert len(synced) == 2 and (tmp_path / "redoable").read_bytes() == b"b"

@@ -295,3 +295,19 @@ def test_bad_options_name_the_field(
 ) -> None:
     with pytest.raises(ConfigError, match=rf"^{field} must be .* Received: {field}="):
         normalize_image(sources["baseline"], **options)
+
+
+def test_convert_and_normalize_image_share_one_rule_for_their_options(sources: dict[str, bytes]) -> None:
+    from tfpipe.convert.config import ConvertConfig
+
+    for options, message in [
+        ({"resize_shorter": 7}, "resize_shorter must be an int >= 8 or None. Received: resize_shorter=7"),
+        ({"quality": 0}, "quality must be an int in 1..100. Received: quality=0"),
+    ]:
+        with pytest.raises(ConfigError) as by_image:
+            normalize_image(sources["baseline"], **options)
+        with pytest.raises(ConfigError) as by_config:
+            ConvertConfig(**options)
+        assert str(by_image.value) == str(by_config.value) == message
+    small = normalize_image(sources["baseline"], resize_shorter=8)
+    assert min(small.height, small.width) == 8

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tfpipe.errors import ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, Skipped, Split, check_relative_name, shard_name
+from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split, check_relative_name, shard_name
 from tfpipe.schema import IMAGE_SCHEMA
 
 
@@ -13,8 +13,9 @@ def _manifest(root, name="train-00000-of-00001"):
     return Manifest(
         root=str(root), layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1, class_names=("n01", "n02"),
         compression="none",
-        splits={"train": Split((ShardInfo(name, 3, 120, "sha256:" + "0" * 64),), (Skipped("a.JPEG", "empty file"),),
-                               source="/src", options={"num_shards": 1})},
+        splits={"train": Split((ShardInfo(name, 3, 120, "sha256:" + "0" * 64),),
+                               (SkippedInput("a.JPEG", "empty file"),), source="/src",
+                               options={"num_shards": 1})},
     )
 
 

@@ -43,7 +43,7 @@ def cli(*args):
                           capture_output=True, text=True, timeout=120)
 
 
-# ---- nullable ints stay int64, whatever the source (item 3)
+# ---- nullable ints stay int64, whatever the source
 
 IDS = [16777217, None, 16777219, 2**53 + 1, -(2**63), 2**63 - 1, None]
 
@@ -79,7 +79,7 @@ def test_uint64_converts_when_it_fits_int64_and_is_refused_by_row_when_not(tmp_p
         tfpipe.convert(str(tmp_path / "big.parquet"), str(tmp_path / "big"))
 
 
-# ---- a label is never made up (item 4)
+# ---- a label is never made up
 
 PENGUINS = [  # (body mass, sex); the label is null in rows 3, 4 and 9
     (3750, "male"), (3800, "female"), (3250, "female"), (None, None), (3450, None), (3650, "male"),
@@ -154,7 +154,7 @@ def test_drop_needs_a_label_column():
         tfpipe.convert("x.csv", "out", missing_label="drop")
 
 
-# ---- CSV rows as wide as the header (item 5, and ragged rows from the failures issue)
+# ---- CSV rows as wide as the header, ragged rows refused by line
 
 def write_sklearn_like(path, n_rows, n_features, classes):
     """scikit-learn's bundled CSVs: line 1 is `n_samples,n_features,<class names>`, not a header."""
@@ -225,7 +225,7 @@ def test_duplicate_column_names_are_refused(tmp_path, fmt):
         tfpipe.convert(str(src), str(tmp_path / "out"))
 
 
-# ---- float32 changes no value beyond its precision; types do not change mid-file (item 13)
+# ---- float32 changes no value beyond its precision; types do not change mid-file
 
 @pytest.mark.parametrize("chunk_rows", [16, 1000])
 def test_a_stray_fraction_in_an_id_column_is_refused(tmp_path, chunk_rows):
@@ -297,7 +297,7 @@ def test_the_second_pass_refuses_a_table_that_changed(tmp_path):
         list(scan.chunks(2))
 
 
-# ---- Parquet page checksums (item 18)
+# ---- Parquet page checksums
 
 def test_parquet_page_checksums_are_verified(tmp_path):
     rng = np.random.default_rng(1)

@@ -19,6 +19,7 @@ from tfpipe._version import __version__
 
 _EXPORTS = {
     "ShardConfig": "tfpipe.convert",
+    "ConvertConfig": "tfpipe.convert",
     "Manifest": "tfpipe.manifest",
     "Schema": "tfpipe.schema",
     "Field": "tfpipe.schema",
@@ -43,7 +44,7 @@ __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 if TYPE_CHECKING:
     from tfpipe.bench import BenchConfig, Report
-    from tfpipe.convert import ShardConfig
+    from tfpipe.convert import ConvertConfig, ShardConfig
     from tfpipe.errors import TfpipeError
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch

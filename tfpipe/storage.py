@@ -120,7 +120,7 @@ def with_retries(fn: Callable[[], T], what: str) -> T:
     for attempt in range(RETRY_ATTEMPTS):
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - classified below
+        except Exception as e:  # any error: classified below
             if not _is_transient(e) or attempt == RETRY_ATTEMPTS - 1:
                 if _is_transient(e):
                     raise StorageError(f"{what}: gave up after {RETRY_ATTEMPTS} attempts: {e}") from e
@@ -242,7 +242,7 @@ def file_kind(mode: int) -> str:
 def open_read(path: str) -> BinaryIO:
     """A buffered binary stream; for gs://, a retried download into a spooled temp file."""
     if is_gcs(path):
-        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned to the caller
 
         def download() -> None:
             spool.seek(0)
@@ -284,7 +284,7 @@ def temp_name(final_name: str) -> str:
     return f"{HIDDEN_PREFIX}{final_name}.tmp-{os.getpid()}-{random.randrange(1 << 32):08x}"
 
 
-def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
+def commit_file(local_path: str, dest: str, overwrite: bool = False, durable: bool = True) -> None:
     """Moves a finished local file to `dest` atomically (rename, or a whole-object upload).
 
     Raises:
@@ -294,9 +294,13 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         _upload(dest, overwrite, local_path=local_path)
         os.remove(local_path)
         return
-    with open(local_path, "rb+") as f:
-        os.fsync(f.fileno())
-    os.chmod(local_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; shards are data, not secrets
+    # `durable`: flush the file and its directory entry to the disk, so a power loss cannot
+    # leave `dest` named but empty. False only for files whose loss or emptiness costs no
+    # more than redoing work, such as a resume journal's done-records.
+    if durable:
+        with open(local_path, "rb+") as f:
+            os.fsync(f.fileno())
+    os.chmod(local_path, 0o666 & ~current_umask())  # mkstemp makes 0600; shards are data, not secrets
     if overwrite:
         os.replace(local_path, dest)
     else:
@@ -305,16 +309,27 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
         except FileExistsError:
             raise AlreadyExists(f"{dest} already exists") from None
         os.remove(local_path)
-    _fsync_dir(os.path.dirname(dest) or ".")
+    if durable:
+        _fsync_dir(os.path.dirname(dest) or ".")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
+def current_umask() -> int:
+    """The process's umask, read when needed (it may change while the process runs).
+
+    Linux reports it in /proc/self/status (since 4.7), which reads it without changing it.
+    Elsewhere the only way is to set it and set it back; in that instant another thread's new
+    file would get permissions from mask 0, which is why that is the fallback only.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # the strictest mask while it is briefly swapped out
     os.umask(mask)
     return mask
-
-
-_UMASK = _current_umask()
 
 
 def _fsync_dir(path: str) -> None:
@@ -345,7 +360,7 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
 
     def upload() -> int:
         blob = _blob(dest)
-        options = dict(if_generation_match=precondition, retry=_no_client_retry(), checksum="crc32c")
+        options = {"if_generation_match": precondition, "retry": _no_client_retry(), "checksum": "crc32c"}
         try:
             if local_path is not None:
                 blob.upload_from_filename(local_path, **options)
@@ -363,8 +378,10 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
     return with_retries(upload, f"upload {dest}")
 
 
-def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
+def write_atomic(dest: str, data: bytes, overwrite: bool = False, durable: bool = True) -> int:
     """Writes `data` to `dest` so that readers see all of it or nothing.
+
+    `durable` as for `commit_file`.
 
     Returns:
       The GCS object generation (0 for a local file).
@@ -380,7 +397,7 @@ def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        commit_file(tmp, dest, overwrite=overwrite)
+        commit_file(tmp, dest, overwrite=overwrite, durable=durable)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)

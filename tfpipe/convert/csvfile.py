@@ -64,7 +64,8 @@ class _ZipMember(io.BufferedReader):
             self._closers.insert(0, archive.close)
             names = [n for n in archive.namelist() if not n.endswith("/")]
             if len(names) != 1:
-                raise DataError(f"{path}: expected a zip archive of one CSV file. Received: {len(names)} files {names[:5]}")
+                raise DataError(f"{path}: expected a zip archive of one CSV file. "
+                                f"Received: {len(names)} files {names[:5]}")
             super().__init__(archive.open(names[0]))  # type: ignore[arg-type]
         except BaseException:
             for close in self._closers:

@@ -29,7 +29,7 @@ from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 
 SYNSET_RE = re.compile(r"^n\d{8}$")
 
@@ -41,7 +41,7 @@ class ImageScan:
     class_names: tuple[str, ...]
     label_offset: int
     estimated_bytes: int
-    skipped: tuple[Skipped, ...] = ()  # inputs left out when listing, with the reason
+    skipped: tuple[SkippedInput, ...] = ()  # inputs left out when listing, with the reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -153,9 +153,10 @@ def _is_image_name(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
 
 
-def _not_an_image(path: str) -> Skipped:
+def _not_an_image(path: str) -> SkippedInput:
     ext = os.path.splitext(path)[1] or "(none)"
-    return Skipped(path, f"not an image file: extension {ext} is not one of {' '.join(sorted(IMAGE_EXTENSIONS))}")
+    known = " ".join(sorted(IMAGE_EXTENSIONS))
+    return SkippedInput(path, f"not an image file: extension {ext} is not one of {known}")
 
 
 # ---- the format ----
@@ -184,7 +185,8 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
                 head = f.read(4)
             if head == b"PAR1":
                 return FormatChoice("parquet", "the file starts with Parquet's magic bytes PAR1")
-            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), f"a single file named {suffix or 'without a suffix'}")
+            named = f"a single file named {suffix or 'without a suffix'}"
+            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), named)
     entries = _entries(src)
     dirs = [n for n, is_dir, _ in entries if is_dir]
     files = [n for n, is_dir, _ in entries if not is_dir]
@@ -246,7 +248,8 @@ def scan_class_folders(src: str, layout: str, label_offset: int, seed: int,
             f"dataset this split joins ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}). "
             "Labels must mean the same class in every split: convert into a new destination."
         )
-    skipped = [Skipped(storage.join(src, n), "not inside a class folder") for n, is_dir, _ in entries if not is_dir]
+    skipped = [SkippedInput(storage.join(src, n), "not inside a class folder")
+               for n, is_dir, _ in entries if not is_dir]
     items: list[ImageItem] = []
     total = 0
     top = () if storage.is_gcs(src) else (_inode(src),)
@@ -308,6 +311,7 @@ def scan_validation(src: str, labels_file: str, label_offset: int,
     unknown = sorted(set(synsets) - set(index))
     if unknown:
         raise DataError(f"{labels_file}: synsets {unknown[:5]} are not among the {len(names)} classes of the dataset")
-    items = [ImageItem(storage.join(src, n), label_offset + index[s], s) for (n, _), s in zip(files, synsets)]
+    items = [ImageItem(storage.join(src, n), label_offset + index[s], s)
+             for (n, _), s in zip(files, synsets, strict=True)]
     total = sum(size for _, size in files)
     return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped)

@@ -24,7 +24,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, Skipped, Split, shard_name
+from tfpipe.manifest import Manifest, SkippedInput, Split, shard_name
 from tfpipe.schema import Schema
 
 PLAN_VERSION = 1
@@ -87,7 +87,7 @@ class ConvertPlan:
     label_offset: int
     compression: str
     missing: str
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
     dropped_rows: int
     shards: tuple[ShardTask, ...]
 
@@ -124,10 +124,10 @@ class ConvertPlan:
             options=self.options,
             seconds=round(seconds, 3),
         )
-        return Manifest(root=self.dest, layout=self.layout, schema=self.schema, label_offset=self.label_offset,
-                        class_names=self.class_names, compression=self.compression,
-                        splits={**(existing.splits if existing else {}), self.split: split},
-                        missing=self.missing)
+        return Manifest(root=self.dest, layout=self.layout, schema=self.schema,
+                        label_offset=self.label_offset, class_names=self.class_names,
+                        compression=self.compression, missing=self.missing,
+                        splits={**(existing.splits if existing else {}), self.split: split})
 
 
 def make_plan(src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: ConvertConfig,
@@ -140,12 +140,14 @@ def make_plan(src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: 
     if source.n_items == 0:
         raise DataError(f"{src}: expected at least one input to convert. Received: none")
     n_shards = shard_cfg.count_for(source.n_items, source.estimated_bytes)
+    compression = shard_cfg.compression
     shards = tuple(
-        ShardTask(i, shard_name(shard_cfg.split, i, n_shards, shard_cfg.compression), dest, shard_cfg.compression,
+        ShardTask(i, shard_name(shard_cfg.split, i, n_shards, compression), dest, compression,
                   a, b - a, cfg.strict, source.shard_inputs(a, b))
         for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
     )
-    options = {k: v for k, v in (dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)).items() if k != "workers"}
+    chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
+    options = {k: v for k, v in chosen.items() if k != "workers"}  # workers change no byte
     options["format"], options["format_reason"] = fmt, reason
     return ConvertPlan(src, dest, shard_cfg.split, options, source.fingerprint, source.n_items, source.unit,
                        source.layout, source.schema, source.class_names, source.label_offset,

@@ -43,14 +43,21 @@ class Tick:
     plan: str = ""  # what convert decided, e.g. the format auto-detection chose and why
 
 
-def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = False, break_lock: bool = False,
-            progress: Callable[[Tick], None] | None = None, **options: Any) -> Manifest:
+ProgressCallback = Callable[[Tick], None]
+"""What `convert(progress=...)` calls with a Tick as work completes (the CLI draws a bar)."""
+
+
+def convert(src: str, dest: str, shards: ShardConfig | None = None, config: ConvertConfig | None = None, *,
+            resume: bool = False, overwrite: bool = False, break_lock: bool = False,
+            progress: ProgressCallback | None = None, **options: Any) -> Manifest:
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
       src: an image folder tree, a flat validation folder (with `labels_file`), or a CSV or
         Parquet file (or a folder of them). Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
+      shards: how to cut shards, as a ShardConfig; or pass its fields as options.
+      config: everything else, as a ConvertConfig; or pass its fields as options.
       resume: finish an interrupted conversion of the same split with the same options.
       overwrite: replace the split if `dest` already has it.
       break_lock: take over a gs:// destination's lock left by a run on another host that
@@ -58,7 +65,8 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
       progress: called with a `Tick` as work completes; the library itself prints nothing.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
-        label_offset, labels_file, strict, seed, chunk_rows, missing_label, encoding).
+        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
+        each for the config not given as an object.
 
     Returns:
       The committed Manifest.
@@ -69,16 +77,20 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
         cannot be written (a full disk says that `resume` continues once space is freed).
       DataError: bad input, naming the file, column and row.
       StorageError: reading or writing failed after retries; `resume` continues the run.
+      ConfigError: an unknown or invalid option, or one given both in a config and as an option.
 
     Example:
       >>> tfpipe.convert("ILSVRC/train", "gs://bucket/imagenet", num_shards=1024)
+      >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
     """
-    shard_cfg, cfg = split_options(options)
+    shard_cfg, cfg = split_options(options, shards, config)
 
-    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal) -> list[ShardDone]:
+    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
+              journal: ResumeJournal) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock)
+    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite,
+                          break_lock=break_lock)
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -218,7 +230,7 @@ class _Tally:
 
 
 def _execute(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], workers: int,
-             journal: ResumeJournal, progress: Callable[[Tick], None] | None) -> list[ShardDone]:
+             journal: ResumeJournal, progress: ProgressCallback | None) -> list[ShardDone]:
     """Writes the shards not `done` with the local engine, recording each as it commits."""
     results = dict(done)
     tally = _Tally(items=sum(plan.shards[i].count for i in done), bytes_in=0,

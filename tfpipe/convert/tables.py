@@ -17,7 +17,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert import csvfile, values
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 from tfpipe.schema import KIND_DTYPES, Field, Schema, kind_for_pandas
 
 # A column's kind as pandas sees it; "null" is a chunk where the column had no value at all.
@@ -35,6 +35,8 @@ class TableScan:
       rows: rows that will be written (after any rows dropped for a null label).
       drop_label: the label column whose null rows are dropped, or None.
       skipped: per file with dropped rows, their count and first row numbers.
+      file_rows: the rows each file adds to `rows`, so a shard's rows can be read from the
+        files that hold them alone (`sources.TableRows`).
     """
 
     files: tuple[str, ...]
@@ -46,7 +48,8 @@ class TableScan:
     encoding: str = "utf-8"
     drop_label: str | None = None
     dropped_rows: int = 0
-    skipped: tuple[Skipped, ...] = ()
+    skipped: tuple[SkippedInput, ...] = ()
+    file_rows: tuple[int, ...] = ()  # rows each file adds to `rows`, in the order of `files`
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
@@ -302,6 +305,15 @@ class _Column:
         )
 
 
+def null_value_error(where: str, row: int, column: str) -> DataError:
+    """A null in a column that may not hold one (missing="error"), named by file, column and row."""
+    return DataError(
+        f"{where}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
+        "value: nulls are never written as plausible values. Pass --missing fill "
+        f"(missing='fill') to write a default plus a '{column}/missing' mask."
+    )
+
+
 def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
     """The rows where the label is null, or a DataError naming the first one."""
     null = frame[label].isna().to_numpy()
@@ -329,6 +341,7 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
     files = tuple(table_files(src, fmt))
     columns: dict[str, _Column] = {}
     total = kept = 0
+    file_rows = dict.fromkeys(files, 0)
     drops: dict[str, tuple[int, list[int]]] = {}  # file -> rows dropped, the first of them
     for path in files:
         if fmt == "csv":
@@ -348,9 +361,11 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
                     drops[path] = (n + int(null.sum()), (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS])
                     chunk = chunk[~null]
             kept += len(chunk)
+            file_rows[path] += len(chunk)
             for c, column in columns.items():
                 column.add(chunk[c], path, fmt == "csv" and path == files[0])
-    return _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    out = _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    return dataclasses.replace(out, file_rows=tuple(file_rows.values()))
 
 
 def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Column], total: int, kept: int,
@@ -365,19 +380,15 @@ def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Colu
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
     if missing == "error" and nulls:
         column = min(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1]))
-        path, row = nulls[column]
-        raise DataError(
-            f"{path}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
-            "value: nulls are never written as plausible values. Pass --missing fill "
-            f"(missing='fill') to write a default plus a '{column}/missing' mask."
-        )
+        raise null_value_error(*nulls[column], column)
     fields = tuple(Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls,
                          source_dtype=col.source_dtype) for c, col in columns.items())
     kinds = {c: col.kind for c, col in columns.items()}
     skipped = tuple(
-        Skipped(path, f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-label "
-                      f"drop, missing_label='drop'): row{'s' if n > 1 else ''} {', '.join(map(str, rows))}"
-                      f"{' and more' if n > len(rows) else ''} (0-based, header excluded)")
+        SkippedInput(path, f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
+                           f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
+                           f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
+                           "header excluded)")
         for path, (n, rows) in drops.items()
     )
     out = TableScan(files, fmt, Schema(fields, label=label), kept, kinds, 0, encoding,
