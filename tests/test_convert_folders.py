@@ -51,6 +51,20 @@ def tree(tmp_path):
 # ---- subfolders of class folders, stray files, empty classes ----
 
 
+def test_a_class_whose_images_are_all_undecodable_is_said_loudly(tree, tmp_path):
+    from tfpipe.convert import EmptyClassWarning
+
+    second = sorted(p for p in tree.iterdir())[1]
+    for image in second.iterdir():
+        image.write_bytes(b"not a jpeg")
+    with pytest.warns(EmptyClassWarning, match=rf"class '{second.name}' has 0 examples in split 'train': "
+                      r"all 2 of its image files were skipped as undecodable"):
+        manifest = tfpipe.convert(str(tree), str(tmp_path / "out"), workers=1)
+    assert manifest.class_names[1] == second.name and len(manifest.class_names) == 3
+    labels = sorted(int(r["image/class/label"][0]) for r in records(manifest))
+    assert labels == [1, 1, 1, 3, 3, 3, 3]  # the other classes keep their labels
+
+
 def test_subfolders_of_a_class_are_converted_and_counted(tree, tmp_path):
     """`scenes/2019/*.jpg` used to be dropped with "0 skipped"; now it is found, as in Keras."""
     nested = tree / SYNSETS[1] / "2019" / "deeper"

@@ -395,3 +395,18 @@ def test_tables_on_gcs_are_read_and_checked_alike(tmp_path, gcs_bucket):
     assert column(records(tmp_path / "pq")[0], "id") == [16777217, 0, 3]
     with pytest.raises(DataError, match=rf"{gcs_bucket}/src/bad.csv, line 5: expected 2 fields"):
         tfpipe.convert(gcs_bucket + "/src/bad.csv", str(tmp_path / "bad"))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "auto"])
+def test_a_fifo_given_as_a_table_is_refused_by_kind(tmp_path, fmt):
+    os.mkfifo(tmp_path / "t.csv")
+    with pytest.raises(DataError, match=r"t\.csv: expected .*Received: a FIFO \(named pipe\)"):
+        tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "out"), label="y", format=fmt)
+
+
+def test_a_fifo_in_a_csv_folder_is_refused_by_name(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.csv").write_text("x,y\n1,0\n")
+    os.mkfifo(tmp_path / "src" / "b.csv")
+    with pytest.raises(DataError, match=r"b\.csv: expected a regular csv file\. Received: a FIFO"):
+        tfpipe.convert(str(tmp_path / "src"), str(tmp_path / "out"), label="y", format="csv")

@@ -180,7 +180,11 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
     if not storage.is_gcs(src):
         if not os.path.lexists(src):
             raise DataError(f"Expected a source folder or table file. Received: {src!r}, which does not exist")
-        if stat.S_ISREG(_stat(src).st_mode):
+        mode = _stat(src).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise DataError(f"{src}: expected a source folder or table file. "
+                            f"Received: {storage.file_kind(mode)}")
+        if stat.S_ISREG(mode):
             with open(src, "rb") as f:
                 head = f.read(4)
             if head == b"PAR1":

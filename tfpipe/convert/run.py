@@ -8,11 +8,13 @@ what to do with the destination (`plan.decide`), let an engine write the shards 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
 import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -22,10 +24,10 @@ from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
-from tfpipe.convert.sources import Source, open_source
+from tfpipe.convert.sources import ImageSource, Source, open_source
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import DestinationError, ManifestError, TfpipeError
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -146,7 +148,28 @@ def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: S
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
+    for name, listed in _emptied_classes(source, manifest.split(plan.split)):
+        warnings.warn(
+            f"class {name!r} has 0 examples in split {plan.split!r}: all {listed} of its image files "
+            "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
+            "no other label shifts; replace the files and convert again with --overwrite.",
+            EmptyClassWarning, stacklevel=3)
     return manifest
+
+
+class EmptyClassWarning(UserWarning):
+    """A class whose image files were all skipped: it is in the class list with 0 examples."""
+
+
+def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
+    """(class name, image files listed) of each class this split listed but wrote nothing of."""
+    if not isinstance(source, ImageSource):
+        return []
+    skipped = {s.input for s in split.skipped}
+    listed = collections.Counter(i.label for i in source.scan.items)
+    kept = collections.Counter(i.label for i in source.scan.items if i.path not in skipped)
+    offset = source.label_offset
+    return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
 
 
 def _choose_format(src: str, cfg: ConvertConfig) -> tuple[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,12 +76,25 @@ def table_files(src: str, fmt: str) -> list[str]:
     """The table files of `src`: the file itself, or a directory's files of that format, sorted."""
     if storage.is_gcs(src) or os.path.isfile(src):
         return [src]
+    _refuse_special(src, f"a {fmt} file or a folder of them")
     suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
     files = [storage.join(src, n) for n in storage.listdir(src)
              if not n.startswith(".") and _suffix(n, fmt) in suffixes]
     if not files:
         raise DataError(f"{src}: expected {fmt} files ({', '.join(suffixes)}). Received: none")
+    for path in files:
+        _refuse_special(path, f"a regular {fmt} file", folder_ok=False)
     return files
+
+
+def _refuse_special(path: str, expected: str, folder_ok: bool = True) -> None:
+    """Refuses a FIFO, socket or device (reading one would block or never end), by name."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing path is named by the listing or the read that follows
+    if not (stat.S_ISREG(mode) or (folder_ok and stat.S_ISDIR(mode))):
+        raise DataError(f"{path}: expected {expected}. Received: {storage.file_kind(mode)}")
 
 
 def _suffix(name: str, fmt: str) -> str:
