@@ -106,8 +106,9 @@ def photos_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _make_photos(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("photos")
-    fake_data.write_image_folder(root / "photos", classes=3, per_class=PHOTOS_PER_CLASS,
-                                 size=(32, 24), imagenet_names=False)
+    fake_data.write_image_folder(
+        root / "photos", classes=3, per_class=PHOTOS_PER_CLASS, size=(32, 24), imagenet_names=False
+    )
     dest = str(root / "out")
     tfpipe.convert(str(root / "photos"), dest, num_shards=3, workers=1)
     return dest
@@ -125,8 +126,9 @@ def write_tf_examples(path: str, rows: list[dict]) -> None:
 
     with tf.io.TFRecordWriter(path) as writer:
         for row in rows:
-            example = tf.train.Example(features=tf.train.Features(
-                feature={k: feature(v) for k, v in row.items()}))
+            example = tf.train.Example(
+                features=tf.train.Features(feature={k: feature(v) for k, v in row.items()})
+            )
             writer.write(example.SerializeToString())
 
 
@@ -184,6 +186,11 @@ def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str
         with open(os.path.join(root, name), "wb") as f:
             f.write(blob)
         shards.append(ShardInfo(name, len(rows), len(blob), "sha256:" + hashlib.sha256(blob).hexdigest()))
-    Manifest(root=root, layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1,
-             splits={"train": Split(tuple(shards))}).save()
+    Manifest(
+        root=root,
+        layout="imagenet",
+        schema=IMAGE_SCHEMA,
+        label_offset=1,
+        splits={"train": Split(tuple(shards))},
+    ).save()
     return root

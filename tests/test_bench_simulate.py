@@ -106,7 +106,9 @@ def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
     assert check.model == "small_cnn" and check.device == "CPU"
     assert check.real_step_ms > 0 and check.synthetic_step_ms > 0 and check.steps >= 3
     assert 0.0 <= check.measured_input_wait <= 1.0
-    assert check.measured_input_wait == pytest.approx(max(0.0, 1 - check.synthetic_step_ms / check.real_step_ms))
+    assert check.measured_input_wait == pytest.approx(
+        max(0.0, 1 - check.synthetic_step_ms / check.real_step_ms)
+    )
 
 
 @pytest.mark.gcs
@@ -116,7 +118,9 @@ def test_bench_reads_from_gcs(tiny_raw, gcs_bucket, capsys) -> None:
 
     data = gcs_bucket + "/tiny"
     convert(tiny_raw, data, num_shards=4)
-    report = tfpipe.bench(data=data, step_time_ms=40, batch_size=16, seconds=0.3, warmup_seconds=0.2, max_cores=1)
+    report = tfpipe.bench(
+        data=data, step_time_ms=40, batch_size=16, seconds=0.3, warmup_seconds=0.2, max_cores=1
+    )
     assert report.dataset.path == data and not report.dataset.synthetic
     assert (report.dataset.examples, report.dataset.shards) == (67, 4)
     assert report.stages[0].name == "read" and report.stages[0].rate.examples_per_sec > 0

@@ -49,8 +49,10 @@ def test_readahead_keeps_the_order_and_looks_about_so_many_files_ahead(tmp_path)
     paths = [str(tmp_path / f"{i}.jpg") for i in range(16 * 6)]
     for p in paths:
         open(p, "wb").close()
-    pieces = [Piece(0, i, ImageTask(tuple(ImageItem(p, 0, "c") for p in paths[i : i + 16]), None, 90))
-              for i in range(0, len(paths), 16)]
+    pieces = [
+        Piece(0, i, ImageTask(tuple(ImageItem(p, 0, "c") for p in paths[i : i + 16]), None, 90))
+        for i in range(0, len(paths), 16)
+    ]
     seen = pulled_while(pieces)
     assert [p for p, _ in seen] == pieces
     assert [n for _, n in seen] == [3, 4, 5, 6, 6, 6]  # 48 > 40 files asked for before the first is read

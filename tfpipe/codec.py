@@ -165,7 +165,9 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
         entries.append((f.name, f.dtype, _check_count(f, _as_list(f.name, f.dtype, value))))
         if f.has_mask:
             if f.mask_name not in row:
-                raise DataError(f"Record has no value for feature {f.mask_name!r} (the null mask of {f.name!r})")
+                raise DataError(
+                    f"Record has no value for feature {f.mask_name!r} (the null mask of {f.name!r})"
+                )
             mask = _check_count(Field(f.mask_name, "int64"), _as_list(f.mask_name, "int64", row[f.mask_name]))
             entries.append((f.mask_name, "int64", mask))
     pieces: list[bytes] = []
@@ -195,7 +197,7 @@ def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
     n, w = payload.shape
     rows = np.empty((n, len(prefix) + w), dtype=np.uint8)
     rows[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    rows[:, len(prefix):] = payload
+    rows[:, len(prefix) :] = payload
     flat, step = rows.tobytes(), len(prefix) + w
     return [flat[i : i + step] for i in range(0, n * step, step)]
 
@@ -299,14 +301,20 @@ def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
     rows = None
     for f in schema.fields:
         if f.shape != ():
-            raise ConfigError(f"encode_columns handles scalar fields only. Received: {f.name!r} with shape {f.shape}")
-        for name, dtype in ((f.name, f.dtype), (f.mask_name, "int64")) if f.has_mask else ((f.name, f.dtype),):
+            raise ConfigError(
+                f"encode_columns handles scalar fields only. Received: {f.name!r} with shape {f.shape}"
+            )
+        for name, dtype in (
+            ((f.name, f.dtype), (f.mask_name, "int64")) if f.has_mask else ((f.name, f.dtype),)
+        ):
             if name not in columns:
                 raise DataError(f"Columns have no values for feature {name!r}")
             values = columns[name]
             rows = len(values) if rows is None else rows
             if len(values) != rows:
-                raise DataError(f"Feature {name!r}: expected {rows} values, one per row. Received: {len(values)}")
+                raise DataError(
+                    f"Feature {name!r}: expected {rows} values, one per row. Received: {len(values)}"
+                )
             parts.append(_scalar_column(name, dtype, values))
     table = _SMALL_VARINTS
     out = []
@@ -386,8 +394,9 @@ def _decode_example(data: bytes) -> dict[str, list[Any]]:
                     if kind == 1:
                         values.append(bytes(v))
                     elif kind == 2:
-                        values.extend(struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else
-                                      struct.unpack("<f", v))
+                        values.extend(
+                            struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v)
+                        )
                     elif wire == 2:
                         pos = 0
                         while pos < len(v):

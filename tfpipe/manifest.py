@@ -37,11 +37,15 @@ class ShardInfo:
         for what in ("examples", "bytes"):
             value = getattr(self, what)
             if not _is_count(value):
-                raise ManifestError(f"shard {self.name!r}: expected {what} to be an int in 0..2**63-1. "
-                                    f"Received: {what}={value!r}")
+                raise ManifestError(
+                    f"shard {self.name!r}: expected {what} to be an int in 0..2**63-1. "
+                    f"Received: {what}={value!r}"
+                )
         if not _CHECKSUM_RE.fullmatch(self.checksum):
-            raise ManifestError(f"shard {self.name!r}: expected a checksum 'crc32c:<8 hex>' or "
-                                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}")
+            raise ManifestError(
+                f"shard {self.name!r}: expected a checksum 'crc32c:<8 hex>' or "
+                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -307,8 +311,10 @@ def _check_unique(names: list[str], where: str) -> None:
     seen: set[str] = set()
     twice = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
     if twice:
-        raise ManifestError(f"{where} lists shard(s) {twice[:5]} more than once; each shard must appear once "
-                            "(a reader would yield its records twice)")
+        raise ManifestError(
+            f"{where} lists shard(s) {twice[:5]} more than once; each shard must appear once "
+            "(a reader would yield its records twice)"
+        )
 
 
 def check_shard_list(split: str, shards: tuple[ShardInfo, ...]) -> None:

@@ -121,9 +121,7 @@ def imagenet_like_jpeg(
     return encode_jpeg(natural_image(rng, height, width), quality)
 
 
-def _pink_noise(
-    rng: np.random.Generator, height: int, width: int, channels: int, beta: float
-) -> np.ndarray:
+def _pink_noise(rng: np.random.Generator, height: int, width: int, channels: int, beta: float) -> np.ndarray:
     """Returns (channels, height, width) float32 noise with amplitude ~ 1/f^beta, unit std."""
     # Uniform, not normal, draws: 4x cheaper, and the inverse FFT sums them into Gaussians.
     spectrum = rng.random((channels, height, width // 2 + 1, 2), dtype=np.float32) - 0.5
@@ -185,7 +183,13 @@ def _check_size(size: tuple[int, int]) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- image folders
 
 ODDITY_KINDS: tuple[str, ...] = (
-    "cmyk", "grayscale", "png_as_jpeg", "progressive", "truncated", "empty", "not_image"
+    "cmyk",
+    "grayscale",
+    "png_as_jpeg",
+    "progressive",
+    "truncated",
+    "empty",
+    "not_image",
 )
 GENERIC_ODDITY_KINDS: tuple[str, ...] = ("gif", "bmp", "webp", "rgba_png")
 UNDECODABLE_ODDITIES: frozenset[str] = frozenset({"truncated", "empty", "not_image"})
