@@ -15,6 +15,8 @@ import filecmp
 import os
 
 from tfpipe import storage
+from tfpipe.convert.writer import ShardWriter
+from tfpipe.manifest import ShardInfo
 
 
 def commit_once(local_path: str, dest: str) -> None:
@@ -49,3 +51,18 @@ def commit_once(local_path: str, dest: str) -> None:
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.remove(path)
+
+
+def commit_shard(writer: ShardWriter) -> ShardInfo:
+    """`writer.commit()`, where finding the same bytes already committed counts as success.
+
+    Raises:
+      storage.AlreadyExists: the shard exists with other bytes.
+    """
+    try:
+        return writer.commit()
+    except storage.AlreadyExists:
+        if storage.is_gcs(writer.dest):
+            raise  # the upload compared checksums already: other bytes are there
+    commit_once(writer._tmp, writer.dest)
+    return ShardInfo(writer.name, writer.examples, writer._hashing.bytes, str(writer._hashing.checksum))

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.beam.commit import commit_once
+from tfpipe.beam.commit import commit_shard
 from tfpipe.convert.encode import Encoded, ImageItem, ImageTask, TableTask, encode_images, encode_table
 from tfpipe.convert.tables import file_chunks
 from tfpipe.convert.writer import Progress, ShardDone, ShardWriter, pause_point
 from tfpipe.errors import DataError
-from tfpipe.manifest import ShardInfo, Skipped
+from tfpipe.manifest import Skipped
 from tfpipe.schema import Schema
 
 IMAGES_PER_TASK = 16  # images encoded at once: the same chunking as the local engine
@@ -145,7 +145,7 @@ def write_shard(job: ShardJob) -> ShardDone:
             else:
                 skipped.append(Skipped(where, item.skip_reason or "unknown"))
         fault_point("written", job.name)
-        info = _commit(writer)
+        info = commit_shard(writer)
     except BaseException:
         writer.abort()
         raise
@@ -157,17 +157,6 @@ def write_shard(job: ShardJob) -> ShardDone:
     Progress(job.dest, job.split, job.compression).mark_done(done)
     pause_point("shard-committed")
     return done
-
-
-def _commit(writer: ShardWriter) -> ShardInfo:
-    """`writer.commit()`, where finding the same bytes already committed counts as success."""
-    try:
-        return writer.commit()
-    except storage.AlreadyExists:
-        if storage.is_gcs(writer.dest):
-            raise
-    commit_once(writer._tmp, writer.dest)
-    return ShardInfo(writer.name, writer.examples, writer._hashing.bytes, str(writer._hashing.checksum))
 
 
 FAULT_ENV = "TFPIPE_TEST_FAIL_ONCE"
