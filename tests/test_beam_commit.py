@@ -5,6 +5,7 @@ does-not-exist precondition), plus the missing-extra error when Apache Beam is a
 """
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -25,7 +26,7 @@ def test_local_first_commit_moves_the_file(tmp_path):
     dest = str(tmp_path / "train-00000-of-00001")
     tmp = spooled(tmp_path, b"shard bytes")
     commit_once(tmp, dest)
-    assert open(dest, "rb").read() == b"shard bytes" and not os.path.exists(tmp)
+    assert pathlib.Path(dest).read_bytes() == b"shard bytes" and not os.path.exists(tmp)
 
 
 def test_local_duplicate_with_same_bytes_is_success_and_leaves_no_temporary(tmp_path):
@@ -33,7 +34,7 @@ def test_local_duplicate_with_same_bytes_is_success_and_leaves_no_temporary(tmp_
     commit_once(spooled(tmp_path, b"shard bytes", "a"), dest)
     second = spooled(tmp_path, b"shard bytes", "b")
     commit_once(second, dest)
-    assert open(dest, "rb").read() == b"shard bytes"
+    assert pathlib.Path(dest).read_bytes() == b"shard bytes"
     assert sorted(os.listdir(tmp_path)) == ["train-00000-of-00001"]
 
 
@@ -43,7 +44,7 @@ def test_local_duplicate_with_other_bytes_is_an_error_and_keeps_the_first(tmp_pa
     with pytest.raises(storage.AlreadyExists, match=r"train-00000-of-00001: expected it absent or holding "
                                                     r"the same bytes.*11 bytes with other contents"):
         commit_once(spooled(tmp_path, b"other bytes", "b"), dest)
-    assert open(dest, "rb").read() == b"shard bytes"
+    assert pathlib.Path(dest).read_bytes() == b"shard bytes"
     assert sorted(os.listdir(tmp_path)) == ["train-00000-of-00001"]
 
 

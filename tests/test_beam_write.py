@@ -9,14 +9,14 @@ import pytest
 
 pytest.importorskip("apache_beam")
 
-import apache_beam as beam  # noqa: E402
-from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
-import tfpipe.beam  # noqa: E402
-from tfpipe.codec import decode_example, read_records  # noqa: E402
-from tfpipe.errors import DataError, DestinationError  # noqa: E402
-from tfpipe.manifest import Manifest  # noqa: E402
-from tfpipe.verify import verify  # noqa: E402
+import tfpipe.beam
+from tfpipe.codec import decode_example, read_records
+from tfpipe.errors import DataError, DestinationError
+from tfpipe.manifest import Manifest
+from tfpipe.verify import verify
 
 RUNNER = ["--runner=FnApiRunner"]
 
@@ -88,5 +88,5 @@ def test_a_destination_with_a_manifest_is_refused(tmp_path):
 
 
 def test_anything_but_dicts_and_frames_is_refused(tmp_path):
-    with pytest.raises(DataError, match="expected dicts or pandas DataFrames. Received: tuple"):
+    with pytest.raises(DataError, match=r"expected dicts or pandas DataFrames\. Received: tuple"):
         write(tmp_path / "out", [(1, 2)], num_shards=1)
