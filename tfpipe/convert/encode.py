@@ -40,6 +40,7 @@ class Encoded:
     record: bytes | None
     skip_reason: str | None
     input_bytes: int
+    input: str = ""  # the input's name, set when it is skipped
 
 
 def encode_images(task: ImageTask) -> list[Encoded]:
@@ -58,7 +59,7 @@ def encode_images(task: ImageTask) -> list[Encoded]:
             img = (task.check == "header" and trusted_passthrough(data, task.resize_shorter)) or \
                 normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
         except UndecodableImage as e:
-            out.append(Encoded(None, str(e), len(data)))
+            out.append(Encoded(None, str(e), len(data), item.path))
             continue
         row = {
             "image/encoded": img.jpeg,
@@ -130,3 +131,28 @@ def encode_table(task: TableTask) -> list[Encoded]:
         if mask is not None:
             columns[field.mask_name] = mask
     return [Encoded(record, None, 0) for record in encode_columns(task.schema, columns)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Piece:
+    """A unit of encoding work: part of shard `shard`, starting at item `first` of the plan."""
+
+    shard: int
+    first: int
+    work: ImageTask | TableTask
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EncodedPiece:
+    """What encoding a Piece gave: one Encoded per item, in order. Carries no input bytes back."""
+
+    shard: int
+    first: int
+    encoded: list[Encoded]
+
+
+def encode_piece(piece: Piece) -> EncodedPiece:
+    """Encodes one piece (in a worker process or in this one)."""
+    work = piece.work
+    encoded = encode_images(work) if isinstance(work, ImageTask) else encode_table(work)
+    return EncodedPiece(piece.shard, piece.first, encoded)

@@ -1,5 +1,5 @@
 """Shards: the pure arithmetic that plans them, the writer that commits each one atomically,
-and the hidden progress records that make `--resume` exact.
+and the resume journal (hidden records) that makes `--resume` exact.
 
 A shard is written to a hidden temporary file (`.train-00003-of-00008.tmp-...`), then renamed
 (or uploaded whole to GCS) under its final name. Only then is its done-record
@@ -21,7 +21,8 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import frame_parts
-from tfpipe.errors import DestinationError, ManifestError
+from tfpipe.convert.encode import Encoded
+from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo, Skipped, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
@@ -78,13 +79,17 @@ class _HashingFile:
 class ShardWriter:
     """Writes the records of one shard to a hidden local file, then commits it atomically.
 
+    It collects the inputs it was given but could not write (`add`), so its ShardDone says
+    what the shard left out.
+
     Example:
       >>> w = ShardWriter("/data/out", "train-00000-of-00001")
       >>> w.write(record_bytes)
-      >>> info = w.commit()   # the shard now exists under its final name
+      >>> done = w.commit()   # the shard now exists under its final name
     """
 
-    def __init__(self, dest_dir: str, name: str, compression: str = "none", spool_dir: str | None = None):
+    def __init__(self, dest_dir: str, name: str, compression: str = "none", spool_dir: str | None = None,
+                 strict: bool = False):
         self.dest = storage.join(dest_dir, name)
         self.name = name
         spool = spool_dir or storage.local_spool_dir(dest_dir)
@@ -97,6 +102,23 @@ class ShardWriter:
             else self._hashing
         )
         self.examples = 0
+        self.items = 0  # inputs taken by `add`: written or skipped
+        self.strict = strict
+        self.skipped: list[Skipped] = []
+
+    def add(self, item: Encoded) -> None:
+        """Writes one encoded input, or notes it as skipped with its reason.
+
+        Raises:
+          DataError: the input was not encoded and `strict` is set.
+        """
+        self.items += 1
+        if item.record is not None:
+            self.write(item.record)
+            return
+        if self.strict:
+            raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
+        self.skipped.append(Skipped(item.input, item.skip_reason or "unknown"))
 
     def write(self, record: bytes) -> None:
         header, footer = frame_parts(record)
@@ -105,14 +127,15 @@ class ShardWriter:
         self._out.write(footer)
         self.examples += 1
 
-    def commit(self) -> ShardInfo:
-        """Closes the file and moves it under its final name. Returns its manifest entry."""
+    def commit(self) -> ShardDone:
+        """Closes the file and moves it under its final name. Returns its manifest entry and
+        the inputs it left out."""
         if self._out is not self._hashing:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
         storage.commit_file(self._tmp, self.dest, overwrite=False)
-        return info
+        return ShardDone(info, tuple(self.skipped))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -140,12 +163,31 @@ class ShardDone:
         return cls(ShardInfo.from_json(obj["shard"]), tuple(Skipped(**s) for s in obj["skipped"]))
 
 
-class Progress:
+@dataclasses.dataclass(frozen=True, slots=True)
+class JournalState:
+    """What the resume journal of one split holds, as plain values (the input of `decide`).
+
+    Attributes:
+      plan_path: where the plan record lives.
+      plan: the interrupted run's plan record; None if there is none, or it is corrupt.
+      corrupt: the start of a corrupt plan record's text, else None.
+      done: the names of the shards with a done-record.
+      stray: visible shard files of the split (of an interrupted or overwritten run).
+    """
+
+    plan_path: str
+    plan: dict[str, Any] | None = None
+    corrupt: str | None = None
+    done: frozenset[str] = frozenset()
+    stray: tuple[str, ...] = ()
+
+
+class ResumeJournal:
     """The hidden files of an unfinished conversion of one split in `dest`.
 
-    `.tfpipe-<split>.plan.json` holds the plan's fingerprint; `.<shard>.done` marks a shard
-    committed. Both are hidden, so no shard glob matches them, and both are removed once the
-    manifest is committed.
+    `.tfpipe-<split>.plan.json` holds the plan's record (`ConvertPlan.record`); `.<shard>.done`
+    marks a shard committed. Both are hidden, so no shard glob matches them, and both are
+    removed once the manifest is committed.
     """
 
     def __init__(self, dest: str, split: str, compression: str):
@@ -161,25 +203,35 @@ class Progress:
     def exists(self) -> bool:
         return storage.exists(self.plan_path)
 
+    def _read_plan(self) -> tuple[dict[str, Any] | None, str | None]:
+        """(the plan record, None), (None, None) without one, or (None, its text) if corrupt."""
+        try:
+            plan = json.loads(storage.read_bytes(self.plan_path))
+        except FileNotFoundError:
+            return None, None
+        except ValueError as e:
+            plan = f"not JSON ({e})"
+        if not (isinstance(plan, dict) and isinstance(plan.get("n_shards"), int) and plan["n_shards"] >= 1):
+            return None, str(plan)[:100]
+        return plan, None
+
     def load_plan(self) -> dict[str, Any] | None:
-        """The interrupted run's plan, or None if there is none.
+        """The interrupted run's plan record, or None if there is none.
 
         Raises:
           DestinationError: the plan file is corrupt.
         """
-        try:
-            plan = json.loads(storage.read_bytes(self.plan_path))
-        except FileNotFoundError:
-            return None
-        except ValueError as e:
-            plan = f"not JSON ({e})"
-        if not (isinstance(plan, dict) and isinstance(plan.get("n_shards"), int) and plan["n_shards"] >= 1):
-            raise DestinationError(
-                f"{self.plan_path}: the plan of the interrupted conversion is corrupt "
-                f"(expected a JSON object with n_shards; received {str(plan)[:100]!r}). It cannot be "
-                "resumed: pass --overwrite (overwrite=True) to start over."
-            )
+        plan, corrupt = self._read_plan()
+        if corrupt is not None:
+            raise DestinationError(corrupt_plan_message(self.plan_path, corrupt))
         return plan
+
+    def state(self) -> JournalState:
+        """What the journal holds, read once."""
+        plan, corrupt = self._read_plan()
+        listing = storage.listdir(self.dest)
+        done = frozenset(n[1 : -len(".done")] for n in listing if n.startswith(".") and n.endswith(".done"))
+        return JournalState(self.plan_path, plan, corrupt, done, tuple(self.stray_shards(listing)))
 
     def start(self, plan: dict[str, Any]) -> None:
         storage.write_atomic(self.plan_path, json.dumps(plan, sort_keys=True).encode(), overwrite=True)
@@ -228,14 +280,10 @@ class Progress:
             if name.startswith(prefix) and (name.endswith(".done") or ".tmp-" in name):
                 storage.remove(storage.join(self.dest, name))
 
-    def stray_shards(self) -> list[str]:
+    def stray_shards(self, listing: list[str] | None = None) -> list[str]:
         """Visible shard files of this split (from an interrupted or overwritten run)."""
-        return [n for n in storage.listdir(self.dest) if n.startswith(f"{self.split}-")]
-
-    def summary(self, n_shards: int) -> str:
-        listing = set(storage.listdir(self.dest))
-        n_done = sum(1 for n in self.names(n_shards) if f".{n}.done" in listing)
-        return f"{n_done} of {n_shards} shards done"
+        names = storage.listdir(self.dest) if listing is None else listing
+        return [n for n in names if n.startswith(f"{self.split}-")]
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix
@@ -260,7 +308,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
     removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) not in plans]
     for split in sorted(plans):
         if manifest is not None and split in manifest.splits:
-            state = Progress(dest, split, manifest.compression)
+            state = ResumeJournal(dest, split, manifest.compression)
             with contextlib.suppress(DestinationError):
                 plan = state.load_plan()
                 committed = manifest.splits[split]
@@ -273,8 +321,18 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
     return list(dict.fromkeys(removed))
 
 
-def refuse_interrupted(dest: str, split: str, detail: str) -> DestinationError:
-    return DestinationError(
+def interrupted_message(dest: str, split: str, detail: str) -> str:
+    """Why a run refuses a destination that holds an unfinished run of its split."""
+    return (
         f"{dest} holds an interrupted conversion of split {split!r} ({detail}). "
         "Pass --resume (resume=True) to finish it, or --overwrite (overwrite=True) to start over."
+    )
+
+
+def corrupt_plan_message(plan_path: str, received: str) -> str:
+    """Why a run refuses to resume from a plan record that does not parse."""
+    return (
+        f"{plan_path}: the plan of the interrupted conversion is corrupt "
+        f"(expected a JSON object with n_shards; received {received!r}). It cannot be "
+        "resumed: pass --overwrite (overwrite=True) to start over."
     )

@@ -1,0 +1,224 @@
+"""The plan of a conversion, and the pure decision of what to do with a destination.
+
+`make_plan` turns a listed `Source` and the options into a frozen `ConvertPlan`: which inputs
+go to which shard in which order, decided up front and deterministically. Any engine executes
+the plan's `ShardTask`s (each a self-contained, picklable value) with `write_shard`, or in
+pieces as the local engine does, and `ConvertPlan.manifest` builds the manifest from the
+`ShardDone`s. `decide` says whether a run starts, resumes or is refused, from plain values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from tfpipe.convert.config import ConvertConfig, ShardConfig
+from tfpipe.convert.encode import Piece
+from tfpipe.convert.sources import ImageInputs, Source, TableRows
+from tfpipe.convert.writer import (
+    JournalState,
+    ShardDone,
+    corrupt_plan_message,
+    interrupted_message,
+    shard_bounds,
+)
+from tfpipe.errors import DataError, ManifestError
+from tfpipe.manifest import Manifest, Skipped, Split, shard_name
+from tfpipe.schema import Schema
+
+PLAN_VERSION = 1
+"""The version of `ConvertPlan.record`; a resumed run compares records, so a change in what
+the record holds must change it."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ShardTask:
+    """One shard's work: everything needed to write it, in any process.
+
+    Attributes:
+      index: the shard's index in the split.
+      name: its file name, `{split}-{index:05d}-of-{count:05d}` (plus `.gz`).
+      dest: the output directory, local or gs://.
+      first: the index in the plan of its first item (image or written row).
+      count: how many items it covers.
+      inputs: its images (`ImageInputs`) or rows (`TableRows`), with the encode options.
+    """
+
+    index: int
+    name: str
+    dest: str
+    compression: str
+    first: int
+    count: int
+    strict: bool
+    inputs: ImageInputs | TableRows
+
+    def pieces(self) -> Iterator[Piece]:
+        """The pieces of encoding work of this shard, in order."""
+        return self.inputs.pieces(self.index, self.first, self.count)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConvertPlan:
+    """What a conversion writes, decided before anything is written.
+
+    Attributes:
+      src, dest, split: where from, where to, and the split.
+      options: the options as recorded in the manifest (`workers` left out: it changes no
+        byte), plus `format` and `format_reason`.
+      fingerprint: a digest of the source listing.
+      n_items, unit: how many images or rows are written ("images" or "rows").
+      layout, schema, class_names, label_offset, compression, missing: the manifest's.
+      skipped, dropped_rows: what the source left out while listing or scanning.
+      shards: one task per shard, in order.
+    """
+
+    src: str
+    dest: str
+    split: str
+    options: dict[str, Any]
+    fingerprint: str
+    n_items: int
+    unit: str
+    layout: str
+    schema: Schema
+    class_names: tuple[str, ...]
+    label_offset: int
+    compression: str
+    missing: str
+    skipped: tuple[Skipped, ...]
+    dropped_rows: int
+    shards: tuple[ShardTask, ...]
+
+    @property
+    def n_shards(self) -> int:
+        return len(self.shards)
+
+    @property
+    def note(self) -> str:
+        """The plan in one line, for the user to check."""
+        fmt, reason = self.options["format"], self.options["format_reason"]
+        return f"format {fmt} ({reason}); {self.n_items} {self.unit} into {self.n_shards} shards"
+
+    def record(self) -> dict[str, Any]:
+        """The plan's identity as JSON values: a run resumes only a run with the same record."""
+        return {"plan_version": PLAN_VERSION, "src": self.src, "options": self.options,
+                "inputs": self.fingerprint, "n_items": self.n_items, "n_shards": self.n_shards}
+
+    def manifest(self, done: Sequence[ShardDone], existing: Manifest | None, seconds: float) -> Manifest:
+        """The manifest of the finished split, joined to the other splits of `existing`.
+
+        Raises:
+          ManifestError: `done` is not one ShardDone per shard of the plan, in order.
+        """
+        names = [d.info.name for d in done]
+        if names != [t.name for t in self.shards]:
+            raise ManifestError(f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
+                                f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}")
+        split = Split(
+            shards=tuple(d.info for d in done),
+            skipped=self.skipped + tuple(s for d in done for s in d.skipped),
+            dropped_rows=self.dropped_rows,
+            source=self.src,
+            options=self.options,
+            seconds=round(seconds, 3),
+        )
+        return Manifest(root=self.dest, layout=self.layout, schema=self.schema, label_offset=self.label_offset,
+                        class_names=self.class_names, compression=self.compression,
+                        splits={**(existing.splits if existing else {}), self.split: split},
+                        missing=self.missing)
+
+
+def make_plan(src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: ConvertConfig,
+              fmt: str, reason: str) -> ConvertPlan:
+    """Cuts the source's items into shards; deterministic in the listing and the options.
+
+    Raises:
+      DataError: the source holds nothing to convert.
+    """
+    if source.n_items == 0:
+        raise DataError(f"{src}: expected at least one input to convert. Received: none")
+    n_shards = shard_cfg.count_for(source.n_items, source.estimated_bytes)
+    shards = tuple(
+        ShardTask(i, shard_name(shard_cfg.split, i, n_shards, shard_cfg.compression), dest, shard_cfg.compression,
+                  a, b - a, cfg.strict, source.shard_inputs(a, b))
+        for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
+    )
+    options = {k: v for k, v in (dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)).items() if k != "workers"}
+    options["format"], options["format_reason"] = fmt, reason
+    return ConvertPlan(src, dest, shard_cfg.split, options, source.fingerprint, source.n_items, source.unit,
+                       source.layout, source.schema, source.class_names, source.label_offset,
+                       shard_cfg.compression, cfg.missing if source.layout == "table" else "error",
+                       source.skipped, source.dropped_rows, shards)
+
+
+# ---- the decision ----
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Start:
+    """Write every shard. `overwrite`: first un-commit the split and delete its old shards."""
+
+    overwrite: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Resume:
+    """Finish the interrupted run whose plan record is the same as this run's."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Refuse:
+    """Leave the destination alone, for this reason (a DestinationError's message)."""
+
+    reason: str
+
+
+def refuse_finished(existing: Manifest | None, split: str, overwrite: bool) -> Refuse | None:
+    """A split already committed is replaced only with `overwrite`."""
+    if existing and split in existing.splits and not overwrite:
+        return Refuse(
+            f"{existing.root} already holds a finished dataset with split {split!r} "
+            f"({existing.splits[split].examples} examples). Pass --overwrite (overwrite=True) to replace it."
+        )
+    return None
+
+
+def decide(existing: Manifest | None, journal: JournalState, plan: ConvertPlan, resume: bool,
+           overwrite: bool) -> Start | Resume | Refuse:
+    """What a run does with its destination; a pure function of plain values.
+
+    Args:
+      existing: the destination's committed manifest, or None.
+      journal: what the resume journal of the plan's split holds.
+      plan: this run's plan.
+      resume, overwrite: as passed to `convert`.
+    """
+    dest, split = plan.dest, plan.split
+    refused = refuse_finished(existing, split, overwrite)
+    if refused or overwrite:
+        return refused or Start(overwrite=True)
+    if journal.corrupt is not None:
+        return Refuse(corrupt_plan_message(journal.plan_path, journal.corrupt))
+    old = journal.plan
+    if old is None:
+        if journal.stray:
+            detail = f"{len(journal.stray)} shard file(s) such as {journal.stray[0]} but no plan"
+            return Refuse(interrupted_message(dest, split, detail))
+        return Start()
+    if not resume:
+        names = [shard_name(split, i, old["n_shards"], plan.compression) for i in range(old["n_shards"])]
+        detail = f"{sum(1 for n in names if n in journal.done)} of {old['n_shards']} shards done"
+        return Refuse(interrupted_message(dest, split, detail))
+    if old != plan.record():
+        return Refuse(f"{dest}: --resume needs the same source and options as the interrupted run. "
+                      f"Differences: {_diff(old, plan.record())}. Pass --overwrite to start over instead.")
+    return Resume()
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    flat_old = old.get("options", {}) | {k: v for k, v in old.items() if k != "options"}
+    flat_new = new.get("options", {}) | {k: v for k, v in new.items() if k != "options"}
+    keys = sorted(k for k in set(flat_old) | set(flat_new) if flat_old.get(k) != flat_new.get(k))
+    return ", ".join(f"{k} was {flat_old.get(k)!r}, now {flat_new.get(k)!r}" for k in keys) or "none"
