@@ -1,40 +1,47 @@
-"""The Beam engine: the same plan as the local engine, executed as Beam pipelines.
+"""The Beam engine: the local engine's plan, executed as Beam pipelines.
 
-The driver lists the source, decides the plan and holds the destination's lock, exactly as
-the local engine does. Workers do the per-input work:
+The driver lists the source, makes the plan, decides what to do with the destination and
+holds its lock, as the local engine does (`run_conversion`). Workers do the per-input work:
 - tables: a first pipeline scans one file per worker (types, nulls, dropped rows, row
-  counts); the driver folds those scans in file order into the schema and the row-to-shard
-  assignment;
-- images and tables alike: a pipeline writes one shard per element (`shards.write_shard`),
+  counts; `tablescan`), and the driver folds the scans in file order into the schema and the
+  per-file row counts that place every row in its shard;
+- images and tables: a second pipeline writes one shard per element (`shards.run_task`),
   each committed once and recorded with its done-record.
-The driver then reads the done-records and writes the manifest once, last.
+The driver then reads the done-records back and writes the manifest once, last.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.beam import tablescan
 from tfpipe.beam.deps import require_beam
-from tfpipe.beam.shards import ImageShard, RowRange, ShardJob, TableShard, run_job, save_job
+from tfpipe.beam.shards import FileRows, file_rows, run_task, save_task
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.encode import ImageItem
-from tfpipe.convert.tables import TableScan, file_chunks, table_files
+from tfpipe.convert.plan import ConvertPlan, ShardTask
+from tfpipe.convert.run import Tick
+from tfpipe.convert.sources import Source
+from tfpipe.convert.tables import TableScan, read_chunks, table_files
+from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError
 
-PipelineOptionsLike = str | Sequence[str] | Any  # "--runner=X ...", ["--runner=X"], or PipelineOptions
-_JOB_UPLOADS = 16  # job files written at once: GCS uploads are latency-bound
+_UPLOADS = 16  # task files written or removed at once: GCS requests are latency-bound
 
 
-def pipeline_options(options: PipelineOptionsLike | None, workers: int) -> Any:
-    """Beam PipelineOptions from a command-line string, a list of flags, or PipelineOptions.
+def pipeline_options(options: Any, workers: int) -> Any:
+    """Beam PipelineOptions from a string of flags, a list of flags, or PipelineOptions.
 
-    None runs on this machine: the DirectRunner with `workers` processes (one: in this process).
+    None runs here: the DirectRunner with `workers` processes (one: in this process).
+
+    Raises:
+      ConfigError: anything but flags such as `--runner=DataflowRunner`.
     """
     require_beam()
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -50,7 +57,7 @@ def pipeline_options(options: PipelineOptionsLike | None, workers: int) -> Any:
     elif isinstance(options, Sequence) and all(isinstance(o, str) for o in options):
         flags = list(options)
     else:
-        raise ConfigError("pipeline_options must be a string of flags (\"--runner=DataflowRunner "
+        raise ConfigError("Expected pipeline_options as a string of flags (\"--runner=DataflowRunner "
                           "--project=P\"), a list of them, or apache_beam PipelineOptions. "
                           f"Received: {type(options).__name__}")
     bad = [f for f in flags if not f.startswith("--")]
@@ -59,8 +66,8 @@ def pipeline_options(options: PipelineOptionsLike | None, workers: int) -> Any:
     return PipelineOptions(flags)
 
 
-def _run(name: str, elements: list[Any], fn: Any, options: Any) -> None:
-    """Runs `fn` once per element (redistributed over the workers) and waits for the end."""
+def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: Any) -> None:
+    """Runs `fn` once per element, spread over the workers, and waits for the end."""
     beam = require_beam()
     with beam.Pipeline(options=options) as p:
         _ = (p | f"{name}/list" >> beam.Create(elements, reshuffle=False)
@@ -68,7 +75,9 @@ def _run(name: str, elements: list[Any], fn: Any, options: Any) -> None:
              | f"{name}/work" >> beam.Map(fn))
 
 
-# ---- tables: the first pass on workers ----
+def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    with ThreadPoolExecutor(_UPLOADS) as pool:
+        return list(pool.map(fn, items))
 
 
 def _scan_to_file(element: tuple[str, str], fmt: str, chunk_rows: int, label: str | None,
@@ -78,70 +87,81 @@ def _scan_to_file(element: tuple[str, str], fmt: str, chunk_rows: int, label: st
     storage.write_atomic(out, json.dumps(scan.to_json()).encode(), overwrite=True)
 
 
-def scan_table(src: str, fmt: str, cfg: ConvertConfig, dest: str, split: str,
-               options: Any) -> tuple[TableScan, tuple[int, ...]]:
-    """The table's first pass as a Beam stage: the TableScan and each file's rows to write."""
-    files = tuple(table_files(src, fmt))
-    outs = [storage.join(dest, storage.temp_name(f"{split}-scan-{i:05d}") + ".json") for i in range(len(files))]
-    _run("scan", list(zip(files, outs, strict=True)), _bind(_scan_to_file, fmt=fmt, chunk_rows=cfg.chunk_rows,
-         label=cfg.label, missing_label=cfg.missing_label, encoding=cfg.encoding, first=files[0]), options)
-    try:
-        scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
-    finally:
-        for o in outs:
-            storage.remove(o)
-    scan = tablescan.merge(src, fmt, files, scans, cfg.label, cfg.missing, cfg.missing_label,
-                           cfg.encoding, cfg.chunk_rows)
-    rows = tuple(s.kept if not s.error else _count_rows(s.path, scan, cfg) for s in scans)
-    return scan, rows
+class BeamEngine:
+    """Executes a conversion on Beam: `scan_table` for the first pass, `execute` for shards.
+
+    Args:
+      cfg: the conversion's options.
+      options: Beam pipeline options (see `pipeline_options`).
+      dest, split: where the conversion writes (the table scan's results go there too).
+      progress: called with a Tick before the shards are written and once they all are.
+    """
+
+    def __init__(self, cfg: ConvertConfig, options: Any, dest: str, split: str,
+                 progress: Callable[[Tick], None] | None = None):
+        self.cfg, self.options, self.progress = cfg, pipeline_options(options, cfg.n_workers), progress
+        self.dest, self.split = dest, split
+        self.file_rows: tuple[int, ...] = ()  # each table file's rows to write, from `scan_table`
+
+    def scan_table(self, src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
+                   missing_label: str = "error", encoding: str = "utf-8") -> TableScan:
+        """`tables.scan` as a Beam stage, one file per worker; keeps each file's rows to write."""
+        files = tuple(table_files(src, fmt))
+        outs = [storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
+                for i in range(len(files))]
+        scan_one = functools.partial(_scan_to_file, fmt=fmt, chunk_rows=chunk_rows, label=label,
+                                     missing_label=missing_label, encoding=encoding, first=files[0])
+        try:
+            _run("scan", list(zip(files, outs, strict=True)), scan_one, self.options)
+            scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
+        finally:
+            _each(storage.remove, outs)
+        scan = tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
+        self.file_rows = tuple(s.kept if not s.error else _count_rows(s.path, scan, chunk_rows) for s in scans)
+        return scan
+
+    def execute(self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
+                journal: ResumeJournal) -> list[ShardDone]:
+        """Writes the shards not `done` on the workers; returns one ShardDone per shard, in order.
+
+        Raises:
+          StorageError: the pipeline ended but a shard has no done-record.
+        """
+        self._tick(plan, done)
+        tasks = [self._portable(t, source) for t in plan.shards if t.index not in done]
+        paths = _each(save_task, tasks)
+        try:
+            if paths:
+                _run("shards", paths, functools.partial(run_task, split=plan.split), self.options)
+        finally:
+            _each(storage.remove, paths)
+        results = journal.completed(plan.n_shards)
+        missing = [t.name for t in plan.shards if t.index not in results]
+        if missing:
+            raise storage.StorageError(f"{plan.dest}: expected every shard committed when the pipeline ended. "
+                                       f"Received: no done-record for {missing[:5]}")
+        self._tick(plan, results)
+        return [results[i] for i in range(plan.n_shards)]
+
+    def _portable(self, task: ShardTask, source: Source) -> ShardTask:
+        """The task with inputs a worker can read: a table shard's rows by the files holding them."""
+        scan = getattr(source, "scan", None)
+        if not isinstance(scan, TableScan):
+            return task
+        files = file_rows(scan.files, self.file_rows, task.first, task.first + task.count)
+        rows = FileRows(files, scan.format, scan.schema, scan.kinds, self.cfg.chunk_rows, scan.encoding,
+                        scan.drop_label)
+        return dataclasses.replace(task, inputs=rows)
+
+    def _tick(self, plan: ConvertPlan, done: dict[int, ShardDone]) -> None:
+        if self.progress:
+            items = sum(plan.shards[i].count for i in done)
+            out = sum(d.info.bytes for d in done.values())
+            skipped = len(plan.skipped) + sum(len(d.skipped) for d in done.values())
+            self.progress(Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit, plan.note))
 
 
-def _count_rows(path: str, scan: TableScan, cfg: ConvertConfig) -> int:
-    """A file's rows to write, counted here (only for a file whose own scan stopped early)."""
-    n = 0
-    for frame in file_chunks(path, scan.format, cfg.chunk_rows, scan.kinds, scan.encoding):
-        n += int(frame[scan.drop_label].notna().sum()) if scan.drop_label else len(frame)
-    return n
-
-
-def _bind(fn: Any, **kwargs: Any) -> Any:
-    import functools
-
-    return functools.partial(fn, **kwargs)
-
-
-# ---- the plan as shard jobs ----
-
-
-def image_jobs(items: Sequence[ImageItem], bounds: list[tuple[int, int]], names: list[str], todo: list[int],
-               dest: str, split: str, compression: str, cfg: ConvertConfig) -> list[ShardJob]:
-    return [ShardJob(dest, split, names[i], compression, cfg.strict,
-                     ImageShard(tuple(items[bounds[i][0] : bounds[i][1]]), cfg.resize_shorter, cfg.quality, cfg.check))
-            for i in todo]
-
-
-def table_jobs(scan: TableScan, file_rows: tuple[int, ...], bounds: list[tuple[int, int]], names: list[str],
-               todo: list[int], dest: str, split: str, compression: str, cfg: ConvertConfig) -> list[ShardJob]:
-    """Each shard's rows as ranges of files, from the files' row counts alone."""
-    starts = [sum(file_rows[:i]) for i in range(len(file_rows))]
-    jobs = []
-    for i in todo:
-        a, b = bounds[i]
-        ranges = tuple(RowRange(path, max(a, s) - s, min(b, s + n) - s, max(a, s))
-                       for path, s, n in zip(scan.files, starts, file_rows, strict=True) if max(a, s) < min(b, s + n))
-        work = TableShard(ranges, scan.format, scan.schema, scan.kinds, cfg.chunk_rows, scan.encoding, scan.drop_label)
-        jobs.append(ShardJob(dest, split, names[i], compression, False, work))
-    return jobs
-
-
-def write_shards(jobs: list[ShardJob], options: Any) -> None:
-    """Writes every job's shard on the workers; each leaves its done-record in the destination."""
-    if not jobs:
-        return
-    with ThreadPoolExecutor(_JOB_UPLOADS) as pool:
-        paths = list(pool.map(save_job, jobs))
-    try:
-        _run("shards", paths, run_job, options)
-    finally:
-        with ThreadPoolExecutor(_JOB_UPLOADS) as pool:
-            list(pool.map(storage.remove, paths))
+def _count_rows(path: str, scan: TableScan, chunk_rows: int) -> int:
+    """A file's rows to write, counted here: only for a file whose own scan stopped early."""
+    chunks = read_chunks((path,), scan.format, chunk_rows, scan.kinds, scan.encoding, scan.drop_label)
+    return sum(len(frame) for frame, _, _ in chunks)

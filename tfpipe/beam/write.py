@@ -9,9 +9,10 @@ output is a normal tfpipe dataset: shards named `{split}-{index:05d}-of-{count:0
 A PCollection has no order, so the plan is made from the records themselves: the schema is
 combined from every record's values, each record goes to the shard its crc32c picks, and a
 shard holds its records sorted by their bytes. The output therefore depends only on the
-records, whatever the runner's bundling, retries or duplicate attempts; each shard is
-committed once (`commit_once`), and the manifest is written last, once every shard is.
-A worker holds one shard's records while it sorts them (about `shard_size`).
+records, whatever the runner's bundling, retries or duplicate attempts. Each shard is
+committed once (`storage.commit_file`: the same bytes already there are success), and the
+manifest is written last, once every shard is. A worker holds one shard's records while it
+sorts them (about `shard_size`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.beam.commit import commit_once, commit_shard
 from tfpipe.beam.deps import require_beam
 from tfpipe.codec import encode_example
 from tfpipe.convert.config import DEFAULT_SHARD_SIZE, ShardConfig, parse_size
@@ -202,7 +202,7 @@ def _write(keyed: tuple[int, Iterable[bytes | None]], n: int, target: _Target) -
     try:
         for record in sorted(r for r in records if r is not None):
             writer.write(record)
-        return commit_shard(writer)
+        return writer.commit().info  # the same bytes already there (a repeated step) is success
     except BaseException:
         writer.abort()
         raise
@@ -220,7 +220,7 @@ def _save_manifest(shards: list[ShardInfo], schema: Schema, target: _Target, mis
     with tempfile.NamedTemporaryFile(dir=None if storage.is_gcs(target.dest) else target.dest,
                                      prefix=storage.temp_name(MANIFEST_NAME), delete=False) as f:
         f.write(data)
-    commit_once(f.name, storage.join(target.dest, MANIFEST_NAME))  # a repeated final step writes the same bytes
+    storage.commit_file(f.name, storage.join(target.dest, MANIFEST_NAME))  # a repeated step: the same bytes
     return manifest
 
 
