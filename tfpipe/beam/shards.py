@@ -61,7 +61,7 @@ def file_rows(files: tuple[str, ...], rows: tuple[int, ...], first: int, end: in
     """(file, index of its first written row) of the files holding rows first..end-1."""
     out, start = [], 0
     for path, n in zip(files, rows, strict=True):
-        if start < end and first < start + n:
+        if n and start < end and first < start + n:
             out.append((path, start))
         start += n
     return tuple(out)
