@@ -206,3 +206,18 @@ def test_options_are_checked(tree, tmp_path):
         tfpipe.convert(tree, str(tmp_path / "o"), engine="spark")
     with pytest.raises(ConfigError, match=r"pipeline_options apply to engine='beam'"):
         tfpipe.convert(tree, str(tmp_path / "o"), pipeline_options=IN_PROCESS)
+
+
+def test_a_failed_beam_run_resumes_on_the_local_engine(tree, local_images, tmp_path, monkeypatch):
+    """The FnApiRunner never retries: the injected fault fails the run, leaving its plan and the
+    shards committed so far; the local engine's --resume finishes the same plan."""
+    markers = tmp_path / "faults"
+    markers.mkdir()
+    monkeypatch.setenv(FAULT_ENV, f"{markers};started:train-00002-of-00004")
+    with pytest.raises(Exception, match="injected fault at started of train-00002-of-00004"):
+        beam(tree, tmp_path / "beam", num_shards=4)
+    assert not (tmp_path / "beam" / "tfpipe.json").exists()
+    with pytest.raises(tfpipe.TfpipeError, match="interrupted conversion"):
+        tfpipe.convert(tree, str(tmp_path / "beam"), num_shards=4, workers=1)
+    tfpipe.convert(tree, str(tmp_path / "beam"), num_shards=4, workers=1, resume=True)
+    same_output(local_images, tmp_path / "beam")
