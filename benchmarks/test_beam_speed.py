@@ -75,10 +75,12 @@ def compare(benchmark, src: str, tmp: str, **options: object) -> dict[str, float
             "beam_empty_pipeline_s": round(min(fixed), 2)}
     for engine, (wall, cpu, n) in best.items():
         info |= {f"{engine}_wall_s": round(wall, 2), f"{engine}_cpu_s": round(cpu, 2),
-                 f"{engine}_items_per_s": round(n / wall, 1), f"{engine}_cpu_ms_per_item": round(1000 * cpu / n, 3)}
+                 f"{engine}_items_per_s": round(n / wall, 1),
+                 f"{engine}_cpu_ms_per_item": round(1000 * cpu / n, 3)}
     info["beam_over_local_wall"] = round(best["beam"][0] / best["local"][0], 2)
     pipelines = 2 if options.get("label") else 1  # a table's first pass is a pipeline of its own
-    info["beam_less_startup_over_local_wall"] = round((best["beam"][0] - pipelines * min(fixed)) / best["local"][0], 2)
+    less_startup = best["beam"][0] - pipelines * min(fixed)
+    info["beam_less_startup_over_local_wall"] = round(less_startup / best["local"][0], 2)
     benchmark.extra_info.update(info)
     print("\n", info)
     return info

@@ -24,6 +24,7 @@ pytest.importorskip("apache_beam")
 
 import tfpipe
 from tfpipe import storage
+from tfpipe.beam.engine import PipelineFailed
 from tfpipe.beam.shards import FAULT_ENV
 from tfpipe.errors import ConfigError
 from tfpipe.testing import fake_data
@@ -80,7 +81,8 @@ def tables(tmp_path_factory):
     (root / "csv").mkdir()
     for i, n in enumerate([23, 1, 17]):
         frame = pd.DataFrame({"x": rng.normal(size=n).round(4), "k": rng.integers(-50, 50, n),
-                              "word": [f"w{j % 5}" for j in range(n)], "y": rng.integers(0, 3, n).astype(float)})
+                              "word": [f"w{j % 5}" for j in range(n)],
+                              "y": rng.integers(0, 3, n).astype(float)})
         if n > 5:
             frame.loc[3, "x"] = np.nan
             frame.loc[4 + i, "y"] = np.nan
@@ -184,7 +186,8 @@ def test_killed_run_resumes_to_the_same_bytes(tree, local_images, tmp_path):
 def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, tmp_path):
     dest = gcs_bucket + "/beam"
     with local_gcs.recording() as requests, \
-            local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType", route="plain"), \
+            local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType",
+                                    route="plain"), \
             local_gcs.inject_faults(503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0",
                                     route="plain", lose_reply=True) as lost:
         m = beam(tree, dest, num_shards=4)
@@ -193,7 +196,8 @@ def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, 
         [s.checksum for s in tfpipe.Manifest.load(str(local_images)).splits["train"].shards]
     assert any(r.status == 412 for r in requests)  # the lost reply's retry found its own bytes
     bucket, prefix = dest[len("gs://"):].split("/", 1)
-    created = {b.name.rsplit("/", 1)[1]: b.time_created for b in storage._client().list_blobs(bucket, prefix=prefix)}
+    blobs = storage._client().list_blobs(bucket, prefix=prefix)
+    created = {b.name.rsplit("/", 1)[1]: b.time_created for b in blobs}
     assert created["tfpipe.json"] >= max(t for n, t in created.items() if n.startswith("train-"))  # last
     assert verify(dest).ok
     assert [n for n in storage.listdir(dest) if n.startswith(".") and n != ".tfpipe.lock"] == []
@@ -214,10 +218,20 @@ def test_a_failed_beam_run_resumes_on_the_local_engine(tree, local_images, tmp_p
     markers = tmp_path / "faults"
     markers.mkdir()
     monkeypatch.setenv(FAULT_ENV, f"{markers};started:train-00002-of-00004")
-    with pytest.raises(Exception, match="injected fault at started of train-00002-of-00004"):
+    with pytest.raises(PipelineFailed, match=r"pipeline 'shards' failed: injected fault at started of "
+                                              r"train-00002-of-00004.*--resume"):
         beam(tree, tmp_path / "beam", num_shards=4)
     assert not (tmp_path / "beam" / "tfpipe.json").exists()
     with pytest.raises(tfpipe.TfpipeError, match="interrupted conversion"):
         tfpipe.convert(tree, str(tmp_path / "beam"), num_shards=4, workers=1)
     tfpipe.convert(tree, str(tmp_path / "beam"), num_shards=4, workers=1, resume=True)
     same_output(local_images, tmp_path / "beam")
+
+
+def test_a_worker_error_in_another_process_is_one_clear_error(tree, tmp_path):
+    """--strict fails on the first undecodable image, inside a worker process: the runner
+    reports a traceback as text, which comes out as one TfpipeError ending with the cause."""
+    expected = r"pipeline 'shards' failed: .*DataError: .*\.JPEG: .*--strict.*--resume"
+    with pytest.raises(PipelineFailed, match=expected):
+        beam(tree, tmp_path / "beam", TWO_WORKERS, num_shards=2, strict=True)
+    assert not (tmp_path / "beam" / "tfpipe.json").exists()

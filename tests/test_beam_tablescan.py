@@ -23,7 +23,8 @@ def folder(tmp_path, frames):
 
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
     files = tuple(tables.table_files(src, "csv"))
-    scans = [tablescan.scan_file(f, "csv", chunk_rows, label, missing_label, "utf-8", f == files[0]) for f in files]
+    scans = [tablescan.scan_file(f, "csv", chunk_rows, label, missing_label, "utf-8", f == files[0])
+             for f in files]
     scan = tablescan.merge(src, "csv", files, scans, label, missing, missing_label, "utf-8", chunk_rows)
     return scan, scans
 
@@ -44,7 +45,8 @@ def test_fold_equals_the_single_pass(tmp_path, case):
     drop = {"label": "y", "missing_label": "drop"} if case == "dropped null labels" else {}
     local = tables.scan(src, "csv", 4, drop.get("label"), "fill", drop.get("missing_label", "error"), "utf-8")
     scan, scans = by_files(src, **drop)
-    assert scan == dataclasses.replace(local, **{f: getattr(scan, f) for f in ("file_rows",) if hasattr(local, f)})
+    same_counts = {f: getattr(scan, f) for f in ("file_rows",) if hasattr(local, f)}  # compared below
+    assert scan == dataclasses.replace(local, **same_counts)
     assert sum(s.kept for s in scans) == local.rows
 
 

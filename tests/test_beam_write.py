@@ -47,8 +47,10 @@ def test_dicts_become_a_normal_dataset_with_every_record_once(tmp_path):
                                                              ("score", "float32"), ("word", "bytes")]
     got = sorted((r["id"][0], r["ok"][0], r["score"][0], r["word"][0]) for r in records(m))
     assert got == [(i, int(i % 3 == 0), pytest.approx(i / 8), f"w{i % 5}".encode()) for i in range(37)]
-    assert sorted(os.listdir(tmp_path / "out")) == ["tfpipe.json", *(s.name for s in m.splits["train"].shards)]
-    assert json.loads((tmp_path / "out" / "tfpipe.json").read_text())["splits"]["train"]["options"]["engine"] == "beam"
+    shards = [s.name for s in m.splits["train"].shards]
+    assert sorted(os.listdir(tmp_path / "out")) == ["tfpipe.json", *shards]
+    written = json.loads((tmp_path / "out" / "tfpipe.json").read_text())
+    assert written["splits"]["train"]["options"]["engine"] == "beam"
 
 
 def test_dataframes_and_dicts_in_other_bundles_give_the_same_bytes(tmp_path):
@@ -69,7 +71,8 @@ def test_nulls_are_refused_or_filled_with_a_mask(tmp_path):
         write(tmp_path / "err", data, num_shards=2)
     m = write(tmp_path / "fill", data, num_shards=2, missing="fill")
     by_id = {r["id"][0]: r for r in records(m)}
-    assert by_id[4]["score/missing"] == [1] and by_id[4]["score"] == [0.0] and by_id[5]["score/missing"] == [0]
+    assert by_id[4]["score/missing"] == [1] and by_id[4]["score"] == [0.0]
+    assert by_id[5]["score/missing"] == [0]
     assert by_id[6]["word/missing"] == [1] and by_id[6]["word"] == [b""]
 
 

@@ -30,7 +30,7 @@ from tfpipe.convert.run import Tick
 from tfpipe.convert.sources import Source
 from tfpipe.convert.tables import TableScan, read_chunks, table_files
 from tfpipe.convert.writer import ResumeJournal, ShardDone
-from tfpipe.errors import ConfigError
+from tfpipe.errors import ConfigError, TfpipeError
 
 _UPLOADS = 16  # task files written or removed at once: GCS requests are latency-bound
 
@@ -66,13 +66,29 @@ def pipeline_options(options: Any, workers: int) -> Any:
     return PipelineOptions(flags)
 
 
+class PipelineFailed(TfpipeError):
+    """A Beam pipeline failed on its workers; the message ends with the worker's error."""
+
+
 def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: Any) -> None:
-    """Runs `fn` once per element, spread over the workers, and waits for the end."""
+    """Runs `fn` once per element, spread over the workers, and waits for the end.
+
+    Raises:
+      PipelineFailed: a worker's error, as a runner reports it from another process (a
+        TfpipeError or OSError raised in this process keeps its type).
+    """
     beam = require_beam()
-    with beam.Pipeline(options=options) as p:
-        _ = (p | f"{name}/list" >> beam.Create(elements, reshuffle=False)
-             | f"{name}/spread" >> beam.Reshuffle()
-             | f"{name}/work" >> beam.Map(fn))
+    try:
+        with beam.Pipeline(options=options) as p:
+            _ = (p | f"{name}/list" >> beam.Create(elements, reshuffle=False)
+                 | f"{name}/spread" >> beam.Reshuffle()
+                 | f"{name}/work" >> beam.Map(fn))
+    except (TfpipeError, OSError):
+        raise
+    except Exception as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+        raise PipelineFailed(f"the Beam pipeline {name!r} failed: {lines[-1][:500]}. Shards committed so far "
+                             "are kept: run the same command with --resume (resume=True) to continue.") from e
 
 
 def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -117,7 +133,8 @@ class BeamEngine:
         finally:
             _each(storage.remove, outs)
         scan = tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
-        self.file_rows = tuple(s.kept if not s.error else _count_rows(s.path, scan, chunk_rows) for s in scans)
+        self.file_rows = tuple(s.kept if not s.error else _count_rows(s.path, scan, chunk_rows)
+                               for s in scans)
         return scan
 
     def execute(self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
@@ -138,8 +155,8 @@ class BeamEngine:
         results = journal.completed(plan.n_shards)
         missing = [t.name for t in plan.shards if t.index not in results]
         if missing:
-            raise storage.StorageError(f"{plan.dest}: expected every shard committed when the pipeline ended. "
-                                       f"Received: no done-record for {missing[:5]}")
+            raise storage.StorageError(f"{plan.dest}: expected every shard committed when the pipeline "
+                                       f"ended. Received: no done-record for {missing[:5]}")
         self._tick(plan, results)
         return [results[i] for i in range(plan.n_shards)]
 
@@ -158,7 +175,8 @@ class BeamEngine:
             items = sum(plan.shards[i].count for i in done)
             out = sum(d.info.bytes for d in done.values())
             skipped = len(plan.skipped) + sum(len(d.skipped) for d in done.values())
-            self.progress(Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit, plan.note))
+            self.progress(Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit,
+                               plan.note))
 
 
 def _count_rows(path: str, scan: TableScan, chunk_rows: int) -> int:

@@ -46,7 +46,8 @@ class FileRows:
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end = first + count
         for path, file_first in self.files:
-            chunks = read_chunks((path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label)
+            chunks = read_chunks((path,), self.fmt, self.chunk_rows, self.kinds, self.encoding,
+                                 self.drop_label)
             for frame, offset, _ in chunks:
                 start = file_first + offset
                 if start >= end:
@@ -54,10 +55,12 @@ class FileRows:
                     return
                 lo, hi = max(first, start), min(end, start + len(frame))
                 if lo < hi:
-                    yield Piece(shard, lo, TableTask(frame.iloc[lo - start : hi - start], lo, self.schema, path))
+                    rows = frame.iloc[lo - start : hi - start]
+                    yield Piece(shard, lo, TableTask(rows, lo, self.schema, path))
 
 
-def file_rows(files: tuple[str, ...], rows: tuple[int, ...], first: int, end: int) -> tuple[tuple[str, int], ...]:
+def file_rows(files: tuple[str, ...], rows: tuple[int, ...], first: int,
+              end: int) -> tuple[tuple[str, int], ...]:
     """(file, index of its first written row) of the files holding rows first..end-1."""
     out, start = [], 0
     for path, n in zip(files, rows, strict=True):
@@ -75,7 +78,8 @@ def task_to_json(task: ShardTask) -> dict[str, Any]:
         body = {"kind": "rows", **dataclasses.asdict(inputs), "schema": inputs.schema.to_json()}
     else:
         raise TypeError(f"Expected ImageInputs or FileRows. Received: {type(inputs).__name__}")
-    return {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"} | {"inputs": body}
+    fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
+    return fields | {"inputs": body}
 
 
 def task_from_json(obj: dict[str, Any]) -> ShardTask:

@@ -63,14 +63,15 @@ def scan_file(path: str, fmt: str, chunk_rows: int, label: str | None, missing_l
                 null = local._label_nulls(chunk, label, missing_label, path)
                 if null.any():
                     dropped += int(null.sum())
-                    listed = (listed + chunk.index[null][: local._LISTED_DROPS].tolist())[: local._LISTED_DROPS]
+                    listed = (listed + chunk.index[null].tolist())[: local._LISTED_DROPS]
                     chunk = chunk[~null]
             kept += len(chunk)
             for c, column in columns.items():
                 column.add(chunk[c], path, fmt == "csv" and first_file)
     except DataError as e:
         return FileScan(path, error=str(e))
-    return FileScan(path, tuple(dataclasses.asdict(c) for c in columns.values()), total, kept, dropped, tuple(listed))
+    fields = tuple(dataclasses.asdict(c) for c in columns.values())
+    return FileScan(path, fields, total, kept, dropped, tuple(listed))
 
 
 def _fold_kind(have: str, new: str) -> str | None:

@@ -69,8 +69,8 @@ def _kind(column: str, v: Any) -> tuple[str, tuple[int, ...]]:
     if kind is None and code == "O" and all(isinstance(x, (str, bytes)) for x in a.ravel().tolist()):
         kind = "bytes"
     if kind is None or (a.ndim == 0 and not isinstance(a.item(), (numbers.Number, str, bytes))):
-        raise DataError(f"column {column!r}: expected numbers, booleans, text or bytes, or fixed-shape arrays "
-                        f"of them. Received: {type(v).__name__} {str(v)[:60]!r}")
+        raise DataError(f"column {column!r}: expected numbers, booleans, text or bytes, or fixed-shape "
+                        f"arrays of them. Received: {type(v).__name__} {str(v)[:60]!r}")
     return kind, tuple(a.shape)
 
 
@@ -135,10 +135,10 @@ def schema_of(kinds: dict[str, _ColumnKind], label: str | None, missing: str) ->
         if k.kind == "null":
             raise DataError(f"column {name!r}: expected values. Received: only nulls, so its type is unknown")
         if k.nulls and (missing != "fill" or name == label):
-            what = "the label column" if name == label else f"column {name!r}"
-            raise DataError(f"{what} {'' if name != label else repr(name) + ' '}holds nulls. Expected a value in "
-                            "every record: pass missing='fill' to write a default plus a "
-                            f"'{name}/missing' mask (never for the label)")
+            what = f"the label column {name!r}" if name == label else f"column {name!r}"
+            raise DataError(f"{what} holds nulls. Expected a value in every record: pass "
+                            f"missing='fill' to write a default plus a '{name}/missing' mask (never "
+                            "for the label)")
         fields.append(Field(name, _DTYPE[k.kind], k.shape, has_mask=k.nulls))
     return Schema(tuple(fields), label=label)
 
@@ -166,7 +166,8 @@ def _encode(row: dict[str, Any], schema: Schema) -> bytes:
     for f in schema.fields:
         value = row.get(f.name)
         null = _is_null(value)
-        out[f.name] = ([_DEFAULT[f.dtype]] * math.prod(f.shape) if f.shape else _DEFAULT[f.dtype]) if null else value
+        default = [_DEFAULT[f.dtype]] * math.prod(f.shape) if f.shape else _DEFAULT[f.dtype]
+        out[f.name] = default if null else value
         if f.has_mask:
             out[f.mask_name] = int(null)
     return encode_example(out, schema)
@@ -180,6 +181,14 @@ class _Target:
     dest: str
     split: str
     compression: str
+
+
+def _sum_pairs(pairs: Iterable[tuple[int, int]]) -> tuple[int, int]:
+    """(records, bytes) summed; partial sums come back in as pairs too."""
+    records = total = 0
+    for n, b in pairs:
+        records, total = records + n, total + b
+    return records, total
 
 
 def _count(sizes: tuple[int, int], num_shards: int | None, shard_size: int) -> int:
@@ -244,8 +253,9 @@ class WriteDataset(beam.PTransform):
       >>> rows | tfpipe.beam.WriteDataset("gs://bucket/clicks", label="clicked", num_shards=64)
     """
 
-    def __init__(self, dest: str, *, split: str = "train", label: str | None = None, num_shards: int | None = None,
-                 shard_size: int | str = DEFAULT_SHARD_SIZE, compression: str = "none", missing: str = "error"):
+    def __init__(self, dest: str, *, split: str = "train", label: str | None = None,
+                 num_shards: int | None = None, shard_size: int | str = DEFAULT_SHARD_SIZE,
+                 compression: str = "none", missing: str = "error"):
         super().__init__()
         cfg = ShardConfig(split=split, num_shards=num_shards, shard_size=parse_size(shard_size),
                           compression=compression)
@@ -257,7 +267,8 @@ class WriteDataset(beam.PTransform):
 
     def expand(self, pcoll: Any) -> Any:
         if Manifest.find(self.target.dest) is not None:
-            raise DestinationError(f"{self.target.dest}: expected a new destination for WriteDataset. Received: "
+            raise DestinationError(f"{self.target.dest}: expected a new destination for WriteDataset. "
+                                   "Received: "
                                    f"a folder that already holds a {MANIFEST_NAME}; write elsewhere")
         storage.makedirs(self.target.dest)
         rows = pcoll | "rows" >> beam.FlatMap(_rows)
@@ -265,13 +276,14 @@ class WriteDataset(beam.PTransform):
         schema = kinds | "schema" >> beam.Map(schema_of, self.label_column, self.missing)
         records = rows | "encode" >> beam.Map(_encode, beam.pvalue.AsSingleton(schema))
         sizes = (records | "sizes" >> beam.Map(lambda r: (1, len(r) + 16))
-                 | "total" >> beam.CombineGlobally(lambda xs: tuple(map(sum, zip(*xs, strict=True))) or (0, 0)))
+                 | "total" >> beam.CombineGlobally(_sum_pairs))
         n = sizes | "count" >> beam.Map(_count, self.cfg.num_shards, self.cfg.shard_size)
         every = n | "every shard" >> beam.FlatMap(lambda k: [(i, None) for i in range(k)])
         keyed = records | "assign" >> beam.Map(_assign, beam.pvalue.AsSingleton(n))
         shards = ((keyed, every) | "with empty" >> beam.Flatten() | "by shard" >> beam.GroupByKey()
                   | "write" >> beam.Map(_write, beam.pvalue.AsSingleton(n), self.target))
-        options = {"split": self.cfg.split, "num_shards": self.cfg.num_shards, "shard_size": self.cfg.shard_size,
+        options = {"split": self.cfg.split, "num_shards": self.cfg.num_shards,
+                   "shard_size": self.cfg.shard_size,
                    "compression": self.cfg.compression, "label": self.label_column, "missing": self.missing,
                    "engine": "beam"}
         return (shards | "all shards" >> beam.combiners.ToList()
