@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import resource
 import statistics
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -66,24 +64,12 @@ class Interval:
                 "ci95_high": round(self.high, 4), "rounds": self.rounds}
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def timed_window(make: Callable[[], Any], *, examples_per_element: int, seconds: float,
                  warmup: float) -> Window:
-    """Measures one steady-state window of `make()`'s dataset, with its CPU cost."""
-    marks: dict[bool, tuple[float, float]] = {}
-
-    def on_window(start: bool) -> None:
-        marks[start] = (time.perf_counter(), _cpu_seconds())
-
-    rate = measure(make, examples_per_element=examples_per_element, seconds=seconds,
-                   warmup=warmup, on_window=on_window)
-    (w0, c0), (w1, c1) = marks[True], marks[False]
-    examples = rate.elements * examples_per_element
-    return Window(rate.examples_per_sec, 1000.0 * (c1 - c0) / examples, (c1 - c0) / (w1 - w0))
+    """Measures one steady-state window of `make()`'s dataset, with its CPU cost (which
+    `tfpipe.bench.producer.measure` takes from the process's CPU time over the window)."""
+    rate = measure(make, examples_per_element=examples_per_element, seconds=seconds, warmup=warmup)
+    return Window(rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
 
 
 def rounds(makers: Mapping[str, Callable[[], Any]], *, examples_per_element: int, n_rounds: int,

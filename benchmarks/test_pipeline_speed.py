@@ -2,8 +2,8 @@
 
 Run: python -m pytest benchmarks/test_pipeline_speed.py -q -s  (about 5 minutes on 2 cores)
 
-Targets (issue 3):
-- ImageNet train pipeline >= 1.3x the seeds' recipe on identical records;
+Targets (tfpipe's speed goals):
+- ImageNet train pipeline >= 1.3x the tensorflow/tpu-style baseline pipeline on identical records;
 - >= 2.0x when tfpipe reads records converted with resize_shorter (vs the recipe on the
   originals: re-encoding is what tfpipe convert offers the user);
 - tabular rows/s at batch 1024 on 40 columns >= 5x per-row parse_single_example

@@ -1,4 +1,5 @@
-"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules.
+"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules (fixtures
+registered by conftest.py; the helpers are imported).
 
 Odd counts on purpose: 37 images in 4 shards (13/12/12 per class), a 37-row table in 4 shards.
 Images are 64x48 JPEGs, so decode is cheap and every test stays fast.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import pathlib
 import shutil
 
 import numpy as np
@@ -27,8 +29,8 @@ PHOTOS_PER_CLASS = [7, 6, 6]
 FOREIGN_FILES = 3
 
 
-# The fixtures below are imported into several test modules, and pytest then keeps one
-# fixture instance per module: memoise so each dataset is still made once per session.
+# The fixtures below reach every test module through conftest.py's pytest_plugins, one
+# instance a session; the memo also remakes a dataset that a test removed.
 _MADE: dict[str, str] = {}
 
 
@@ -156,7 +158,7 @@ def corrupt_shard(root: str, index: int, how: str) -> str:
     """
     manifest = Manifest.load(root)
     path = manifest.shard_paths("train")[index]
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     if how == "truncate":
         data = data[: len(data) - 100]
     else:

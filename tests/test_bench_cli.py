@@ -45,7 +45,7 @@ def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -
 
 
 def test_second_run_reuses_the_cache_and_writes_json_plot(first_run, cache_home, tmp_path, monkeypatch, capsys) -> None:
-    from tfpipe.bench.report import validate
+    from _report_schema import validate
 
     assert first_run.returncode == 0
     monkeypatch.setenv("XDG_CACHE_HOME", cache_home)

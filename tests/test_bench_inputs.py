@@ -74,7 +74,7 @@ def test_raw_data_is_named_with_what_to_run(raw, capsys, monkeypatch) -> None:
         "or convert the raw table with `tfpipe convert TABLE DEST --label COLUMN`.")
     code, err = bench_cli(capsys, "--data", "lone.tfrecord", "--split", "train")
     assert code == 1 and "leave split (--split) out for TFRecord files. Received: split='train'" in err
-    with pytest.raises(DataError, match="t.csv is a CSV table file"):
+    with pytest.raises(DataError, match=r"t.csv is a CSV table file"):
         tfpipe.bench(data="t.csv", pipeline="tabular")
 
 

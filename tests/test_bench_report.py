@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -17,18 +18,21 @@ from tfpipe.bench.report import (
     Simulation,
     StageRate,
     conclude,
-    schema,
-    validate,
 )
 from tfpipe.errors import ConfigError
 
+from _report_schema import validate
 
 
-def _rate(eps: float, per_element: int = 1) -> Rate:
-    return Rate(eps, eps / per_element, int(eps * 3 / per_element), 3.0, 0.4, 1.5)
+def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
+    # `busy` cores over a 3 s window: CPU ms per example = 1000 * busy / eps.
+    return Rate(eps, eps / per_element, int(eps * 3 / per_element), 3.0, 0.4, 1.5, 1000 * busy / eps, busy)
 
 
-def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = None):
+SCALING = (ScalingPoint.of(1, _rate(160.0, busy=1.0)), ScalingPoint.of(2, _rate(298.0, 37)))
+
+
+def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = None, scaling=SCALING):
     stages = (
         StageRate("read", ("list_files", "interleave", "shuffle", "repeat"), 4, _rate(41_000.0)),
         StageRate("parse", ("parse",), 5, _rate(23_000.0)),
@@ -44,7 +48,7 @@ def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = 
         producer=stages[-1].rate,
         consumer=Consumer(consumer_eps, 37 / consumer_eps * 1000, "reference", "ResNet-50 on A100", url="https://x", approximate=True),
         stages=stages,
-        scaling=(ScalingPoint(1, 160.0), ScalingPoint(2, 298.0)),
+        scaling=scaling,
         simulation=simulation,
         comparison=Comparison(298.0, 210.0),
         environment={"tensorflow": "2.21.0", "cpu_count": 2},
@@ -82,14 +86,65 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
         "examples_per_sec": 305.0,
         "elements_per_sec": 305.0,
         "first_element_sec": 0.4,
+        "cpu_ms_per_example": pytest.approx(1850 / 305, abs=1e-6),
+        "cores_busy": 1.85,
     }
-    assert obj["scaling"] == [{"cores": 1, "examples_per_sec": 160.0}, {"cores": 2, "examples_per_sec": 298.0}]
+    assert obj["scaling"] == [
+        {"cores": 1, "examples_per_sec": 160.0, "cpu_ms_per_example": 6.25, "cores_busy": 1.0},
+        {"cores": 2, "examples_per_sec": 298.0, "cpu_ms_per_example": pytest.approx(1850 / 298, abs=1e-6),
+         "cores_busy": 1.85},
+    ]
     assert obj["cores_needed"]["cores"] == 16  # ceil(2375 / 149) at 2-core efficiency
     assert obj["service_workers"]["workers"] == 16  # 2 hosts x 2375/s over 298/s per 2-core worker
     assert [r["kind"] for r in obj["recommendations"]] == ["decode_bound", "cpu_bound_beyond_host", "poor_scaling"] or [
         r["kind"] for r in obj["recommendations"]
     ] == ["decode_bound", "cpu_bound_beyond_host"]
     assert obj["compare"]["ratio"] == pytest.approx(298 / 210, abs=1e-6)
+    assert obj["compare"]["baseline_examples_per_sec"] == 210.0
+    with pytest.deprecated_call():
+        assert report.comparison.recipe_examples_per_sec == 210.0
+    assert obj["schema_version"] == 2
+
+
+def test_cpu_cost_per_example_and_cores_needed_from_it() -> None:
+    obj = sample_report().to_json()
+    assert obj["producer"]["cpu_ms_per_example"] == pytest.approx(1850 / 298, abs=1e-6)
+    assert obj["producer"]["cores_busy"] == 1.85
+    assert [s["cpu_ms_per_example"] for s in obj["stages"]] == pytest.approx(
+        [1850 / 41_000, 1850 / 23_000, 1850 / 305, 1850 / 301, 1850 / 298], abs=1e-6
+    )
+    # The consumer's 2,375/s x 6.21 CPU ms per example = 14.7 cores, next to the curve's 16.
+    assert obj["cores_needed_from_cpu"] == {
+        "cores": pytest.approx(2375 * 1.85 / 298, abs=1e-6),
+        "cpu_ms_per_example": pytest.approx(1850 / 298, abs=1e-6),
+        "cores_busy": 1.85,
+        "at_cores": 2,
+        "disagreement": None,  # 15 and 16 whole cores agree within 25%
+    }
+
+
+def test_report_says_when_cpu_cost_and_scaling_curve_disagree() -> None:
+    # The scaling run reached only 120/s on 2 threads, keeping 1.0 core busy; the producer's CPU
+    # cost says the work needs 14.7 cores at the consumer's rate, the curve 40.
+    slow_curve = (ScalingPoint.of(1, _rate(80.0, busy=0.9)), ScalingPoint.of(2, _rate(120.0, busy=1.0)))
+    report = sample_report(scaling=slow_curve)
+    assert report.cores.cores == 40  # ceil(2375 / 60)
+    why = report.cpu_cores.disagreement
+    assert why.startswith("The scaling curve says ~40 cores, the CPU cost per example ~14.7, 167% apart.")
+    assert "Cores sit idle: with 2 threads the pipeline kept 1.0 cores busy" in why
+    obj = report.to_json()
+    validate(obj)
+    assert obj["cores_needed_from_cpu"]["disagreement"] == why
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = " ".join(console.export_text().split())
+    assert "Cores check" in text and "Cores sit idle" in text
+    assert "~14.7 per host from CPU cost (6.208 CPU ms per example x 2,375 examples/s)" in text
 
 
 def test_schema_rejects_a_report_missing_a_contract_key() -> None:
@@ -102,7 +157,7 @@ def test_schema_rejects_a_report_missing_a_contract_key() -> None:
     obj = sample_report().to_json() | {"verdict": "slow"}
     with pytest.raises(ValueError, match="slow"):
         validate(obj)
-    # Without jsonschema, the built-in check finds the same two faults.
+    # The independent checker in _report_schema finds the same faults.
     with pytest.raises(ValueError, match="'bottleneck' is a required property"):
         validate({k: v for k, v in sample_report().to_json().items() if k != "bottleneck"}, use_jsonschema=False)
     with pytest.raises(ValueError, match="verdict: 'slow' is not one of"):
@@ -142,13 +197,15 @@ def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
 
     from tfpipe.bench.render import renderables
 
-    console = Console(width=160, record=True, file=open("/dev/null", "w"))
+    console = Console(width=160, record=True, file=io.StringIO())
     for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861))):
         console.print(r)
     text = console.export_text()
     for needle in ("HIGHLY INPUT-BOUND", "predicted 87.5%", "measured 86.1% (simulate)", "Bottleneck", "decode",
-                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x", "37 per host x 2 hosts"):
+                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x",
+                   "37 per host x 2 hosts", "CPU ms/ex", "cores busy", "6.066", "from CPU cost"):
         assert needle in text, needle
+    assert "Cores check" not in text  # the two estimates agree
 
 
 def test_reference_table_rows_cite_sources() -> None:
@@ -160,7 +217,7 @@ def test_reference_table_rows_cite_sources() -> None:
         assert "approximate" in row.label
     assert reference.default_for("imagenet").name == "resnet50-a100"
     assert reference.default_for("tabular").preset == "tabular"
-    with pytest.raises(ConfigError, match="accelerator must be one of .*Received: accelerator='tpu-v9'"):
+    with pytest.raises(ConfigError, match=r"accelerator must be one of .*Received: accelerator='tpu-v9'"):
         reference.lookup("tpu-v9")
 
 
@@ -179,11 +236,11 @@ def test_bench_config_validation() -> None:
     cfg = BenchConfig(batch_size=96, hosts=3, step_time_ms=50)
     assert (cfg.global_batch, cfg.host_batch) == (96, 32)
     assert BenchConfig(pipeline="tabular").host_batch == 1024
-    with pytest.raises(ConfigError, match="at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
+    with pytest.raises(ConfigError, match=r"at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
         BenchConfig(step_time_ms=5.0, accelerator="resnet50-a100")
     with pytest.raises(ConfigError, match="batch_size=100, hosts=3"):
         BenchConfig(batch_size=100, hosts=3)
-    with pytest.raises(ConfigError, match="model must be one of .*Received: model='mlp'"):
+    with pytest.raises(ConfigError, match=r"model must be one of .*Received: model='mlp'"):
         BenchConfig(model="mlp")
     with pytest.raises(ConfigError, match="fit needs a model"):
         BenchConfig(fit=True)
@@ -193,5 +250,5 @@ def test_bench_config_validation() -> None:
         BenchConfig(pipeline="audio")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="seconds must be a positive number"):
         BenchConfig(seconds=0)
-    with pytest.raises(ConfigError, match="compare .* needs pipeline='imagenet'"):
+    with pytest.raises(ConfigError, match=r"compare .* needs pipeline='imagenet'"):
         BenchConfig(pipeline="tabular", compare=True)

@@ -1,5 +1,5 @@
-"""Ground truth on tiny data: the sleeping consumer measures what the prediction says, in all
-three bands; the producer times the same stage list plan() returns; model.fit runs for real."""
+"""Ground truth on tiny data: the sleeping consumer lands in the band the prediction says, far
+from the band edges; the producer times the same stage list plan() returns; model.fit runs for real."""
 
 from __future__ import annotations
 
@@ -49,6 +49,9 @@ def test_prefixes_follow_plan_stage_list(pipe, tmp_path) -> None:
     for r in rates:
         assert r.rate.examples_per_sec > 0 and r.rate.elements > 0
         assert r.rate.window_sec >= 0.5 and r.rate.first_element_sec > 0
+        # The process's CPU time in the window: every prefix costs some, on at most this host's cores.
+        assert r.rate.cpu_ms_per_example > 0
+        assert 0 < r.rate.cores_busy <= producer.available_cores() + 0.5
     # Reading records is far faster than decoding them.
     by_name = {r.name: r.rate.examples_per_sec for r in rates}
     assert by_name["read"] > by_name["decode"]
@@ -63,27 +66,39 @@ def test_core_counts() -> None:
     assert producer.core_counts(8) == [1, 2, 4, 8]
 
 
-@pytest.mark.parametrize(
-    ("target", "band"),
-    [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")],
-)
-def test_simulate_matches_prediction_in_each_band(pipe, target: float, band: str) -> None:
-    # The step time is aimed at the band from a producer measurement taken just before; the
-    # simulation's own producer phases decide the band. When other processes on a shared host
-    # change its speed in between, the aim misses the band: only then is it tried again (at
-    # most twice). Agreement is checked on the attempt that lands in the band, never retried.
-    attempts = []
-    for _ in range(3):
-        rate = producer.measure(pipe.dataset, examples_per_element=BATCH, seconds=1.0, warmup=0.75)
-        # For "not": a consumer 30% slower than the producer; else one it feeds at 1 - target.
-        consumer_eps = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
-        sim = simulate(pipe, step_time_ms=BATCH / consumer_eps * 1000, seconds=1.5, warmup=0.75)
-        attempts.append(sim)
-        if verdict.band(sim.predicted_input_wait) == band:
-            break
-    assert verdict.band(sim.predicted_input_wait) == band, attempts
-    assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05, attempts
+@pytest.mark.parametrize(("consumer_speed", "band"), [(0.1, "not_input_bound"), (10.0, "highly_input_bound")])
+def test_simulate_finds_the_band_far_from_its_edges(pipe, consumer_speed: float, band: str) -> None:
+    # The sleeping consumer runs at 0.1x or 10x the producer's measured rate: a load that moves
+    # the producer's speed by 3x either way leaves the answer in the same band, so this holds
+    # on a shared host. The +-0.05 agreement in each band is a measurement:
+    # benchmarks/test_bench_harness.py::test_simulate_within_005_of_prediction.
+    rate = producer.measure(pipe.dataset, examples_per_element=BATCH, seconds=1.0, warmup=0.75)
+    consumer_eps = rate.examples_per_sec * consumer_speed
+    sim = simulate(pipe, step_time_ms=BATCH / consumer_eps * 1000, seconds=1.5, warmup=0.75)
+    assert verdict.band(sim.predicted_input_wait) == band, sim
+    assert verdict.band(sim.measured_input_wait) == band, sim
+    assert 0 <= sim.measured_input_wait <= 1 and 0 <= sim.predicted_input_wait <= 1
     assert sim.steps >= 3 and sim.window_sec >= 1.5
+
+
+def test_measure_reports_cpu_cost_per_example_and_cores_busy(pipe) -> None:
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+
+    def make():
+        def work(x):
+            return tf_.reduce_sum(tf_.sin(tf_.cast(tf_.range(4000, dtype=tf_.int64) + x, tf_.float32)))
+
+        return tf_.data.Dataset.range(10**9).map(work, num_parallel_calls=tf_.data.AUTOTUNE).batch(37)
+
+    rate = producer.measure(make, examples_per_element=37, seconds=0.5, warmup=0.2)
+    assert rate.cpu_ms_per_example > 0
+    assert 0 < rate.cores_busy <= producer.available_cores() + 0.5
+    # Both describe the same window: cores busy = CPU seconds per example x examples per second.
+    assert rate.cores_busy == pytest.approx(rate.cpu_ms_per_example / 1000 * rate.examples_per_sec)
+    points = producer.measure_scaling(pipe, [1], seconds=0.3, warmup=0.2)
+    assert points[0].cores == 1 and points[0].cpu_ms_per_example > 0 and points[0].cores_busy > 0
 
 
 def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from tfpipe.bench import verdict as v
+from tfpipe.bench.config import BenchConfig
 from tfpipe.errors import ConfigError
 
 
@@ -48,17 +49,17 @@ def test_predicted_wait_rejects_bad_consumer() -> None:
 
 
 def test_per_host_batch_divides_global_batch() -> None:
-    assert v.per_host_batch(1024, 4) == 256
-    assert v.per_host_batch(37, 1) == 37
+    assert BenchConfig(batch_size=1024, hosts=4).host_batch == 256
+    assert BenchConfig(batch_size=37, hosts=1).host_batch == 37
     with pytest.raises(ConfigError, match="batch_size=1000, hosts=3"):
-        v.per_host_batch(1000, 3)
+        BenchConfig(batch_size=1000, hosts=3)
     with pytest.raises(ConfigError, match="hosts must be an integer >= 1"):
-        v.per_host_batch(8, 0)
+        BenchConfig(batch_size=8, hosts=0)
 
 
 def test_multi_host_verdict_uses_per_host_rates() -> None:
     # 4 hosts share a global batch of 1024 at 100 ms/step: each host must supply 2,560/s.
-    per_host = v.per_host_batch(1024, 4) / 0.100
+    per_host = BenchConfig(batch_size=1024, hosts=4).host_batch / 0.100
     assert per_host == pytest.approx(2560)
     assert v.band(v.predicted_wait(2400, per_host)) == "moderately_input_bound"
     assert v.band(v.predicted_wait(2600, per_host)) == "not_input_bound"
@@ -172,3 +173,29 @@ def test_recommendations_each_follow_a_finding() -> None:
     recs = _advice(5000, 1000, decode_bound, [(1, 160.0), (2, 290.0)])
     assert [r.kind for r in recs] == ["keeps_up"]
     assert "5.0x" in recs[0].finding
+
+
+def test_cores_from_cpu_cost_is_demand_times_cpu_seconds_per_example() -> None:
+    curve = v.cores_needed(3000.0, [(1, 400.0), (2, 800.0), (4, 1600.0)])
+    assert (curve.cores, curve.extrapolated) == (8, True)
+    est = v.cores_from_cpu(3000.0, 2.5, curve=curve, cores_busy=4.0)
+    assert est.cores == pytest.approx(7.5)  # 3,000/s x 2.5 ms
+    assert (est.cpu_ms_per_example, est.cores_busy, est.at_cores, est.disagreement) == (2.5, 4.0, 4, "")
+    with pytest.raises(ConfigError, match="cpu_ms_per_example must be a finite number >= 0"):
+        v.cores_from_cpu(3000.0, math.nan, curve=curve, cores_busy=4.0)
+
+
+def test_cores_disagreement_names_the_larger_estimate_and_why() -> None:
+    # Whole cores within 25% agree: 10 vs ceil(9.2) = 10, and 4 vs 5 is exactly 25%.
+    assert v.cores_disagreement(10, 9.2, cores_busy=3.5, at_cores=4) == ""
+    assert v.cores_disagreement(4, 5.0, cores_busy=4.0, at_cores=4) == ""
+    assert v.cores_disagreement(0, 0.0, cores_busy=1.0, at_cores=2) == ""
+    idle = v.cores_disagreement(8, 3.6, cores_busy=1.8, at_cores=4)
+    assert idle.startswith("The scaling curve says ~8 cores, the CPU cost per example ~3.6, 100% apart.")
+    assert "Cores sit idle: with 4 threads the pipeline kept 1.8 cores busy" in idle
+    assert "Other processes on this host took cores, or parallelism limits" in idle
+    assert idle.endswith("on a quiet host, raise parallelism before adding cores.")
+    outside = v.cores_disagreement(4, 6.3, cores_busy=2.9, at_cores=2)
+    assert outside.startswith("The scaling curve says ~4 cores, the CPU cost per example ~6.3, 75% apart.")
+    assert "With 2 threads the process kept 2.9 cores busy: work outside tf.data's threadpool" in outside
+    assert outside.endswith("Plan for the CPU figure.")

@@ -12,6 +12,7 @@ from tfpipe.convert.writer import shard_bounds
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.schema import Field, Schema
 
+
 @pytest.fixture(scope="module")
 def tf():
     from tfpipe._tf import tf as load
@@ -127,7 +128,7 @@ def test_both_encoders_agree_at_the_edge_of_float32_range():
     for value in (largest + 2.0**103, float(np.finfo(np.float64).max)):
         with pytest.raises(DataError, match="would store as inf"):
             encode_example({"f": value}, schema)
-        with pytest.raises(DataError, match="row 0: .*would store as inf"):
+        with pytest.raises(DataError, match=r"row 0: .*would store as inf"):
             encode_columns(schema, {"f": np.array([value])})
     assert decode_example(encode_example({"f": float("inf")}, schema))["f"] == [float("inf")]  # inf stays inf
 

@@ -11,7 +11,8 @@ import pytest
 
 import tfpipe
 from tfpipe.pipeline import PipelineConfig, plan, steps_per_epoch
-from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS, foreign_ds, image_ds, table_ds  # noqa: F401
+
+from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS
 
 tf = pytest.importorskip("tensorflow")
 
@@ -107,7 +108,7 @@ def test_model_fit_on_converted_table(table_ds):
 
     ds = tfpipe.build(table_ds, batch_size=8, features=["float32_0", "float64_0", "float32_1"],
                       mask_suffix="_missing", seed=3)
-    features, labels = ds.element_spec
+    features, _ = ds.element_spec
     assert set(features) == {"float32_0", "float64_0", "float32_1", "float32_0_missing",
                              "float64_0_missing", "float32_1_missing"}
     inputs = {k: keras.Input((), name=k, dtype=v.dtype.name) for k, v in features.items()}
@@ -178,3 +179,31 @@ def test_config_and_kwargs(image_ds):
     assert opts.autotune.enabled and opts.threading.max_intra_op_parallelism == 1
     assert opts.experimental_optimization.map_parallelization
     assert p.options(threadpool_size=3).threading.private_threadpool_size == 3
+
+
+def test_renamed_skip_counts_keep_a_deprecated_alias():
+    import tfpipe.pipeline as pipeline
+
+    with pytest.warns(DeprecationWarning, match="use tfpipe.pipeline.SkipCounts"):
+        old = pipeline.Skipped
+    assert old is pipeline.SkipCounts
+    assert old(bad_images=2, records_lost=3).records == 5
+    with pytest.raises(AttributeError):
+        pipeline.NoSuchName  # noqa: B018
+
+
+def test_unverified_reads_yield_the_same_records_and_sources(table_ds, image_ds):
+    """verify_shards=False reads plainly; the elements, their order and their sources match."""
+    assert table_ids(tfpipe.build(table_ds, batch_size=8, training=False, verify_shards=False)) == \
+        table_ids(tfpipe.build(table_ds, batch_size=8, training=False))
+    for data, options in ((image_ds, {"image_size": 16}), (table_ds, {})):
+        read = {}
+        for verify in (True, False):
+            p = plan(data, batch_size=8, training=False, verify_shards=verify, **options)
+            read[verify] = [(r.numpy(), s.numpy().decode()) for r, s in p.dataset("interleave")]
+        assert read[True] == read[False]
+        sources = [s for _, s in read[True]]
+        if options:  # the image preset names shards in its errors: records carry their path
+            assert sources == sorted(sources, key=p.files.index) and set(sources) == set(p.files)
+        else:
+            assert set(sources) == {""}

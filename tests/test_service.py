@@ -69,7 +69,7 @@ def rows(ds) -> list[tuple]:
     for features, labels in ds:
         cols = {k: v.numpy().tolist() for k, v in sorted(features.items())}
         for i, label in enumerate(labels.numpy().tolist()):
-            out.append(tuple((k, v[i]) for k, v in cols.items()) + (label,))
+            out.append((*((k, v[i]) for k, v in cols.items()), label))
     return out
 
 
@@ -116,7 +116,7 @@ def test_dynamic_sharding_yields_every_row_once_across_two_workers(table, cluste
     assert collections.Counter(dynamic) == local
     # parallel_epochs: each of the two workers runs the whole epoch.
     doubled = collections.Counter(rows(eval_ds(table, service=cluster2.target)))
-    assert doubled == collections.Counter({r: 2 for r in local})
+    assert doubled == collections.Counter(dict.fromkeys(local, 2))
 
 
 def test_same_job_name_consumers_split_one_job(table, cluster2):
@@ -216,7 +216,7 @@ def test_unreachable_dispatcher_fails_fast_instead_of_hanging():
     assert str(e.value).startswith("service must be the address of a running tf.data service")
     assert f"Received: service='grpc://127.0.0.1:{port}', which did not accept a connection " \
            "within 0.5 s (Connection refused)" in str(e.value)
-    with pytest.raises(ConfigError, match="Received: dispatcher='grpc://127.0.0.1:"):
+    with pytest.raises(ConfigError, match=r"Received: dispatcher='grpc://127.0.0.1:"):
         service.start_worker(f"127.0.0.1:{port}", connect_timeout=0.3, allow_remote=True)
 
 

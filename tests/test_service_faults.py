@@ -137,6 +137,26 @@ def test_silent_port_is_not_taken_for_a_dispatcher(silent_port):
         "answer within 1 s: something else holds that port, or the dispatcher is overloaded")
 
 
+def test_build_takes_the_service_timeouts(silent_port, tmp_path):
+    import tfpipe
+    from tfpipe.testing.fake_data import make_table, write_table
+
+    csv = write_table(make_table(20, seed=3), tmp_path / "t.csv")
+    tfpipe.convert(csv, str(tmp_path / "tab"), label="label", num_shards=2, workers=1)
+    target = f"grpc://127.0.0.1:{silent_port}"
+    tfpipe.build(str(tmp_path / "tab"), preset="tabular", batch_size=4, training=False)  # TF loaded
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=r"gave no gRPC answer within 1 s"):
+        tfpipe.build(str(tmp_path / "tab"), preset="tabular", batch_size=4, training=False,
+                     service=target, service_connect_timeout=1)
+    assert time.monotonic() - start < 4
+    for name in ("service_connect_timeout", "service_peer_timeout"):
+        with pytest.raises(ConfigError, match=rf"Received: {name}=0"):
+            tfpipe.PipelineConfig(**{name: 0})
+    config = tfpipe.PipelineConfig(service_peer_timeout=None)
+    assert (config.service_connect_timeout, config.service_peer_timeout) == (30.0, None)
+
+
 def test_a_port_answering_something_else_fails_at_once():
     import http.server
     import threading
@@ -239,7 +259,7 @@ def _read(ds, kill, at: int = KILL_AT) -> tuple[list[int], float | None, BaseExc
                 kill()
                 killed = time.monotonic()
             time.sleep(0.002)
-    except Exception as e:  # noqa: BLE001 - returned for the test to check
+    except Exception as e:
         error = e
     return got, None if killed is None else time.monotonic() - killed, error
 
@@ -260,7 +280,8 @@ def test_lost_worker_ends_the_epoch_with_an_error_naming_it(tmp_path):
             f"ServiceError: Lost the tf.data service worker 127.0.0.1:{worker_port} "
             "(Connection refused): unreachable for at least 2 s while this client waited for "
             f"data from dispatcher 127.0.0.1:{port}. Restart it at the same address within "
-            "peer_timeout (distribute(peer_timeout=...)) to continue, or raise the timeout. "
+            "peer_timeout (distribute(peer_timeout=...), build(service_peer_timeout=...)) to "
+            "continue, or raise the timeout. "
             "Received: peer_timeout=2")
         assert PEER_TIMEOUT <= after < PEER_TIMEOUT + 8
         # The reader stuck in TF's GetNext was cancelled: no thread left retrying the worker.

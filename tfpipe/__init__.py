@@ -36,8 +36,8 @@ _EXPORTS = {
 # Importing a subpackage binds it as an attribute of its parent, so the packages are imported
 # here first and the functions bound after: later submodule imports then leave these names
 # alone. Both packages import no TensorFlow at module level.
-from tfpipe.convert import convert  # noqa: E402
 from tfpipe.bench import bench  # noqa: E402
+from tfpipe.convert import convert  # noqa: E402
 
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 

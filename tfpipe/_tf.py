@@ -1,7 +1,10 @@
-"""The one place tfpipe imports TensorFlow, lazily, with its C++ log noise hidden.
+"""The one place tfpipe imports TensorFlow, lazily.
 
 `import tfpipe` and `tfpipe --help` never start TensorFlow: TF import costs about 3 s and
 probes for CUDA. Library code calls `tf()` where it needs the module.
+
+A library leaves TensorFlow's logging as its user configured it. Only the `tfpipe` command
+opts in to hiding TF's C++ log noise, with `set_quiet(True)` before the first `tf()`.
 """
 
 from __future__ import annotations
@@ -9,13 +12,17 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-_quiet = True
+_quiet = False
 
 
-def set_verbose(verbose: bool) -> None:
-    """Shows TensorFlow's C++ logs when `verbose`; must be called before the first `tf()`."""
+def set_quiet(quiet: bool) -> None:
+    """Hides TensorFlow's C++ logs and Python warnings when `quiet`, for the `tfpipe` command.
+
+    Takes effect only when called before TensorFlow is first imported; it then sets
+    TF_CPP_MIN_LOG_LEVEL (unless already set) and TF's logger level, process-wide.
+    """
     global _quiet
-    _quiet = not verbose
+    _quiet = quiet
 
 
 def tf() -> ModuleType:
@@ -28,7 +35,7 @@ def tf() -> ModuleType:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
         with _stderr_silenced():
-            import tensorflow  # noqa: F401
+            import tensorflow
         tensorflow.get_logger().setLevel("ERROR")
     import tensorflow
 

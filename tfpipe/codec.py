@@ -263,7 +263,8 @@ def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
                 byte = (group >> np.uint64(7 * k)) & np.uint64(0x7F)
                 payload[:, k] = byte | (np.uint64(0x80) if k < w - 1 else np.uint64(0))
             fprefix = b"\x1a" + _varint(2 + int(w)) + b"\x0a" + _varint(int(w))
-            for i, entry in zip(idx.tolist(), _fixed_width_entries(_entry_prefix(key, fprefix, int(w)), payload)):
+            entries = _fixed_width_entries(_entry_prefix(key, fprefix, int(w)), payload)
+            for i, entry in zip(idx.tolist(), entries, strict=True):
                 out[i] = entry
         return out
     table = _SMALL_VARINTS
@@ -309,7 +310,7 @@ def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
             parts.append(_scalar_column(name, dtype, values))
     table = _SMALL_VARINTS
     out = []
-    for entries in zip(*parts):
+    for entries in zip(*parts, strict=True):
         body = b"".join(entries)
         n = len(body)
         out.append(b"\x0a" + (table[n] if n < 16384 else _varint(n)) + body)

@@ -3,6 +3,10 @@
 A schema is inferred from the source at convert time, written into the manifest, and used to
 encode (`tfpipe.codec`) and to parse (`Schema.parse_spec`). Encoding and parsing are exact
 inverses; tests/test_codec.py proves it for every dtype.
+
+This module is also the one home of the dtype vocabulary: `Dtype` names the three
+tf.train.Example list types, and the maps below say how each is spelled as a `tf.DType`, as a
+`tf.train.Feature` list, and which table column kinds are written as it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,34 @@ from tfpipe.errors import DataError, ManifestError
 Dtype = Literal["int64", "float32", "bytes"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 MISSING_SUFFIX = "/missing"
+# A null mask `<name>/missing` is an int64 feature (1 where the value was filled).
+MASK_DTYPE: Dtype = "int64"
+# The tf.DType each dtype parses to, by name (`tf.string` holds bytes).
+TF_DTYPE_NAMES: dict[str, str] = {"int64": "int64", "float32": "float32", "bytes": "string"}
+# The `tf.train.Feature` list (its protobuf oneof name) that holds each dtype.
+FEATURE_LISTS: dict[str, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
+# A table column's kind, as the table reader sees its values, and the dtype it is written as.
+ColumnKind = Literal["int", "float", "bool", "string", "category"]
+KIND_DTYPES: dict[str, Dtype] = {"int": "int64", "float": "float32", "bool": "int64", "string": "bytes",
+                                 "category": "bytes"}
+
+
+def tf_dtype(dtype: str) -> Any:
+    """The `tf.DType` a dtype parses to."""
+    from tfpipe._tf import tf
+
+    return getattr(tf(), TF_DTYPE_NAMES[dtype])
+
+
+def dtype_of_tf(tf_dtype: Any) -> Dtype | None:
+    """The dtype of a `tf.DType` (or its name); None for a tf.DType no Example list holds."""
+    name = getattr(tf_dtype, "name", tf_dtype)
+    return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)  # type: ignore[return-value]
+
+
+def dtype_of_feature_list(kind: str) -> Dtype:
+    """The dtype held by a `tf.train.Feature` list ("bytes_list", "float_list", "int64_list")."""
+    return next(d for d, k in FEATURE_LISTS.items() if k == kind)  # type: ignore[return-value]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,13 +124,17 @@ class Schema:
         from tfpipe._tf import tf
 
         tf_ = tf()
-        tf_dtype = {"int64": tf_.int64, "float32": tf_.float32, "bytes": tf_.string}
         spec: dict[str, Any] = {}
         for f in self.fields:
-            spec[f.name] = tf_.io.FixedLenFeature(f.shape, tf_dtype[f.dtype])
+            spec[f.name] = tf_.io.FixedLenFeature(f.shape, tf_dtype(f.dtype))
             if f.has_mask:
-                spec[f.mask_name] = tf_.io.FixedLenFeature((), tf_.int64)
+                spec[f.mask_name] = tf_.io.FixedLenFeature((), tf_dtype(MASK_DTYPE))
         return spec
+
+    def feature_dtypes(self) -> dict[str, Dtype]:
+        """Every feature key a record holds, null masks included, with its dtype."""
+        keys = {f.name: f.dtype for f in self.fields}
+        return keys | {f.mask_name: MASK_DTYPE for f in self.fields if f.has_mask}
 
     def to_json(self) -> dict[str, Any]:
         return {"fields": [f.to_json() for f in self.fields], "label": self.label}
@@ -128,9 +164,9 @@ IMAGE_SCHEMA = Schema(
 """The tensorflow/tpu `imagenet_to_gcs.py` layout, shared by the imagenet and images formats."""
 
 
-def dtype_for_pandas(column: str, dtype: Any) -> Dtype:
-    """Maps a pandas dtype to the Example dtype: ints and bools to int64, floats to float32,
-    strings and categoricals to bytes. Anything else is refused by column name.
+def kind_for_pandas(column: str, dtype: Any) -> ColumnKind:
+    """The column kind of a pandas dtype (written as `KIND_DTYPES[kind]`): ints, bools, floats,
+    strings and categoricals. Anything else is refused by column name.
 
     Raises:
       DataError: a dtype with no Example type (objects, lists, dates), naming the column.
@@ -139,13 +175,15 @@ def dtype_for_pandas(column: str, dtype: Any) -> Dtype:
     from pandas.api import types as pdt
 
     if isinstance(dtype, pd.CategoricalDtype):
-        return "bytes"
-    if pdt.is_bool_dtype(dtype) or pdt.is_integer_dtype(dtype):
-        return "int64"  # uint64 too: the table reader refuses, by row, a value above int64's max
+        return "category"
+    if pdt.is_bool_dtype(dtype):
+        return "bool"
+    if pdt.is_integer_dtype(dtype):
+        return "int"  # uint64 too: the table reader refuses, by row, a value above int64's max
     if pdt.is_float_dtype(dtype):
-        return "float32"
+        return "float"
     if pdt.is_string_dtype(dtype) and not pdt.is_object_dtype(dtype):
-        return "bytes"
+        return "string"
     raise DataError(
         f"column {column!r}: expected int, float, bool, string or categorical values. "
         f"Received: dtype={dtype}. Objects, nested lists, dates and other types are not "

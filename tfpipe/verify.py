@@ -45,7 +45,7 @@ class VerifyReport:
 
 
 class _HashingReader:
-    def __init__(self, f, checksum: Checksum) -> None:  # noqa: ANN001
+    def __init__(self, f, checksum: Checksum) -> None:
         self._f = f
         self.checksum = checksum
         self.bytes = 0

@@ -22,7 +22,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tfpipe.testing.gcs import LocalGCS  # noqa: E402
+from tfpipe.testing.gcs import LocalGCS
 
 
 def main(argv: list[str] | None = None) -> int:

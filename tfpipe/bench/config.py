@@ -46,7 +46,8 @@ class BenchConfig:
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
       fit: also run `model.fit` of `model` on the real pipeline and on synthetic input.
       profile: directory for a TensorFlow profiler trace of the full pipeline's window.
-      compare: also bench the seeds' recipe on the same data and report the ratio.
+      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.bench.recipe`)
+        on the same data and report the ratio.
       hosts: hosts training together; the producer measured here is one host's.
       workdir: where the synthetic dataset is cached; None uses the user cache directory.
       max_cores: the most cores in the scaling curve; None uses the cores this process may use.
@@ -78,9 +79,10 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
             raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
-        check_int("hosts", self.hosts, 1)
+        check_int("hosts", self.hosts, 1, what="an integer >= 1")
         if self.batch_size is not None:
             check_int("batch_size", self.batch_size, 1)
+            # The one home of the per-host batch rule: every host gets the same batch.
             if self.batch_size % self.hosts:
                 raise ConfigError(
                     "batch_size must be a multiple of hosts, so each host gets the same batch. "
@@ -122,7 +124,8 @@ class BenchConfig:
                 check_int(name, getattr(self, name), 1)
         if self.compare and self.pipeline != "imagenet":
             raise ConfigError(
-                "compare benches the seeds' image recipe, so it needs pipeline='imagenet'. "
+                "compare benches the baseline ImageNet pipeline (tensorflow/tpu-style), so it needs "
+                "pipeline='imagenet'. "
                 f"Received: pipeline={self.pipeline!r}"
             )
         if self.split is not None and (not isinstance(self.split, str) or not self.split):

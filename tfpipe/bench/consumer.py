@@ -15,14 +15,13 @@ import time
 from typing import Any, Literal
 
 from tfpipe.bench import reference
-from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, BenchConfig
 from tfpipe.bench.report import Consumer
 from tfpipe.errors import ConfigError
 
 
-def from_step_time(step_time_ms: float, global_batch: int, hosts: int) -> Consumer:
-    """The user's step time for the global batch; each host supplies global_batch / hosts."""
-    per_host = global_batch // hosts
+def from_step_time(step_time_ms: float, global_batch: int, per_host: int) -> Consumer:
+    """The user's step time for the global batch, of which each host supplies `per_host`."""
     return Consumer(
         examples_per_sec=per_host / (step_time_ms / 1000.0),
         step_time_ms=step_time_ms,
@@ -65,7 +64,8 @@ def _tpu_expected() -> bool:
 
 
 def discover_device() -> Device:
-    """The best local device: a TPU (as the seeds connect to one), else GPUs, else the CPU."""
+    """The best local device: a TPU (connected as tensorflow/tpu's scripts do), else GPUs, else
+    the CPU."""
     from tfpipe._tf import tf
 
     tf_ = tf()
@@ -76,7 +76,7 @@ def discover_device() -> Device:
             tf_.tpu.experimental.initialize_tpu_system(resolver)
             strategy = tf_.distribute.TPUStrategy(resolver)
             return Device("TPU", f"TPU ({strategy.num_replicas_in_sync} cores)", strategy)
-        except Exception:  # noqa: BLE001 - any failure means no usable TPU; fall through
+        except Exception:
             pass
     gpus = tf_.config.list_physical_devices("GPU")
     if gpus:
@@ -92,52 +92,62 @@ def build_model(name: str, element_spec: Any, num_classes: int) -> Any:
     Image models take (images, labels) batches and classify into `num_classes`; table models
     take (dict of features, label) batches and regress the label, so any label values work.
     """
-    import keras
-
     features_spec, _ = element_spec
-    if name in ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn"):
-        shape = tuple(features_spec.shape[1:])
-        if name == "resnet50":
-            model = keras.applications.ResNet50(weights=None, input_shape=shape, classes=num_classes)
-        elif name == "mobilenet_v2":
-            model = keras.applications.MobileNetV2(weights=None, input_shape=shape, classes=num_classes)
-        elif name == "efficientnet_b0":
-            model = keras.applications.EfficientNetB0(weights=None, input_shape=shape, classes=num_classes)
-        else:
-            inputs = keras.Input(shape)
-            x = keras.layers.Conv2D(16, 3, strides=4, activation="relu")(inputs)
-            x = keras.layers.Conv2D(32, 3, strides=2, activation="relu")(x)
-            x = keras.layers.GlobalAveragePooling2D()(x)
-            model = keras.Model(inputs, keras.layers.Dense(num_classes)(x), name="small_cnn")
-        # keras.applications end in softmax; train on probabilities like the seeds' models do.
-        from_logits = name == "small_cnn"
-        model.compile(
-            optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits),
-        )
-        return model
-    if name in ("mlp", "small_mlp"):
+    if name in IMAGE_MODELS:
+        return _image_model(name, tuple(features_spec.shape[1:]), num_classes)
+    if name in TABLE_MODELS:
         if not isinstance(features_spec, dict):
             raise ConfigError(f"model={name!r} (--model) expects a table's dict of features. "
                               f"Received: {features_spec}")
-        inputs, parts = {}, []
-        for key, spec in sorted(features_spec.items()):
-            width = int(math.prod(spec.shape[1:]))
-            inp = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name, name=_safe(key))
-            inputs[key] = inp
-            if spec.dtype.name == "string":
-                hashed = keras.layers.Hashing(1024)(inp)
-                parts.append(keras.layers.Flatten()(keras.layers.Embedding(1024, 8)(hashed)))
-            else:
-                x = keras.layers.Reshape((max(1, width),))(inp)
-                parts.append(keras.layers.Lambda(lambda t: keras.ops.cast(t, "float32"))(x))
-        x = keras.layers.Concatenate()(parts) if len(parts) > 1 else parts[0]
-        for units in (512, 256, 128) if name == "mlp" else (64,):
-            x = keras.layers.Dense(units, activation="relu")(x)
-        model = keras.Model(inputs, keras.layers.Dense(1)(x), name=name)
-        model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse")
-        return model
+        return _table_model(name, features_spec)
     raise ConfigError(f"model must be one of the bench's models (--model). Received: model={name!r}")
+
+
+def _image_model(name: str, shape: tuple[int, ...], num_classes: int) -> Any:
+    import keras
+
+    applications = {
+        "resnet50": keras.applications.ResNet50,
+        "mobilenet_v2": keras.applications.MobileNetV2,
+        "efficientnet_b0": keras.applications.EfficientNetB0,
+    }
+    if name in applications:
+        model = applications[name](weights=None, input_shape=shape, classes=num_classes)
+    else:
+        inputs = keras.Input(shape)
+        x = keras.layers.Conv2D(16, 3, strides=4, activation="relu")(inputs)
+        x = keras.layers.Conv2D(32, 3, strides=2, activation="relu")(x)
+        x = keras.layers.GlobalAveragePooling2D()(x)
+        model = keras.Model(inputs, keras.layers.Dense(num_classes)(x), name="small_cnn")
+    # keras.applications end in softmax, so they train on probabilities, as the reference
+    # ResNet-50 training scripts do; small_cnn ends in logits.
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=name not in applications),
+    )
+    return model
+
+
+def _table_model(name: str, features_spec: dict[str, Any]) -> Any:
+    import keras
+
+    inputs, parts = {}, []
+    for key, spec in sorted(features_spec.items()):
+        width = int(math.prod(spec.shape[1:]))
+        inp = keras.Input(shape=tuple(spec.shape[1:]), dtype=spec.dtype.name, name=_safe(key))
+        inputs[key] = inp
+        if spec.dtype.name == "string":
+            hashed = keras.layers.Hashing(1024)(inp)
+            parts.append(keras.layers.Flatten()(keras.layers.Embedding(1024, 8)(hashed)))
+        else:
+            x = keras.layers.Reshape((max(1, width),))(inp)
+            parts.append(keras.layers.Lambda(lambda t: keras.ops.cast(t, "float32"))(x))
+    x = keras.layers.Concatenate()(parts) if len(parts) > 1 else parts[0]
+    for units in (512, 256, 128) if name == "mlp" else (64,):
+        x = keras.layers.Dense(units, activation="relu")(x)
+    model = keras.Model(inputs, keras.layers.Dense(1)(x), name=name)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="mse")
+    return model
 
 
 def _safe(key: str) -> str:
@@ -176,6 +186,37 @@ def num_classes_for(class_names: tuple[str, ...], label_offset: int) -> int:
     return max(1000, len(class_names) + label_offset)
 
 
+@dataclasses.dataclass(frozen=True)
+class ModelOnDevice:
+    """A model built on the best local device, and one real batch repeated from memory.
+
+    Attributes:
+      model: the compiled Keras model, built under `device.strategy`.
+      device: where it trains.
+      real: the pipeline's full dataset.
+      synthetic: one batch of `real`, repeated: input with no pipeline work.
+    """
+
+    model: Any
+    device: Device
+    real: Any
+    synthetic: Any
+
+
+def model_on_device(
+    name: str, pipeline: Any, *, num_classes: int, device: Device | None = None
+) -> ModelOnDevice:
+    """Builds `name` for `pipeline`'s batches on `device` (the best local one when None)."""
+    from tfpipe._tf import tf
+
+    device = device or discover_device()
+    real = pipeline.dataset()
+    batch = next(iter(real.take(1)))
+    with device.strategy.scope():
+        model = build_model(name, real.element_spec, num_classes)
+    return ModelOnDevice(model, device, real, tf().data.Dataset.from_tensors(batch).repeat())
+
+
 def from_model(
     name: str, pipeline: Any, *, num_classes: int, seconds: float, device: Device | None = None
 ) -> tuple[Consumer, Device]:
@@ -184,32 +225,24 @@ def from_model(
     The batch is taken from the pipeline once and repeated from memory, so only the model's
     step is timed, not the input pipeline.
     """
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    device = device or discover_device()
-    ds = pipeline.dataset()
-    batch = next(iter(ds.take(1)))
-    with device.strategy.scope():
-        model = build_model(name, ds.element_spec, num_classes)
-    synthetic = tf_.data.Dataset.from_tensors(batch).repeat()
-    step, steps = fit_step_seconds(model, synthetic, seconds=seconds)
+    setup = model_on_device(name, pipeline, num_classes=num_classes, device=device)
+    step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     per_host = pipeline.batch_size
     consumer = Consumer(
         examples_per_sec=per_host / step,
         step_time_ms=step * 1000.0,
         source="model",
-        description=f"{name} train step on {device.name}, batch {per_host}, input on device "
+        description=f"{name} train step on {setup.device.name}, batch {per_host}, input on device "
         f"(model.fit, mean of {steps} steps after warm-up)",
-        device=device.name,
+        device=setup.device.name,
     )
-    return consumer, device
+    return consumer, setup.device
 
 
 def resolve(config: BenchConfig, pipeline: Any, *, num_classes: int) -> tuple[Consumer, Device | None]:
     """The consumer the config asks for; the preset's reference row when it asks for none."""
     if config.step_time_ms is not None:
-        return from_step_time(config.step_time_ms, config.global_batch, config.hosts), None
+        return from_step_time(config.step_time_ms, config.global_batch, config.host_batch), None
     if config.model is not None:
         return from_model(config.model, pipeline, num_classes=num_classes, seconds=config.seconds)
     row = reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)

@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from tfpipe.bench.fmt import VERDICT_TITLE, rate_short
 from tfpipe.bench.report import Report
 from tfpipe.bench.verdict import rate_at
 from tfpipe.errors import ConfigError
 
-_VERDICT_TITLE = {
-    "not_input_bound": "Not input-bound",
-    "moderately_input_bound": "Moderately input-bound",
-    "highly_input_bound": "Highly input-bound",
-}
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
-
-
-def _fmt(eps: float) -> str:
-    if eps >= 1e6:
-        return f"{eps / 1e6:.2f}M"
-    if eps >= 1e4:
-        return f"{eps / 1e3:.0f}k"
-    return f"{eps:,.0f}" if eps >= 100 else f"{eps:.1f}"
 
 
 def write_plot(report: Report, path: str) -> str:
@@ -31,22 +20,47 @@ def write_plot(report: Report, path: str) -> str:
     consumer's rate as a vertical line. Right: throughput against cores, the ideal linear
     scaling from one core, the consumer line, and the cores needed to reach it.
     """
+    import io
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     from matplotlib import pyplot as plt
 
+    from tfpipe import storage
+
     consumer = report.consumer.examples_per_sec
+    if not math.isfinite(consumer):
+        raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
+    fig.suptitle(_title(report), fontsize=13, fontweight="bold")
+    _stage_panel(ax1, report)
+    _scaling_panel(ax2, report)
+    source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
+    fig.text(0.01, 0.01, textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."), fontsize=8,
+             color="#444444")
+    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    storage.write_atomic(path, png.getvalue(), overwrite=True)
+    plt.close(fig)
+    return path
+
+
+def _title(report: Report) -> str:
     title = (
-        f"{_VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
+        f"{VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
         f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
     )
     if report.measured_input_wait is not None:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
-    fig.suptitle(title, fontsize=13, fontweight="bold")
+    return title
 
-    # Left panel: prefixes, top to bottom in pipeline order.
+
+def _stage_panel(ax1: Any, report: Report) -> None:
+    """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
+    consumer = report.consumer.examples_per_sec
     labels, values, colors = [], [], []
     for i, s in enumerate(report.stages):
         labels.append(("" if i == 0 else "+ ") + s.name + "\n" + ", ".join(s.stages))
@@ -58,21 +72,22 @@ def write_plot(report: Report, path: str) -> str:
     y = list(range(len(values)))[::-1]
     ax1.barh(y, values, color=colors, height=0.6)
     ax1.set_yticks(y, labels, fontsize=9)
-    top = max(values + [consumer]) if values else consumer
-    low = min(values + [consumer]) if values else consumer
+    top = max([*values, consumer]) if values else consumer
+    low = min([*values, consumer]) if values else consumer
     log = top / max(low, 1e-9) > 30
     if log:
         ax1.set_xscale("log")
         ax1.set_xlim(low / 3, top * 4)
     else:
         ax1.set_xlim(0, top * 1.3)
-    for yi, v in zip(y, values):
-        ax1.text(v * (1.08 if log else 1.0) + (0 if log else top * 0.01), yi, _fmt(v), va="center", fontsize=9)
+    for yi, v in zip(y, values, strict=True):
+        x = v * (1.08 if log else 1.0) + (0 if log else top * 0.01)
+        ax1.text(x, yi, rate_short(v), va="center", fontsize=9)
     ax1.axvline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6)
     ax1.text(
         consumer,
         len(values) - 0.45,
-        f" consumer {_fmt(consumer)}/s",
+        f" consumer {rate_short(consumer)}/s",
         fontsize=9,
         ha="left",
         va="bottom",
@@ -87,9 +102,12 @@ def write_plot(report: Report, path: str) -> str:
     )
     ax1.grid(axis="x", alpha=0.3)
 
-    # Right panel: scaling with cores, extended to where the extrapolation meets the consumer.
+
+def _scaling_panel(ax2: Any, report: Report) -> None:
+    """Throughput against cores, extended to where the extrapolation meets the consumer."""
     from matplotlib.ticker import MaxNLocator
 
+    consumer = report.consumer.examples_per_sec
     points = [(p.cores, p.examples_per_sec) for p in report.scaling]
     cores = [c for c, _ in points] or [1]
     rates = [r for _, r in points] or [1.0]
@@ -108,8 +126,10 @@ def write_plot(report: Report, path: str) -> str:
             xs = [max(cores), x_max]
             ax2.plot(xs, [rate_at(x, points) for x in xs], "--", color=_OK, alpha=0.7, label="extrapolated")
         for c, r in points:
-            ax2.annotate(_fmt(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9)
-    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {_fmt(consumer)}/s")
+            ax2.annotate(rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right",
+                         fontsize=9)
+    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6,
+                label=f"consumer {rate_short(consumer)}/s")
     if needed:
         note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
         if needed == shown:
@@ -135,20 +155,3 @@ def write_plot(report: Report, path: str) -> str:
     )
     ax2.grid(alpha=0.3)
     ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
-    if not math.isfinite(consumer):
-        raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
-
-    source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
-    import textwrap
-
-    fig.text(0.01, 0.01, textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."), fontsize=8, color="#444444")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
-    import io
-
-    from tfpipe import storage
-
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
-    storage.write_atomic(path, png.getvalue(), overwrite=True)
-    plt.close(fig)
-    return path

@@ -1,4 +1,5 @@
-"""Producer timing: steady-state throughput of the pipeline build() makes, prefix by prefix.
+"""Producer timing: steady-state throughput and CPU cost of the pipeline build() makes, prefix
+by prefix.
 
 The timed window starts after a warm-up, so AUTOTUNE has settled and buffers have filled; the
 first element's latency is reported apart. Prefixes that end before the batch stage are
@@ -101,7 +102,8 @@ def measure(
         start and stop the profiler over exactly that window.
 
     Returns:
-      The Rate, with the first element's latency and the warm-up reported apart.
+      The Rate, with the first element's latency and the warm-up reported apart, and the
+      process's CPU time over the window as CPU ms per example and cores busy.
     """
     ds = make_dataset()
     t0 = time.perf_counter()
@@ -111,8 +113,33 @@ def measure(
     if got == 0:
         raise DataError("The pipeline produced no elements: expected records in data (--data), "
                         "split (--split). Received: an empty dataset")
-    # Warm-up, counted from the first element (which may take seconds: shuffle buffers fill
-    # first): pull in chunks until `warmup` has passed, learning the chunk size on the way.
+    chunk, exhausted, warm = _warm_up(it, warmup)
+    if on_window:
+        on_window(True)
+    try:
+        elements, window, cpu = _window(it, chunk, exhausted, seconds)
+    finally:
+        if on_window:
+            on_window(False)
+    if elements == 0:
+        raise DataError(
+            f"The pipeline ran out during warm-up ({warm:.1f} s): expected a training pipeline "
+            "that repeats its data. Received: a dataset that ended"
+        )
+    per_sec = elements / window
+    examples = elements * examples_per_element
+    return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm,
+                cpu_ms_per_example=1000.0 * cpu / examples, cores_busy=cpu / window)
+
+
+def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
+    """Pulls in chunks until `warmup` seconds have passed, learning the chunk size that takes
+    about CHUNK_SECONDS (the first element, which may take seconds while shuffle buffers fill,
+    is already out).
+
+    Returns:
+      (chunk size, whether the dataset ended, seconds spent).
+    """
     t1 = time.perf_counter()
     chunk, exhausted = 1, False
     while time.perf_counter() - t1 < warmup and not exhausted:
@@ -124,29 +151,30 @@ def measure(
             chunk *= 2
         elif elapsed > CHUNK_SECONDS * 2 and chunk > 1:
             chunk = max(1, chunk // 2)
-    warm = time.perf_counter() - t1
-    if on_window:
-        on_window(True)
-    w0 = time.perf_counter()
+    return chunk, exhausted, time.perf_counter() - t1
+
+
+def _window(it: Any, chunk: int, exhausted: bool, seconds: float) -> tuple[int, float, float]:
+    """The timed window: pulls chunks for `seconds` or until the dataset ends.
+
+    Returns:
+      (elements taken, seconds elapsed, CPU seconds the process spent meanwhile).
+    """
+    c0, w0 = cpu_seconds(), time.perf_counter()
     elements = 0
-    try:
-        while not exhausted:
-            got = _pull(it, chunk)
-            elements += got
-            exhausted = got < chunk
-            if time.perf_counter() - w0 >= seconds:
-                break
-    finally:
-        window = time.perf_counter() - w0
-        if on_window:
-            on_window(False)
-    if elements == 0:
-        raise DataError(
-            f"The pipeline ran out during warm-up ({warm:.1f} s): expected a training pipeline "
-            "that repeats its data. Received: a dataset that ended"
-        )
-    per_sec = elements / window
-    return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm)
+    while not exhausted:
+        got = _pull(it, chunk)
+        elements += got
+        exhausted = got < chunk
+        if time.perf_counter() - w0 >= seconds:
+            break
+    return elements, time.perf_counter() - w0, cpu_seconds() - c0
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far, every thread (TensorFlow's) included:
+    getrusage(RUSAGE_SELF)'s figure, on every platform."""
+    return time.process_time()
 
 
 def _pull(it: Any, n: int) -> int:
@@ -197,7 +225,7 @@ def measure_scaling(
     *,
     seconds: float,
     warmup: float,
-    known: dict[int, float] | None = None,
+    known: dict[int, Rate] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[ScalingPoint]:
     """The full pipeline with tf.data's private threadpool limited to each count in `cores`.
@@ -209,7 +237,7 @@ def measure_scaling(
     out: list[ScalingPoint] = []
     for c in cores:
         if known and c in known:
-            out.append(ScalingPoint(c, known[c]))
+            out.append(ScalingPoint.of(c, known[c]))
             continue
         if progress:
             progress(f"Timing the full pipeline on {c} core{'s' if c > 1 else ''}")
@@ -219,7 +247,7 @@ def measure_scaling(
             seconds=seconds,
             warmup=warmup,
         )
-        out.append(ScalingPoint(c, rate.examples_per_sec))
+        out.append(ScalingPoint.of(c, rate))
     return out
 
 

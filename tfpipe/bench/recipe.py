@@ -1,6 +1,6 @@
-"""The seeds' recipe: the baseline ImageNet input pipeline tfpipe is compared against.
+"""The baseline pipeline (tensorflow/tpu-style) that tfpipe's imagenet pipeline is compared against.
 
-It is the common hand-written pipeline (after the tensorflow/tpu ResNet preprocessing):
+It is the common hand-written ImageNet pipeline (after the tensorflow/tpu ResNet preprocessing):
 
   list_files -> interleave(TFRecordDataset, AUTOTUNE)
   -> map(parse + random crop with decode_and_crop_jpeg + bicubic resize + flip + float cast,
@@ -20,7 +20,7 @@ from typing import Any
 
 def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224,
                    compression: str = "") -> Any:
-    """The seeds' recipe over `files` (imagenet_to_gcs records): (float32 images, int32 labels).
+    """The baseline pipeline over `files` (imagenet_to_gcs records): (float32 images, int32 labels).
 
     Args:
       files: TFRecord shard paths.

@@ -4,17 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, rate
 from tfpipe.bench.report import Report
 
-_STYLE = {
-    "not_input_bound": ("green", "NOT INPUT-BOUND"),
-    "moderately_input_bound": ("yellow", "MODERATELY INPUT-BOUND"),
-    "highly_input_bound": ("red", "HIGHLY INPUT-BOUND"),
-}
-
-
-def _eps(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+# The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
+_COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
 def renderables(report: Report) -> list[Any]:
@@ -22,120 +16,178 @@ def renderables(report: Report) -> list[Any]:
     from rich import box
     from rich.panel import Panel
     from rich.table import Table
-    from rich.markup import escape
-    from rich.text import Text
-
-    color, word = _STYLE[report.verdict]
-    out: list[Any] = []
 
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
+    for label, value in _measured_rows(report) + _verdict_rows(report) + _check_rows(report):
+        summary.add_row(label, value)
+    color = _COLOR[report.verdict]
+    return [
+        Panel(summary, title="tfpipe bench", border_style=color),
+        _stage_table(report),
+        _scaling_table(report),
+        _recommendations(report),
+    ]
+
+
+def _measured_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows: the data, the batch, the producer and the consumer."""
+    from rich.markup import escape
+    from rich.text import Text
+
     ds = report.dataset
-    summary.add_row(
-        "Data",
-        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {ds.bytes / 1e6:,.1f} MB"
+    data = (
+        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {human_bytes(ds.bytes)}"
         + (", synthetic" if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
-        + ")",
+        + ")"
     )
     batch = f"{report.batch_size}" + (
         f" global = {report.per_host_batch_size} per host x {report.hosts} hosts" if report.hosts > 1 else ""
     )
-    summary.add_row("Batch", batch)
-    p = report.producer
-    summary.add_row(
-        "Producer",
-        f"{_eps(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state; "
-        f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
-    )
-    c = report.consumer
-    summary.add_row(
-        "Consumer",
-        f"{_eps(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
-        + (" (approximate)" if c.approximate else ""),
-    )
+    p, c = report.producer, report.consumer
+    rows: list[tuple[str, Any]] = [
+        ("Data", data),
+        ("Batch", batch),
+        (
+            "Producer",
+            f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state, "
+            f"{p.cpu_ms_per_example:.3f} CPU ms per example, {p.cores_busy:.1f} cores busy; "
+            f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
+        ),
+        (
+            "Consumer",
+            f"{rate(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
+            + (" (approximate)" if c.approximate else ""),
+        ),
+    ]
     if c.url:
-        summary.add_row("", Text(c.url, style="dim"))
-    verdict = Text(f"{word}", style=f"bold {color}")
+        rows.append(("", Text(c.url, style="dim")))
+    return rows
+
+
+def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows: the verdict, the bottleneck, cores (from the scaling curve and from CPU
+    cost, and why they differ when they do) and tf.data service workers needed."""
+    from rich.text import Text
+
+    color = _COLOR[report.verdict]
+    verdict = Text(VERDICT_TITLE[report.verdict].upper(), style=f"bold {color}")
     verdict.append(f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color)
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
-    summary.add_row("Verdict", verdict)
-    b = report.bottleneck
-    summary.add_row(
-        "Bottleneck",
-        f"{b.stage}: {b.share:.0%} of the time per example ({b.ms_per_example:.3f} ms), "
-        f"throughput falls {b.drop:.0%} at this prefix",
-    )
-    cores = report.cores
-    summary.add_row(
-        "Cores needed",
-        f"~{cores.cores} per host ({cores.available} measured here, {_eps(cores.per_core_eps)}/s per core, "
-        f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
-    )
-    sv = report.service
-    summary.add_row(
+    b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
+    rows: list[tuple[str, Any]] = [
+        ("Verdict", verdict),
+        (
+            "Bottleneck",
+            f"{b.stage}: {b.share:.0%} of the time per example ({b.ms_per_example:.3f} ms), "
+            f"throughput falls {b.drop:.0%} at this prefix",
+        ),
+        (
+            "Cores needed",
+            f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
+            f"{rate(cores.per_core_eps)}/s per core, "
+            f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
+        ),
+        (
+            "",
+            f"~{cpu.cores:.1f} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per example "
+            f"x {rate(report.consumer.examples_per_sec)} examples/s)",
+        ),
+    ]
+    if cpu.disagreement:
+        rows.append(("Cores check", Text(cpu.disagreement, style="yellow")))
+    rows.append((
         "tf.data service",
-        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{_eps(sv.worker_eps)}/s each) "
-        f"for {_eps(sv.demand_eps)}/s across {report.hosts} host(s)",
-    )
+        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
+        f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+    ))
+    return rows
+
+
+def _check_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows for the optional runs: --simulate, --fit, --compare, --profile."""
+    rows: list[tuple[str, Any]] = []
     if report.simulation is not None:
         s = report.simulation
-        summary.add_row(
+        rows.append((
             "Simulation",
             f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
             f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%} from "
-            f"{_eps(s.producer_examples_per_sec)} examples/s measured in alternating phases",
-        )
+            f"{rate(s.producer_examples_per_sec)} examples/s measured in alternating phases",
+        ))
     if report.fit is not None:
         f = report.fit
-        summary.add_row(
+        rows.append((
             "model.fit",
             f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
             f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting",
-        )
+        ))
     if report.comparison is not None:
         cmp = report.comparison
-        summary.add_row(
+        rows.append((
             "Compare",
-            f"tfpipe {_eps(cmp.tfpipe_examples_per_sec)}/s vs seeds' recipe "
-            f"{_eps(cmp.recipe_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
-        )
+            f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs the baseline pipeline (tensorflow/tpu-style) "
+            f"{rate(cmp.baseline_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
+        ))
     if report.profile_dir:
-        summary.add_row("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})")
-    out.append(Panel(summary, title="tfpipe bench", border_style=color))
+        rows.append(("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})"))
+    return rows
 
-    stages = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
-    stages.add_column("prefix")
-    stages.add_column("adds stages")
-    stages.add_column("examples/s", justify="right")
-    stages.add_column("vs consumer", justify="right")
-    stages.add_column("first element", justify="right")
+
+def _stage_table(report: Report) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
+    table.add_column("prefix")
+    table.add_column("adds stages")
+    table.add_column("examples/s", justify="right")
+    table.add_column("vs consumer", justify="right")
+    table.add_column("CPU ms/ex", justify="right")
+    table.add_column("cores busy", justify="right")
+    table.add_column("first element", justify="right")
+    consumer = report.consumer.examples_per_sec
     for s in report.stages:
-        style = "bold red" if s.name == b.stage else ""
-        stages.add_row(
+        table.add_row(
             s.name,
             ", ".join(s.stages),
-            _eps(s.rate.examples_per_sec),
-            f"{s.rate.examples_per_sec / c.examples_per_sec:.2f}x",
+            rate(s.rate.examples_per_sec),
+            f"{s.rate.examples_per_sec / consumer:.2f}x",
+            f"{s.rate.cpu_ms_per_example:.3f}",
+            f"{s.rate.cores_busy:.1f}",
             f"{s.rate.first_element_sec:.2f} s",
-            style=style,
+            style="bold red" if s.name == report.bottleneck.stage else "",
         )
-    out.append(stages)
+    return table
 
-    scaling = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
-    scaling.add_column("cores", justify="right")
-    scaling.add_column("examples/s", justify="right")
-    scaling.add_column("per core", justify="right")
+
+def _scaling_table(report: Report) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    table = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
+    table.add_column("cores", justify="right")
+    table.add_column("examples/s", justify="right")
+    table.add_column("per core", justify="right")
+    table.add_column("CPU ms/ex", justify="right")
+    table.add_column("cores busy", justify="right")
     for pt in report.scaling:
-        scaling.add_row(str(pt.cores), _eps(pt.examples_per_sec), _eps(pt.examples_per_sec / pt.cores))
-    out.append(scaling)
+        table.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores),
+                      f"{pt.cpu_ms_per_example:.3f}", f"{pt.cores_busy:.1f}")
+    return table
 
-    recs = Table(title="Recommendations", box=box.SIMPLE, show_lines=True)
-    recs.add_column("finding", ratio=1)
-    recs.add_column("do", ratio=1)
+
+def _recommendations(report: Report) -> Any:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Recommendations", box=box.SIMPLE, show_lines=True)
+    table.add_column("finding", ratio=1)
+    table.add_column("do", ratio=1)
     for r in report.recommendations:
-        recs.add_row(escape(r.finding), escape(r.action))
-    out.append(recs)
-    return out
+        table.add_row(escape(r.finding), escape(r.action))
+    return table

@@ -17,18 +17,30 @@ from importlib import resources
 from typing import Any, Literal
 
 from tfpipe._version import __version__
-from tfpipe.errors import DataError
-from tfpipe.bench.verdict import Band, Bottleneck, CoresEstimate, Recommendation, ServiceEstimate
+from tfpipe.bench.verdict import (
+    Band,
+    Bottleneck,
+    CoresEstimate,
+    CpuCoresEstimate,
+    Recommendation,
+    ServiceEstimate,
+)
 
 SCHEMA = "tfpipe.bench.report"
-SCHEMA_VERSION = 1
+# 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
+# cores_needed_from_cpu; compare.recipe_examples_per_sec became baseline_examples_per_sec.
+SCHEMA_VERSION = 2
 
 ConsumerSource = Literal["step_time", "model", "reference"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Rate:
-    """A steady-state throughput measurement.
+    """A steady-state throughput measurement, with its CPU cost.
+
+    CPU time is the process's own (user + system, every TensorFlow thread included) over the
+    window. It barely moves when a neighbour takes cores, while throughput does, so it tells
+    what the work costs on a shared host.
 
     Attributes:
       examples_per_sec: examples per second over the timed window.
@@ -37,6 +49,9 @@ class Rate:
       window_sec: length of the timed window.
       first_element_sec: from creating the iterator to the first element (reported apart).
       warmup_sec: time run after the first element and before the window, excluded from it.
+      cpu_ms_per_example: CPU milliseconds spent in the window per example taken.
+      cores_busy: CPU seconds over wall seconds in the window: how many cores the work kept
+        busy on average.
     """
 
     examples_per_sec: float
@@ -45,6 +60,8 @@ class Rate:
     window_sec: float
     first_element_sec: float
     warmup_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -66,10 +83,24 @@ class StageRate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """The full pipeline's throughput with its private threadpool limited to `cores` threads."""
+    """The full pipeline with its private threadpool limited to `cores` threads.
+
+    Attributes:
+      cores: threads in tf.data's private threadpool.
+      examples_per_sec: steady-state throughput.
+      cpu_ms_per_example: CPU milliseconds per example (see `Rate`).
+      cores_busy: cores kept busy on average; may exceed `cores`, since work outside the
+        threadpool (the loop taking elements, TensorFlow's runtime threads) counts too.
+    """
 
     cores: int
     examples_per_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
+
+    @classmethod
+    def of(cls, cores: int, rate: Rate) -> ScalingPoint:
+        return cls(cores, rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,14 +173,24 @@ class FitCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """The seeds' recipe and tfpipe's pipeline on the same data, same measurement."""
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.recipe`) and tfpipe's, on
+    the same data, measured the same way."""
 
     tfpipe_examples_per_sec: float
-    recipe_examples_per_sec: float
+    baseline_examples_per_sec: float
 
     @property
     def ratio(self) -> float:
-        return self.tfpipe_examples_per_sec / self.recipe_examples_per_sec
+        return self.tfpipe_examples_per_sec / self.baseline_examples_per_sec
+
+    @property
+    def recipe_examples_per_sec(self) -> float:
+        """Deprecated alias of `baseline_examples_per_sec`; removed in the next release."""
+        import warnings
+
+        warnings.warn("Comparison.recipe_examples_per_sec is deprecated: use baseline_examples_per_sec",
+                      DeprecationWarning, stacklevel=2)
+        return self.baseline_examples_per_sec
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,6 +231,7 @@ class Report:
     stages: tuple[StageRate, ...]
     scaling: tuple[ScalingPoint, ...]
     cores: CoresEstimate
+    cpu_cores: CpuCoresEstimate
     service: ServiceEstimate
     recommendations: tuple[Recommendation, ...]
     simulation: Simulation | None = None
@@ -245,11 +287,16 @@ class Report:
                     "examples_per_sec": _r(s.rate.examples_per_sec),
                     "elements_per_sec": _r(s.rate.elements_per_sec),
                     "first_element_sec": _r(s.rate.first_element_sec),
+                    "cpu_ms_per_example": _r(s.rate.cpu_ms_per_example),
+                    "cores_busy": _r(s.rate.cores_busy),
                 }
                 for s in self.stages
             ],
-            "scaling": [{"cores": p.cores, "examples_per_sec": _r(p.examples_per_sec)} for p in self.scaling],
+            "scaling": [_round_all(dataclasses.asdict(p)) for p in self.scaling],
             "cores_needed": _round_all(dataclasses.asdict(self.cores)),
+            "cores_needed_from_cpu": _round_all(
+                dataclasses.asdict(self.cpu_cores) | {"disagreement": self.cpu_cores.disagreement or None}
+            ),
             "service_workers": _round_all(dataclasses.asdict(self.service)),
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
             "simulation": None if self.simulation is None else _round_all(dataclasses.asdict(self.simulation)),
@@ -270,60 +317,6 @@ def schema() -> dict[str, Any]:
     """The JSON Schema of `Report.to_json()`."""
     text = resources.files("tfpipe.bench").joinpath("report.schema.json").read_text(encoding="utf-8")
     return json.loads(text)
-
-
-def validate(obj: Any, *, use_jsonschema: bool = True) -> None:
-    """Checks a report's JSON against `report.schema.json`.
-
-    Uses the jsonschema package when it is installed; otherwise (or with
-    use_jsonschema=False) checks the schema's required keys, enums, constants, nulls and
-    numeric ranges itself, which is every rule the schema uses.
-
-    Raises:
-      DataError: naming the first field that breaks the schema.
-    """
-    if use_jsonschema:
-        try:
-            import jsonschema
-        except ImportError:
-            pass
-        else:
-            try:
-                jsonschema.validate(obj, schema())
-            except jsonschema.ValidationError as e:
-                raise DataError(f"{'.'.join(map(str, e.absolute_path)) or 'report'}: {e.message}") from None
-            return
-    _check(obj, schema(), "report")
-
-
-def _check(obj: Any, spec: dict[str, Any], where: str) -> None:
-    types = spec.get("type", [])
-    types = [types] if isinstance(types, str) else types
-    if "const" in spec and obj != spec["const"]:
-        raise DataError(f"{where}: {obj!r} is not {spec['const']!r}")
-    if "enum" in spec and obj not in spec["enum"]:
-        raise DataError(f"{where}: {obj!r} is not one of {spec['enum']}")
-    if obj is None:
-        if types and "null" not in types and None not in spec.get("enum", [None]):
-            raise DataError(f"{where}: None is not of type {types}")
-        return
-    if isinstance(obj, dict):
-        for key in spec.get("required", []):
-            if key not in obj:
-                raise DataError(f"{where}: '{key}' is a required property")
-        for key, sub in spec.get("properties", {}).items():
-            if key in obj:
-                _check(obj[key], sub, key if where == "report" else f"{where}.{key}")
-    elif isinstance(obj, list) and "items" in spec:
-        for i, item in enumerate(obj):
-            _check(item, spec["items"], f"{where}[{i}]")
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        if "minimum" in spec and obj < spec["minimum"]:
-            raise DataError(f"{where}: {obj} is below the minimum {spec['minimum']}")
-        if "exclusiveMinimum" in spec and obj <= spec["exclusiveMinimum"]:
-            raise DataError(f"{where}: {obj} is not above {spec['exclusiveMinimum']}")
-        if "maximum" in spec and obj > spec["maximum"]:
-            raise DataError(f"{where}: {obj} is above the maximum {spec['maximum']}")
 
 
 def _r(x: float) -> float:
@@ -356,6 +349,36 @@ def conclude(
 
     Pure: no clocks and no TensorFlow, so a Report can be built from given numbers.
     """
+    return Report(
+        pipeline=pipeline,
+        dataset=dataset,
+        batch_size=batch_size,
+        hosts=hosts,
+        producer=producer,
+        consumer=consumer,
+        stages=stages,
+        scaling=scaling,
+        simulation=simulation,
+        fit=fit,
+        comparison=comparison,
+        profile_dir=profile_dir,
+        environment=dict(environment or {}),
+        elapsed_sec=elapsed_sec,
+        **_analyse(pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores),
+    )
+
+
+def _analyse(
+    pipeline: str,
+    dataset: DatasetInfo,
+    hosts: int,
+    producer: Rate,
+    consumer: Consumer,
+    stages: tuple[StageRate, ...],
+    scaling: tuple[ScalingPoint, ...],
+    worker_cores: int | None,
+) -> dict[str, Any]:
+    """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice."""
     from tfpipe.bench import verdict as v
 
     wait = v.predicted_wait(producer.examples_per_sec, consumer.examples_per_sec)
@@ -363,6 +386,10 @@ def conclude(
     neck = v.bottleneck([(s.name, s.rate.examples_per_sec) for s in stages])
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
     cores = v.cores_needed(consumer.examples_per_sec, curve)
+    most = max(scaling, key=lambda p: p.cores)
+    cpu_cores = v.cores_from_cpu(
+        consumer.examples_per_sec, producer.cpu_ms_per_example, curve=cores, cores_busy=most.cores_busy
+    )
     service = v.service_workers(consumer.examples_per_sec, hosts, worker_cores or cores.available, curve)
     advice = v.recommend(
         verdict=band,
@@ -375,25 +402,12 @@ def conclude(
         data_on_gcs=dataset.path.startswith("gs://"),
         preset=pipeline,
     )
-    return Report(
-        pipeline=pipeline,
-        dataset=dataset,
-        batch_size=batch_size,
-        hosts=hosts,
-        producer=producer,
-        consumer=consumer,
-        predicted_input_wait=wait,
-        verdict=band,
-        bottleneck=neck,
-        stages=stages,
-        scaling=scaling,
-        cores=cores,
-        service=service,
-        recommendations=advice,
-        simulation=simulation,
-        fit=fit,
-        comparison=comparison,
-        profile_dir=profile_dir,
-        environment=dict(environment or {}),
-        elapsed_sec=elapsed_sec,
-    )
+    return {
+        "predicted_input_wait": wait,
+        "verdict": band,
+        "bottleneck": neck,
+        "cores": cores,
+        "cpu_cores": cpu_cores,
+        "service": service,
+        "recommendations": advice,
+    }

@@ -17,13 +17,25 @@ from typing import Any
 
 from tfpipe.bench import data, output, producer
 from tfpipe.bench.config import BenchConfig
-from tfpipe.bench.report import Comparison, Report, conclude
+from tfpipe.bench.report import (
+    Comparison,
+    Consumer,
+    FitCheck,
+    Report,
+    ScalingPoint,
+    Simulation,
+    StageRate,
+    conclude,
+)
 from tfpipe.manifest import Manifest
 
-Progress = Callable[[str], None]
+# Called with a short description as each phase of a bench starts.
+StatusCallback = Callable[[str], None]
 
 
-def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = None, **options: Any) -> Report:
+def bench(
+    config: BenchConfig | None = None, /, *, progress: StatusCallback | None = None, **options: Any
+) -> Report:
     """Measures whether training on this pipeline would wait for input.
 
     Args:
@@ -50,43 +62,14 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
     if cfg.profile:
         output.check_folder(cfg.profile, "profile (--profile)")
     source = data.resolve(cfg, say)
-    dataset, manifest = source.info, source.manifest
+    manifest = source.manifest
 
-    from tfpipe._tf import tf
     from tfpipe.bench import consumer as consumers
-    from tfpipe.pipeline import plan
 
-    tf_ = tf()
-    say(f"Planning the {cfg.pipeline} pipeline")
-    context = None
-    if cfg.hosts > 1:
-        # One input pipeline per host, as strategy.distribute_datasets_from_function gives each.
-        context = tf_.distribute.InputContext(
-            num_input_pipelines=cfg.hosts, input_pipeline_id=0, num_replicas_in_sync=cfg.hosts
-        )
-    pipe = plan(
-        source.root, preset=cfg.pipeline, batch_size=cfg.global_batch, training=True, input_context=context,
-        split=source.split,
-    )
+    pipe = _plan(cfg, source, say)
     num_classes = consumers.num_classes_for(manifest.class_names if manifest else (), 0)
-
-    stages = tuple(
-        producer.measure_prefixes(
-            pipe, seconds=cfg.seconds, warmup=cfg.warmup, progress=say, profile_dir=cfg.profile
-        )
-    )
+    stages, scaling = _time_producer(pipe, cfg, say)
     full = stages[-1].rate
-
-    max_cores = cfg.max_cores or producer.available_cores()
-    known = {}
-    own_pool = getattr(pipe.config, "private_threadpool_size", 0)
-    if own_pool:
-        known[own_pool] = full.examples_per_sec  # the full prefix already ran with that pool
-    scaling = tuple(
-        producer.measure_scaling(
-            pipe, producer.core_counts(max_cores), seconds=cfg.seconds, warmup=cfg.warmup, known=known, progress=say
-        )
-    )
 
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes)
@@ -94,22 +77,11 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
     comparison = None
     if cfg.compare:
         comparison = _compare(pipe, manifest, source.split, cfg, full.examples_per_sec, say)
-
-    from tfpipe.bench.simulate import fit_check, simulate
-
-    sim = fit = None
-    if cfg.simulate:
-        say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
-        sim = simulate(pipe, step_time_ms=consumer.step_time_ms, seconds=cfg.seconds, warmup=cfg.warmup)
-    if cfg.fit:
-        say(f"Running model.fit of {cfg.model} on the pipeline and on synthetic input")
-        fit = fit_check(
-            pipe, cfg.model or "", num_classes=num_classes, seconds=cfg.seconds, warmup=cfg.warmup, device=device
-        )
+    sim, fit = _ground_truth(pipe, cfg, consumer, device, num_classes, say)
 
     return conclude(
         pipeline=cfg.pipeline,
-        dataset=dataset,
+        dataset=source.info,
         batch_size=cfg.global_batch,
         hosts=cfg.hosts,
         producer=full,
@@ -121,32 +93,102 @@ def bench(config: BenchConfig | None = None, /, *, progress: Progress | None = N
         fit=fit,
         comparison=comparison,
         profile_dir=cfg.profile,
-        environment={
-            "tensorflow": tf_.__version__,
-            "python": platform.python_version(),
-            "machine": platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "available_cores": producer.available_cores(),
-            "device": device.name if device is not None else None,
-            "seconds": cfg.seconds,
-            "warmup_seconds": cfg.warmup,
-        },
+        environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
     )
 
 
-def _compare(
-    pipe: Any, manifest: Manifest | None, split: str | None, cfg: BenchConfig, tfpipe_eps: float, say: Progress
-) -> Comparison:
-    """The seeds' recipe on the same files, measured exactly like the full pipeline.
+def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback) -> Any:
+    """The pipeline build() would make for this host, from the data `source` names."""
+    from tfpipe._tf import tf
+    from tfpipe.pipeline import plan
 
-    The recipe has no repeat(), and a repeat() after its prefetch would restart it cold every
+    say(f"Planning the {cfg.pipeline} pipeline")
+    context = None
+    if cfg.hosts > 1:
+        # One input pipeline per host, as strategy.distribute_datasets_from_function gives each.
+        context = tf().distribute.InputContext(
+            num_input_pipelines=cfg.hosts, input_pipeline_id=0, num_replicas_in_sync=cfg.hosts
+        )
+    return plan(
+        source.root, preset=cfg.pipeline, batch_size=cfg.global_batch, training=True, input_context=context,
+        split=source.split,
+    )
+
+
+def _time_producer(
+    pipe: Any, cfg: BenchConfig, say: StatusCallback
+) -> tuple[tuple[StageRate, ...], tuple[ScalingPoint, ...]]:
+    """Every stage prefix, then the full pipeline on 1..N cores."""
+    stages = tuple(
+        producer.measure_prefixes(
+            pipe, seconds=cfg.seconds, warmup=cfg.warmup, progress=say, profile_dir=cfg.profile
+        )
+    )
+    max_cores = cfg.max_cores or producer.available_cores()
+    known = {}
+    own_pool = getattr(pipe.config, "private_threadpool_size", 0)
+    if own_pool:
+        known[own_pool] = stages[-1].rate  # the full prefix already ran with that pool
+    scaling = tuple(
+        producer.measure_scaling(
+            pipe, producer.core_counts(max_cores), seconds=cfg.seconds, warmup=cfg.warmup, known=known, progress=say
+        )
+    )
+    return stages, scaling
+
+
+def _ground_truth(
+    pipe: Any, cfg: BenchConfig, consumer: Consumer, device: Any, num_classes: int, say: StatusCallback
+) -> tuple[Simulation | None, FitCheck | None]:
+    """The optional checks of the prediction: --simulate and --fit."""
+    from tfpipe.bench.simulate import fit_check, simulate
+
+    sim = fit = None
+    if cfg.simulate:
+        say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
+        sim = simulate(pipe, step_time_ms=consumer.step_time_ms, seconds=cfg.seconds, warmup=cfg.warmup)
+    if cfg.fit:
+        say(f"Running model.fit of {cfg.model} on the pipeline and on synthetic input")
+        fit = fit_check(
+            pipe, cfg.model or "", num_classes=num_classes, seconds=cfg.seconds, warmup=cfg.warmup, device=device
+        )
+    return sim, fit
+
+
+def _environment(cfg: BenchConfig, device: Any) -> dict[str, Any]:
+    from tfpipe._tf import tf
+
+    return {
+        "tensorflow": tf().__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "available_cores": producer.available_cores(),
+        "device": device.name if device is not None else None,
+        "seconds": cfg.seconds,
+        "warmup_seconds": cfg.warmup,
+    }
+
+
+def _compare(
+    pipe: Any,
+    manifest: Manifest | None,
+    split: str | None,
+    cfg: BenchConfig,
+    tfpipe_eps: float,
+    say: StatusCallback,
+) -> Comparison:
+    """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
+    full pipeline.
+
+    The baseline has no repeat(), and a repeat() after its prefetch would restart it cold every
     epoch, which small data turns into most of the time. Its file list is repeated instead, so
     one epoch outlasts the warm-up and the window, as training on full ImageNet would.
     """
     from tfpipe.bench.recipe import recipe_dataset
 
-    say("Timing the seeds' recipe on the same data (--compare)")
+    say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
     files = list(pipe.files)
     compression = manifest.tf_compression if manifest is not None else ""
     size = int(pipe.dataset().element_spec[0].shape[1])
@@ -154,7 +196,9 @@ def _compare(
     needed = 2 * tfpipe_eps * (cfg.warmup + cfg.seconds + 10)
     reps = max(1, math.ceil(needed / examples)) if examples else 1
     rate = producer.measure(
-        lambda: recipe_dataset(files * reps, batch_size=pipe.batch_size, image_size=size, compression=compression).repeat(),
+        lambda: recipe_dataset(
+            files * reps, batch_size=pipe.batch_size, image_size=size, compression=compression
+        ).repeat(),
         examples_per_element=pipe.batch_size,
         seconds=cfg.seconds,
         warmup=cfg.warmup,

@@ -159,23 +159,18 @@ def fit_check(
     repeated from memory (synthetic input, no input pipeline work). The input wait is the
     share of the real step the synthetic one does not need: max(0, 1 - synthetic / real).
     """
-    from tfpipe._tf import tf
     from tfpipe.bench import consumer
 
-    tf_ = tf()
-    device = device or consumer.discover_device()
-    real = pipeline.dataset()
-    batch = next(iter(real.take(1)))
-    with device.strategy.scope():
-        model = consumer.build_model(model_name, real.element_spec, num_classes)
-    synthetic = tf_.data.Dataset.from_tensors(batch).repeat()
-    syn_step, steps = consumer.fit_step_seconds(model, synthetic, seconds=seconds)
+    setup = consumer.model_on_device(model_name, pipeline, num_classes=num_classes, device=device)
+    syn_step, _ = consumer.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     # Warm the real pipeline as long as the producer measurements do before timing it.
     warm_steps = max(2, int(warmup / max(syn_step, 1e-3)))
-    real_step, real_steps = consumer.fit_step_seconds(model, real, seconds=seconds, warmup_steps=warm_steps)
+    real_step, real_steps = consumer.fit_step_seconds(
+        setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps
+    )
     return FitCheck(
         model=model_name,
-        device=device.name,
+        device=setup.device.name,
         steps=real_steps,
         real_step_ms=real_step * 1000.0,
         synthetic_step_ms=syn_step * 1000.0,

@@ -7,10 +7,12 @@ Everything here takes numbers and returns numbers or small frozen dataclasses, s
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Literal
 
+from tfpipe.bench.fmt import rate
 from tfpipe.errors import ConfigError, field_error
 
 Band = Literal["not_input_bound", "moderately_input_bound", "highly_input_bound"]
@@ -40,18 +42,6 @@ def band(wait: float) -> Band:
     if w < HIGH_AT:
         return "moderately_input_bound"
     return "highly_input_bound"
-
-
-def per_host_batch(global_batch: int, hosts: int) -> int:
-    """The batch one host's pipeline produces: the global batch divided by the host count."""
-    if hosts < 1:
-        raise field_error(ConfigError, "hosts", "an integer >= 1", hosts)
-    if global_batch < hosts or global_batch % hosts:
-        raise ConfigError(
-            f"batch_size must be a multiple of hosts, so each host gets the same batch. "
-            f"Received: batch_size={global_batch}, hosts={hosts}"
-        )
-    return global_batch // hosts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,7 +144,7 @@ def rate_at(cores: float, scaling: Sequence[tuple[int, float]]) -> float:
     points = _curve(scaling)
     if cores <= points[0][0]:
         return points[0][1] * cores / points[0][0]
-    for (c0, r0), (c1, r1) in zip(points, points[1:]):
+    for (c0, r0), (c1, r1) in itertools.pairwise(points):
         if cores <= c1:
             return r0 + (r1 - r0) * (cores - c0) / (c1 - c0)
     c_n, r_n = points[-1]
@@ -182,6 +172,79 @@ def cores_needed(consumer_eps: float, scaling: Sequence[tuple[int, float]]) -> C
         return CoresEstimate(lo, c_n, one, efficiency, False)
     cores = math.ceil(consumer_eps / (r_n / c_n) - 1e-9)
     return CoresEstimate(cores, c_n, one, efficiency, True)
+
+
+# The two cores-needed estimates are said to disagree when the larger exceeds the smaller by
+# more than this share: the run-to-run spread of either on a shared 2-core host is ~10%.
+DISAGREE_ABOVE = 0.25
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CpuCoresEstimate:
+    """Cores one host needs to feed its consumer, from the CPU cost per example.
+
+    Attributes:
+      cores: the consumer's examples/s x CPU seconds per example: cores kept fully busy.
+      cpu_ms_per_example: the full pipeline's CPU milliseconds per example.
+      cores_busy: cores the full pipeline kept busy at the most cores of the scaling curve.
+      at_cores: that many cores (tf.data threadpool threads).
+      disagreement: why this and the scaling curve's estimate differ by more than
+        DISAGREE_ABOVE; empty when they agree.
+    """
+
+    cores: float
+    cpu_ms_per_example: float
+    cores_busy: float
+    at_cores: int
+    disagreement: str
+
+
+def cores_from_cpu(
+    consumer_eps: float, cpu_ms_per_example: float, *, curve: CoresEstimate, cores_busy: float
+) -> CpuCoresEstimate:
+    """Cores needed from CPU cost: examples/s the consumer takes x CPU seconds per example.
+
+    Args:
+      consumer_eps: examples/s one host's consumer takes.
+      cpu_ms_per_example: the full pipeline's CPU cost per example, in milliseconds.
+      curve: the estimate from the scaling curve, to compare with.
+      cores_busy: cores kept busy at the curve's most cores (`curve.available`).
+    """
+    if cpu_ms_per_example < 0 or not math.isfinite(cpu_ms_per_example):
+        raise field_error(ConfigError, "cpu_ms_per_example", "a finite number >= 0", cpu_ms_per_example)
+    cores = max(0.0, consumer_eps) * cpu_ms_per_example / 1000.0
+    why = cores_disagreement(curve.cores, cores, cores_busy=cores_busy, at_cores=curve.available)
+    return CpuCoresEstimate(cores, cpu_ms_per_example, cores_busy, curve.available, why)
+
+
+def cores_disagreement(curve_cores: int, cpu_cores: float, *, cores_busy: float, at_cores: int) -> str:
+    """Says why the scaling curve's and the CPU cost's estimates differ, or "" when they agree.
+
+    Both are compared in whole cores. Extrapolated from the curve's last point, the curve's
+    estimate over the CPU one is `at_cores / cores_busy` there, so which is larger says whether
+    cores sat idle or the process used more cores than the threadpool had.
+    """
+    cpu_whole = math.ceil(cpu_cores - 1e-9)
+    low, high = sorted((curve_cores, cpu_whole))
+    if low <= 0 or high <= low * (1 + DISAGREE_ABOVE):
+        return ""
+    head = (
+        f"The scaling curve says ~{curve_cores} cores, the CPU cost per example ~{cpu_cores:.1f}, "
+        f"{high / low - 1:.0%} apart. "
+    )
+    if curve_cores > cpu_whole:
+        return head + (
+            f"Cores sit idle: with {at_cores} threads the pipeline kept {cores_busy:.1f} cores busy. "
+            "Other processes on this host took cores, or parallelism limits (a serial stage, too "
+            "little interleave or map parallelism, waits on storage) leave them idle, or adding "
+            "cores does not scale linearly. The CPU figure is what the work needs on cores of its "
+            "own; on a quiet host, raise parallelism before adding cores."
+        )
+    return head + (
+        f"With {at_cores} threads the process kept {cores_busy:.1f} cores busy: work outside "
+        "tf.data's threadpool (the loop taking elements, TensorFlow's runtime threads) uses cores "
+        "the curve does not count, or scaling is not linear. Plan for the CPU figure."
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -230,10 +293,6 @@ class Recommendation:
     action: str
 
 
-def _fmt(eps: float) -> str:
-    return f"{eps:,.0f}" if eps >= 100 else f"{eps:,.1f}"
-
-
 def recommend(
     *,
     verdict: Band,
@@ -253,14 +312,23 @@ def recommend(
         out.append(
             Recommendation(
                 "keeps_up",
-                f"The pipeline produces {_fmt(producer_eps)} examples/s, {ratio:.1f}x what the "
-                f"consumer takes ({_fmt(consumer_eps)}/s); predicted input wait {wait:.0%}.",
+                f"The pipeline produces {rate(producer_eps)} examples/s, {ratio:.1f}x what the "
+                f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
                 "No change needed. Re-run with the consumer you will train on "
                 "(--step-time-ms from a profile, or --model) before buying more CPU.",
             )
         )
         return tuple(out)
 
+    stage_advice = _stage_advice(bottleneck, preset=preset, data_on_gcs=data_on_gcs)
+    if stage_advice is not None:
+        out.append(stage_advice)
+    out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps)
+    return tuple(out)
+
+
+def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> Recommendation | None:
+    """What to do about the bottleneck stage, when tfpipe knows that stage."""
     stage = bottleneck.stage
     share = f"{bottleneck.share:.0%} of the time per example ({bottleneck.ms_per_example:.2f} ms)"
     if stage == "decode":
@@ -271,39 +339,43 @@ def recommend(
             if preset == "imagenet"
             else "Per-example decoding dominates: batch before the map so it runs vectorized."
         )
-        out.append(Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action))
-    elif stage == "read":
+        return Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action)
+    if stage == "read":
+        gcs = "; on gs:// read from a bucket in the same region and raise interleave parallelism."
         action = (
             "Reading is the bottleneck. Use more shards (at least 4x the interleave parallelism), "
             "bigger reader buffers, or cache() the records if they fit in memory"
-            + ("; on gs:// read from a bucket in the same region and raise interleave parallelism." if data_on_gcs else ".")
+            + (gcs if data_on_gcs else ".")
         )
-        out.append(Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action))
-    elif stage == "parse":
-        out.append(
-            Recommendation(
-                "parse_bound",
-                f"Parsing records is the bottleneck: {share}.",
-                "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
-                "and drop features the model does not use from the parse spec.",
-            )
+        return Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action)
+    if stage == "parse":
+        return Recommendation(
+            "parse_bound",
+            f"Parsing records is the bottleneck: {share}.",
+            "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
+            "and drop features the model does not use from the parse spec.",
         )
-    elif stage in ("batch", "final"):
-        out.append(
-            Recommendation(
-                f"{stage}_bound",
-                f"The {stage} step costs most: {share}.",
-                "Move per-example work after batch() so it runs vectorized, and prefetch "
-                "with AUTOTUNE as the last stage.",
-            )
+    if stage in ("batch", "final"):
+        return Recommendation(
+            f"{stage}_bound",
+            f"The {stage} step costs most: {share}.",
+            "Move per-example work after batch() so it runs vectorized, and prefetch "
+            "with AUTOTUNE as the last stage.",
         )
+    return None
 
+
+def _cores_advice(
+    cores: CoresEstimate, service: ServiceEstimate, *, producer_eps: float, consumer_eps: float
+) -> list[Recommendation]:
+    """Whether this host's cores can feed the consumer, and how well they scale."""
+    out: list[Recommendation] = []
     if not cores.enough:
         out.append(
             Recommendation(
                 "cpu_bound_beyond_host",
                 f"Feeding the consumer needs about {cores.cores} cores at the measured "
-                f"{_fmt(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
+                f"{rate(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
                 f"scaling efficiency; this host has {cores.available}.",
                 f"Offload preprocessing to the tf.data service: `tfpipe serve worker "
                 f"--allow-remote` on {service.workers} machine(s) of {service.worker_cores} "
@@ -316,8 +388,8 @@ def recommend(
             Recommendation(
                 "cores_suffice",
                 f"{cores.cores} of this host's {cores.available} cores should keep up, "
-                f"yet the measured pipeline does not ({_fmt(producer_eps)} vs "
-                f"{_fmt(consumer_eps)} examples/s).",
+                f"yet the measured pipeline does not ({rate(producer_eps)} vs "
+                f"{rate(consumer_eps)} examples/s).",
                 "Give tf.data the host's cores: raise PipelineConfig threadpool size and "
                 "check nothing else (e.g. the training loop) holds them.",
             )
@@ -332,4 +404,4 @@ def recommend(
                 "and check storage bandwidth before adding CPUs.",
             )
         )
-    return tuple(out)
+    return out

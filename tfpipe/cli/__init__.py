@@ -8,6 +8,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import Any
 
 from tfpipe._version import __version__
 from tfpipe.errors import TfpipeError
@@ -16,15 +17,50 @@ from tfpipe.errors import TfpipeError
 COMMANDS = ("convert", "inspect", "bench", "serve")
 
 
+class CommandUnavailable(TfpipeError):
+    """A command needs an optional package that is not installed."""
+
+
 def _modules() -> list:
-    out = []
-    for name in COMMANDS:
-        try:
-            out.append(importlib.import_module(f"tfpipe.cli.{name}"))
-        except ModuleNotFoundError as e:
-            if e.name != f"tfpipe.cli.{name}":
-                raise
-    return out
+    return [_load(name) for name in COMMANDS]
+
+
+def _load(name: str) -> Any:
+    """The command module `tfpipe.cli.<name>`.
+
+    A missing module of tfpipe's own is a broken installation and fails at once. A missing
+    third-party package leaves the command listed, and running it says which package to
+    install.
+    """
+    try:
+        return importlib.import_module(f"tfpipe.cli.{name}")
+    except ModuleNotFoundError as e:
+        missing = e.name or "?"
+        if missing == "tfpipe" or missing.startswith("tfpipe."):
+            raise ImportError(
+                f"tfpipe's command module tfpipe.cli.{name} cannot be imported: tfpipe's own "
+                f"module {missing} is missing, so this installation is incomplete; reinstall "
+                f"tfpipe. Received: {e}"
+            ) from e
+        return _Unavailable(name, missing)
+
+
+class _Unavailable:
+    """Stands in for a command module whose optional dependency is missing."""
+
+    def __init__(self, name: str, package: str) -> None:
+        self.name, self.package = name, package
+
+    def add_parser(self, sub: argparse._SubParsersAction) -> None:
+        help_ = f"(unavailable: needs the {self.package!r} package)"
+        p = sub.add_parser(self.name, help=help_, description=help_, add_help=True)
+        p.set_defaults(run=self.run)
+
+    def run(self, args: argparse.Namespace) -> int:
+        raise CommandUnavailable(
+            f"this command needs the Python package {self.package!r}, which is not installed: "
+            f"pip install {self.package}. Received: ModuleNotFoundError for {self.package!r}"
+        )
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -67,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tfpipe import _tf
 
-    _tf.set_verbose(getattr(args, "verbose", False))
+    # The command, unlike the library, hides TensorFlow's log noise unless --verbose.
+    _tf.set_quiet(not getattr(args, "verbose", False))
     try:
         return int(args.run(args) or 0)
     except TfpipeError as e:

@@ -12,7 +12,7 @@ EXAMPLES = """examples:
   tfpipe bench --data gs://bucket/imagenet --step-time-ms 95 --batch-size 1024 --hosts 4
   tfpipe bench --accelerator resnet50-tpu-v4 --simulate --plot bench.png --json bench.json
   tfpipe bench --model small_cnn --fit --batch-size 64
-  tfpipe bench --compare                               # the seeds' recipe vs tfpipe
+  tfpipe bench --compare                               # tensorflow/tpu-style baseline vs tfpipe
   tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
 
 Example: tfpipe bench --pipeline=imagenet
@@ -80,7 +80,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="also run against a consumer sleeping the step time; measure input wait")
     p.add_argument("--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input")
     p.add_argument("--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window")
-    p.add_argument("--compare", action="store_true", help="also bench the seeds' recipe on the same data; print the ratio")
+    p.add_argument("--compare", action="store_true",
+                   help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused "
+                   "map, batch, prefetch) on the same data; print the ratio")
     p.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
     p.add_argument("--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)")
     p.add_argument("--worker-cores", type=_positive(int), help="cores per tf.data service worker for the estimate (default: this host's)")
@@ -145,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         write_plot(report, args.plot)
         out.print(f"Wrote {args.plot}")
     if report.comparison is not None:
-        print(f"compare: tfpipe/recipe = {report.comparison.ratio:.2f}", file=sys.stdout)
+        print(f"compare: tfpipe/baseline = {report.comparison.ratio:.2f}", file=sys.stdout)
     if args.fail_if_input_bound and report.verdict != "not_input_bound":
         print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
         return EXIT_INPUT_BOUND

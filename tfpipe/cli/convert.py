@@ -7,8 +7,9 @@ import signal
 import sys
 import time
 
+from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
-from tfpipe.cli.render import console, human_bytes
+from tfpipe.cli.render import console
 
 EXAMPLES = """examples:
   tfpipe convert ILSVRC/Data/CLS-LOC/train gs://my-bucket/imagenet --num-shards 1024
@@ -99,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
         missing_label=args.missing_label, encoding=args.encoding, engine=args.engine,
         pipeline_options=args.beam_options,
     )
-    started = time.monotonic()
     if args.quiet or not out.is_terminal:
         last = [0.0]
 
@@ -113,22 +113,13 @@ def run(args: argparse.Namespace) -> int:
         manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
                            break_lock=args.break_lock, progress=progress, **options)
     else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from tfpipe.cli.render import ConvertProgressBar
 
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
-                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[mbps]}"),
-                   TextColumn("shards {task.fields[shards]}"), TimeRemainingColumn())
-        with Progress(*columns, console=out, transient=False) as bar:
-            task = bar.add_task("convert", total=None, unit="", rate="", mbps="", shards="")
+        with ConvertProgressBar(out) as bar:
 
             def progress(t: Tick) -> None:
                 show_plan(t)
-                elapsed = max(time.monotonic() - started, 1e-6)
-                bar.update(task, completed=t.items_done, total=t.items_total, unit=t.unit,
-                           rate=f"{t.items_done / elapsed:,.0f} {t.unit}/s",
-                           mbps=f"{t.bytes_in / elapsed / 1e6:,.1f} MB/s",
-                           shards=f"{t.shards_done}/{t.shards_total}")
+                bar.update(t)
 
             manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
                                break_lock=args.break_lock, progress=progress, **options)

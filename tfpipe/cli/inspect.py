@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
-from tfpipe.cli.render import console, human_bytes
+from tfpipe.cli.render import console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

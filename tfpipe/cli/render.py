@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import sys
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"
+import time
+from typing import Any
 
 
 def console(quiet: bool = False):  # -> rich.console.Console
@@ -20,3 +14,38 @@ def console(quiet: bool = False):  # -> rich.console.Console
     plain = quiet or not sys.stdout.isatty()
     return Console(no_color=plain, force_terminal=False if plain else None, highlight=False,
                    soft_wrap=plain)
+
+
+class ConvertProgressBar:
+    """The rich progress bar `tfpipe convert` shows on a terminal: items, rate, MB/s, shards.
+
+    Example:
+      >>> with ConvertProgressBar(out) as bar:
+      ...     convert(src, dest, progress=bar.update)
+    """
+
+    def __init__(self, out: Any) -> None:  # out: rich.console.Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
+                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[mbps]}"),
+                   TextColumn("shards {task.fields[shards]}"), TimeRemainingColumn())
+        self._bar = Progress(*columns, console=out, transient=False)
+        self._started = time.monotonic()
+        self._task = self._bar.add_task("convert", total=None, unit="", rate="", mbps="", shards="")
+
+    def __enter__(self) -> ConvertProgressBar:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
+
+    def update(self, tick: Any) -> None:  # tick: tfpipe.convert.Tick
+        """Shows a conversion's progress."""
+        elapsed = max(time.monotonic() - self._started, 1e-6)
+        self._bar.update(self._task, completed=tick.items_done, total=tick.items_total, unit=tick.unit,
+                         rate=f"{tick.items_done / elapsed:,.0f} {tick.unit}/s",
+                         mbps=f"{tick.bytes_in / elapsed / 1e6:,.1f} MB/s",
+                         shards=f"{tick.shards_done}/{tick.shards_total}")

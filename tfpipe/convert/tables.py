@@ -18,10 +18,9 @@ from tfpipe import storage
 from tfpipe.convert import csvfile, values
 from tfpipe.errors import DataError
 from tfpipe.manifest import Skipped
-from tfpipe.schema import Field, Schema, dtype_for_pandas
+from tfpipe.schema import KIND_DTYPES, Field, Schema, kind_for_pandas
 
 # A column's kind as pandas sees it; "null" is a chunk where the column had no value at all.
-_KIND_TO_DTYPE = {"int": "int64", "float": "float32", "bool": "int64", "string": "bytes", "category": "bytes"}
 _KIND_TO_PANDAS = {"int": "Int64", "float": "Float64", "bool": "boolean", "string": "string", "null": "Float64"}
 _KIND_NAMES = {"int": "integers", "float": "numbers", "bool": "booleans", "string": "text", "category": "text"}
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -208,10 +207,9 @@ def _kind(column: str, series: Any, path: str) -> str:
             "nested lists are not supported; flatten or drop the column."
         )
     try:
-        out = dtype_for_pandas(column, dtype)  # refuses unsupported dtypes by name
+        return kind_for_pandas(column, dtype)  # refuses unsupported dtypes by name
     except DataError as e:
         raise DataError(f"{path}: {e}") from None
-    return {"int64": "int", "float32": "float", "bytes": "string"}[out]
 
 
 @dataclasses.dataclass(slots=True)
@@ -373,7 +371,7 @@ def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Colu
             "value: nulls are never written as plausible values. Pass --missing fill "
             f"(missing='fill') to write a default plus a '{column}/missing' mask."
         )
-    fields = tuple(Field(c, _KIND_TO_DTYPE.get(col.kind, "float32"), has_mask=c in nulls,
+    fields = tuple(Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls,
                          source_dtype=col.source_dtype) for c, col in columns.items())
     kinds = {c: col.kind for c, col in columns.items()}
     skipped = tuple(

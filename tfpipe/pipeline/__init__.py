@@ -2,8 +2,14 @@
 
 `plan()` resolves the data, the preset and the PipelineConfig into a `Pipeline`: an ordered
 tuple of named `Stage`s (the same list `tfpipe bench` times prefix by prefix). `build()` is
-`plan(...).dataset()`.
+`plan(...).dataset()`. What `skip_corrupt=True` dropped is read with `skipped(ds)` on the
+dataset `build()` returned, or `Pipeline.skipped()`, as `SkipCounts`.
 """
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
 
 from tfpipe.pipeline.build import (
     DefaultWarning,
@@ -15,7 +21,7 @@ from tfpipe.pipeline.build import (
     steps_per_epoch,
 )
 from tfpipe.pipeline.config import AUTOTUNE, PipelineConfig
-from tfpipe.pipeline.corrupt import Skipped
+from tfpipe.pipeline.corrupt import SkipCounts
 from tfpipe.pipeline.stages import Stage
 from tfpipe.presets import Preset, register_preset
 
@@ -26,7 +32,7 @@ __all__ = [
     "PipelineConfig",
     "Preset",
     "ShardingWarning",
-    "Skipped",
+    "SkipCounts",
     "Stage",
     "build",
     "plan",
@@ -34,3 +40,15 @@ __all__ = [
     "skipped",
     "steps_per_epoch",
 ]
+
+# Renamed names, still importable for one release with a DeprecationWarning.
+_DEPRECATED = {"Skipped": ("SkipCounts", SkipCounts)}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        new, value = _DEPRECATED[name]
+        warnings.warn(f"tfpipe.pipeline.{name} is deprecated and will be removed in the next release; "
+                      f"use tfpipe.pipeline.{new}.", DeprecationWarning, stacklevel=2)
+        return value
+    raise AttributeError(f"module 'tfpipe.pipeline' has no attribute {name!r}")

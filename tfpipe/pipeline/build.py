@@ -6,17 +6,18 @@ import dataclasses
 import math
 import os
 import warnings
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.validation import check_bool
-from tfpipe.pipeline.corrupt import SkipCounter, Skipped
+from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
+from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
 from tfpipe.pipeline.stages import Stage, StagePlan, make_options, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
+from tfpipe.schema import dtype_of_tf
+from tfpipe.validation import check_bool
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -69,7 +70,7 @@ class Pipeline:
     cache: str
     examples: int | None
     decoder: Decoder
-    source: sources.Source
+    source: sources.ResolvedData
     counter: SkipCounter | None = None
     notes: tuple[str, ...] = ()
 
@@ -113,7 +114,7 @@ class Pipeline:
         if ds is not None and options:
             ds = ds.with_options(self.options(threadpool_size))
         if ds is not None and self.counter is not None:
-            _COUNTERS[ds] = self.counter
+            setattr(ds, _COUNTER_ATTRIBUTE, self.counter)  # read by `skipped(ds)`
         return ds
 
     def examples_per_element(self, upto: str | int | None = None) -> int:
@@ -121,15 +122,17 @@ class Pipeline:
         names = [s.name for s in self.stages[: self._index(upto)]]
         return self.batch_size if "batch" in names else 1
 
-    def skipped(self) -> Skipped:
+    def skipped(self) -> SkipCounts:
         """What `skip_corrupt=True` dropped so far (all zeros without skip_corrupt)."""
-        return self.counter.read() if self.counter is not None else Skipped()
+        return self.counter.read() if self.counter is not None else SkipCounts()
 
 
-_COUNTERS: weakref.WeakKeyDictionary[Any, SkipCounter] = weakref.WeakKeyDictionary()
+# The attribute of a dataset `Pipeline.dataset()` returned that holds its skip counter: the
+# counter lives as long as the dataset, and a derived dataset does not carry it.
+_COUNTER_ATTRIBUTE = "_tfpipe_skip_counter"
 
 
-def skipped(ds: Any) -> Skipped:
+def skipped(ds: Any) -> SkipCounts:
     """What `skip_corrupt=True` dropped so far from a dataset `build()` returned.
 
     Readable at any time, e.g. after `model.fit`.
@@ -137,14 +140,14 @@ def skipped(ds: Any) -> Skipped:
     Raises:
       ConfigError: `ds` was not built by tfpipe with skip_corrupt=True.
     """
-    try:
-        return _COUNTERS[ds].read()
-    except (KeyError, TypeError):
+    counter = getattr(ds, _COUNTER_ATTRIBUTE, None)
+    if not isinstance(counter, SkipCounter):
         raise ConfigError(
             "skipped() needs the dataset returned by tfpipe.build(..., skip_corrupt=True) "
             "(datasets derived from it by further transformations are not tracked). "
             f"Received: {type(ds).__name__}"
-        ) from None
+        )
+    return counter.read()
 
 
 def _split_kwargs(config: PipelineConfig | None, kwargs: dict[str, Any]) -> tuple[PipelineConfig, dict[str, Any]]:
@@ -178,7 +181,7 @@ def _per_replica_batch(batch_size: int, input_context: Any) -> int:
     return input_context.get_per_replica_batch_size(batch_size)
 
 
-def _default_preset(src: sources.Source) -> str:
+def _default_preset(src: sources.ResolvedData) -> str:
     if src.manifest is not None:
         return "tabular" if src.manifest.layout == "table" else "imagenet"
     if "image/encoded" in src.keys:
@@ -189,10 +192,7 @@ def _default_preset(src: sources.Source) -> str:
     )
 
 
-_SPEC_DTYPES = {"int64": "int64", "float32": "float32", "string": "bytes"}
-
-
-def _check_keys(decoder: Decoder, src: sources.Source, preset_name: str) -> None:
+def _check_keys(decoder: Decoder, src: sources.ResolvedData, preset_name: str) -> None:
     how = ("checked against the manifest schema" if src.manifest is not None
            else f"checked against the first record of {src.files[0]}")
     missing = [k for k in decoder.required if k not in src.keys]
@@ -202,8 +202,7 @@ def _check_keys(decoder: Decoder, src: sources.Source, preset_name: str) -> None
             f"{src.where} ({how}). The records hold: {sorted(src.keys)}"
         )
     for key, feature in decoder.spec.items():
-        dtype = getattr(getattr(feature, "dtype", None), "name", None)
-        want = _SPEC_DTYPES.get(dtype or "")
+        want = dtype_of_tf(getattr(feature, "dtype", None))
         if key in src.keys and want and src.keys[key] != want:
             raise DataError(
                 f"Preset {preset_name!r} parses feature {key!r} as {want}, but the records at "
@@ -211,14 +210,23 @@ def _check_keys(decoder: Decoder, src: sources.Source, preset_name: str) -> None
             )
 
 
-def _resolve_cache(cfg: PipelineConfig, decoder: Decoder, src: sources.Source,
-                   files_bytes: int | None) -> str:
+def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: int | None) -> str:
+    """The cache setting, with "auto" resolved: memory when `cache_bytes` (serialized, as read
+    from the files) fit in CACHE_SHARE of the RAM budget once decompressed."""
     if cfg.cache != "auto":
         return cfg.cache
-    if files_bytes is None:
+    if cache_bytes is None:
         return "none"
-    estimate = files_bytes * (GZIP_EXPANSION if src.compression else 1)
+    estimate = cache_bytes * (GZIP_EXPANSION if src.compression else 1)
     return "memory" if estimate <= CACHE_SHARE * cfg.resolved_ram_budget() else "none"
+
+
+def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData) -> int:
+    """The configured buffer, capped at SHUFFLE_SHARE of the RAM budget in mean-size records."""
+    if not (src.bytes and src.examples):
+        return cfg.shuffle_buffer
+    mean = max(1, src.bytes // max(1, src.examples))
+    return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
 
 
 def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, batch_size: int,
@@ -237,7 +245,38 @@ def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, b
     _check_batch_size(batch_size)
     _check_service(service, cfg)
     per_replica = _per_replica_batch(batch_size, input_context)
+    src = _resolve_data(data, cfg, training)
+    _check_cache_dir(cfg.cache)
+    preset_obj, decoder = _bind(preset, src, training, options)
+    n, i = _pipelines(input_context)
+    share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
+    notes = src.notes + decoder.notes + _sharding_notes(share, n)
+    _check_enough(share.examples, share.at_most, per_replica, training=training,
+                  drop=bool(cfg.drop_remainder), where=src.where, n=n, i=i)
+    read_records, why_unknown = _known_length(share, cfg, service)
+    if why_unknown and not training:
+        notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
+    cache = _resolve_cache(cfg, src, share.cache_bytes)
+    counter = SkipCounter() if cfg.skip_corrupt else None
+    stage_plan = StagePlan(
+        source=src, files=src.files, sizes=src.sizes, counts=src.counts, read_files=len(share.files),
+        read_records=read_records, decoder=decoder, config=cfg,
+        training=training, batch_size=per_replica, num_shards=n, shard_index=i,
+        shard_by=share.shard_by, cache=cache, shuffle_buffer=_shuffle_buffer(cfg, src),
+        service=service, counter=counter,
+    )
+    files = tuple(src.files[j] for j in share.files)
+    return Pipeline(
+        stages=make_stages(stage_plan), training=training, batch_size=per_replica,
+        global_batch_size=batch_size, config=cfg, preset=preset_obj,
+        files=files if share.shard_by == "file" else tuple(src.files), shard_by=share.shard_by,
+        cache=cache, examples=share.examples, decoder=decoder, source=src, counter=counter,
+        notes=notes,
+    )
 
+
+def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool) -> sources.ResolvedData:
+    """The data, refused when skip_corrupt could not count what a corrupt shard loses."""
     src = sources.resolve(data, split=cfg.split, training=training)
     if cfg.skip_corrupt and src.manifest is None and src.compression:
         raise ConfigError(
@@ -245,64 +284,42 @@ def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, b
             "without a tfpipe manifest have no record count or size to check a read against. "
             "Convert them with `tfpipe convert`, or read without skip_corrupt (errors are raised)."
         )
-    _check_cache_dir(cfg.cache)
-    preset_obj, decoder = _bind(preset, src, training, options)
-    notes = src.notes + decoder.notes
-
-    n, i = 1, 0
-    if input_context is not None:
-        n, i = int(input_context.num_input_pipelines), int(input_context.input_pipeline_id)
-    shard_by, idx = shard_files(len(src.files), n, i)
-    if shard_by == "record":
-        message = (f"{len(src.files)} file(s) for {n} input pipelines: sharding by record instead "
-                   f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
-                   f"reads cost {n}x and file order is not shuffled. Write at least {n} shards "
-                   "(tfpipe convert --num-shards) to shard by file.")
-        _warn(message, ShardingWarning)
-        notes += (message,)
-    files = tuple(src.files[j] for j in idx)
-    sizes = tuple(src.sizes[j] for j in idx)
-    counts = tuple(src.counts[j] for j in idx)
-    examples = None if sources.UNKNOWN in counts else share(sum(counts), shard_by, n, i)
-    most = None if sources.UNKNOWN in sizes or src.compression else share(
-        sum(sizes) // sources.RECORD_FRAMING, shard_by, n, i)
-    _check_enough(examples, most, per_replica, training=training, drop=bool(cfg.drop_remainder),
-                  where=src.where, n=n, i=i)
-
-    # With record sharding each pipeline caches only its 1/n of the records.
-    files_bytes = None if sources.UNKNOWN in sizes else sum(sizes) // (n if shard_by == "record" else 1)
-    cache = _resolve_cache(cfg, decoder, src, files_bytes)
-
-    shuffle_buffer = cfg.shuffle_buffer
-    if src.bytes and src.examples:
-        mean = max(1, src.bytes // max(1, src.examples))
-        shuffle_buffer = max(1, min(shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
-    read_records = None
-    # skip_corrupt may drop records; tf.data service workers may each read part of the files.
-    if examples is not None and not cfg.skip_corrupt and service is None:
-        read_records = sum(src.counts) if shard_by == "record" else sum(counts)
-    elif not training:
-        why = ("records without a manifest have no count" if examples is None
-               else "skip_corrupt=True may drop records" if cfg.skip_corrupt
-               else "tf.data service workers split the files")
-        notes += (f"the eval dataset's length is unknown (cardinality -2): {why}",)
-    counter = SkipCounter() if cfg.skip_corrupt else None
-    stage_plan = StagePlan(
-        source=src, files=src.files, sizes=src.sizes, counts=src.counts, read_files=len(files),
-        read_records=read_records, decoder=decoder, config=cfg,
-        training=training, batch_size=per_replica, num_shards=n, shard_index=i,
-        shard_by=shard_by, cache=cache, shuffle_buffer=shuffle_buffer, service=service,
-        counter=counter,
-    )
-    return Pipeline(
-        stages=make_stages(stage_plan), training=training, batch_size=per_replica,
-        global_batch_size=batch_size, config=cfg, preset=preset_obj,
-        files=files if shard_by == "file" else tuple(src.files), shard_by=shard_by, cache=cache,
-        examples=examples, decoder=decoder, source=src, counter=counter, notes=notes,
-    )
+    return src
 
 
-def _bind(preset: str | PresetLike | None, src: sources.Source, training: bool,
+def _pipelines(input_context: Any) -> tuple[int, int]:
+    """(input pipelines, this one's index): (1, 0) without an input_context."""
+    if input_context is None:
+        return 1, 0
+    return int(input_context.num_input_pipelines), int(input_context.input_pipeline_id)
+
+
+def _sharding_notes(share: FileShare, n: int) -> tuple[str, ...]:
+    """With record sharding, a warning (also kept as a note) saying what it costs."""
+    if share.shard_by != "record":
+        return ()
+    files = len(share.files)
+    message = (f"{files} file(s) for {n} input pipelines: sharding by record instead "
+               f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
+               f"reads cost {n}x and file order is not shuffled. Write at least {n} shards "
+               "(tfpipe convert --num-shards) to shard by file.")
+    _warn(message, ShardingWarning)
+    return (message,)
+
+
+def _known_length(share: FileShare, cfg: PipelineConfig, service: str | None) -> tuple[int | None, str]:
+    """Records the interleave yields when known for sure (for assert_cardinality), else None
+    and why: skip_corrupt may drop records; tf.data service workers may each read part of the files."""
+    if share.examples is None:
+        return None, "records without a manifest have no count"
+    if cfg.skip_corrupt:
+        return None, "skip_corrupt=True may drop records"
+    if service is not None:
+        return None, "tf.data service workers split the files"
+    return share.read_records, ""
+
+
+def _bind(preset: str | PresetLike | None, src: sources.ResolvedData, training: bool,
           options: dict[str, Any]) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
@@ -325,21 +342,6 @@ def _warn(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
-def shard_files(files: int, pipelines: int, index: int) -> tuple[str, list[int]]:
-    """How input pipeline `index` of `pipelines` shares `files` files: ("none" | "file" |
-    "record", the indices of the files it reads)."""
-    if pipelines == 1:
-        return "none", list(range(files))
-    if files >= pipelines:
-        return "file", list(range(files))[index::pipelines]
-    return "record", list(range(files))
-
-
-def share(records: int, shard_by: str, pipelines: int, index: int) -> int:
-    """Records pipeline `index` reads of `records` in its files (every n-th, by record)."""
-    return len(range(index, records, pipelines)) if shard_by == "record" else records
-
-
 def _check_enough(examples: int | None, most: int | None, batch: int, *, training: bool,
                   drop: bool, where: str, n: int, i: int) -> None:
     """Refuses data with fewer records than one batch where that cannot work: no batch at all
@@ -358,7 +360,7 @@ def _check_enough(examples: int | None, most: int | None, batch: int, *, trainin
         # Foreign files have no count, but every record takes at least 16 bytes of framing.
         raise DataError(
             f"{whose} at most {most} records from {where} (each TFRecord record takes at least "
-            f"{sources.RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
+            f"{RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
             "batch_size or more data."
         )
 

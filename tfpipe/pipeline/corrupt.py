@@ -19,7 +19,12 @@ with `tfpipe.pipeline.skipped(ds)` (or `Pipeline.skipped()`) at any time.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tfpipe._tf import tf
+
+if TYPE_CHECKING:
+    from tfpipe.presets import Decoder
 
 # Records per verification step, at most. Measured on 4 shards of 50k 40-column rows: one
 # step per record read 8.8k rows/s (a function call per record); groups of 128-1024 read
@@ -38,7 +43,7 @@ def verify_group(mean_record_bytes: int | None) -> int:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Skipped:
+class SkipCounts:
     """What `skip_corrupt=True` dropped so far.
 
     Attributes:
@@ -67,11 +72,9 @@ class Skipped:
 
 
 class SkipCounter:
-    """The variables behind `Skipped`. One per planned pipeline with `skip_corrupt=True`."""
+    """The variables behind `SkipCounts`. One per planned pipeline with `skip_corrupt=True`."""
 
     def __init__(self) -> None:
-        from tfpipe._tf import tf
-
         tf_ = tf()
         with tf_.init_scope(), tf_.device("/cpu:0"):
             def var(name: str) -> Any:
@@ -84,8 +87,8 @@ class SkipCounter:
             self.decode_attempts = var("decode_attempts")
             self.decoded = var("decoded")
 
-    def read(self) -> Skipped:
-        return Skipped(
+    def read(self) -> SkipCounts:
+        return SkipCounts(
             corrupt_shards=int(self.corrupt_shards.numpy()),
             records_lost=int(self.records_lost.numpy()),
             bytes_lost=int(self.bytes_lost.numpy()),
@@ -97,8 +100,6 @@ class SkipCounter:
 def plain(fn: Any) -> Any:
     """Marks a dataset function as plain graph code: autograph would add seconds of
     transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
-    from tfpipe._tf import tf
-
     return tf().autograph.experimental.do_not_convert(fn)
 
 
@@ -107,14 +108,16 @@ def plain(fn: Any) -> Any:
 # corruption; one that gets further was a network error (the records it adds are yielded, each
 # once); stops at different places on every read are a network error that never cleared.
 READ_ATTEMPTS = 3
+# Sources repeated per slice when pairing unverified records with their source.
+SOURCE_SLICE = 1024
 # What the end of one read of a shard comes to (see `read_shard`).
 _GOING, _DONE, _RETRY, _CORRUPT, _MISMATCH, _UNSTABLE = range(6)  # bad verdicts last
 
 
 def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: int,
-               verify: bool, counter: SkipCounter | None, with_source: bool,
+               verify: bool, counter: SkipCounter | None, source: Any,
                group: int = VERIFY_GROUP, counts_known: bool = True, grouped: bool = False) -> Any:
-    """The interleave function: one shard's records, checked to the end of the file.
+    """The interleave function: one shard's `(record, source)` pairs, checked to the end of the file.
 
     TFRecordDataset's errors do not name the file, and `ignore_errors()` (the only way to go on
     after one) swallows every error alike: a CRC mismatch, but also a 503 or a deleted file.
@@ -131,29 +134,39 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
       verify: check the shard was read to its end; needs a count or an uncompressed size.
         Without it, records are read plainly and every error is raised unnamed.
       counter: count corrupt shards instead of raising (skip_corrupt; needs verify).
-      with_source: yield (record, path) so later errors can name the shard.
+      source: the string paired with each record: the path, so later errors can name the
+        shard, or "" when nothing later names it.
       group: records per verification step (see `verify_group`).
       counts_known: the counts come from a manifest (wording of the messages).
       grouped: yield groups of up to `group` records (the caller unbatches) instead of records.
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     if not verify:
         if counter is not None:
             raise ValueError("skip_corrupt needs verified reads")  # plan() refuses this first
         records = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
         if grouped:
-            records = records.batch(group)
-            return records.map(plain(lambda r: (r, tf_.fill(tf_.shape(r), path)))) if with_source else records
-        return records.map(plain(lambda r: (r, path))) if with_source else records
+            return records.batch(group).map(plain(lambda r: (r, tf_.fill(tf_.shape(r), source))))
+        # Paired by a zip with the source repeated in slices: no function call per record (a map
+        # here tripled the CPU per row of a plain table read, measured), and the constant's
+        # iterator restarts once per slice (once per record, from_tensors(...).repeat() cost +40%).
+        sources = tf_.data.Dataset.from_tensor_slices(tf_.fill([SOURCE_SLICE], source)).repeat()
+        return tf_.data.Dataset.zip((records, sources))
+    judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
+    checked = _verified_groups(tf_, path, compression, buffer, group, judge, source)
+    return checked if grouped else checked.unbatch()
+
+
+def _verified_groups(tf_: Any, path: Any, compression: str, buffer: int, group: int, judge: _Judge,
+                     source: Any) -> Any:
+    """Up to READ_ATTEMPTS reads of a shard as groups `(records, sources)`, each record once,
+    every read's end judged by `judge` (see `read_shard`)."""
 
     def one_read(_: Any) -> Any:
         reads = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
         groups = reads.ignore_errors().batch(group).map(plain(lambda r: (r, False)))
         return groups.concatenate(tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True)))
 
-    judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
     zero = tf_.constant(0, tf_.int64)
 
     def step(state: Any, element: Any) -> Any:
@@ -169,15 +182,12 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
                  tf_.maximum(yielded, pos_r), tf_.where(retry, pos_r, last_stop),
                  attempt + tf_.cast(retry, tf_.int64))
         keep = tf_.logical_or(tf_.logical_not(is_end), retry)
-        if with_source:
-            return state, (fresh, tf_.fill(tf_.shape(fresh), path), keep)
-        return state, (fresh, keep)
+        return state, (fresh, tf_.fill(tf_.shape(fresh), source), keep)
 
     start = (zero, zero, zero, tf_.constant(-1, tf_.int64), zero)
     checked = (tf_.data.Dataset.range(READ_ATTEMPTS).flat_map(plain(one_read))
                .scan(start, plain(step)).take_while(plain(lambda *e: e[-1])))
-    checked = checked.map(plain(lambda *e: e[:-1] if with_source else e[0]))
-    return checked if grouped else checked.unbatch()
+    return checked.map(plain(lambda records, sources, _: (records, sources)))
 
 
 class _Judge:
@@ -274,3 +284,48 @@ def _format(tf_: Any, template: str, *args: Any) -> Any:
     for arg, piece in zip(args, pieces[1:], strict=True):
         parts += [arg if arg.dtype == tf_.string else tf_.strings.as_string(arg), piece]
     return tf_.strings.join(parts)
+
+
+# ---- images that fail the preset's check before decode ----
+
+BAD_IMAGE = "Undecodable image (empty, not a JPEG, or truncated) in shard"
+
+
+def drop_bad(ds: Any, check: Any, counter: SkipCounter) -> Any:
+    """Drops `(features, source)` elements failing `check`, counting them (skip_corrupt)."""
+    tf_ = tf()
+
+    def keep(features: Any, _: Any) -> Any:
+        ok = check(features)
+        with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
+            return tf_.identity(ok)
+
+    return ds.filter(plain(keep))
+
+
+def checked(features: Any, source: Any, dec: Decoder, counter: SkipCounter | None) -> Any:
+    """`features`, passed to decode only once the preset's check has run on them: without
+    `counter` a failing check raises naming the shard (when known) and what `dec.describe`
+    adds; with it, the decode attempt is counted (`drop_bad` already dropped the failures)."""
+    if dec.check is None:
+        return features
+    tf_ = tf()
+    if counter is None:
+        where = source if dec.needs_source else "(unknown shard)"
+        extra = dec.describe(features) if dec.describe is not None else []
+        dep = tf_.debugging.Assert(dec.check(features), [
+            BAD_IMAGE, where, *extra,
+            "- re-convert the data, or pass skip_corrupt=True to skip and count such records."])
+    else:
+        dep = counter.decode_attempts.assign_add(1)
+    with tf_.control_dependencies([dep]):  # the check must pass before decode starts
+        return tf_.nest.map_structure(tf_.identity, features)
+
+
+def count_decoded(out: Any, counter: SkipCounter) -> Any:
+    """`out` once counted as decoded: attempts minus decodes are the images whose decode failed."""
+    tf_ = tf()
+    with tf_.control_dependencies(tf_.nest.flatten(out)):
+        done = counter.decoded.assign_add(1)
+    with tf_.control_dependencies([done]):
+        return tf_.nest.map_structure(tf_.identity, out)

@@ -29,18 +29,16 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
-from tfpipe.schema import MISSING_SUFFIX, Field, Schema
+from tfpipe.pipeline.sharding import UNKNOWN
+from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
 
 GLOB_CHARS = "*?["
-UNKNOWN = -1
 GZIP_MAGIC = b"\x1f\x8b"
-# Bytes of TFRecord framing per record (length, its CRC, the data's CRC): no record is smaller.
-RECORD_FRAMING = 16
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<index>\d+)-of-(?P<total>\d+)(?P<ext>(?:\.[A-Za-z0-9]+)*)$")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Source:
+class ResolvedData:
     """The files one `build()` call reads, and what is known about them.
 
     Attributes:
@@ -50,7 +48,7 @@ class Source:
       compression: "" or "GZIP" (TFRecordDataset's compression_type).
       manifest: the manifest, or None for foreign files.
       split: the manifest split read, or None.
-      keys: feature key -> dtype ("int64", "float32" or "bytes") the records hold.
+      keys: feature key -> dtype (a `schema.Dtype`) the records hold.
       schema: the manifest schema, or one inferred from the first record.
       where: the data argument (or the manifest's directory), for messages.
       notes: how `data` was resolved, for `Pipeline.describe()`.
@@ -91,8 +89,8 @@ def default_split(manifest: Manifest, training: bool) -> str:
     )
 
 
-def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: bool) -> Source:
-    """Turns `data` into a Source.
+def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: bool) -> ResolvedData:
+    """Turns `data` into a ResolvedData.
 
     Raises:
       ManifestError: a directory without `tfpipe.json`, or an unknown split.
@@ -185,7 +183,7 @@ def _norm(path: str) -> str:
     return path if storage.is_gcs(path) else os.path.normpath(os.path.abspath(path))
 
 
-def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> Source:
+def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> ResolvedData:
     name = split or default_split(manifest, training)
     info = manifest.split(name)
     where = storage.join(manifest.root, MANIFEST_NAME)
@@ -194,22 +192,20 @@ def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> 
     files = manifest.shard_paths(name)
     sizes = tuple(s.bytes for s in info.shards)
     check_files(files, f"listed in {where} (split {name!r})", expected_sizes=sizes)
-    keys = {f.name: f.dtype for f in manifest.schema.fields}
-    keys |= {f.mask_name: "int64" for f in manifest.schema.fields if f.has_mask}
-    return Source(
+    return ResolvedData(
         files=tuple(files),
         sizes=sizes,
         counts=tuple(s.examples for s in info.shards),
         compression=manifest.tf_compression,
         manifest=manifest,
         split=name,
-        keys=keys,
+        keys=manifest.schema.feature_dtypes(),
         schema=manifest.schema,
         where=manifest.root,
     )
 
 
-def _from_files(files: list[str], *, where: str, split: str | None, training: bool) -> Source:
+def _from_files(files: list[str], *, where: str, split: str | None, training: bool) -> ResolvedData:
     """A glob's or list's files: through their directory's manifest when it lists them."""
     seen: set[str] = set()
     twice = []
@@ -248,7 +244,7 @@ def _manifest_of(files: list[str], where: str) -> Manifest | None:
 
 
 def _listed_in_manifest(files: list[str], manifest: Manifest, *, where: str, split: str | None,
-                        training: bool) -> Source:
+                        training: bool) -> ResolvedData:
     mpath = storage.join(manifest.root, MANIFEST_NAME)
     index = {_norm(storage.join(manifest.root, s.name)): (name, i)
              for name, info in manifest.splits.items() for i, s in enumerate(info.shards)}
@@ -355,7 +351,7 @@ def _check_listed(files: list[str], what: str) -> None:
         )
 
 
-def _foreign(files: list[str], *, where: str, sizes: list[int]) -> Source:
+def _foreign(files: list[str], *, where: str, sizes: list[int]) -> ResolvedData:
     empty = [f for f, s in zip(files, sizes, strict=True) if s == 0]
     if len(empty) == len(files):
         raise DataError(f"Every file in {where} is empty: expected TFRecord records. Received: {files[:3]}")
@@ -363,16 +359,14 @@ def _foreign(files: list[str], *, where: str, sizes: list[int]) -> Source:
     compression = "GZIP" if _head(first, 2) == GZIP_MAGIC else ""
     record = _first_record(first, compression)
     schema = _infer_schema(record, first)
-    keys = {f.name: f.dtype for f in schema.fields}
-    keys |= {f.mask_name: "int64" for f in schema.fields if f.has_mask}
-    return Source(
+    return ResolvedData(
         files=tuple(files),
         sizes=tuple(sizes),
         counts=(UNKNOWN,) * len(files),
         compression=compression,
         manifest=None,
         split=None,
-        keys=keys,
+        keys=schema.feature_dtypes(),
         schema=schema,
         where=where,
     )
@@ -421,17 +415,16 @@ def _infer_schema(record: bytes, path: str) -> Schema:
     tf_ = tf()
     try:
         example = tf_.train.Example.FromString(record)
-    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError
+    except Exception as e:
         raise DataError(f"{path}: record 0 is not a tf.train.Example ({e})") from None
     fields = []
-    kinds = {"bytes_list": "bytes", "float_list": "float32", "int64_list": "int64"}
     for name in sorted(example.features.feature):
         feature = example.features.feature[name]
         kind = feature.WhichOneof("kind")
         if kind is None:
             continue
         n = len(getattr(feature, kind).value)
-        fields.append(Field(name, kinds[kind], () if n == 1 else (n,)))
+        fields.append(Field(name, dtype_of_feature_list(kind), () if n == 1 else (n,)))
     if not fields:
         raise DataError(f"{path}: record 0 is a tf.train.Example with no features")
     # A `<col>/missing` int64 beside `<col>` is a tfpipe null mask: fold it into the field.

@@ -9,6 +9,11 @@ Order (all stages are always present; a disabled one is the identity):
 With record sharding (fewer files than input pipelines) "shard" moves after "interleave",
 because it must split records, not files. Training interleaves files; eval reads them in
 manifest order, so element i of the eval dataset is record i of the source.
+
+Each stage is made by a module-level factory of the `StagePlan`. Until decode, every element
+is `(record, source)` (batched presets: a batch of each): the source is the shard path when the
+preset's errors name shards (`Decoder.needs_source`), else an empty string, so no stage needs a
+second element structure. Decode drops it.
 """
 
 from __future__ import annotations
@@ -17,17 +22,20 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from tfpipe._tf import tf
 from tfpipe.pipeline import corrupt
 from tfpipe.pipeline.corrupt import plain
+from tfpipe.pipeline.sharding import ShardBy
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
-    from tfpipe.pipeline.sources import Source
+    from tfpipe.pipeline.sources import ResolvedData
     from tfpipe.presets import Decoder
 
 StageName = Literal["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
                     "batch", "parse", "decode", "map", "service", "prefetch"]
 Group = Literal["read", "parse", "decode", "batch", "final"]
+StageFn = Callable[[Any], Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,16 +48,16 @@ class Stage:
       group: the benchmark's prefix group: read, parse, decode, batch or final.
     """
 
-    name: str
-    fn: Callable[[Any], Any]
+    name: StageName
+    fn: StageFn
     group: Group
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StagePlan:
-    """Everything the stage functions close over, decided by `plan()`."""
+    """Everything the stage factories read, decided by `plan()`."""
 
-    source: Source
+    source: ResolvedData
     files: tuple[str, ...]          # all files; the "shard" stage picks this pipeline's
     sizes: tuple[int, ...]
     counts: tuple[int, ...]
@@ -61,50 +69,93 @@ class StagePlan:
     batch_size: int                 # per pipeline
     num_shards: int                 # input pipelines
     shard_index: int
-    shard_by: Literal["none", "file", "record"]
+    shard_by: ShardBy
     cache: str                      # resolved: "none", "memory" or "disk:<path>"
     shuffle_buffer: int
     service: str | None
     counter: corrupt.SkipCounter | None
 
+    @property
+    def deterministic(self) -> bool:
+        return bool(self.config.deterministic)
+
+    @property
+    def ordered_read(self) -> bool:
+        """Record sharding needs every pipeline to see the same record order before the split."""
+        return self.shard_by == "record"
+
+    @property
+    def verify(self) -> bool:
+        """Check each shard was read to its end: needs a manifest count or an uncompressed size."""
+        return self.config.verify_shards and (self.source.manifest is not None or self.source.compression == "")
+
+    @property
+    def cycle(self) -> int:
+        return max(1, min(self.config.cycle_length, self.read_files))
+
+    @property
+    def reader_buffer(self) -> int:
+        """Read-ahead bytes per open file: the open files' buffers take at most 1/8 of the RAM budget."""
+        cfg = self.config
+        open_files = self.cycle if self.training else min(3, self.read_files)  # eval: one, plus two ahead
+        return max(64 << 10, min(cfg.reader_buffer, cfg.resolved_ram_budget() // (8 * open_files)))
+
 
 def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     """The ordered stage list for a plan."""
-    from tfpipe._tf import tf
+    read = [Stage("list_files", list_files_stage(p), "read")]
+    shard = Stage("shard", shard_stage(p), "read")
+    interleave = Stage("interleave", interleave_stage(p), "read")
+    # With record sharding "shard" splits the records the interleave yields, not the files.
+    read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
+    read += [Stage("cache", cache_stage(p), "read"), Stage("shuffle", shuffle_stage(p), "read"),
+             Stage("repeat", repeat_stage(p), "read")]
+    parse = Stage("parse", parse_stage(p), "parse")
+    decode = Stage("decode", decode_stage(p), "decode")
+    batch = Stage("batch", batch_stage(p), "batch")
+    middle = [batch, parse, decode] if p.decoder.batched else [parse, decode, batch]
+    final = [Stage("map", map_stage(p), "final")]
+    if p.service:
+        final.append(Stage("service", service_stage(p), "final"))
+    final.append(Stage("prefetch", prefetch_stage(p), "final"))
+    return tuple(read + middle + final)
 
-    tf_ = tf()
-    cfg, dec = p.config, p.decoder
-    det = bool(cfg.deterministic)
-    # Record sharding needs every pipeline to see the same record order before the split.
-    ordered_read = p.shard_by == "record"
-    shuffle_files = p.training and not ordered_read and p.read_files > 1
-    with_source = dec.needs_source
-    verify = cfg.verify_shards and (p.source.manifest is not None or p.source.compression == "")
-    cycle = max(1, min(cfg.cycle_length, p.read_files))
-    open_files = cycle if p.training else min(3, p.read_files)  # eval: one, plus two opened ahead
-    # Open files' read-ahead together take at most 1/8 of the RAM budget.
-    reader_buffer = max(64 << 10, min(cfg.reader_buffer, cfg.resolved_ram_budget() // (8 * open_files)))
-    src = p.source
+
+def list_files_stage(p: StagePlan) -> StageFn:
+    """Every file with its size and record count (the first stage: its input is ignored)."""
+    def list_files(_: Any) -> Any:
+        tf_ = tf()
+        return tf_.data.Dataset.from_tensor_slices(
+            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64)))
+
+    return list_files
+
+
+def shard_stage(p: StagePlan) -> StageFn:
+    """This input pipeline's files (file sharding) or records (record sharding)."""
+    def shard(ds: Any) -> Any:
+        return ds if p.shard_by == "none" else ds.shard(p.num_shards, p.shard_index)
+
+    return shard
+
+
+def interleave_stage(p: StagePlan) -> StageFn:
+    """The files' records as `(record, source)`: source is the shard path when the decoder
+    names shards in its errors, else an empty string. Training interleaves files; eval reads
+    them in source order."""
+    cfg, src = p.config, p.source
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
     group = corrupt.verify_group(mean_bytes)
-
-    def list_files(_: Any) -> Any:
-        return tf_.data.Dataset.from_tensor_slices(
-            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64))
-        )
-
-    def shard(ds: Any) -> Any:
-        if p.shard_by == "none":
-            return ds
-        return ds.shard(p.num_shards, p.shard_index)
+    buffer = p.reader_buffer
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
-            path, size, count, compression=p.source.compression, buffer=reader_buffer,
-            verify=verify, counter=p.counter, with_source=with_source, group=group,
-            counts_known=p.source.manifest is not None, grouped=grouped)
+            path, size, count, compression=src.compression, buffer=buffer, verify=p.verify,
+            counter=p.counter, source=path if p.decoder.needs_source else "", group=group,
+            counts_known=src.manifest is not None, grouped=grouped)
 
     def interleave(ds: Any) -> Any:
+        tf_ = tf()
         if not p.training:
             # Source order: shard 0 whole, then shard 1, ... A parallel interleave of one
             # file at a time still reads in the background and opens the next two files
@@ -114,88 +165,133 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
                                block_length=1, num_parallel_calls=tf_.data.AUTOTUNE,
                                deterministic=True).unbatch()
         else:
-            if shuffle_files:
+            if not p.ordered_read and p.read_files > 1:
                 ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
-            ds = ds.interleave(
-                plain(lambda *f: read(*f, grouped=False)),
-                cycle_length=cycle,
-                block_length=cfg.block_length,
-                # tf.data refuses more parallel calls than files in the cycle.
-                num_parallel_calls=cfg.read_parallelism if cfg.read_parallelism < 0 else min(cfg.read_parallelism, cycle),
-                deterministic=det or ordered_read,
-            )
+            # tf.data refuses more parallel calls than files in the cycle.
+            calls = cfg.read_parallelism if cfg.read_parallelism < 0 else min(cfg.read_parallelism, p.cycle)
+            ds = ds.interleave(plain(lambda *f: read(*f, grouped=False)), cycle_length=p.cycle,
+                               block_length=cfg.block_length, num_parallel_calls=calls,
+                               deterministic=p.deterministic or p.ordered_read)
         if p.read_records is not None:
             # Keras then knows the steps of an epoch (no "ran out of data", a progress total).
             ds = ds.apply(tf_.data.experimental.assert_cardinality(p.read_records))
         return ds
 
+    return interleave
+
+
+def cache_stage(p: StagePlan) -> StageFn:
+    """The serialized records in memory or on disk, before shuffle and augmentation."""
     def cache(ds: Any) -> Any:
         if p.cache == "none":
             return ds
         return ds.cache(p.cache[len("disk:"):] if p.cache.startswith("disk:") else "")
 
+    return cache
+
+
+def shuffle_stage(p: StagePlan) -> StageFn:
     def shuffle(ds: Any) -> Any:
         if not p.training:
             return ds
-        return ds.shuffle(p.shuffle_buffer, seed=cfg.seed, reshuffle_each_iteration=True)
+        return ds.shuffle(p.shuffle_buffer, seed=p.config.seed, reshuffle_each_iteration=True)
 
+    return shuffle
+
+
+def repeat_stage(p: StagePlan) -> StageFn:
     def repeat(ds: Any) -> Any:
         return ds.repeat() if p.training else ds
 
-    def batch(ds: Any) -> Any:
-        return ds.batch(p.batch_size, drop_remainder=bool(cfg.drop_remainder),
-                        num_parallel_calls=cfg.map_parallelism, deterministic=det)
+    return repeat
 
-    def split_source(element: Any) -> tuple[Any, Any]:
-        return (element[0], element[1]) if with_source else (element, None)
+
+def batch_stage(p: StagePlan) -> StageFn:
+    def batch(ds: Any) -> Any:
+        return ds.batch(p.batch_size, drop_remainder=bool(p.config.drop_remainder),
+                        num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+
+    return batch
+
+
+def parse_stage(p: StagePlan) -> StageFn:
+    """`(record, source) -> (features, source)`: one record, or a batch of them."""
+    dec = p.decoder
 
     def parse(ds: Any) -> Any:
+        tf_ = tf()
         parse_fn = tf_.io.parse_example if dec.batched else tf_.io.parse_single_example
+        return ds.map(plain(lambda records, source: (parse_fn(records, dec.spec), source)),
+                      num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
 
-        def fn(*element: Any) -> Any:
-            records, src = split_source(element if with_source else element[0])
-            features = parse_fn(records, dec.spec)
-            return (features, src) if with_source else features
+    return parse
 
-        return ds.map(plain(fn), num_parallel_calls=cfg.map_parallelism, deterministic=det)
+
+def decode_stage(p: StagePlan) -> StageFn:
+    """The preset's decode of `(features, source)`, with the corrupt-image check around it and,
+    for random augmentation one record at a time, a seed per record."""
+    cfg, dec, counter = p.config, p.decoder, p.counter
+    counting = counter is not None and dec.check is not None
+
+    def run(features: Any, source: Any, seed: Any) -> Any:
+        features = corrupt.checked(features, source, dec, counter)
+        out = dec.decode(features, seed, source if dec.needs_source else None)
+        return corrupt.count_decoded(out, counter) if counting else out
 
     def decode(ds: Any) -> Any:
-        return _decode(tf_, ds, p, det, with_source)
+        tf_ = tf()
+        par, det = cfg.map_parallelism, p.deterministic
+        if counting:
+            ds = corrupt.drop_bad(ds, dec.check, counter)
+        if dec.random and not dec.batched:
+            # One seed per record, drawn from a seeded stream zipped in order: the augmentation of
+            # a record does not depend on which thread runs it, so seed + deterministic repeats.
+            seeds = tf_.data.Dataset.random(seed=cfg.seed).batch(2)
+            ds = tf_.data.Dataset.zip((ds, seeds))
+            ds = ds.map(plain(lambda element, seed: run(*element, seed)), num_parallel_calls=par,
+                        deterministic=det)
+        else:
+            ds = ds.map(plain(lambda features, source: run(features, source, None)),
+                        num_parallel_calls=par, deterministic=det)
+        if counting:
+            ds = ds.ignore_errors()  # the backstop for images that pass the check yet fail decode
+        return ds
+
+    return decode
+
+
+def map_stage(p: StagePlan) -> StageFn:
+    """The preset's final map on batches, if it has one."""
+    finalize = p.decoder.finalize
 
     def final_map(ds: Any) -> Any:
-        if dec.finalize is None:
+        if finalize is None:
             return ds
-        return ds.map(plain(dec.finalize), num_parallel_calls=cfg.map_parallelism, deterministic=det)
+        return ds.map(plain(finalize), num_parallel_calls=p.config.map_parallelism,
+                      deterministic=p.deterministic)
 
+    return final_map
+
+
+def service_stage(p: StagePlan) -> StageFn:
     def service(ds: Any) -> Any:
         from tfpipe import service as tf_service  # owned by the service module; lazy
 
         # Options applied after this stage never reach the workers: hand them over here.
+        cfg = p.config
         return tf_service.distribute(ds, p.service, processing_mode=cfg.processing_mode,
-                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by))
+                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by),
+                                     connect_timeout=cfg.service_connect_timeout,
+                                     peer_timeout=cfg.service_peer_timeout)
 
+    return service
+
+
+def prefetch_stage(p: StagePlan) -> StageFn:
     def prefetch(ds: Any) -> Any:
-        return ds.prefetch(cfg.prefetch)
+        return ds.prefetch(p.config.prefetch)
 
-    stages = [Stage("list_files", list_files, "read")]
-    if p.shard_by != "record":
-        stages.append(Stage("shard", shard, "read"))
-    stages.append(Stage("interleave", interleave, "read"))
-    if p.shard_by == "record":
-        stages.append(Stage("shard", shard, "read"))
-    stages += [Stage("cache", cache, "read"), Stage("shuffle", shuffle, "read"),
-               Stage("repeat", repeat, "read")]
-    if dec.batched:
-        stages += [Stage("batch", batch, "batch"), Stage("parse", parse, "parse"),
-                   Stage("decode", decode, "decode")]
-    else:
-        stages += [Stage("parse", parse, "parse"), Stage("decode", decode, "decode"),
-                   Stage("batch", batch, "batch")]
-    stages.append(Stage("map", final_map, "final"))
-    if p.service:
-        stages.append(Stage("service", service, "final"))
-    stages.append(Stage("prefetch", prefetch, "final"))
-    return tuple(stages)
+    return prefetch
 
 
 def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None = None) -> Any:
@@ -205,8 +301,6 @@ def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None
     on (they only add parallelism where a stage left it at 1); max_intra_op_parallelism and
     the private pool from the config (see PipelineConfig for how they were measured).
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     opts = tf_.data.Options()
     opts.deterministic = bool(cfg.deterministic)
@@ -224,62 +318,3 @@ def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None
         # tfpipe shards itself; a strategy's auto-sharding would shard a second time.
         opts.experimental_distribute.auto_shard_policy = tf_.data.experimental.AutoShardPolicy.OFF
     return opts
-
-
-def _decode(tf_: Any, ds: Any, p: StagePlan, det: bool, with_source: bool) -> Any:
-    """The preset's decode, with the corrupt-image check and per-record seeds around it."""
-    cfg, dec, counter = p.config, p.decoder, p.counter
-    par = cfg.map_parallelism
-
-    def unpack(element: Any) -> tuple[Any, Any]:
-        return (element[0], element[1]) if with_source else (element, None)
-
-    if dec.check is not None and counter is not None:
-        def keep(*element: Any) -> Any:
-            features, _ = unpack(element if with_source else element[0])
-            ok = dec.check(features)
-            with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
-                return tf_.identity(ok)
-
-        ds = ds.filter(plain(keep))
-
-    def guarded(element: Any) -> Any:
-        features, src = unpack(element)
-        deps = []
-        if dec.check is not None and counter is None:
-            where = [src] if src is not None else ["(unknown shard)"]
-            extra = dec.describe(features) if dec.describe is not None else []
-            deps.append(tf_.debugging.Assert(
-                dec.check(features),
-                ["Undecodable image (empty, not a JPEG, or truncated) in shard", *where, *extra,
-                 "- re-convert the data, or pass skip_corrupt=True to skip and count such records."],
-            ))
-        if counter is not None and dec.check is not None:
-            deps.append(counter.decode_attempts.assign_add(1))
-        if not deps:
-            return features, src
-        with tf_.control_dependencies(deps):  # the check must pass before decode starts
-            return tf_.nest.map_structure(tf_.identity, features), src
-
-    def run(element: Any, seed: Any) -> Any:
-        features, src = guarded(element)
-        out = dec.decode(features, seed, src)
-        if counter is not None and dec.check is not None:
-            with tf_.control_dependencies(tf_.nest.flatten(out)):
-                done = counter.decoded.assign_add(1)
-            with tf_.control_dependencies([done]):
-                out = tf_.nest.map_structure(tf_.identity, out)
-        return out
-
-    if dec.random and not dec.batched:
-        # One seed per record, drawn from a seeded stream zipped in order: the augmentation of
-        # a record does not depend on which thread runs it, so seed + deterministic repeats.
-        seeds = tf_.data.Dataset.random(seed=cfg.seed).batch(2)
-        ds = tf_.data.Dataset.zip((ds, seeds))
-        ds = ds.map(plain(lambda element, seed: run(element, seed)), num_parallel_calls=par, deterministic=det)
-    else:
-        ds = ds.map(plain(lambda *element: run(element if with_source else element[0], None)),
-                    num_parallel_calls=par, deterministic=det)
-    if counter is not None and dec.check is not None:
-        ds = ds.ignore_errors()  # the backstop for images that pass the check yet fail decode
-    return ds

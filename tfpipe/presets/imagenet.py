@@ -8,10 +8,11 @@ IDCT of everything outside the crop; random horizontal flip; resize. Eval: centr
 Output dtype. The default is uint8, normalised on the accelerator, as the tensorflow/tpu
 reference does: a uint8 batch is a quarter of the float32 bytes to copy, batch and transfer,
 and it is the fastest (measured at 224: uint8 575 img/s, bfloat16 478, float32 339 with
-benchmarks/measure_defaults.py; host normalisation costs ~1.5 ms per image on this CPU). For float or bfloat16 with
-mean/std normalisation on the host (the seeds' mixed-bfloat16 recipe), pass
-`dtype="bfloat16"` (or "float32"); `normalize` then defaults to True. Normalisation runs per
-record on the resized float pixels, inside the parallel decode map.
+benchmarks/measure_defaults.py; host normalisation costs ~1.5 ms per image on this CPU). For
+float or bfloat16 with mean/std normalisation on the host (as the baseline
+tensorflow/tpu-style pipeline feeds mixed-bfloat16 training), pass `dtype="bfloat16"` (or
+"float32"); `normalize` then defaults to True. Normalisation runs per record on the resized
+float pixels, inside the parallel decode map.
 
 Augmentation uses stateless random ops seeded per record (see tfpipe/pipeline/stages.py), so
 `seed=` with `deterministic=True` repeats exactly.
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError
+from tfpipe.presets import Decoder, PresetContext, options_of
 from tfpipe.validation import (
     check_bool,
     check_choice,
@@ -33,7 +35,6 @@ from tfpipe.validation import (
     check_numbers,
     check_str,
 )
-from tfpipe.presets import Decoder, PresetContext, options_of
 
 ImageDtype = Literal["uint8", "bfloat16", "float32"]
 ResizeMethod = Literal["bilinear", "bicubic", "area", "nearest"]
@@ -154,38 +155,6 @@ class ImagenetPreset:
         has_filename = "image/filename" in ctx.keys
         if has_filename:
             spec["image/filename"] = tf_.io.FixedLenFeature((), tf_.string, default_value="")
-        size = opts.image_size
-        training = ctx.training
-        out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
-        mean = tf_.constant(opts.mean, tf_.float32)
-        inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
-        shift = -mean * inv_std  # (x - mean) / std as x * inv_std + shift: one broadcast fewer
-
-        def decode(features: Any, seed: Any, source: Any) -> Any:
-            encoded = features[opts.image_key]
-            shape = tf_.io.extract_jpeg_shape(encoded)
-            if training:
-                crop_seed, flip_seed = tf_.unstack(tf_.random.experimental.stateless_split(seed, 2))
-                window = _random_window(tf_, shape, crop_seed, opts)
-            else:
-                window = _center_window(tf_, shape, opts.crop_fraction)
-            image = tf_.io.decode_and_crop_jpeg(encoded, window, channels=3)
-            image = tf_.image.resize(image, [size, size], method=opts.resize_method)
-            if opts.resize_method == "bicubic":  # bicubic overshoots [0, 255]
-                image = tf_.clip_by_value(image, 0.0, 255.0)
-            if training and opts.flip:
-                image = tf_.image.stateless_random_flip_left_right(image, flip_seed)
-            if opts.dtype == "uint8":
-                image = tf_.cast(image + (0.5 if opts.resize_method != "nearest" else 0.0), tf_.uint8)
-            else:
-                # Per record, inside the parallel decode map: measured 1.5x faster than one
-                # pass over each whole batch in the final map (377 vs 250 img/s at 224).
-                if opts.normalized:
-                    image = tf_.nn.bias_add(image * inv_std, shift)
-                image = tf_.cast(image, out_dtype)
-            image = tf_.ensure_shape(image, [size, size, 3])
-            label = tf_.cast(features[opts.label_key] - offset, tf_.int32)
-            return image, label
 
         def check(features: Any) -> Any:
             return _jpeg_complete(features[opts.image_key])
@@ -198,16 +167,53 @@ class ImagenetPreset:
         return Decoder(
             spec=spec,
             required=(opts.image_key, opts.label_key),
-            decode=decode,
+            decode=_decode_fn(tf_, opts, ctx.training, offset),
             finalize=_label_guard(tf_, offset, opts.label_key, ctx.where),
             batched=False,
-            random=training,
+            random=ctx.training,
             needs_source=True,
             check=check,
             describe=describe,
             notes=(note,),
             warnings=(note,) if changes_labels else (),
         )
+
+
+def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> Any:
+    """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast."""
+    size = opts.image_size
+    out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
+    mean = tf_.constant(opts.mean, tf_.float32)
+    inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
+    shift = -mean * inv_std  # (x - mean) / std as x * inv_std + shift: one broadcast fewer
+
+    def decode(features: Any, seed: Any, source: Any) -> Any:
+        encoded = features[opts.image_key]
+        shape = tf_.io.extract_jpeg_shape(encoded)
+        if training:
+            crop_seed, flip_seed = tf_.unstack(tf_.random.experimental.stateless_split(seed, 2))
+            window = _random_window(tf_, shape, crop_seed, opts)
+        else:
+            window = _center_window(tf_, shape, opts.crop_fraction)
+        image = tf_.io.decode_and_crop_jpeg(encoded, window, channels=3)
+        image = tf_.image.resize(image, [size, size], method=opts.resize_method)
+        if opts.resize_method == "bicubic":  # bicubic overshoots [0, 255]
+            image = tf_.clip_by_value(image, 0.0, 255.0)
+        if training and opts.flip:
+            image = tf_.image.stateless_random_flip_left_right(image, flip_seed)
+        if opts.dtype == "uint8":
+            image = tf_.cast(image + (0.5 if opts.resize_method != "nearest" else 0.0), tf_.uint8)
+        else:
+            # Per record, inside the parallel decode map: measured 1.5x faster than one
+            # pass over each whole batch in the final map (377 vs 250 img/s at 224).
+            if opts.normalized:
+                image = tf_.nn.bias_add(image * inv_std, shift)
+            image = tf_.cast(image, out_dtype)
+        image = tf_.ensure_shape(image, [size, size, 3])
+        label = tf_.cast(features[opts.label_key] - offset, tf_.int32)
+        return image, label
+
+    return decode
 
 
 def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, str, bool]:

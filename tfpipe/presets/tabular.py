@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.validation import check_bool, check_str
 from tfpipe.presets import Decoder, PresetContext, options_of
 from tfpipe.schema import MISSING_SUFFIX
+from tfpipe.validation import check_bool, check_str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

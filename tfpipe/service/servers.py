@@ -25,8 +25,14 @@ from collections.abc import Callable
 from types import TracebackType
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.service.address import (DEFAULT_CONNECT_TIMEOUT, Role, ServiceAddress, bracket,
-                                    check_host, wait_for)
+from tfpipe.service.address import (
+    DEFAULT_CONNECT_TIMEOUT,
+    Role,
+    ServiceAddress,
+    bracket,
+    check_host,
+    wait_for,
+)
 from tfpipe.validation import check_bool, check_seconds
 
 DEFAULT_HOST = "127.0.0.1"
@@ -348,46 +354,56 @@ def serve(config: DispatcherConfig | WorkerConfig, *,
         raise ConfigError("serve() must run in the main thread: it installs signal handlers")
     check_exposure(config)
     check_port_free(config.port)
-    signalled = threading.Event()
-    signals = (signal.SIGINT, signal.SIGTERM)
-    previous = {s: signal.getsignal(s) for s in signals}
-
-    def on_signal(signum: int, frame: object) -> None:
-        signalled.set()
-
-    def install(handler: Callable[[int, object], None] | int) -> None:
-        for s in signals:
-            signal.signal(s, handler)
-
-    try:
-        install(on_signal)
+    with _Signals() as signals:
         if isinstance(config, WorkerConfig):
             address = config.dispatcher_address
             if on_waiting is not None:
                 on_waiting(address)
-            if not wait_for(address, config.connect_timeout, "dispatcher", stop=signalled):
+            if not wait_for(address, config.connect_timeout, "dispatcher", stop=signals.arrived):
                 raise InterruptedError("stopped by a signal while waiting for the dispatcher")
         from tfpipe import _tf
 
-        _tf.tf()  # the slow TF import, while a signal still just sets `signalled`
-        if signalled.is_set():
+        _tf.tf()  # the slow TF import, while a signal still just sets `signals.arrived`
+        if signals.arrived.is_set():
             raise InterruptedError(f"stopped by a signal before the {_role(config)} started")
         # Starting a TF server is a C++ call that holds the GIL, so a Python handler could
         # not run before it returned: a signal that arrives meanwhile ends the process.
-        install(signal.SIG_DFL)
+        signals.install(signal.SIG_DFL)
         server = _start_unchecked(config)
-        install(on_signal)
+        signals.install(signals.on_signal)
         try:
             if on_ready is not None:
                 on_ready(server)
             # Poll: a signal the kernel hands to one of TF's threads only sets Python's flag,
             # and a main thread blocked without a timeout would never run the handler.
-            while not signalled.wait(0.2):
+            while not signals.arrived.wait(0.2):
                 pass
         finally:
             if stop:
                 server.stop()
         return server
-    finally:
-        for s, handler in previous.items():
+
+
+class _Signals:
+    """While entered, SIGINT and SIGTERM set `arrived`; the previous handlers return on exit."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.arrived = threading.Event()
+        self._previous = {s: signal.getsignal(s) for s in self.SIGNALS}
+
+    def on_signal(self, signum: int, frame: object) -> None:
+        self.arrived.set()
+
+    def install(self, handler: Callable[[int, object], None] | int) -> None:
+        for s in self.SIGNALS:
+            signal.signal(s, handler)
+
+    def __enter__(self) -> _Signals:
+        self.install(self.on_signal)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, handler in self._previous.items():
             signal.signal(s, handler)

@@ -13,6 +13,7 @@ that time is simply waited for, as TensorFlow intends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
@@ -21,9 +22,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.service.address import (
+    DEFAULT_CONNECT_TIMEOUT,
+    ServiceAddress,
+    ServiceError,
+    probe_all,
+    wait_for,
+    worker_addresses,
+)
 from tfpipe.validation import check_choice, check_seconds
-from tfpipe.service.address import (DEFAULT_CONNECT_TIMEOUT, ServiceAddress, ServiceError,
-                                    probe_all, wait_for, worker_addresses)
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -132,20 +139,10 @@ def distribute(
     from tfpipe import _tf
 
     tf_ = _tf.tf()
-    svc = tf_.data.experimental.service
-    address = ServiceAddress.parse(service)
-    if not tf_.executing_eagerly():
-        raise ConfigError("distribute() must be called eagerly, outside tf.function: it checks "
-                          "the dataset and the dispatcher from Python. Received: a call while "
-                          "building a graph")
+    svc, address = tf_.data.experimental.service, ServiceAddress.parse(service)
     if options is not None:
         ds = ds.with_options(options)
-    python_ops = _python_ops(ds)
-    if python_ops:
-        raise ConfigError("The dataset given to distribute() must be pure TensorFlow: tf.data "
-                          "service workers in other processes cannot call back into this Python "
-                          f"process. Received: a dataset using {python_ops} "
-                          "(tf.py_function/numpy_function)")
+    _check_offloadable(ds)
     if config.connect_timeout is not None:
         wait_for(address, config.connect_timeout)
     policy = svc.ShardingPolicy.DYNAMIC if processing_mode == "dynamic" else svc.ShardingPolicy.OFF
@@ -160,9 +157,25 @@ def distribute(
     if config.peer_timeout is None:
         return out
     timeout = config.peer_timeout
-    watched = tf_.data.Dataset.from_generator(
-        lambda: _watched(out, _Watch(address, timeout)), output_signature=out.element_spec)
-    return watched.with_options(ds.options())
+    return tf_.data.Dataset.from_generator(
+        lambda: _watched(out, _Watch(address, timeout)), output_signature=out.element_spec
+    ).with_options(ds.options())
+
+
+def _check_offloadable(ds: tf.data.Dataset) -> None:
+    """Refuses a call while tracing a graph, and a dataset that calls back into Python."""
+    from tfpipe import _tf
+
+    if not _tf.tf().executing_eagerly():
+        raise ConfigError("distribute() must be called eagerly, outside tf.function: it checks "
+                          "the dataset and the dispatcher from Python. Received: a call while "
+                          "building a graph")
+    python_ops = _python_ops(ds)
+    if python_ops:
+        raise ConfigError("The dataset given to distribute() must be pure TensorFlow: tf.data "
+                          "service workers in other processes cannot call back into this Python "
+                          f"process. Received: a dataset using {python_ops} "
+                          "(tf.py_function/numpy_function)")
 
 
 _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
@@ -225,7 +238,8 @@ class _Watch:
                 f"Lost the tf.data service {' and '.join(lost)}: unreachable for at least "
                 f"{self.timeout:g} s while this client waited for data from dispatcher "
                 f"{self.dispatcher.address}. Restart it at the same address within "
-                "peer_timeout (distribute(peer_timeout=...)) to continue, or raise the timeout. "
+                "peer_timeout (distribute(peer_timeout=...), build(service_peer_timeout=...)) to "
+                "continue, or raise the timeout. "
                 f"Received: peer_timeout={self.timeout:g}"
             )
 
@@ -234,10 +248,8 @@ def _parsed(addresses: list[str]) -> set[ServiceAddress]:
     """The worker addresses that parse; one TF could not be reached at is not probed."""
     out = set()
     for text in addresses:
-        try:
+        with contextlib.suppress(ConfigError):
             out.add(ServiceAddress.parse(text, "worker"))
-        except ConfigError:
-            pass
     return out
 
 
@@ -293,7 +305,7 @@ def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threadin
                 return
             if not put(("element", element)):
                 return
-    except Exception as e:  # noqa: BLE001 - handed to the consumer, which raises it
+    except Exception as e:
         put(("error", e))
 
 

@@ -57,7 +57,7 @@ from tfpipe.testing._gcs_proxy import (
     http_request,
 )
 
-__all__ = ["LocalGCS", "FaultRule", "ProxiedRequest", "GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV"]
+__all__ = ["GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV", "FaultRule", "LocalGCS", "ProxiedRequest"]
 _STARTUP_TIMEOUT_S = 30.0
 
 
@@ -68,13 +68,13 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfpipe LocalGCS test CA")])
     ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = dict(content_commitment=False, key_encipherment=False, data_encipherment=False,
-                 key_agreement=False, encipher_only=False, decipher_only=False)
+    usage = {"content_commitment": False, "key_encipherment": False, "data_encipherment": False,
+             "key_agreement": False, "encipher_only": False, "decipher_only": False}
     ca = (
         x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
         .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
@@ -102,7 +102,7 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
     contents = (ca.public_bytes(pem), cert.public_bytes(pem), key.private_bytes(
         pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
     paths = tuple(os.path.join(directory, n) for n in ("ca.pem", "server.pem", "server.key"))
-    for path, content in zip(paths, contents):
+    for path, content in zip(paths, contents, strict=True):
         with open(path, "wb") as f:
             f.write(content)
     return paths  # type: ignore[return-value]

@@ -1,0 +1,37 @@
+"""How bench and CLI output write numbers and verdicts: the one home of these formats.
+
+The report's recommendations, the terminal tables and the plot all use them, so a rate reads
+the same wherever it appears.
+"""
+
+from __future__ import annotations
+
+# The verdict as a title; the terminal shows it in capitals.
+VERDICT_TITLE = {
+    "not_input_bound": "Not input-bound",
+    "moderately_input_bound": "Moderately input-bound",
+    "highly_input_bound": "Highly input-bound",
+}
+
+
+def rate(x: float) -> str:
+    """A rate in full: `12,345` at 100 and above, else one decimal (`37.5`)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def rate_short(x: float) -> str:
+    """A rate for a plot label: `1.23M`, `45k`, `1,234`, `37.5`."""
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e4:
+        return f"{x / 1e3:.0f}k"
+    return rate(x)
+
+
+def human_bytes(n: float) -> str:
+    """Bytes in decimal units: `512 B`, `1.5 KB`, ..., up to TB."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
