@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import filecmp
 import fnmatch
 import os
 import random
@@ -287,8 +288,13 @@ def temp_name(final_name: str) -> str:
 def commit_file(local_path: str, dest: str, overwrite: bool = False, durable: bool = True) -> None:
     """Moves a finished local file to `dest` atomically (rename, or a whole-object upload).
 
+    Without `overwrite` the commit has a does-not-exist precondition (a hard link locally,
+    `if_generation_match=0` on GCS). Finding the same bytes already at `dest` counts as
+    success: a retried or duplicated commit (a lost reply, a Beam bundle run twice) changes
+    nothing. Finding other bytes is an error, and the caller's file is left alone.
+
     Raises:
-      AlreadyExists: `dest` exists and `overwrite` is False.
+      AlreadyExists: `dest` holds other bytes and `overwrite` is False.
     """
     if is_gcs(dest):
         _upload(dest, overwrite, local_path=local_path)
@@ -307,7 +313,8 @@ def commit_file(local_path: str, dest: str, overwrite: bool = False, durable: bo
         try:
             os.link(local_path, dest)  # fails if dest exists: no check-then-rename race
         except FileExistsError:
-            raise AlreadyExists(f"{dest} already exists") from None
+            if not filecmp.cmp(local_path, dest, shallow=False):
+                raise AlreadyExists(f"{dest} already exists, with other bytes") from None
         os.remove(local_path)
     if durable:
         _fsync_dir(os.path.dirname(dest) or ".")
@@ -387,7 +394,7 @@ def write_atomic(dest: str, data: bytes, overwrite: bool = False, durable: bool 
       The GCS object generation (0 for a local file).
 
     Raises:
-      AlreadyExists: `dest` exists and `overwrite` is False.
+      AlreadyExists: `dest` holds other bytes and `overwrite` is False (see `commit_file`).
     """
     if is_gcs(dest):  # uploaded from memory: no temporary file is left behind by a kill
         return _upload(dest, overwrite, data=data)

@@ -17,6 +17,8 @@ EXAMPLES = """examples:
   tfpipe convert photos/ out/ --resize-shorter 320 --quality 90
   tfpipe convert table.parquet out/ --label target --missing fill
   tfpipe convert survey.csv out/ --label answer --missing-label drop --encoding latin-1
+  tfpipe convert gs://b/raw gs://b/imagenet --engine beam \
+      --beam-options="--runner=DataflowRunner --project=P --region=us-central1 --temp_location=gs://b/tmp"
 """
 
 
@@ -55,6 +57,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
     p.add_argument("--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)")
     p.add_argument("--strict", action="store_true", help="fail on an undecodable image instead of skipping it")
+    p.add_argument("--engine", default="local", choices=["local", "beam"],
+                   help="local: a process pool here (default); beam: Apache Beam (needs the beam extra), "
+                   "the same bytes")
+    p.add_argument("--beam-options", metavar="FLAGS",
+                   help="Beam pipeline options for --engine beam, one quoted string after '=' "
+                   "(--beam-options=\"--runner=DataflowRunner ...\"; default: the DirectRunner with "
+                   "--workers processes)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     p.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
     p.add_argument("--break-lock", action="store_true",
@@ -88,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers, compression=args.compression, resize_shorter=args.resize_shorter,
         quality=args.quality, label=args.label, missing=args.missing, label_offset=args.label_offset,
         labels_file=args.labels_file, check=args.check, seed=args.seed, strict=args.strict, chunk_rows=args.chunk_rows,
-        missing_label=args.missing_label, encoding=args.encoding,
+        missing_label=args.missing_label, encoding=args.encoding, engine=args.engine,
+        pipeline_options=args.beam_options,
     )
     if args.quiet or not out.is_terminal:
         last = [0.0]

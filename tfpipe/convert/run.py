@@ -19,15 +19,19 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import folders
+from tfpipe.convert import folders, tables
 from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
 from tfpipe.convert.sources import ImageSource, Source, open_source
+from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import DestinationError, ManifestError, TfpipeError
+from tfpipe.errors import ConfigError, DestinationError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
+from tfpipe.validation import check_choice
+
+ENGINES = ("local", "beam")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,7 +55,8 @@ ProgressCallback = Callable[[Tick], None]
 
 def convert(src: str, dest: str, shards: ShardConfig | None = None, config: ConvertConfig | None = None, *,
             resume: bool = False, overwrite: bool = False, break_lock: bool = False,
-            progress: ProgressCallback | None = None, **options: Any) -> Manifest:
+            progress: ProgressCallback | None = None, engine: str = "local",
+            pipeline_options: Any = None, **options: Any) -> Manifest:
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
@@ -65,6 +70,12 @@ def convert(src: str, dest: str, shards: ShardConfig | None = None, config: Conv
       break_lock: take over a gs:// destination's lock left by a run on another host that
         is known to be dead (a dead run on this host is detected without it).
       progress: called with a `Tick` as work completes; the library itself prints nothing.
+      engine: "local" (a process pool on this machine) or "beam" (Apache Beam: the
+        DirectRunner here, Dataflow, Flink or Spark at scale; needs `pip install "tfpipe[beam]"`).
+        Both write the same bytes.
+      pipeline_options: for engine="beam": Beam flags as one string ("--runner=DataflowRunner
+        --project=P ..."), a list of them, or PipelineOptions. None: the DirectRunner with
+        `workers` processes.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
         label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
@@ -86,6 +97,16 @@ def convert(src: str, dest: str, shards: ShardConfig | None = None, config: Conv
       >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
     """
     shard_cfg, cfg = split_options(options, shards, config)
+    check_choice("engine", engine, ENGINES)
+    if engine == "beam":
+        from tfpipe.beam.engine import BeamEngine
+
+        beam = BeamEngine(cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress)
+        return run_conversion(src, dest, shard_cfg, cfg, beam.execute, resume=resume, overwrite=overwrite,
+                              break_lock=break_lock, scan_table=beam.scan_table, engine="beam")
+    if pipeline_options is not None:
+        raise ConfigError(f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
+                          f"pipeline_options={pipeline_options!r}")
 
     def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
               journal: ResumeJournal) -> list[ShardDone]:
@@ -101,9 +122,12 @@ with `journal.mark_done` as it commits, and returns one ShardDone per shard of t
 
 
 def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConfig, execute: Execute, *,
-                   resume: bool = False, overwrite: bool = False, break_lock: bool = False) -> Manifest:
+                   resume: bool = False, overwrite: bool = False, break_lock: bool = False,
+                   scan_table: Callable[..., TableScan] = tables.scan, engine: str = "local") -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`
-    write the shards, and commits the manifest. Arguments and errors are those of `convert`."""
+    write the shards, and commits the manifest. Arguments and errors are those of `convert`;
+    `scan_table` is the engine's first pass over a table, and an engine other than "local" is
+    recorded in the split's options."""
     started = time.monotonic()
     src, dest = str(src), str(dest).rstrip("/")
     _check_not_inside(src, dest)
@@ -112,7 +136,8 @@ def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConf
         with DestinationLock(dest, break_lock=break_lock):
             existing = _load_existing(dest)
             sweep(dest, existing)
-            return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, execute, started)
+            run = _Run(execute, scan_table, engine)
+            return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, run, started)
     except Exception as e:
         if created:
             with contextlib.suppress(OSError):
@@ -122,15 +147,24 @@ def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConf
         raise
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Run:
+    """The engine of a conversion: its shard writer, its first pass over tables, its name."""
+
+    execute: Execute
+    scan_table: Callable[..., TableScan]
+    engine: str
+
+
 def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: ShardConfig, cfg: ConvertConfig,
-                    resume: bool, overwrite: bool, execute: Execute, started: float) -> Manifest:
+                    resume: bool, overwrite: bool, run: _Run, started: float) -> Manifest:
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
     fmt, reason = _choose_format(src, cfg)
     # The dataset this split joins: its class list and layout bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
-    source = open_source(src, fmt, cfg, joins)
+    source = open_source(src, fmt, cfg, joins, run.scan_table)
     _check_compatible(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
@@ -143,8 +177,12 @@ def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: S
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
     if isinstance(decision, Start):
         journal.start(plan.record())
-    shards = execute(plan, source, done, journal)
+    shards = run.execute(plan, source, done, journal)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
+    if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
+        entry = manifest.splits[plan.split]
+        entry = dataclasses.replace(entry, options=entry.options | {"engine": run.engine})
+        manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()

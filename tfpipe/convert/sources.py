@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tfpipe.convert import folders, tables
@@ -183,11 +183,14 @@ class TableSource:
                     yield piece
 
 
-def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None) -> Source:
+def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None,
+                scan_table: Callable[..., tables.TableScan] = tables.scan) -> Source:
     """Lists (and for tables, scans) the source.
 
     Args:
       joins: the dataset the new split joins, whose classes it keeps; None if none.
+      scan_table: the table's first pass, with the arguments of `tables.scan` (the Beam
+        engine runs it on its workers).
 
     Raises:
       DataError: the source does not fit the rules, naming the file, column and row.
@@ -197,7 +200,7 @@ def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None) 
     if cfg.label_offset not in (None, 0):
         raise DataError(f"label_offset applies to image folders. "
                         f"Received: label_offset={cfg.label_offset} for a {fmt} table")
-    scan = tables.scan(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
+    scan = scan_table(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
     digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 

@@ -316,7 +316,8 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
             with contextlib.suppress(DestinationError):
                 plan = state.load_plan()
                 committed = manifest.splits[split]
-                if plan and plan.get("options") == committed.options and plan["n_shards"] == len(committed.shards):
+                options = {k: v for k, v in committed.options.items() if k != "engine"}  # not in the plan
+                if plan and plan.get("options") == options and plan["n_shards"] == len(committed.shards):
                     removed.append(os.path.basename(state.plan_path))
                     removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) == split]
     for name in dict.fromkeys(removed):
