@@ -64,8 +64,9 @@ def test_gcs_duplicate_same_bytes_is_success_other_bytes_an_error(gcs_bucket, lo
 @pytest.mark.gcs
 def test_gcs_lost_reply_then_retry_is_success(gcs_bucket, local_gcs, tmp_path):
     dest = gcs_bucket + "/out/train-00000-of-00001"
-    with local_gcs.inject_faults(503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0",
-                                 route="plain", lose_reply=True) as lost:
+    with local_gcs.inject_faults(
+        503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0", route="plain", lose_reply=True
+    ) as lost:
         storage.commit_file(spooled(tmp_path, b"shard bytes"), dest)
     assert lost.served == 1 and storage.read_bytes(dest) == b"shard bytes"
 
@@ -86,35 +87,46 @@ BLOCK_BEAM = textwrap.dedent("""
 def run_without_beam(code, tmp_path):
     script = tmp_path / "no_beam.py"
     script.write_text(BLOCK_BEAM + textwrap.dedent(code))
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                          env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    return subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def test_import_and_the_local_engine_never_load_beam(tmp_path):
-    out = run_without_beam(f"""
+    out = run_without_beam(
+        f"""
         import tfpipe
         from tfpipe.testing import fake_data
-        fake_data.write_image_folder({str(tmp_path / 'src')!r}, classes=2, per_class=[2, 3], size=(16, 16))
-        m = tfpipe.convert({str(tmp_path / 'src')!r}, {str(tmp_path / 'out')!r}, num_shards=2, workers=1)
+        fake_data.write_image_folder({str(tmp_path / "src")!r}, classes=2, per_class=[2, 3], size=(16, 16))
+        m = tfpipe.convert({str(tmp_path / "src")!r}, {str(tmp_path / "out")!r}, num_shards=2, workers=1)
         assert "apache_beam" not in sys.modules
         print("examples", m.splits["train"].examples)
-    """, tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["examples", "5"]
 
 
 def test_the_beam_engine_without_beam_names_the_extra(tmp_path):
-    out = run_without_beam(f"""
+    out = run_without_beam(
+        f"""
         import os
         import tfpipe
         from tfpipe.testing import fake_data
-        fake_data.write_image_folder({str(tmp_path / 'src')!r}, classes=2, per_class=[2, 3], size=(16, 16))
+        fake_data.write_image_folder({str(tmp_path / "src")!r}, classes=2, per_class=[2, 3], size=(16, 16))
         try:
-            tfpipe.convert({str(tmp_path / 'src')!r}, {str(tmp_path / 'out')!r}, engine="beam")
+            tfpipe.convert({str(tmp_path / "src")!r}, {str(tmp_path / "out")!r}, engine="beam")
         except tfpipe.TfpipeError as e:
             print(type(e).__name__, "|", e)
-        print("left", os.path.exists({str(tmp_path / 'out')!r}))
-    """, tmp_path)
+        print("left", os.path.exists({str(tmp_path / "out")!r}))
+    """,
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("MissingExtraError | engine='beam' (--engine beam) needs Apache Beam")
     assert 'pip install "tfpipe[beam]"' in out.stdout and "No module named 'apache_beam'" in out.stdout

@@ -80,16 +80,27 @@ def tables(tmp_path_factory):
     rng = np.random.default_rng(7)
     (root / "csv").mkdir()
     for i, n in enumerate([23, 1, 17]):
-        frame = pd.DataFrame({"x": rng.normal(size=n).round(4), "k": rng.integers(-50, 50, n),
-                              "word": [f"w{j % 5}" for j in range(n)],
-                              "y": rng.integers(0, 3, n).astype(float)})
+        frame = pd.DataFrame(
+            {
+                "x": rng.normal(size=n).round(4),
+                "k": rng.integers(-50, 50, n),
+                "word": [f"w{j % 5}" for j in range(n)],
+                "y": rng.integers(0, 3, n).astype(float),
+            }
+        )
         if n > 5:
             frame.loc[3, "x"] = np.nan
             frame.loc[4 + i, "y"] = np.nan
         frame.to_csv(root / "csv" / f"part-{i}.csv", index=False)
     n = 41
-    table = pa.table({"id": np.arange(n), "f": rng.normal(size=n).astype(np.float32),
-                      "s": [f"row {i}" for i in range(n)], "label": rng.integers(0, 2, n)})
+    table = pa.table(
+        {
+            "id": np.arange(n),
+            "f": rng.normal(size=n).astype(np.float32),
+            "s": [f"row {i}" for i in range(n)],
+            "label": rng.integers(0, 2, n),
+        }
+    )
     pq.write_table(table, root / "t.parquet", row_group_size=15)
     return root
 
@@ -98,8 +109,9 @@ def test_images_match_the_local_engine_in_process(tree, local_images, tmp_path):
     m = beam(tree, tmp_path / "beam", num_shards=4)
     same_output(local_images, tmp_path / "beam")
     assert m.splits["train"].options["engine"] == "beam" and verify(str(tmp_path / "beam")).ok
-    assert {os.path.basename(s.input) for s in m.splits["train"].skipped} >= {"truncated.JPEG"} or \
-        len(m.splits["train"].skipped) >= len(fake_data.UNDECODABLE_ODDITIES)
+    assert {os.path.basename(s.input) for s in m.splits["train"].skipped} >= {"truncated.JPEG"} or len(
+        m.splits["train"].skipped
+    ) >= len(fake_data.UNDECODABLE_ODDITIES)
 
 
 def test_resized_images_match_on_two_worker_processes(tree, tmp_path):
@@ -108,10 +120,13 @@ def test_resized_images_match_on_two_worker_processes(tree, tmp_path):
     same_output(tmp_path / "local", tmp_path / "beam")
 
 
-@pytest.mark.parametrize("source, options", [
-    ("csv", {"label": "y", "missing": "fill", "missing_label": "drop", "chunk_rows": 7, "num_shards": 4}),
-    ("t.parquet", {"label": "label", "chunk_rows": 6, "num_shards": 3, "compression": "gzip"}),
-])
+@pytest.mark.parametrize(
+    "source, options",
+    [
+        ("csv", {"label": "y", "missing": "fill", "missing_label": "drop", "chunk_rows": 7, "num_shards": 4}),
+        ("t.parquet", {"label": "label", "chunk_rows": 6, "num_shards": 3, "compression": "gzip"}),
+    ],
+)
 def test_tables_match_the_local_engine(tables, tmp_path, source, options):
     local = tfpipe.convert(str(tables / source), str(tmp_path / "local"), workers=1, **options)
     m = beam(tables / source, tmp_path / "beam", **options)
@@ -160,8 +175,9 @@ def stopped(pid):
 
 
 def run_until_paused(cmd, at):
-    proc = subprocess.Popen(cmd, env=os.environ | {"TFPIPE_TEST_PAUSE_AT": at},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, env=os.environ | {"TFPIPE_TEST_PAUSE_AT": at}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 120
     while not stopped(proc.pid):
         assert proc.poll() is None, proc.communicate()
@@ -178,8 +194,20 @@ def test_killed_run_resumes_to_the_same_bytes(tree, local_images, tmp_path):
     from tfpipe.convert.writer import sweep
 
     dest = tmp_path / "beam"
-    cmd = [sys.executable, "-m", "tfpipe", "convert", tree, str(dest), "--num-shards", "4", "--quiet",
-           "--engine", "beam", f"--beam-options={IN_PROCESS}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tfpipe",
+        "convert",
+        tree,
+        str(dest),
+        "--num-shards",
+        "4",
+        "--quiet",
+        "--engine",
+        "beam",
+        f"--beam-options={IN_PROCESS}",
+    ]
     run_until_paused(cmd, "shard-committed")
     shards = [n for n in os.listdir(dest) if n.startswith("train-")]
     assert len(shards) == 1 and not (dest / "tfpipe.json").exists()
@@ -195,17 +223,25 @@ def test_killed_run_resumes_to_the_same_bytes(tree, local_images, tmp_path):
 @pytest.mark.gcs
 def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, tmp_path):
     dest = gcs_bucket + "/beam"
-    with local_gcs.recording() as requests, \
-            local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType",
-                                    route="plain"), \
-            local_gcs.inject_faults(503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0",
-                                    route="plain", lose_reply=True) as lost:
+    with (
+        local_gcs.recording() as requests,
+        local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType", route="plain"),
+        local_gcs.inject_faults(
+            503,
+            count=1,
+            methods=("POST",),
+            path_contains="ifGenerationMatch=0",
+            route="plain",
+            lose_reply=True,
+        ) as lost,
+    ):
         m = beam(tree, dest, num_shards=4)
     assert lost.served == 1
-    assert [s.checksum for s in m.splits["train"].shards] == \
-        [s.checksum for s in tfpipe.Manifest.load(str(local_images)).splits["train"].shards]
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in tfpipe.Manifest.load(str(local_images)).splits["train"].shards
+    ]
     assert any(r.status == 412 for r in requests)  # the lost reply's retry found its own bytes
-    bucket, prefix = dest[len("gs://"):].split("/", 1)
+    bucket, prefix = dest[len("gs://") :].split("/", 1)
     blobs = storage._client().list_blobs(bucket, prefix=prefix)
     created = {b.name.rsplit("/", 1)[1]: b.time_created for b in blobs}
     assert created["tfpipe.json"] >= max(t for n, t in created.items() if n.startswith("train-"))  # last
@@ -228,8 +264,11 @@ def test_a_failed_beam_run_resumes_on_the_local_engine(tree, local_images, tmp_p
     markers = tmp_path / "faults"
     markers.mkdir()
     monkeypatch.setenv(FAULT_ENV, f"{markers};started:train-00002-of-00004")
-    with pytest.raises(PipelineFailed, match=r"pipeline 'shards' failed: injected fault at started of "
-                                              r"train-00002-of-00004.*--resume"):
+    with pytest.raises(
+        PipelineFailed,
+        match=r"pipeline 'shards' failed: injected fault at started of "
+        r"train-00002-of-00004.*--resume",
+    ):
         beam(tree, tmp_path / "beam", num_shards=4)
     assert not (tmp_path / "beam" / "tfpipe.json").exists()
     with pytest.raises(tfpipe.TfpipeError, match="interrupted conversion"):

@@ -23,19 +23,24 @@ def folder(tmp_path, frames):
 
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
     files = tuple(tables.table_files(src, "csv"))
-    scans = [tablescan.scan_file(f, "csv", chunk_rows, label, missing_label, "utf-8", f == files[0])
-             for f in files]
+    scans = [
+        tablescan.scan_file(f, "csv", chunk_rows, label, missing_label, "utf-8", f == files[0]) for f in files
+    ]
     scan = tablescan.merge(src, "csv", files, scans, label, missing, missing_label, "utf-8", chunk_rows)
     return scan, scans
 
 
 CASES = {
     "ints then floats widen": [pd.DataFrame({"a": [1, 2, 3]}), pd.DataFrame({"a": [0.5, 1.5]})],
-    "a file of nulls only": [pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}),
-                             pd.DataFrame({"a": [np.nan, np.nan], "b": ["z", None]})],
+    "a file of nulls only": [
+        pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}),
+        pd.DataFrame({"a": [np.nan, np.nan], "b": ["z", None]}),
+    ],
     "text then numbers stays text": [pd.DataFrame({"a": ["x", "y"]}), pd.DataFrame({"a": [1, 2]})],
-    "dropped null labels": [pd.DataFrame({"a": [1, 2, 3], "y": [0, None, 1]}),
-                            pd.DataFrame({"a": [4, 5], "y": [None, 1]})],
+    "dropped null labels": [
+        pd.DataFrame({"a": [1, 2, 3], "y": [0, None, 1]}),
+        pd.DataFrame({"a": [4, 5], "y": [None, 1]}),
+    ],
 }
 
 
@@ -50,11 +55,14 @@ def test_fold_equals_the_single_pass(tmp_path, case):
     assert sum(s.kept for s in scans) == local.rows
 
 
-@pytest.mark.parametrize("frames, message", [
-    ([pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"a": ["x", "y"]})], r"column 'a', row 0 holds 'x'"),
-    ([pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"b": [1, 2]})], r"expected columns \['a'\]"),
-    ([pd.DataFrame({"a": [1, None]}), pd.DataFrame({"a": [3, 4]})], r"column 'a', row 1 .* is null"),
-])
+@pytest.mark.parametrize(
+    "frames, message",
+    [
+        ([pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"a": ["x", "y"]})], r"column 'a', row 0 holds 'x'"),
+        ([pd.DataFrame({"a": [1, 2]}), pd.DataFrame({"b": [1, 2]})], r"expected columns \['a'\]"),
+        ([pd.DataFrame({"a": [1, None]}), pd.DataFrame({"a": [3, 4]})], r"column 'a', row 1 .* is null"),
+    ],
+)
 def test_a_conflict_gives_the_single_pass_error(tmp_path, frames, message):
     src = folder(tmp_path, frames)
     with pytest.raises(DataError, match=message) as local:

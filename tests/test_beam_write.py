@@ -43,8 +43,12 @@ def test_dicts_become_a_normal_dataset_with_every_record_once(tmp_path):
     m = write(tmp_path / "out", rows(), num_shards=4, label="id")
     assert [s.name for s in m.splits["train"].shards] == [f"train-0000{i}-of-00004" for i in range(4)]
     assert m.splits["train"].examples == 37 and verify(str(tmp_path / "out")).ok
-    assert [(f.name, f.dtype) for f in m.schema.fields] == [("id", "int64"), ("ok", "int64"),
-                                                             ("score", "float32"), ("word", "bytes")]
+    assert [(f.name, f.dtype) for f in m.schema.fields] == [
+        ("id", "int64"),
+        ("ok", "int64"),
+        ("score", "float32"),
+        ("word", "bytes"),
+    ]
     got = sorted((r["id"][0], r["ok"][0], r["score"][0], r["word"][0]) for r in records(m))
     assert got == [(i, int(i % 3 == 0), pytest.approx(i / 8), f"w{i % 5}".encode()) for i in range(37)]
     shards = [s.name for s in m.splits["train"].shards]

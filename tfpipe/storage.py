@@ -56,7 +56,7 @@ def basename(path: str) -> str:
 
 
 def _split_gcs(path: str) -> tuple[str, str]:
-    rest = path[len(GCS_PREFIX):]
+    rest = path[len(GCS_PREFIX) :]
     bucket, _, name = rest.partition("/")
     if not bucket:
         raise TfpipeError(f"Expected gs://bucket/path. Received: {path!r}")
@@ -176,10 +176,11 @@ def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int
     bucket, prefix = _split_gcs(path.rstrip("/") + "/")
 
     def entries() -> list[tuple[str, bool, int]]:
-        it = _client().list_blobs(bucket, prefix=prefix, delimiter=None if recursive else "/",
-                                  retry=_no_client_retry())
-        out = [(b.name[len(prefix):], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
-        out += [(p[len(prefix):].rstrip("/"), True, 0) for p in it.prefixes]
+        it = _client().list_blobs(
+            bucket, prefix=prefix, delimiter=None if recursive else "/", retry=_no_client_retry()
+        )
+        out = [(b.name[len(prefix) :], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
+        out += [(p[len(prefix) :].rstrip("/"), True, 0) for p in it.prefixes]
         return sorted(e for e in out if e[0])
 
     return _gcs(entries, f"list {path}", path)
@@ -193,6 +194,7 @@ def glob(pattern: str) -> list[str]:
 
 def size(path: str) -> int:
     if is_gcs(path):
+
         def stat() -> int:
             blob = _blob(path)
             blob.reload(retry=_no_client_retry())
@@ -232,9 +234,14 @@ def _open_regular(path: str) -> BinaryIO:
 
 def file_kind(mode: int) -> str:
     """What a stat mode describes, for messages: "a FIFO (named pipe)", "a directory", ..."""
-    for test, name in ((stat_mod.S_ISDIR, "a directory"), (stat_mod.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat_mod.S_ISSOCK, "a socket"), (stat_mod.S_ISCHR, "a character device"),
-                       (stat_mod.S_ISBLK, "a block device"), (stat_mod.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat_mod.S_ISDIR, "a directory"),
+        (stat_mod.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat_mod.S_ISSOCK, "a socket"),
+        (stat_mod.S_ISCHR, "a character device"),
+        (stat_mod.S_ISBLK, "a block device"),
+        (stat_mod.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return f"a special file (mode {mode:o})"
@@ -243,7 +250,7 @@ def file_kind(mode: int) -> str:
 def open_read(path: str) -> BinaryIO:
     """A buffered binary stream; for gs://, a retried download into a spooled temp file."""
     if is_gcs(path):
-        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned to the caller
+        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned open
 
         def download() -> None:
             spool.seek(0)
@@ -424,7 +431,9 @@ def read_generation(path: str) -> tuple[bytes, int]:
         blob.reload(retry=_no_client_retry())
         generation = int(blob.generation)
         try:
-            return blob.download_as_bytes(if_generation_match=generation, retry=_no_client_retry()), generation
+            return blob.download_as_bytes(
+                if_generation_match=generation, retry=_no_client_retry()
+            ), generation
         except gexc.PreconditionFailed:
             raise FileNotFoundError(errno.ENOENT, "replaced while being read", path) from None
 
@@ -436,8 +445,11 @@ def remove_generation(path: str, generation: int) -> bool:
     from google.api_core import exceptions as gexc
 
     try:
-        _gcs(lambda: _blob(path).delete(if_generation_match=generation, retry=_no_client_retry()),
-             f"delete {path}", path)
+        _gcs(
+            lambda: _blob(path).delete(if_generation_match=generation, retry=_no_client_retry()),
+            f"delete {path}",
+            path,
+        )
     except (FileNotFoundError, gexc.PreconditionFailed):
         return False
     return True
@@ -446,7 +458,9 @@ def remove_generation(path: str, generation: int) -> bool:
 def check_bucket(path: str) -> None:
     """Raises FileNotFoundError naming the bucket if a gs:// path's bucket does not exist."""
     bucket, _ = _split_gcs(path)
-    if not with_retries(lambda: _client().bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"):
+    if not with_retries(
+        lambda: _client().bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"
+    ):
         raise FileNotFoundError(errno.ENOENT, f"bucket {bucket!r} does not exist", path)
 
 

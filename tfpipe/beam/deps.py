@@ -26,5 +26,5 @@ def require_beam() -> ModuleType:
         raise MissingExtraError(
             f"engine='beam' (--engine beam) needs Apache Beam, which is not installed. Expected the "
             f"apache_beam module. Received: {type(e).__name__}: {e}. Install the extra: {INSTALL_HINT} "
-            "(for Dataflow also `pip install \"apache-beam[gcp]\"` of the same version)."
+            '(for Dataflow also `pip install "apache-beam[gcp]"` of the same version).'
         ) from e

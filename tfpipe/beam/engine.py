@@ -47,8 +47,11 @@ def pipeline_options(options: Any, workers: int) -> Any:
     from apache_beam.options.pipeline_options import PipelineOptions
 
     if options is None:
-        mode = ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"] if workers > 1 \
+        mode = (
+            ["--direct_running_mode=multi_processing", f"--direct_num_workers={workers}"]
+            if workers > 1
             else ["--direct_running_mode=in_memory"]
+        )
         return PipelineOptions(["--runner=DirectRunner", *mode])
     if isinstance(options, PipelineOptions):
         return options
@@ -57,9 +60,11 @@ def pipeline_options(options: Any, workers: int) -> Any:
     elif isinstance(options, Sequence) and all(isinstance(o, str) for o in options):
         flags = list(options)
     else:
-        raise ConfigError("Expected pipeline_options as a string of flags (\"--runner=DataflowRunner "
-                          "--project=P\"), a list of them, or apache_beam PipelineOptions. "
-                          f"Received: {type(options).__name__}")
+        raise ConfigError(
+            'Expected pipeline_options as a string of flags ("--runner=DataflowRunner '
+            '--project=P"), a list of them, or apache_beam PipelineOptions. '
+            f"Received: {type(options).__name__}"
+        )
     bad = [f for f in flags if not f.startswith("--")]
     if bad:
         raise ConfigError(f"Expected Beam pipeline options such as --runner=DataflowRunner. Received: {bad}")
@@ -80,15 +85,20 @@ def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: Any)
     beam = require_beam()
     try:
         with beam.Pipeline(options=options) as p:
-            _ = (p | f"{name}/list" >> beam.Create(elements, reshuffle=False)
-                 | f"{name}/spread" >> beam.Reshuffle()
-                 | f"{name}/work" >> beam.Map(fn))
+            _ = (
+                p
+                | f"{name}/list" >> beam.Create(elements, reshuffle=False)
+                | f"{name}/spread" >> beam.Reshuffle()
+                | f"{name}/work" >> beam.Map(fn)
+            )
     except (TfpipeError, OSError):
         raise
     except Exception as e:
         lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
-        raise PipelineFailed(f"the Beam pipeline {name!r} failed: {lines[-1][:500]}. Shards committed so far "
-                             "are kept: run the same command with --resume (resume=True) to continue.") from e
+        raise PipelineFailed(
+            f"the Beam pipeline {name!r} failed: {lines[-1][:500]}. Shards committed so far "
+            "are kept: run the same command with --resume (resume=True) to continue."
+        ) from e
 
 
 def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -96,8 +106,15 @@ def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         return list(pool.map(fn, items))
 
 
-def _scan_to_file(element: tuple[str, str], fmt: str, chunk_rows: int, label: str | None,
-                  missing_label: str, encoding: str, first: str) -> None:
+def _scan_to_file(
+    element: tuple[str, str],
+    fmt: str,
+    chunk_rows: int,
+    label: str | None,
+    missing_label: str,
+    encoding: str,
+    first: str,
+) -> None:
     path, out = element
     scan = tablescan.scan_file(path, fmt, chunk_rows, label, missing_label, encoding, path == first)
     storage.write_atomic(out, json.dumps(scan.to_json()).encode(), overwrite=True)
@@ -113,32 +130,57 @@ class BeamEngine:
       progress: called with a Tick before the shards are written and once they all are.
     """
 
-    def __init__(self, cfg: ConvertConfig, options: Any, dest: str, split: str,
-                 progress: Callable[[Tick], None] | None = None):
+    def __init__(
+        self,
+        cfg: ConvertConfig,
+        options: Any,
+        dest: str,
+        split: str,
+        progress: Callable[[Tick], None] | None = None,
+    ):
         self.cfg, self.options, self.progress = cfg, pipeline_options(options, cfg.n_workers), progress
         self.dest, self.split = dest, split
         self.file_rows: tuple[int, ...] = ()  # each table file's rows to write, from `scan_table`
 
-    def scan_table(self, src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
-                   missing_label: str = "error", encoding: str = "utf-8") -> TableScan:
+    def scan_table(
+        self,
+        src: str,
+        fmt: str,
+        chunk_rows: int,
+        label: str | None,
+        missing: str,
+        missing_label: str = "error",
+        encoding: str = "utf-8",
+    ) -> TableScan:
         """`tables.scan` as a Beam stage, one file per worker; keeps each file's rows to write."""
         files = tuple(table_files(src, fmt))
-        outs = [storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
-                for i in range(len(files))]
-        scan_one = functools.partial(_scan_to_file, fmt=fmt, chunk_rows=chunk_rows, label=label,
-                                     missing_label=missing_label, encoding=encoding, first=files[0])
+        outs = [
+            storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
+            for i in range(len(files))
+        ]
+        scan_one = functools.partial(
+            _scan_to_file,
+            fmt=fmt,
+            chunk_rows=chunk_rows,
+            label=label,
+            missing_label=missing_label,
+            encoding=encoding,
+            first=files[0],
+        )
         try:
             _run("scan", list(zip(files, outs, strict=True)), scan_one, self.options)
             scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
         finally:
             _each(storage.remove, outs)
         scan = tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
-        self.file_rows = tuple(s.kept if not s.error else _count_rows(s.path, scan, chunk_rows)
-                               for s in scans)
+        self.file_rows = tuple(
+            s.kept if not s.error else _count_rows(s.path, scan, chunk_rows) for s in scans
+        )
         return scan
 
-    def execute(self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
-                journal: ResumeJournal) -> list[ShardDone]:
+    def execute(
+        self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
+    ) -> list[ShardDone]:
         """Writes the shards not `done` on the workers; returns one ShardDone per shard, in order.
 
         Raises:
@@ -155,8 +197,10 @@ class BeamEngine:
         results = journal.completed(plan.n_shards)
         missing = [t.name for t in plan.shards if t.index not in results]
         if missing:
-            raise storage.StorageError(f"{plan.dest}: expected every shard committed when the pipeline "
-                                       f"ended. Received: no done-record for {missing[:5]}")
+            raise storage.StorageError(
+                f"{plan.dest}: expected every shard committed when the pipeline "
+                f"ended. Received: no done-record for {missing[:5]}"
+            )
         self._tick(plan, results)
         return [results[i] for i in range(plan.n_shards)]
 
@@ -166,8 +210,9 @@ class BeamEngine:
         if not isinstance(scan, TableScan):
             return task
         files = file_rows(scan.files, self.file_rows, task.first, task.first + task.count)
-        rows = FileRows(files, scan.format, scan.schema, scan.kinds, self.cfg.chunk_rows, scan.encoding,
-                        scan.drop_label)
+        rows = FileRows(
+            files, scan.format, scan.schema, scan.kinds, self.cfg.chunk_rows, scan.encoding, scan.drop_label
+        )
         return dataclasses.replace(task, inputs=rows)
 
     def _tick(self, plan: ConvertPlan, done: dict[int, ShardDone]) -> None:
@@ -175,8 +220,9 @@ class BeamEngine:
             items = sum(plan.shards[i].count for i in done)
             out = sum(d.info.bytes for d in done.values())
             skipped = len(plan.skipped) + sum(len(d.skipped) for d in done.values())
-            self.progress(Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit,
-                               plan.note))
+            self.progress(
+                Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit, plan.note)
+            )
 
 
 def _count_rows(path: str, scan: TableScan, chunk_rows: int) -> int:

@@ -46,8 +46,9 @@ class FileRows:
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end = first + count
         for path, file_first in self.files:
-            chunks = read_chunks((path,), self.fmt, self.chunk_rows, self.kinds, self.encoding,
-                                 self.drop_label)
+            chunks = read_chunks(
+                (path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label
+            )
             for frame, offset, _ in chunks:
                 start = file_first + offset
                 if start >= end:
@@ -59,8 +60,9 @@ class FileRows:
                     yield Piece(shard, lo, TableTask(rows, lo, self.schema, path))
 
 
-def file_rows(files: tuple[str, ...], rows: tuple[int, ...], first: int,
-              end: int) -> tuple[tuple[str, int], ...]:
+def file_rows(
+    files: tuple[str, ...], rows: tuple[int, ...], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
     """(file, index of its first written row) of the files holding rows first..end-1."""
     out, start = [], 0
     for path, n in zip(files, rows, strict=True):

@@ -38,12 +38,26 @@ class FileScan:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> FileScan:
-        return cls(obj["path"], tuple(obj["columns"]), obj["total"], obj["kept"], obj["dropped"],
-                   tuple(obj["dropped_rows"]), obj["error"])
+        return cls(
+            obj["path"],
+            tuple(obj["columns"]),
+            obj["total"],
+            obj["kept"],
+            obj["dropped"],
+            tuple(obj["dropped_rows"]),
+            obj["error"],
+        )
 
 
-def scan_file(path: str, fmt: str, chunk_rows: int, label: str | None, missing_label: str,
-              encoding: str, first_file: bool) -> FileScan:
+def scan_file(
+    path: str,
+    fmt: str,
+    chunk_rows: int,
+    label: str | None,
+    missing_label: str,
+    encoding: str,
+    first_file: bool,
+) -> FileScan:
     """The local engine's first pass over one file, as if it were the only one."""
     columns: dict[str, local._Column] = {}
     total = kept = dropped = 0
@@ -102,8 +116,17 @@ def _fold_column(have: local._Column, new: dict[str, Any]) -> bool:
     return True
 
 
-def merge(src: str, fmt: str, files: tuple[str, ...], scans: list[FileScan], label: str | None, missing: str,
-          missing_label: str, encoding: str, chunk_rows: int) -> local.TableScan:
+def merge(
+    src: str,
+    fmt: str,
+    files: tuple[str, ...],
+    scans: list[FileScan],
+    label: str | None,
+    missing: str,
+    missing_label: str,
+    encoding: str,
+    chunk_rows: int,
+) -> local.TableScan:
     """The TableScan of all files, from their scans in file order (see the module doc).
 
     Raises:

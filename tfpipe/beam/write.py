@@ -69,8 +69,10 @@ def _kind(column: str, v: Any) -> tuple[str, tuple[int, ...]]:
     if kind is None and code == "O" and all(isinstance(x, (str, bytes)) for x in a.ravel().tolist()):
         kind = "bytes"
     if kind is None or (a.ndim == 0 and not isinstance(a.item(), (numbers.Number, str, bytes))):
-        raise DataError(f"column {column!r}: expected numbers, booleans, text or bytes, or fixed-shape "
-                        f"arrays of them. Received: {type(v).__name__} {str(v)[:60]!r}")
+        raise DataError(
+            f"column {column!r}: expected numbers, booleans, text or bytes, or fixed-shape "
+            f"arrays of them. Received: {type(v).__name__} {str(v)[:60]!r}"
+        )
     return kind, tuple(a.shape)
 
 
@@ -89,8 +91,10 @@ def _fold(column: str, a: _ColumnKind, b: _ColumnKind) -> _ColumnKind:
         return dataclasses.replace(a, nulls=nulls)
     kind = a.kind if a.kind == b.kind else "float" if {a.kind, b.kind} == {"int", "float"} else None
     if kind is None or a.shape != b.shape:
-        raise DataError(f"column {column!r}: expected one type and shape per column. Received: {a.kind} "
-                        f"{list(a.shape)} in one record and {b.kind} {list(b.shape)} in another")
+        raise DataError(
+            f"column {column!r}: expected one type and shape per column. Received: {a.kind} "
+            f"{list(a.shape)} in one record and {b.kind} {list(b.shape)} in another"
+        )
     return _ColumnKind(kind, a.shape, nulls)
 
 
@@ -136,9 +140,11 @@ def schema_of(kinds: dict[str, _ColumnKind], label: str | None, missing: str) ->
             raise DataError(f"column {name!r}: expected values. Received: only nulls, so its type is unknown")
         if k.nulls and (missing != "fill" or name == label):
             what = f"the label column {name!r}" if name == label else f"column {name!r}"
-            raise DataError(f"{what} holds nulls. Expected a value in every record: pass "
-                            f"missing='fill' to write a default plus a '{name}/missing' mask (never "
-                            "for the label)")
+            raise DataError(
+                f"{what} holds nulls. Expected a value in every record: pass "
+                f"missing='fill' to write a default plus a '{name}/missing' mask (never "
+                "for the label)"
+            )
         fields.append(Field(name, _DTYPE[k.kind], k.shape, has_mask=k.nulls))
     return Schema(tuple(fields), label=label)
 
@@ -220,14 +226,24 @@ def _write(keyed: tuple[int, Iterable[bytes | None]], n: int, target: _Target) -
             shutil.rmtree(spool, ignore_errors=True)
 
 
-def _save_manifest(shards: list[ShardInfo], schema: Schema, target: _Target, missing: str,
-                   options: dict[str, Any]) -> Manifest:
+def _save_manifest(
+    shards: list[ShardInfo], schema: Schema, target: _Target, missing: str, options: dict[str, Any]
+) -> Manifest:
     split = Split(tuple(sorted(shards, key=lambda s: s.name)), source="beam:WriteDataset", options=options)
-    manifest = Manifest(target.dest, "table", schema, compression=target.compression,
-                        splits={target.split: split}, missing=missing)
+    manifest = Manifest(
+        target.dest,
+        "table",
+        schema,
+        compression=target.compression,
+        splits={target.split: split},
+        missing=missing,
+    )
     data = json.dumps(manifest.to_json(), indent=1).encode() + b"\n"
-    with tempfile.NamedTemporaryFile(dir=None if storage.is_gcs(target.dest) else target.dest,
-                                     prefix=storage.temp_name(MANIFEST_NAME), delete=False) as f:
+    with tempfile.NamedTemporaryFile(
+        dir=None if storage.is_gcs(target.dest) else target.dest,
+        prefix=storage.temp_name(MANIFEST_NAME),
+        delete=False,
+    ) as f:
         f.write(data)
     storage.commit_file(f.name, storage.join(target.dest, MANIFEST_NAME))  # a repeated step: the same bytes
     return manifest
@@ -253,12 +269,21 @@ class WriteDataset(beam.PTransform):
       >>> rows | tfpipe.beam.WriteDataset("gs://bucket/clicks", label="clicked", num_shards=64)
     """
 
-    def __init__(self, dest: str, *, split: str = "train", label: str | None = None,
-                 num_shards: int | None = None, shard_size: int | str = DEFAULT_SHARD_SIZE,
-                 compression: str = "none", missing: str = "error"):
+    def __init__(
+        self,
+        dest: str,
+        *,
+        split: str = "train",
+        label: str | None = None,
+        num_shards: int | None = None,
+        shard_size: int | str = DEFAULT_SHARD_SIZE,
+        compression: str = "none",
+        missing: str = "error",
+    ):
         super().__init__()
-        cfg = ShardConfig(split=split, num_shards=num_shards, shard_size=parse_size(shard_size),
-                          compression=compression)
+        cfg = ShardConfig(
+            split=split, num_shards=num_shards, shard_size=parse_size(shard_size), compression=compression
+        )
         if missing not in ("error", "fill"):
             raise DataError(f"missing must be 'error' or 'fill'. Received: missing={missing!r}")
         self.target = _Target(str(dest).rstrip("/"), cfg.split, cfg.compression)
@@ -267,25 +292,42 @@ class WriteDataset(beam.PTransform):
 
     def expand(self, pcoll: Any) -> Any:
         if Manifest.find(self.target.dest) is not None:
-            raise DestinationError(f"{self.target.dest}: expected a new destination for WriteDataset. "
-                                   "Received: "
-                                   f"a folder that already holds a {MANIFEST_NAME}; write elsewhere")
+            raise DestinationError(
+                f"{self.target.dest}: expected a new destination for WriteDataset. "
+                "Received: "
+                f"a folder that already holds a {MANIFEST_NAME}; write elsewhere"
+            )
         storage.makedirs(self.target.dest)
         rows = pcoll | "rows" >> beam.FlatMap(_rows)
         kinds = rows | "kinds" >> beam.CombineGlobally(_SchemaFn())
         schema = kinds | "schema" >> beam.Map(schema_of, self.label_column, self.missing)
         records = rows | "encode" >> beam.Map(_encode, beam.pvalue.AsSingleton(schema))
-        sizes = (records | "sizes" >> beam.Map(lambda r: (1, len(r) + 16))
-                 | "total" >> beam.CombineGlobally(_sum_pairs))
+        sizes = (
+            records
+            | "sizes" >> beam.Map(lambda r: (1, len(r) + 16))
+            | "total" >> beam.CombineGlobally(_sum_pairs)
+        )
         n = sizes | "count" >> beam.Map(_count, self.cfg.num_shards, self.cfg.shard_size)
         every = n | "every shard" >> beam.FlatMap(lambda k: [(i, None) for i in range(k)])
         keyed = records | "assign" >> beam.Map(_assign, beam.pvalue.AsSingleton(n))
-        shards = ((keyed, every) | "with empty" >> beam.Flatten() | "by shard" >> beam.GroupByKey()
-                  | "write" >> beam.Map(_write, beam.pvalue.AsSingleton(n), self.target))
-        options = {"split": self.cfg.split, "num_shards": self.cfg.num_shards,
-                   "shard_size": self.cfg.shard_size,
-                   "compression": self.cfg.compression, "label": self.label_column, "missing": self.missing,
-                   "engine": "beam"}
-        return (shards | "all shards" >> beam.combiners.ToList()
-                | "manifest" >> beam.Map(_save_manifest, beam.pvalue.AsSingleton(schema), self.target,
-                                         self.missing, options))
+        shards = (
+            (keyed, every)
+            | "with empty" >> beam.Flatten()
+            | "by shard" >> beam.GroupByKey()
+            | "write" >> beam.Map(_write, beam.pvalue.AsSingleton(n), self.target)
+        )
+        options = {
+            "split": self.cfg.split,
+            "num_shards": self.cfg.num_shards,
+            "shard_size": self.cfg.shard_size,
+            "compression": self.cfg.compression,
+            "label": self.label_column,
+            "missing": self.missing,
+            "engine": "beam",
+        }
+        return (
+            shards
+            | "all shards" >> beam.combiners.ToList()
+            | "manifest"
+            >> beam.Map(_save_manifest, beam.pvalue.AsSingleton(schema), self.target, self.missing, options)
+        )

@@ -32,15 +32,37 @@ def check_image_options(resize_shorter: int | None, quality: int) -> None:
     Raises:
       ConfigError: `resize_shorter` is not None or an int >= 8, or `quality` not an int in 1..100.
     """
-    check_int("resize_shorter", resize_shorter, MIN_RESIZE_SHORTER, optional=True,
-              what=f"an int >= {MIN_RESIZE_SHORTER} or None")
+    check_int(
+        "resize_shorter",
+        resize_shorter,
+        MIN_RESIZE_SHORTER,
+        optional=True,
+        what=f"an int >= {MIN_RESIZE_SHORTER} or None",
+    )
     check_int("quality", quality, 1, 100, what="an int in 1..100")
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6,
-          "mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30, "t": 10**12, "tb": 10**12,
-          "tib": 1 << 40, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 1 << 20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 1 << 30,
+    "t": 10**12,
+    "tb": 10**12,
+    "tib": 1 << 40,
+    "ki": 1 << 10,
+    "mi": 1 << 20,
+    "gi": 1 << 30,
+    "ti": 1 << 40,
+}
 
 
 def parse_size(text: str | int) -> int:
@@ -139,8 +161,12 @@ class ConvertConfig:
         try:
             codecs.lookup(self.encoding)
         except (LookupError, TypeError):
-            raise field_error(ConfigError, "encoding", "a text encoding Python knows, such as utf-8, "
-                              "latin-1 or utf-16", self.encoding) from None
+            raise field_error(
+                ConfigError,
+                "encoding",
+                "a text encoding Python knows, such as utf-8, latin-1 or utf-16",
+                self.encoding,
+            ) from None
         check_choice("check", self.check, get_args(ImageCheck))
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
             raise field_error(ConfigError, "workers", "a positive int or None", self.workers)
@@ -153,8 +179,9 @@ class ConvertConfig:
         return self.workers or os.cpu_count() or 1
 
 
-def split_options(options: dict[str, Any], shards: ShardConfig | None = None,
-                  config: ConvertConfig | None = None) -> tuple[ShardConfig, ConvertConfig]:
+def split_options(
+    options: dict[str, Any], shards: ShardConfig | None = None, config: ConvertConfig | None = None
+) -> tuple[ShardConfig, ConvertConfig]:
     """The two configs of `convert(src, dest, shards, config, **options)`.
 
     Keyword options fill in the config that was not given; a config given as an object is
@@ -173,8 +200,10 @@ def split_options(options: dict[str, Any], shards: ShardConfig | None = None,
         )
     if "shard_size" in options:
         options = options | {"shard_size": parse_size(options["shard_size"])}
-    return (_one_config("shards", ShardConfig, shards, shard_keys, options),
-            _one_config("config", ConvertConfig, config, convert_keys, options))
+    return (
+        _one_config("shards", ShardConfig, shards, shard_keys, options),
+        _one_config("config", ConvertConfig, config, convert_keys, options),
+    )
 
 
 def _one_config(name: str, cls: Any, given: Any, keys: set[str], options: dict[str, Any]) -> Any:

@@ -56,8 +56,9 @@ def encode_images(task: ImageTask) -> list[Encoded]:
     for item in task.items:
         data = read_input(item.path)
         try:
-            img = (task.check == "header" and trusted_passthrough(data, task.resize_shorter)) or \
-                normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
+            img = (
+                task.check == "header" and trusted_passthrough(data, task.resize_shorter)
+            ) or normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
         except UndecodableImage as e:
             out.append(Encoded(None, str(e), len(data), item.path))
             continue

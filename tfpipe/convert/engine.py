@@ -60,8 +60,10 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
                 for item in (copy_piece(piece) or encode_piece(piece)).encoded:
                     writer.add(item)
             if writer.items != task.count:
-                raise DataError(f"{task.name}: expected the {task.count} inputs the plan gives this shard. "
-                                f"Received: {writer.items}; did the input change during the conversion?")
+                raise DataError(
+                    f"{task.name}: expected the {task.count} inputs the plan gives this shard. "
+                    f"Received: {writer.items}; did the input change during the conversion?"
+                )
             return writer.commit()
         except BaseException:
             writer.abort()

@@ -132,9 +132,7 @@ def resized_dims(height: int, width: int, resize_shorter: int | None) -> tuple[i
     return max(1, (height * resize_shorter * 2 + short) // (2 * short)), resize_shorter
 
 
-def normalize_image(
-    data: bytes, *, resize_shorter: int | None = None, quality: int = 90
-) -> EncodedImage:
+def normalize_image(data: bytes, *, resize_shorter: int | None = None, quality: int = 90) -> EncodedImage:
     """Turns the bytes of an image file into an RGB JPEG for an `image/encoded` feature.
 
     Args:
@@ -306,7 +304,12 @@ def trusted_passthrough(data: bytes, resize_shorter: int | None = None) -> Encod
     if frame is None:
         return None
     marker, height, width, components = frame
-    if (marker not in _PASSTHROUGH_SOF or components != 3 or height == 0 or width == 0
-            or resized_dims(height, width, resize_shorter) != (height, width)):
+    if (
+        marker not in _PASSTHROUGH_SOF
+        or components != 3
+        or height == 0
+        or width == 0
+        or resized_dims(height, width, resize_shorter) != (height, width)
+    ):
         return None
     return EncodedImage(bytes(data), height, width, reencoded=False, source_format="jpeg")

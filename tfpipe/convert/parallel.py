@@ -76,7 +76,9 @@ def die_with_parent(parent_pid: int) -> None:
         if os.getppid() != parent_pid:
             os._exit(1)
         return
-    threading.Thread(target=_exit_when_gone, args=(parent_pid,), name="tfpipe-parent-watch", daemon=True).start()
+    threading.Thread(
+        target=_exit_when_gone, args=(parent_pid,), name="tfpipe-parent-watch", daemon=True
+    ).start()
 
 
 def _exit_when_gone(pid: int) -> None:
@@ -112,8 +114,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], workers: int,
-                local: Callable[[T], R | None] | None = None) -> Iterator[R]:
+def ordered_map(
+    fn: Callable[[T], R], tasks: Iterable[T], workers: int, local: Callable[[T], R | None] | None = None
+) -> Iterator[R]:
     """Yields `fn(task)` for each task, in order, computed by `workers` processes.
 
     With `workers == 1` everything runs in this process: the same bytes, no process start-up.
@@ -151,8 +154,12 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], workers: int,
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(),
-                               initializer=init_worker, initargs=(os.getpid(), dict(os.environ)))
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=worker_context(),
+        initializer=init_worker,
+        initargs=(os.getpid(), dict(os.environ)),
+    )
 
 
 def _done(result: R) -> Future[R]:

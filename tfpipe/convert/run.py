@@ -53,10 +53,20 @@ ProgressCallback = Callable[[Tick], None]
 """What `convert(progress=...)` calls with a Tick as work completes (the CLI draws a bar)."""
 
 
-def convert(src: str, dest: str, shards: ShardConfig | None = None, config: ConvertConfig | None = None, *,
-            resume: bool = False, overwrite: bool = False, break_lock: bool = False,
-            progress: ProgressCallback | None = None, engine: str = "local",
-            pipeline_options: Any = None, **options: Any) -> Manifest:
+def convert(
+    src: str,
+    dest: str,
+    shards: ShardConfig | None = None,
+    config: ConvertConfig | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    break_lock: bool = False,
+    progress: ProgressCallback | None = None,
+    engine: str = "local",
+    pipeline_options: Any = None,
+    **options: Any,
+) -> Manifest:
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
@@ -102,18 +112,32 @@ def convert(src: str, dest: str, shards: ShardConfig | None = None, config: Conv
         from tfpipe.beam.engine import BeamEngine
 
         beam = BeamEngine(cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress)
-        return run_conversion(src, dest, shard_cfg, cfg, beam.execute, resume=resume, overwrite=overwrite,
-                              break_lock=break_lock, scan_table=beam.scan_table, engine="beam")
+        return run_conversion(
+            src,
+            dest,
+            shard_cfg,
+            cfg,
+            beam.execute,
+            resume=resume,
+            overwrite=overwrite,
+            break_lock=break_lock,
+            scan_table=beam.scan_table,
+            engine="beam",
+        )
     if pipeline_options is not None:
-        raise ConfigError(f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
-                          f"pipeline_options={pipeline_options!r}")
+        raise ConfigError(
+            f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
+            f"pipeline_options={pipeline_options!r}"
+        )
 
-    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone],
-              journal: ResumeJournal) -> list[ShardDone]:
+    def local(
+        plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
+    ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite,
-                          break_lock=break_lock)
+    return run_conversion(
+        src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock
+    )
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -121,9 +145,19 @@ Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], l
 with `journal.mark_done` as it commits, and returns one ShardDone per shard of the plan, in order."""
 
 
-def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConfig, execute: Execute, *,
-                   resume: bool = False, overwrite: bool = False, break_lock: bool = False,
-                   scan_table: Callable[..., TableScan] = tables.scan, engine: str = "local") -> Manifest:
+def run_conversion(
+    src: str,
+    dest: str,
+    shard_cfg: ShardConfig,
+    cfg: ConvertConfig,
+    execute: Execute,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    break_lock: bool = False,
+    scan_table: Callable[..., TableScan] = tables.scan,
+    engine: str = "local",
+) -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`
     write the shards, and commits the manifest. Arguments and errors are those of `convert`;
     `scan_table` is the engine's first pass over a table, and an engine other than "local" is
@@ -156,8 +190,17 @@ class _Run:
     engine: str
 
 
-def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: ShardConfig, cfg: ConvertConfig,
-                    resume: bool, overwrite: bool, run: _Run, started: float) -> Manifest:
+def _convert_locked(
+    src: str,
+    dest: str,
+    existing: Manifest | None,
+    shard_cfg: ShardConfig,
+    cfg: ConvertConfig,
+    resume: bool,
+    overwrite: bool,
+    run: _Run,
+    started: float,
+) -> Manifest:
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
@@ -191,7 +234,9 @@ def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: S
             f"class {name!r} has 0 examples in split {plan.split!r}: all {listed} of its image files "
             "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
             "no other label shifts; replace the files and convert again with --overwrite.",
-            EmptyClassWarning, stacklevel=3)
+            EmptyClassWarning,
+            stacklevel=3,
+        )
     return manifest
 
 
@@ -243,13 +288,17 @@ def _prepare_destination(dest: str) -> bool:
         try:
             storage.check_bucket(dest)
         except FileNotFoundError:
-            bucket = dest[len(storage.GCS_PREFIX):].split("/", 1)[0]
-            raise DestinationError(f"{dest}: the bucket {bucket!r} does not exist. Create it first "
-                                   f"(gcloud storage buckets create gs://{bucket}).") from None
+            bucket = dest[len(storage.GCS_PREFIX) :].split("/", 1)[0]
+            raise DestinationError(
+                f"{dest}: the bucket {bucket!r} does not exist. Create it first "
+                f"(gcloud storage buckets create gs://{bucket})."
+            ) from None
         return False
     if os.path.exists(dest) and not os.path.isdir(dest):
-        raise DestinationError(f"{dest}: expected a directory (or a new path) for the output. "
-                               f"Received: {storage.file_kind(os.stat(dest).st_mode)}")
+        raise DestinationError(
+            f"{dest}: expected a directory (or a new path) for the output. "
+            f"Received: {storage.file_kind(os.stat(dest).st_mode)}"
+        )
     created = not os.path.lexists(dest)
     try:
         os.makedirs(dest, exist_ok=True)
@@ -268,12 +317,16 @@ def _is_io_error(e: BaseException) -> bool:
 
 def _resumable_error(e: Exception, dest: str, split: str) -> TfpipeError:
     """An I/O failure in the middle of a run, as one line that says `--resume` continues."""
-    hint = (f"The shards committed so far are kept: run the same command with --resume (resume=True) "
-            f"to continue split {split!r}.")
+    hint = (
+        f"The shards committed so far are kept: run the same command with --resume (resume=True) "
+        f"to continue split {split!r}."
+    )
     code = getattr(e, "errno", None)
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return DestinationError(f"{dest}: out of space while writing ({e.strerror}: {e.filename or dest}). "
-                                f"Free some space. {hint}")
+        return DestinationError(
+            f"{dest}: out of space while writing ({e.strerror}: {e.filename or dest}). "
+            f"Free some space. {hint}"
+        )
     if isinstance(e, PermissionError):
         return DestinationError(f"{e.filename or dest}: {e.strerror}. {hint}")
     return storage.StorageError(f"{e}. {hint}")
@@ -290,18 +343,39 @@ class _Tally:
     shards: int
 
 
-def _execute(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], workers: int,
-             journal: ResumeJournal, progress: ProgressCallback | None) -> list[ShardDone]:
+def _execute(
+    plan: ConvertPlan,
+    source: Source,
+    done: dict[int, ShardDone],
+    workers: int,
+    journal: ResumeJournal,
+    progress: ProgressCallback | None,
+) -> list[ShardDone]:
     """Writes the shards not `done` with the local engine, recording each as it commits."""
     results = dict(done)
-    tally = _Tally(items=sum(plan.shards[i].count for i in done), bytes_in=0,
-                   bytes_out=sum(d.info.bytes for d in done.values()),
-                   skipped=len(plan.skipped) + sum(len(d.skipped) for d in done.values()), shards=len(done))
+    tally = _Tally(
+        items=sum(plan.shards[i].count for i in done),
+        bytes_in=0,
+        bytes_out=sum(d.info.bytes for d in done.values()),
+        skipped=len(plan.skipped) + sum(len(d.skipped) for d in done.values()),
+        shards=len(done),
+    )
 
     def tick() -> None:
         if progress:
-            progress(Tick(tally.items, plan.n_items, tally.bytes_in, tally.bytes_out, tally.shards,
-                          plan.n_shards, tally.skipped, plan.unit, plan.note))
+            progress(
+                Tick(
+                    tally.items,
+                    plan.n_items,
+                    tally.bytes_in,
+                    tally.bytes_out,
+                    tally.shards,
+                    plan.n_shards,
+                    tally.skipped,
+                    plan.unit,
+                    plan.note,
+                )
+            )
 
     tick()  # before any work: the plan, for the caller to show
     for step in run_local(source, [t for t in plan.shards if t.index not in done], workers):
@@ -322,18 +396,22 @@ def _load_existing(dest: str) -> Manifest | None:
     try:
         return Manifest.find(dest)
     except ManifestError as e:
-        raise DestinationError(f"{dest} holds an unreadable manifest ({e}); pick another destination") from None
+        raise DestinationError(
+            f"{dest} holds an unreadable manifest ({e}); pick another destination"
+        ) from None
 
 
 def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: ShardConfig, dest: str) -> None:
     """A new split must match the dataset it joins (`existing`: None when it joins none)."""
     if existing is None:
         return
-    for what, have, new in (("layout", existing.layout, source.layout),
-                            ("schema", existing.schema, source.schema),
-                            ("compression", existing.compression, shard_cfg.compression),
-                            ("label_offset", existing.label_offset, source.label_offset),
-                            ("class_names", existing.class_names, source.class_names)):
+    for what, have, new in (
+        ("layout", existing.layout, source.layout),
+        ("schema", existing.schema, source.schema),
+        ("compression", existing.compression, shard_cfg.compression),
+        ("label_offset", existing.label_offset, source.label_offset),
+        ("class_names", existing.class_names, source.class_names),
+    ):
         if have != new:
             raise DestinationError(
                 f"{dest} holds splits {sorted(existing.splits)} with {what} {have!r}; the new split "

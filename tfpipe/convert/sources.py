@@ -129,8 +129,9 @@ class TableRows:
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end, scan = first + count, self.scan
         for path, file_first in self.files:
-            chunks = tables.read_chunks((path,), scan.format, self.chunk_rows, scan.kinds, scan.encoding,
-                                        scan.drop_label)
+            chunks = tables.read_chunks(
+                (path,), scan.format, self.chunk_rows, scan.kinds, scan.encoding, scan.drop_label
+            )
             for frame, offset, _ in chunks:
                 if file_first + offset >= end:
                     chunks.close()
@@ -140,8 +141,9 @@ class TableRows:
                     yield piece
 
 
-def _rows_piece(shard: int, first: int, end: int, frame: Any, start: int, path: str,
-                schema: Schema) -> Piece | None:
+def _rows_piece(
+    shard: int, first: int, end: int, frame: Any, start: int, path: str, schema: Schema
+) -> Piece | None:
     """The part of a chunk (rows start.. of the table) that falls into rows first..end-1."""
     lo, hi = max(first, start), min(end, start + len(frame))
     if lo >= hi:
@@ -169,22 +171,30 @@ class TableSource:
 
     def shard_inputs(self, first: int, end: int) -> TableRows:
         starts = list(itertools.accumulate(self.scan.file_rows, initial=0))[:-1]
-        files = tuple((path, start)
-                      for path, start, n in zip(self.scan.files, starts, self.scan.file_rows, strict=True)
-                      if start < end and first < start + n)
+        files = tuple(
+            (path, start)
+            for path, start, n in zip(self.scan.files, starts, self.scan.file_rows, strict=True)
+            if start < end and first < start + n
+        )
         return TableRows(self.scan, self.chunk_rows, files)
 
     def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
         for frame, start, path in self.scan.chunks(self.chunk_rows):
             for task in tasks:
-                piece = _rows_piece(task.index, task.first, task.first + task.count, frame, start, path,
-                                    self.scan.schema)
+                piece = _rows_piece(
+                    task.index, task.first, task.first + task.count, frame, start, path, self.scan.schema
+                )
                 if piece is not None:
                     yield piece
 
 
-def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None,
-                scan_table: Callable[..., tables.TableScan] = tables.scan) -> Source:
+def open_source(
+    src: str,
+    fmt: str,
+    cfg: ConvertConfig,
+    joins: Manifest | None,
+    scan_table: Callable[..., tables.TableScan] = tables.scan,
+) -> Source:
     """Lists (and for tables, scans) the source.
 
     Args:
@@ -198,8 +208,10 @@ def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None,
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
     if cfg.label_offset not in (None, 0):
-        raise DataError(f"label_offset applies to image folders. "
-                        f"Received: label_offset={cfg.label_offset} for a {fmt} table")
+        raise DataError(
+            f"label_offset applies to image folders. "
+            f"Received: label_offset={cfg.label_offset} for a {fmt} table"
+        )
     scan = scan_table(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
     digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)

@@ -88,8 +88,14 @@ class ShardWriter:
       >>> done = w.commit()   # the shard now exists under its final name
     """
 
-    def __init__(self, dest_dir: str, name: str, compression: str = "none", spool_dir: str | None = None,
-                 strict: bool = False):
+    def __init__(
+        self,
+        dest_dir: str,
+        name: str,
+        compression: str = "none",
+        spool_dir: str | None = None,
+        strict: bool = False,
+    ):
         self.dest = storage.join(dest_dir, name)
         self.name = name
         spool = spool_dir or storage.local_spool_dir(dest_dir)
@@ -239,8 +245,12 @@ class ResumeJournal:
     def mark_done(self, done: ShardDone) -> None:
         # Not fsynced: the shard it records is, and a done-record lost or emptied by a power
         # loss only makes --resume rewrite that shard (`completed` checks every record).
-        storage.write_atomic(self._done_path(done.info.name), json.dumps(done.to_json()).encode(),
-                             overwrite=True, durable=False)
+        storage.write_atomic(
+            self._done_path(done.info.name),
+            json.dumps(done.to_json()).encode(),
+            overwrite=True,
+            durable=False,
+        )
 
     def completed(self, n_shards: int) -> dict[int, ShardDone]:
         """Shards whose done-record and file agree; everything else of this split is removed."""
