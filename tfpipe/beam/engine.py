@@ -176,7 +176,7 @@ class BeamEngine:
         self.file_rows = tuple(
             s.kept if not s.error else _count_rows(s.path, scan, chunk_rows) for s in scans
         )
-        return scan
+        return dataclasses.replace(scan, file_rows=self.file_rows)
 
     def execute(
         self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
