@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.beam.shards import file_rows
 from tfpipe.convert import tables
+from tfpipe.convert.sources import files_holding
 from tfpipe.errors import DataError
 
 
@@ -72,8 +72,8 @@ def test_a_conflict_gives_the_single_pass_error(tmp_path, frames, message):
     assert str(folded.value) == str(local.value)
 
 
-def test_file_rows_places_a_shard_in_the_files_that_hold_it():
+def test_files_holding_places_a_shard_in_the_files_that_hold_it():
     files, rows = ("a", "b", "c", "d"), (10, 0, 5, 7)
-    assert file_rows(files, rows, 0, 10) == (("a", 0),)
-    assert file_rows(files, rows, 8, 13) == (("a", 0), ("c", 10))
-    assert file_rows(files, rows, 15, 22) == (("d", 15),)
+    assert files_holding(files, rows, 0, 10) == (("a", 0),)
+    assert files_holding(files, rows, 8, 13) == (("a", 0), ("c", 10))
+    assert files_holding(files, rows, 15, 22) == (("d", 15),)

@@ -23,11 +23,11 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.beam import tablescan
 from tfpipe.beam.deps import require_beam
-from tfpipe.beam.shards import FileRows, file_rows, run_task, save_task
+from tfpipe.beam.shards import run_task, save_task
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.plan import ConvertPlan, ShardTask
 from tfpipe.convert.run import Tick
-from tfpipe.convert.sources import Source
+from tfpipe.convert.sources import Source, TableRows
 from tfpipe.convert.tables import TableScan, read_chunks, table_files
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, TfpipeError
@@ -209,10 +209,7 @@ class BeamEngine:
         scan = getattr(source, "scan", None)
         if not isinstance(scan, TableScan):
             return task
-        files = file_rows(scan.files, self.file_rows, task.first, task.first + task.count)
-        rows = FileRows(
-            files, scan.format, scan.schema, scan.kinds, self.cfg.chunk_rows, scan.encoding, scan.drop_label
-        )
+        rows = TableRows.of(scan, self.cfg.chunk_rows, self.file_rows, task.first, task.first + task.count)
         return dataclasses.replace(task, inputs=rows)
 
     def _tick(self, plan: ConvertPlan, done: dict[int, ShardDone]) -> None:
