@@ -118,7 +118,8 @@ def merge(
         return local.scan(src, fmt, chunk_rows, label, missing, missing_label, encoding)
     drops = {s.path: (s.dropped, list(s.dropped_rows)) for s in scans if s.dropped}
     total, kept = sum(s.total for s in scans), sum(s.kept for s in scans)
-    return local._finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    out = local._finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    return dataclasses.replace(out, file_rows=tuple(s.kept for s in scans))
 
 
 def _fold(scans: list[FileScan]) -> dict[str, local._Column] | None:
