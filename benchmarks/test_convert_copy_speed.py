@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from pagecache import evict, raw_read
 from paired import ratio
 
 import tfpipe
@@ -42,26 +43,9 @@ N_ROUNDS = int(os.environ.get("TFPIPE_BENCH_ROUNDS", "5"))
 TARGET = 0.7
 
 
-def evict(paths: list[str]) -> None:
-    """Drops the files from the page cache, so the next read comes from the disk."""
-    os.sync()
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
 def cpu_seconds() -> float:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
-def raw_read(paths: list[str]) -> None:
-    for p in paths:
-        with open(p, "rb") as f:
-            f.read()
 
 
 def timed(fn: Callable[[], object], paths: list[str]) -> tuple[float, float]:
@@ -78,6 +62,7 @@ def measure(src: str, paths: list[str], out: str, rounds: int, workers: tuple[in
             dest = os.path.join(out, f"copy_w{w}")
             shutil.rmtree(dest, ignore_errors=True)
             return tfpipe.convert(src, dest, num_shards=8, workers=w, check="header")
+
         return run
 
     contenders = {"raw_read": lambda: raw_read(paths), **{f"copy_w{w}": convert(w) for w in workers}}
@@ -87,10 +72,14 @@ def measure(src: str, paths: list[str], out: str, rounds: int, workers: tuple[in
         for name in names if r % 2 == 0 else reversed(names):
             times[name].append(timed(contenders[name], paths))
     n = len(paths)
-    report = {name: {"wall_s": round(statistics.median(w for w, _ in t), 3),
-                     "files_per_s": round(n / statistics.median(w for w, _ in t), 1),
-                     "cpu_ms_per_file": round(1000 * statistics.median(c for _, c in t) / n, 3)}
-              for name, t in times.items()}
+    report = {
+        name: {
+            "wall_s": round(statistics.median(w for w, _ in t), 3),
+            "files_per_s": round(n / statistics.median(w for w, _ in t), 1),
+            "cpu_ms_per_file": round(1000 * statistics.median(c for _, c in t) / n, 3),
+        }
+        for name, t in times.items()
+    }
     for w in workers:
         # speed ratio = raw-read time / copy time, paired by round
         interval = ratio([t for t, _ in times["raw_read"]], [t for t, _ in times[f"copy_w{w}"]])
@@ -103,8 +92,9 @@ def make_folder(root: str) -> tuple[str, list[str]]:
     src = os.path.join(root, "train")
     done = os.path.join(root, f".made-{N_IMAGES}")
     if os.path.exists(done):
-        return src, sorted(os.path.join(src, c, n) for c in os.listdir(src)
-                           for n in os.listdir(os.path.join(src, c)))
+        return src, sorted(
+            os.path.join(src, c, n) for c in os.listdir(src) for n in os.listdir(os.path.join(src, c))
+        )
     shutil.rmtree(src, ignore_errors=True)
     paths = fake_data.write_image_folder(src, classes=8, per_class=N_IMAGES // 8, workers=os.cpu_count() or 1)
     open(done, "w").close()

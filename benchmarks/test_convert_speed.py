@@ -15,6 +15,7 @@ import os
 import time
 
 import pytest
+from pagecache import evict, raw_read
 
 import tfpipe
 from tfpipe.testing import fake_data
@@ -33,27 +34,10 @@ def folder(tmp_path_factory):
 
 def _timed(fn, cold=None):
     if cold:
-        os.sync()
-        _evict(cold)
+        evict(cold)
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
-
-
-def _raw_read(paths):
-    for p in paths:
-        with open(p, "rb") as f:
-            f.read()
-
-
-def _evict(paths):
-    """Drops the source files from the page cache, so every contender reads them from disk."""
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def _naive(paths, out):
@@ -62,11 +46,16 @@ def _naive(paths, out):
     tf = load()  # imported before the clock starts, in the test
     with tf.io.TFRecordWriter(out) as w:
         for i, p in enumerate(paths):
-            data = open(p, "rb").read()
-            ex = tf.train.Example(features=tf.train.Features(feature={
-                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
-                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 8])),
-            }))
+            with open(p, "rb") as f:
+                data = f.read()
+            ex = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+                        "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 8])),
+                    }
+                )
+            )
             w.write(ex.SerializeToString())
 
 
@@ -78,8 +67,8 @@ def test_convert_throughput(benchmark, folder, tmp_path):
     rates = {}
     # Every contender starts with the sources evicted from the page cache: raw read bandwidth
     # is the disk's, as it is for a real conversion.
-    rates["raw_read"] = min(_timed(lambda: _raw_read(paths), cold=paths) for _ in range(3))
-    rates["raw_read_warm"] = min(_timed(lambda: _raw_read(paths)) for _ in range(3))
+    rates["raw_read"] = min(_timed(lambda: raw_read(paths), cold=paths) for _ in range(3))
+    rates["raw_read_warm"] = min(_timed(lambda: raw_read(paths)) for _ in range(3))
     rates["naive_tf_writer"] = _timed(lambda: _naive(paths, str(tmp_path / "naive.tfrecord")), cold=paths)
 
     def run(name, **options):
@@ -91,17 +80,31 @@ def test_convert_throughput(benchmark, folder, tmp_path):
     run("copy_w1", workers=1, check="header")
     run(f"copy_w{WORKERS}", workers=WORKERS, check="header")
     run("reencode_w1", workers=1, resize_shorter=RESIZE)
-    benchmark.pedantic(lambda: run(f"reencode_w{WORKERS}", workers=WORKERS, resize_shorter=RESIZE,
-                                   overwrite=True), rounds=1, iterations=1)
+    benchmark.pedantic(
+        lambda: run(f"reencode_w{WORKERS}", workers=WORKERS, resize_shorter=RESIZE, overwrite=True),
+        rounds=1,
+        iterations=1,
+    )
     n = len(paths)
-    report = {k: {"images_per_s": round(n / t, 1), "MB_per_s": round(total / t / 1e6, 1)} for k, t in rates.items()}
+    report = {
+        k: {"images_per_s": round(n / t, 1), "MB_per_s": round(total / t / 1e6, 1)} for k, t in rates.items()
+    }
     scaling = rates["reencode_w1"] / rates[f"reencode_w{WORKERS}"]
     copy_vs_read = rates["raw_read"] / min(rates["copy_w1"], rates[f"copy_w{WORKERS}"])
-    benchmark.extra_info.update(report | {"reencode_scaling": round(scaling, 2), "workers": WORKERS,
-                                          "copy_vs_raw_read": round(copy_vs_read, 3), "images": n,
-                                          "mean_kb": round(total / n / 1e3, 1)})
+    benchmark.extra_info.update(
+        report
+        | {
+            "reencode_scaling": round(scaling, 2),
+            "workers": WORKERS,
+            "copy_vs_raw_read": round(copy_vs_read, 3),
+            "images": n,
+            "mean_kb": round(total / n / 1e3, 1),
+        }
+    )
     print()
     for k, v in report.items():
         print(f"{k:>16}: {v['images_per_s']:>9} img/s {v['MB_per_s']:>8} MB/s")
-    print(f"re-encode scaling {scaling:.2f}x with {WORKERS} workers (target >= {0.85 * WORKERS:.2f}); "
-          f"copy at {copy_vs_read:.3f} of raw read bandwidth (target >= 0.7)")
+    print(
+        f"re-encode scaling {scaling:.2f}x with {WORKERS} workers (target >= {0.85 * WORKERS:.2f}); "
+        f"copy at {copy_vs_read:.3f} of raw read bandwidth (target >= 0.7)"
+    )

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from _gcs_faults import lose_commit_reply
 
 from tfpipe import storage
 
@@ -64,9 +65,7 @@ def test_gcs_duplicate_same_bytes_is_success_other_bytes_an_error(gcs_bucket, lo
 @pytest.mark.gcs
 def test_gcs_lost_reply_then_retry_is_success(gcs_bucket, local_gcs, tmp_path):
     dest = gcs_bucket + "/out/train-00000-of-00001"
-    with local_gcs.inject_faults(
-        503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0", route="plain", lose_reply=True
-    ) as lost:
+    with lose_commit_reply(local_gcs) as lost:
         storage.commit_file(spooled(tmp_path, b"shard bytes"), dest)
     assert lost.served == 1 and storage.read_bytes(dest) == b"shard bytes"
 

@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _gcs_faults import lose_commit_reply
 
 pytest.importorskip("apache_beam")
 
@@ -226,14 +227,7 @@ def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, 
     with (
         local_gcs.recording() as requests,
         local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType", route="plain"),
-        local_gcs.inject_faults(
-            503,
-            count=1,
-            methods=("POST",),
-            path_contains="ifGenerationMatch=0",
-            route="plain",
-            lose_reply=True,
-        ) as lost,
+        lose_commit_reply(local_gcs) as lost,
     ):
         m = beam(tree, dest, num_shards=4)
     assert lost.served == 1

@@ -1,15 +1,13 @@
 """The table's first pass one file at a time, folded in file order, equals the local engine's
 single pass: the same TableScan, or the same error. No Beam needed: plain files and values."""
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.beam.shards import file_rows
 from tfpipe.convert import tables
+from tfpipe.convert.sources import files_holding
 from tfpipe.errors import DataError
 
 
@@ -50,8 +48,7 @@ def test_fold_equals_the_single_pass(tmp_path, case):
     drop = {"label": "y", "missing_label": "drop"} if case == "dropped null labels" else {}
     local = tables.scan(src, "csv", 4, drop.get("label"), "fill", drop.get("missing_label", "error"), "utf-8")
     scan, scans = by_files(src, **drop)
-    same_counts = {f: getattr(scan, f) for f in ("file_rows",) if hasattr(local, f)}  # compared below
-    assert scan == dataclasses.replace(local, **same_counts)
+    assert scan == local  # file_rows included: both engines place rows in shards alike
     assert sum(s.kept for s in scans) == local.rows
 
 
@@ -72,8 +69,8 @@ def test_a_conflict_gives_the_single_pass_error(tmp_path, frames, message):
     assert str(folded.value) == str(local.value)
 
 
-def test_file_rows_places_a_shard_in_the_files_that_hold_it():
+def test_files_holding_places_a_shard_in_the_files_that_hold_it():
     files, rows = ("a", "b", "c", "d"), (10, 0, 5, 7)
-    assert file_rows(files, rows, 0, 10) == (("a", 0),)
-    assert file_rows(files, rows, 8, 13) == (("a", 0), ("c", 10))
-    assert file_rows(files, rows, 15, 22) == (("d", 15),)
+    assert files_holding(files, rows, 0, 10) == (("a", 0),)
+    assert files_holding(files, rows, 8, 13) == (("a", 0), ("c", 10))
+    assert files_holding(files, rows, 15, 22) == (("d", 15),)

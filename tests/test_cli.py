@@ -51,8 +51,10 @@ def test_import_and_help_do_not_start_tensorflow():
     assert out.returncode == 0, out.stderr
 
 
-def _without_tf_log_settings():
-    return {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+def _python_without_tf_log_settings(code):
+    """Runs `code` in a fresh Python whose environment sets none of TensorFlow's log variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
 
 
 def test_tensorflow_log_noise_is_hidden_by_the_cli():
@@ -66,9 +68,7 @@ def test_tensorflow_log_noise_is_hidden_by_the_cli():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ['TF_CPP_MIN_LOG_LEVEL'], t.get_logger().level)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings()
-    )
+    out = _python_without_tf_log_settings(code)
     assert out.returncode == 0 and out.stdout.split() == ["3", "3", str(logging.ERROR)], out.stderr
     for noise in ("cuInit", "cuda_platform", "cudart_stub", "oneDNN", "absl::InitializeLog"):
         assert noise not in out.stderr
@@ -82,9 +82,7 @@ def test_library_leaves_tensorflow_logging_as_the_user_set_it():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ.get('TF_CPP_MIN_LOG_LEVEL'), t.get_logger().level)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings()
-    )
+    out = _python_without_tf_log_settings(code)
     assert out.returncode == 0 and out.stdout.split() == ["3", "None", str(logging.INFO)], out.stderr
 
 

@@ -47,22 +47,14 @@ def ids_in(path):
         return [decode_example(r)["id"][0] for r in read_records(f, where=path)]
 
 
+def convert_cmd(table, dest, *extra):
+    """`tfpipe convert` of `table` into SHARDS shards, as a command line."""
+    return [sys.executable, "-m", "tfpipe", "convert", table, dest, "--num-shards", str(SHARDS), *extra]
+
+
 def start_convert(table, dest, *extra):
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            table,
-            dest,
-            "--num-shards",
-            str(SHARDS),
-            "--workers",
-            "1",
-            "--quiet",
-            *extra,
-        ],
+        convert_cmd(table, dest, "--workers", "1", "--quiet", *extra),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -97,22 +89,7 @@ def test_kill9_then_resume_gives_every_row_exactly_once(table, reference, tmp_pa
     kill_after_done(proc, dest, 2)
     assert len(assert_nothing_wrong_visible(dest)) >= 3
 
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            table,
-            dest,
-            "--num-shards",
-            str(SHARDS),
-            "--chunk-rows",
-            "500",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    refused = subprocess.run(convert_cmd(table, dest, "--chunk-rows", "500"), capture_output=True, text=True)
     assert refused.returncode == 1
     assert "interrupted conversion of split 'train'" in refused.stderr and "--resume" in refused.stderr
 

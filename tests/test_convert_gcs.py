@@ -12,6 +12,7 @@ import time
 
 import pandas as pd
 import pytest
+from _gcs_faults import lose_commit_reply
 
 import tfpipe
 from tfpipe import storage
@@ -95,14 +96,7 @@ def test_lost_upload_reply_is_not_a_conflict(tree, gcs_bucket, local_gcs, local_
     same bytes there, and goes on."""
     with (
         local_gcs.recording() as requests,
-        local_gcs.inject_faults(
-            503,
-            count=1,
-            methods=("POST",),
-            path_contains="ifGenerationMatch=0",
-            route="plain",
-            lose_reply=True,
-        ) as lost,
+        lose_commit_reply(local_gcs) as lost,
     ):
         m = tfpipe.convert(tree[0], gcs_bucket + "/lost", num_shards=3, workers=1)
     assert lost.served == 1

@@ -12,7 +12,6 @@ The driver then reads the done-records back and writes the manifest once, last.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import shlex
@@ -23,12 +22,12 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.beam import tablescan
 from tfpipe.beam.deps import require_beam
-from tfpipe.beam.shards import FileRows, file_rows, run_task, save_task
+from tfpipe.beam.shards import run_task, save_task
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.plan import ConvertPlan, ShardTask
+from tfpipe.convert.plan import ConvertPlan
 from tfpipe.convert.run import Tick
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables import TableScan, read_chunks, table_files
+from tfpipe.convert.tables import TableScan, table_files
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, TfpipeError
 
@@ -140,7 +139,6 @@ class BeamEngine:
     ):
         self.cfg, self.options, self.progress = cfg, pipeline_options(options, cfg.n_workers), progress
         self.dest, self.split = dest, split
-        self.file_rows: tuple[int, ...] = ()  # each table file's rows to write, from `scan_table`
 
     def scan_table(
         self,
@@ -152,7 +150,7 @@ class BeamEngine:
         missing_label: str = "error",
         encoding: str = "utf-8",
     ) -> TableScan:
-        """`tables.scan` as a Beam stage, one file per worker; keeps each file's rows to write."""
+        """`tables.scan` as a Beam stage, one file per worker, with each file's rows to write."""
         files = tuple(table_files(src, fmt))
         outs = [
             storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
@@ -172,11 +170,7 @@ class BeamEngine:
             scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
         finally:
             _each(storage.remove, outs)
-        scan = tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
-        self.file_rows = tuple(
-            s.kept if not s.error else _count_rows(s.path, scan, chunk_rows) for s in scans
-        )
-        return dataclasses.replace(scan, file_rows=self.file_rows)
+        return tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
 
     def execute(
         self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
@@ -187,7 +181,7 @@ class BeamEngine:
           StorageError: the pipeline ended but a shard has no done-record.
         """
         self._tick(plan, done)
-        tasks = [self._portable(t, source) for t in plan.shards if t.index not in done]
+        tasks = [t for t in plan.shards if t.index not in done]
         paths = _each(save_task, tasks)
         try:
             if paths:
@@ -204,17 +198,6 @@ class BeamEngine:
         self._tick(plan, results)
         return [results[i] for i in range(plan.n_shards)]
 
-    def _portable(self, task: ShardTask, source: Source) -> ShardTask:
-        """The task with inputs a worker can read: a table shard's rows by the files holding them."""
-        scan = getattr(source, "scan", None)
-        if not isinstance(scan, TableScan):
-            return task
-        files = file_rows(scan.files, self.file_rows, task.first, task.first + task.count)
-        rows = FileRows(
-            files, scan.format, scan.schema, scan.kinds, self.cfg.chunk_rows, scan.encoding, scan.drop_label
-        )
-        return dataclasses.replace(task, inputs=rows)
-
     def _tick(self, plan: ConvertPlan, done: dict[int, ShardDone]) -> None:
         if self.progress:
             items = sum(plan.shards[i].count for i in done)
@@ -223,9 +206,3 @@ class BeamEngine:
             self.progress(
                 Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit, plan.note)
             )
-
-
-def _count_rows(path: str, scan: TableScan, chunk_rows: int) -> int:
-    """A file's rows to write, counted here: only for a file whose own scan stopped early."""
-    chunks = read_chunks((path,), scan.format, chunk_rows, scan.kinds, scan.encoding, scan.drop_label)
-    return sum(len(frame) for frame, _, _ in chunks)

@@ -5,7 +5,7 @@ small hidden JSON file in the destination (`save_task`) and the pipeline carries
 path: a plan of millions of images never travels inside the job graph. JSON, not pickle:
 nobody who can write to the destination can make a worker run code.
 
-A table shard's rows are read from the files that hold them alone (`FileRows`), located by
+A table shard's rows are read from the files that hold them alone (`TableRows`), located by
 the per-file row counts of the table's first pass, as the same chunks the local engine reads.
 
 `run_task` writes one shard with the local engine's `write_shard` (same bytes), then its
@@ -17,69 +17,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.encode import ImageItem, Piece, TableTask
+from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.engine import write_shard
 from tfpipe.convert.plan import ShardTask
-from tfpipe.convert.sources import ImageInputs
-from tfpipe.convert.tables import read_chunks
+from tfpipe.convert.sources import ImageInputs, TableRows
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
 from tfpipe.schema import Schema
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class FileRows:
-    """The rows of one table shard: (file, index of the file's first written row) of each file
-    holding some of them, and how to read those files as the local engine does."""
-
-    files: tuple[tuple[str, int], ...]
-    fmt: str
-    schema: Schema
-    kinds: dict[str, str]
-    chunk_rows: int
-    encoding: str
-    drop_label: str | None
-
-    def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
-        end = first + count
-        for path, file_first in self.files:
-            chunks = read_chunks(
-                (path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label
-            )
-            for frame, offset, _ in chunks:
-                start = file_first + offset
-                if start >= end:
-                    chunks.close()
-                    return
-                lo, hi = max(first, start), min(end, start + len(frame))
-                if lo < hi:
-                    rows = frame.iloc[lo - start : hi - start]
-                    yield Piece(shard, lo, TableTask(rows, lo, self.schema, path))
-
-
-def file_rows(
-    files: tuple[str, ...], rows: tuple[int, ...], first: int, end: int
-) -> tuple[tuple[str, int], ...]:
-    """(file, index of its first written row) of the files holding rows first..end-1."""
-    out, start = [], 0
-    for path, n in zip(files, rows, strict=True):
-        if n and start < end and first < start + n:
-            out.append((path, start))
-        start += n
-    return tuple(out)
 
 
 def task_to_json(task: ShardTask) -> dict[str, Any]:
     inputs = task.inputs
     if isinstance(inputs, ImageInputs):
         body = {"kind": "images", **dataclasses.asdict(inputs)}
-    elif isinstance(inputs, FileRows):
+    elif isinstance(inputs, TableRows):
         body = {"kind": "rows", **dataclasses.asdict(inputs), "schema": inputs.schema.to_json()}
     else:
-        raise TypeError(f"Expected ImageInputs or FileRows. Received: {type(inputs).__name__}")
+        raise TypeError(f"Expected ImageInputs or TableRows. Received: {type(inputs).__name__}")
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
     return fields | {"inputs": body}
 
@@ -90,7 +46,7 @@ def task_from_json(obj: dict[str, Any]) -> ShardTask:
         inputs: Any = ImageInputs(tuple(ImageItem(**i) for i in body.pop("items")), **body)
     else:
         files = tuple((str(p), int(i)) for p, i in body.pop("files"))
-        inputs = FileRows(files, schema=Schema.from_json(body.pop("schema")), **body)
+        inputs = TableRows(files, schema=Schema.from_json(body.pop("schema")), **body)
     return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfpipe.convert import csvfile
 from tfpipe.convert import tables as local
 from tfpipe.errors import DataError
 
@@ -60,28 +59,10 @@ def scan_file(
 ) -> FileScan:
     """The local engine's first pass over one file, as if it were the only one."""
     columns: dict[str, local._Column] = {}
-    total = kept = dropped = 0
-    listed: list[int] = []
     try:
-        if fmt == "csv":
-            csvfile.check_shape(path, encoding)
-        for chunk in local.file_chunks(path, fmt, chunk_rows, None, encoding):
-            if not columns:
-                columns = {str(c): local._Column(str(c)) for c in chunk.columns}
-                if label is not None and label not in columns:
-                    raise DataError(f"label column {label!r} not found")
-            elif [str(c) for c in chunk.columns] != list(columns):
-                raise DataError("columns differ between chunks")
-            total += len(chunk)
-            if label is not None:
-                null = local._label_nulls(chunk, label, missing_label, path)
-                if null.any():
-                    dropped += int(null.sum())
-                    listed = (listed + chunk.index[null].tolist())[: local._LISTED_DROPS]
-                    chunk = chunk[~null]
-            kept += len(chunk)
-            for c, column in columns.items():
-                column.add(chunk[c], path, fmt == "csv" and first_file)
+        total, kept, dropped, listed = local.scan_file(
+            path, path, fmt, chunk_rows, label, missing_label, encoding, first_file, columns
+        )
     except DataError as e:
         return FileScan(path, error=str(e))
     fields = tuple(dataclasses.asdict(c) for c in columns.values())
@@ -137,7 +118,8 @@ def merge(
         return local.scan(src, fmt, chunk_rows, label, missing, missing_label, encoding)
     drops = {s.path: (s.dropped, list(s.dropped_rows)) for s in scans if s.dropped}
     total, kept = sum(s.total for s in scans), sum(s.kept for s in scans)
-    return local._finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    out = local._finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    return dataclasses.replace(out, file_rows=tuple(s.kept for s in scans))
 
 
 def _fold(scans: list[FileScan]) -> dict[str, local._Column] | None:

@@ -138,33 +138,7 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
         consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {rate_short(consumer)}/s"
     )
     if needed:
-        note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
-        if needed == shown:
-            ax2.axvline(needed, color=_WORST, linestyle="-.", linewidth=1.4)
-            ax2.text(
-                needed - 0.02 * x_max,
-                0.62,
-                note.replace(" (", "\n("),
-                color=_WORST,
-                fontsize=10,
-                fontweight="bold",
-                ha="right",
-                va="center",
-                transform=ax2.get_xaxis_transform(),
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85},
-            )
-        else:
-            ax2.text(
-                0.97,
-                0.5,
-                f"{note}:\noff the chart",
-                color=_WORST,
-                fontsize=10,
-                fontweight="bold",
-                ha="right",
-                va="center",
-                transform=ax2.transAxes,
-            )
+        _cores_needed_note(ax2, report, shown, x_max)
     ax2.set_xlim(0, x_max * 1.05)
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     if log_y:
@@ -180,3 +154,35 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     )
     ax2.grid(alpha=0.3)
     ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
+
+
+def _cores_needed_note(ax2: Any, report: Report, shown: int, x_max: float) -> None:
+    """Marks the cores needed at x = needed, or says it lies off the chart (past `shown`)."""
+    needed = report.cores.cores
+    note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
+    if needed == shown:
+        ax2.axvline(needed, color=_WORST, linestyle="-.", linewidth=1.4)
+        ax2.text(
+            needed - 0.02 * x_max,
+            0.62,
+            note.replace(" (", "\n("),
+            color=_WORST,
+            fontsize=10,
+            fontweight="bold",
+            ha="right",
+            va="center",
+            transform=ax2.get_xaxis_transform(),
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+        )
+    else:
+        ax2.text(
+            0.97,
+            0.5,
+            f"{note}:\noff the chart",
+            color=_WORST,
+            fontsize=10,
+            fontweight="bold",
+            ha="right",
+            va="center",
+            transform=ax2.transAxes,
+        )

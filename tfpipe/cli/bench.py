@@ -51,8 +51,6 @@ def _positive(kind: type) -> object:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from tfpipe.bench.config import MODELS, PIPELINES
-
     p = sub.add_parser(
         "bench",
         help="is training input-bound? producer vs accelerator, bottleneck stage, cores needed",
@@ -63,23 +61,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--pipeline", default="imagenet", choices=PIPELINES, help="the preset (default: imagenet)")
-    p.add_argument(
+    _add_input_flags(p.add_argument_group("input"))
+    _add_consumer_flags(p.add_argument_group("consumer (one of)"))
+    _add_measure_flags(p.add_argument_group("measurement"))
+    _add_output_flags(p.add_argument_group("output"))
+    add_common(p)
+    p.set_defaults(run=run)
+
+
+def _add_input_flags(g: argparse._ArgumentGroup) -> None:
+    from tfpipe.bench.config import PIPELINES
+
+    g.add_argument("--pipeline", default="imagenet", choices=PIPELINES, help="the preset (default: imagenet)")
+    g.add_argument(
         "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
     )
-    p.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
-    p.add_argument(
+    g.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
+    g.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
+    g.add_argument(
         "--batch-size",
         type=_positive(int),
         help="global batch (default: 128 imagenet, 1024 tabular, per host)",
     )
-    p.add_argument(
+    g.add_argument(
         "--hosts",
         type=_positive(int),
         default=1,
         help="hosts training together; each gets batch/hosts (default: 1)",
     )
-    who = p.add_mutually_exclusive_group()
+
+
+def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
+    from tfpipe.bench.config import MODELS
+
+    who = g.add_mutually_exclusive_group()
     who.add_argument(
         "--step-time-ms",
         type=_step_time,
@@ -96,55 +111,58 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="consumer: a published throughput (see --list-accelerators); default: the preset's row",
     )
-    p.add_argument(
+    g.add_argument(
         "--list-accelerators", action="store_true", help="print the reference table with sources and exit"
     )
-    p.add_argument(
+
+
+def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--seconds", type=_positive(float), default=3.0, help="timed window per measurement (default: 3)"
     )
-    p.add_argument(
+    g.add_argument(
         "--warmup",
         type=float,
         metavar="S",
         help="warm-up after the first batch, before each window (default: max(1, seconds/2))",
     )
-    p.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
-    p.add_argument(
-        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
-    )
-    p.add_argument(
+    g.add_argument(
         "--simulate",
         action="store_true",
         help="also run against a consumer sleeping the step time; measure input wait",
     )
-    p.add_argument(
+    g.add_argument(
         "--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input"
     )
-    p.add_argument(
-        "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
-    )
-    p.add_argument(
+    g.add_argument(
         "--compare",
         action="store_true",
         help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused "
         "map, batch, prefetch) on the same data; print the ratio",
     )
-    p.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
-    p.add_argument(
+    g.add_argument(
         "--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)"
     )
-    p.add_argument(
+    g.add_argument(
         "--worker-cores",
         type=_positive(int),
         help="cores per tf.data service worker for the estimate (default: this host's)",
     )
-    p.add_argument(
+
+
+def _add_output_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
+    g.add_argument(
+        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
+    )
+    g.add_argument(
+        "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
+    )
+    g.add_argument(
         "--fail-if-input-bound",
         action="store_true",
         help=f"exit {EXIT_INPUT_BOUND} unless the verdict is not_input_bound (for CI)",
     )
-    add_common(p)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

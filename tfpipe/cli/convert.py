@@ -6,10 +6,16 @@ import argparse
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
+
+if TYPE_CHECKING:
+    from tfpipe.convert import Tick
+    from tfpipe.manifest import Manifest
 
 EXAMPLES = """examples:
   tfpipe convert ILSVRC/Data/CLS-LOC/train gs://my-bucket/imagenet --num-shards 1024
@@ -33,90 +39,114 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("src", help="image folder tree, flat validation folder, or CSV/Parquet file or folder")
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
-    p.add_argument(
+    _add_source_flags(p.add_argument_group("source"))
+    _add_shard_flags(p.add_argument_group("shards"))
+    _add_image_flags(p.add_argument_group("images"))
+    _add_table_flags(p.add_argument_group("tables"))
+    _add_engine_flags(p.add_argument_group("engine"))
+    _add_run_flags(p.add_argument_group("run"))
+    add_common(p)
+    p.set_defaults(run=run)
+
+
+def _add_source_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--format",
         default="auto",
         choices=["auto", "imagenet", "images", "csv", "parquet"],
         help="source format (default: auto, by content)",
     )
-    p.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
-    p.add_argument("--num-shards", type=int, help="exact number of shards (counts differ by at most one)")
-    p.add_argument(
+    g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
+    g.add_argument(
+        "--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)"
+    )
+    g.add_argument(
+        "--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder"
+    )
+
+
+def _add_shard_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--num-shards", type=int, help="exact number of shards (counts differ by at most one)")
+    g.add_argument(
         "--shard-size",
         default="128MiB",
         help="target shard size when --num-shards is not given (default: 128MiB)",
     )
-    p.add_argument("--workers", type=int, help="encoding processes (default: all cores)")
-    p.add_argument("--compression", default="none", choices=["none", "gzip"], help="shard compression")
-    p.add_argument(
+    g.add_argument("--compression", default="none", choices=["none", "gzip"], help="shard compression")
+    g.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
+
+
+def _add_image_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--resize-shorter",
         type=int,
         metavar="PX",
         help="re-encode images whose shorter side is larger than PX",
     )
-    p.add_argument("--quality", type=int, default=90, help="JPEG quality for re-encoded images (default: 90)")
-    p.add_argument(
+    g.add_argument("--quality", type=int, default=90, help="JPEG quality for re-encoded images (default: 90)")
+    g.add_argument(
         "--check",
         default="decode",
         choices=["decode", "header"],
         help="how RGB JPEGs that pass through unchanged are checked: decode (default; "
         "finds any damage) or header (structure only: bytes are just copied, ~10x faster)",
     )
-    p.add_argument("--label", metavar="COLUMN", help="the label column of a table")
-    p.add_argument(
+    g.add_argument(
+        "--strict", action="store_true", help="fail on an undecodable image instead of skipping it"
+    )
+
+
+def _add_table_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--label", metavar="COLUMN", help="the label column of a table")
+    g.add_argument(
         "--missing",
         default="error",
         choices=["error", "fill"],
         help="nulls in tables: fail (default) or fill with a default plus a <column>/missing mask",
     )
-    p.add_argument(
+    g.add_argument(
         "--missing-label",
         default="error",
         choices=["error", "drop"],
         help="nulls in the --label column: fail (default; a label is never filled) or drop "
         "those rows (counted in the manifest and the summary)",
     )
-    p.add_argument(
+    g.add_argument(
         "--encoding",
         default="utf-8",
         help="text encoding of CSV files, e.g. latin-1 or utf-16 (default: utf-8)",
     )
-    p.add_argument(
-        "--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)"
-    )
-    p.add_argument(
-        "--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
-    p.add_argument(
+    g.add_argument(
         "--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)"
     )
-    p.add_argument(
-        "--strict", action="store_true", help="fail on an undecodable image instead of skipping it"
-    )
-    p.add_argument(
+
+
+def _add_engine_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--engine",
         default="local",
         choices=["local", "beam"],
         help="local: a process pool here (default); beam: Apache Beam (needs the beam extra), the same bytes",
     )
-    p.add_argument(
+    g.add_argument("--workers", type=int, help="encoding processes (default: all cores)")
+    g.add_argument(
         "--beam-options",
         metavar="FLAGS",
         help="Beam pipeline options for --engine beam, one quoted string after '=' "
         '(--beam-options="--runner=DataflowRunner ..."; default: the DirectRunner with '
         "--workers processes)",
     )
-    p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
-    p.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
-    p.add_argument(
+
+
+def _add_run_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    g.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
+    g.add_argument(
         "--break-lock",
         action="store_true",
         help="take over a gs:// DEST's lock left by a dead run on another host "
         "(a dead run on this host is detected without it)",
     )
-    add_common(p)
-    p.set_defaults(run=run)
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -155,56 +185,62 @@ _OPTIONS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe.convert import Tick, convert
+    from tfpipe.convert import convert
 
     signal.signal(signal.SIGTERM, _terminated)
     out = console(args.quiet)
-    shown: list[str] = []
-
-    def show_plan(t: Tick) -> None:
-        if t.plan and not shown:
-            shown.append(t.plan)
-            out.print(f"{args.src}: {t.plan}")
-
     options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
-    if args.quiet or not out.is_terminal:
-        last = [0.0]
 
-        def progress(t: Tick) -> None:
-            show_plan(t)
-            now = time.monotonic()
-            if now - last[0] >= 5 or t.items_done == t.items_total:
-                last[0] = now
-                out.print(f"{t.items_done}/{t.items_total} {t.unit}, {t.shards_done}/{t.shards_total} shards")
-
-        manifest = convert(
+    def convert_with(progress: Callable[[Tick], None]) -> Manifest:
+        return convert(
             args.src,
             args.dest,
             resume=args.resume,
             overwrite=args.overwrite,
             break_lock=args.break_lock,
-            progress=progress,
+            progress=_showing_plan(out, args.src, progress),
             **options,
         )
+
+    if args.quiet or not out.is_terminal:
+        manifest = convert_with(_progress_lines(out))
     else:
         from tfpipe.cli.render import ConvertProgressBar
 
         with ConvertProgressBar(out) as bar:
+            manifest = convert_with(bar.update)
+    _print_summary(out, manifest, args.split)
+    return 0
 
-            def progress(t: Tick) -> None:
-                show_plan(t)
-                bar.update(t)
 
-            manifest = convert(
-                args.src,
-                args.dest,
-                resume=args.resume,
-                overwrite=args.overwrite,
-                break_lock=args.break_lock,
-                progress=progress,
-                **options,
-            )
-    split = manifest.split(args.split)
+def _showing_plan(out, src: str, progress: Callable[[Tick], None]) -> Callable[[Tick], None]:
+    """Wraps `progress` to print the conversion's plan once, from the first tick that has it."""
+    shown: list[str] = []
+
+    def show_plan_then(t: Tick) -> None:
+        if t.plan and not shown:
+            shown.append(t.plan)
+            out.print(f"{src}: {t.plan}")
+        progress(t)
+
+    return show_plan_then
+
+
+def _progress_lines(out) -> Callable[[Tick], None]:
+    """Progress as a plain line every 5 s and at the end (for --quiet and non-terminals)."""
+    last = [0.0]
+
+    def progress(t: Tick) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 5 or t.items_done == t.items_total:
+            last[0] = now
+            out.print(f"{t.items_done}/{t.items_total} {t.unit}, {t.shards_done}/{t.shards_total} shards")
+
+    return progress
+
+
+def _print_summary(out, manifest: Manifest, split_name: str) -> None:
+    split = manifest.split(split_name)
     dropped = split.dropped_rows
     left_out = (
         f"{dropped:,} row{'' if dropped == 1 else 's'} dropped"
@@ -217,4 +253,3 @@ def run(args: argparse.Namespace) -> int:
     )
     for s in split.skipped:
         out.print(f"  {'' if manifest.layout == 'table' else 'skipped '}{s.input}: {s.reason}")
-    return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -114,31 +113,58 @@ class ImageSource:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TableRows:
-    """The rows of one shard, read on demand from the files that hold them.
+    """The rows of one shard, read on demand from the files that hold them, as the local
+    engine reads them (the same chunks, so the pieces are alike). Plain values only: a Beam
+    worker gets them as JSON (`beam.shards`).
 
     Attributes:
-      scan: the table's first pass (files, format, column kinds, encoding, dropped label).
-      chunk_rows: rows per chunk read, as the local engine reads them, so pieces are alike.
       files: (file, index of its first written row) of each file holding rows of the shard.
+      fmt, schema, kinds, encoding, drop_label: the table's, from its first pass.
+      chunk_rows: rows per chunk read.
     """
 
-    scan: tables.TableScan
-    chunk_rows: int
     files: tuple[tuple[str, int], ...]
+    fmt: str
+    schema: Schema
+    kinds: dict[str, str]
+    chunk_rows: int
+    encoding: str
+    drop_label: str | None
+
+    @classmethod
+    def of(
+        cls, scan: tables.TableScan, chunk_rows: int, file_rows: Sequence[int], first: int, end: int
+    ) -> TableRows:
+        """Rows first..end-1 of the table `scan`, whose files add `file_rows` rows each."""
+        files = files_holding(scan.files, file_rows, first, end)
+        return cls(files, scan.format, scan.schema, scan.kinds, chunk_rows, scan.encoding, scan.drop_label)
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
-        end, scan = first + count, self.scan
+        end = first + count
         for path, file_first in self.files:
             chunks = tables.read_chunks(
-                (path,), scan.format, self.chunk_rows, scan.kinds, scan.encoding, scan.drop_label
+                (path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label
             )
             for frame, offset, _ in chunks:
                 if file_first + offset >= end:
                     chunks.close()
                     return
-                piece = _rows_piece(shard, first, end, frame, file_first + offset, path, scan.schema)
+                piece = _rows_piece(shard, first, end, frame, file_first + offset, path, self.schema)
                 if piece is not None:
                     yield piece
+
+
+def files_holding(
+    files: Sequence[str], rows: Sequence[int], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1, where
+    file i adds rows[i] rows."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
 
 
 def _rows_piece(
@@ -170,13 +196,7 @@ class TableSource:
     dropped_rows = property(lambda self: self.scan.dropped_rows)
 
     def shard_inputs(self, first: int, end: int) -> TableRows:
-        starts = list(itertools.accumulate(self.scan.file_rows, initial=0))[:-1]
-        files = tuple(
-            (path, start)
-            for path, start, n in zip(self.scan.files, starts, self.scan.file_rows, strict=True)
-            if start < end and first < start + n
-        )
-        return TableRows(self.scan, self.chunk_rows, files)
+        return TableRows.of(self.scan, self.chunk_rows, self.scan.file_rows, first, end)
 
     def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
         for frame, start, path in self.scan.chunks(self.chunk_rows):

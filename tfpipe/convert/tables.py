@@ -407,33 +407,55 @@ def scan(
     file_rows = dict.fromkeys(files, 0)
     drops: dict[str, tuple[int, list[int]]] = {}  # file -> rows dropped, the first of them
     for path in files:
-        if fmt == "csv":
-            csvfile.check_shape(path, encoding)
-        for chunk in file_chunks(path, fmt, chunk_rows, None, encoding):
-            if not columns:
-                columns = {str(c): _Column(str(c)) for c in chunk.columns}
-                if label is not None and label not in columns:
-                    raise DataError(
-                        f"{src}: label column {label!r} not found. Received columns: {list(columns)}"
-                    )
-            elif [str(c) for c in chunk.columns] != list(columns):
-                raise DataError(f"{path}: expected columns {list(columns)}. Received: {list(chunk.columns)}")
-            total += len(chunk)
-            if label is not None:
-                null = _label_nulls(chunk, label, missing_label, path)
-                if null.any():
-                    n, listed = drops.get(path, (0, []))
-                    drops[path] = (
-                        n + int(null.sum()),
-                        (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS],
-                    )
-                    chunk = chunk[~null]
-            kept += len(chunk)
-            file_rows[path] += len(chunk)
-            for c, column in columns.items():
-                column.add(chunk[c], path, fmt == "csv" and path == files[0])
+        read, file_rows[path], dropped, listed = scan_file(
+            src, path, fmt, chunk_rows, label, missing_label, encoding, path == files[0], columns
+        )
+        total, kept = total + read, kept + file_rows[path]
+        if dropped:
+            drops[path] = (dropped, listed)
     out = _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
     return dataclasses.replace(out, file_rows=tuple(file_rows.values()))
+
+
+def scan_file(
+    src: str,
+    path: str,
+    fmt: str,
+    chunk_rows: int,
+    label: str | None,
+    missing_label: str,
+    encoding: str,
+    first_file: bool,
+    columns: dict[str, _Column],
+) -> tuple[int, int, int, list[int]]:
+    """The first pass over one file of `src`: its rows read, kept and dropped, and the first
+    dropped row numbers. Adds the file's values to `columns` (set from its first chunk if empty).
+
+    Raises:
+      DataError: as `scan` raises it.
+    """
+    total = kept = dropped = 0
+    listed: list[int] = []
+    if fmt == "csv":
+        csvfile.check_shape(path, encoding)
+    for chunk in file_chunks(path, fmt, chunk_rows, None, encoding):
+        if not columns:
+            columns.update((str(c), _Column(str(c))) for c in chunk.columns)
+            if label is not None and label not in columns:
+                raise DataError(f"{src}: label column {label!r} not found. Received columns: {list(columns)}")
+        elif [str(c) for c in chunk.columns] != list(columns):
+            raise DataError(f"{path}: expected columns {list(columns)}. Received: {list(chunk.columns)}")
+        total += len(chunk)
+        if label is not None:
+            null = _label_nulls(chunk, label, missing_label, path)
+            if null.any():
+                dropped += int(null.sum())
+                listed = (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS]
+                chunk = chunk[~null]
+        kept += len(chunk)
+        for c, column in columns.items():
+            column.add(chunk[c], path, fmt == "csv" and first_file)
+    return total, kept, dropped, listed
 
 
 def _finish(

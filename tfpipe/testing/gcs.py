@@ -66,12 +66,12 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID
 
     now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfpipe LocalGCS test CA")])
+    ca_name = _common_name("tfpipe LocalGCS test CA")
     ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
     usage = {
         "content_commitment": False,
@@ -82,13 +82,7 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
         "decipher_only": False,
     }
     ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
+        _builder(ca_name, ca_name, ca_key.public_key(), start, end)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage), critical=True
@@ -97,13 +91,7 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
         .sign(ca_key, hashes.SHA256())
     )
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, GOOGLE_STORAGE_HOSTS[0])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
+        _builder(_common_name(GOOGLE_STORAGE_HOSTS[0]), ca_name, key.public_key(), start, end)
         .add_extension(
             x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_STORAGE_HOSTS]), critical=False
         )
@@ -123,6 +111,30 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
         with open(path, "wb") as f:
             f.write(content)
     return paths  # type: ignore[return-value]
+
+
+def _common_name(name: str) -> Any:  # cryptography.x509.Name
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+
+
+def _builder(
+    subject: Any, issuer: Any, public_key: Any, start: datetime.datetime, end: datetime.datetime
+) -> Any:
+    """A certificate builder with what both certificates share: names, key, serial, validity."""
+    from cryptography import x509
+
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+    )
 
 
 # The emulator's CLI, plus a thread that exits when stdin closes: the emulator then dies with
