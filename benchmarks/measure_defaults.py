@@ -63,7 +63,8 @@ SWEEPS: dict[str, tuple[str, dict[str, dict]]] = {
 
 def sweep(name: str, data: str, batch: int, variants: dict[str, dict]) -> list[paired.Row]:
     print(f"\n{name} ({data}, batch {batch})", flush=True)
-    makers = {label: (lambda kw=kw: tfpipe.build(data, batch_size=batch, **kw)) for label, kw in variants.items()}
+    makers = {label: (lambda kw=kw: tfpipe.build(data, batch_size=batch, **kw))
+              for label, kw in variants.items()}
     results = paired.rounds(makers, examples_per_element=batch, n_rounds=RUNS, seconds=SECONDS,
                             warmup=WARMUP, on_window=paired.print_window)
     base = "default" + (" (cache=none)" if name == "read" else "")

@@ -91,18 +91,19 @@ def normalize(tf, encoded: list) -> None:
     shift = -mean * inv
     row_scale = tf.reshape(tf.tile(inv, [size]), [1, size, 3])
     row_shift = tf.reshape(tf.tile(shift, [size]), [1, size, 3])
-    crops = [tf.io.decode_and_crop_jpeg(e, w, channels=3) for e, w in zip(encoded, windows(tf, encoded), strict=True)]
+    wins = windows(tf, encoded)
+    crops = [tf.io.decode_and_crop_jpeg(e, w, channels=3) for e, w in zip(encoded, wins, strict=True)]
 
     def resized(x, method="bilinear"):
         return tf.image.flip_left_right(tf.image.resize(x, [size, size], method=method))
 
     tails = {
         "uint8 (tfpipe default)": lambda x: tf.cast(resized(x) + 0.5, tf.uint8),
-        "bfloat16 normalised, row-long constants (tfpipe)": lambda x: tf.cast(resized(x) * row_scale + row_shift,
-                                                                              tf.bfloat16),
+        "bfloat16 normalised, row-long constants (tfpipe)":
+            lambda x: tf.cast(resized(x) * row_scale + row_shift, tf.bfloat16),
         "float32 normalised, row-long constants (tfpipe)": lambda x: resized(x) * row_scale + row_shift,
-        "bfloat16 normalised, [3] broadcast (before)": lambda x: tf.cast(tf.nn.bias_add(resized(x) * inv, shift),
-                                                                         tf.bfloat16),
+        "bfloat16 normalised, [3] broadcast (before)":
+            lambda x: tf.cast(tf.nn.bias_add(resized(x) * inv, shift), tf.bfloat16),
         "float32 unnormalised, bilinear": lambda x: resized(x),
         "float32, bicubic + cast (the baseline's)": lambda x: tf.cast(resized(x, "bicubic"), tf.float32),
     }
@@ -135,9 +136,10 @@ def decode(tf, encoded: list) -> None:
         "INTEGER_ACCURATE": {"dct_method": "INTEGER_ACCURATE"},
         "fancy_upscaling=False": {"fancy_upscaling": False},
     }
-    fns = {k: tf.function(lambda e, w, kw=kw: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw),
-                                                              [224, 224]))
-           for k, kw in variants.items()}
+    def make(kw: dict):
+        return tf.function(lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw), [224, 224]))
+
+    fns = {k: make(kw) for k, kw in variants.items()}
     ms = alternate(fns, list(zip(encoded, wins, strict=True)))
     ref = [fns["INTEGER_ACCURATE"](e, w) for e, w in zip(encoded, wins, strict=True)]
     print("\ndecode_and_crop_jpeg + bilinear resize to 224 on random-resized-crop windows: CPU ms per image")
@@ -174,7 +176,8 @@ def quality(tf, encoded: list) -> None:
     settings = [(95, "4:2:0"), (90, "4:2:0"), (85, "4:2:0"), (75, "4:2:0"), (90, "4:4:4")]
     variants = {f"q{q} {sub}": [encode(p, q, sub) for p in pixels] for q, sub in settings}
     variants = {"original (no re-encode)": list(encoded)} | variants
-    train = tf.function(lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3), [224, 224]))
+    train = tf.function(lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3),
+                                                     [224, 224]))
     wins = {k: windows(tf, v) for k, v in variants.items()}
     fns = {k: (lambda i, k=k: train(variants[k][i], wins[k][i])) for k in variants}
     ms = alternate(fns, [(i,) for i in range(len(encoded))])

@@ -179,8 +179,9 @@ def table(rows: list[Row]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
-            f"| {r.target} | {r.speed.mean:.2f}x | [{r.speed.low:.2f}, {r.speed.high:.2f}] (n={r.speed.rounds}) "
-            f"| {r.verdict} | {r.cores:.2f} ({r.cores_baseline:.2f}) | {r.cpu_ms:.3f} ({r.cpu_ms_baseline:.3f}) "
+            f"| {r.target} | {r.speed.mean:.2f}x | [{r.speed.low:.2f}, {r.speed.high:.2f}] "
+            f"(n={r.speed.rounds}) | {r.verdict} | {r.cores:.2f} ({r.cores_baseline:.2f}) "
+            f"| {r.cpu_ms:.3f} ({r.cpu_ms_baseline:.3f}) "
             f"| {r.cpu.mean:.2f}x [{r.cpu.low:.2f}, {r.cpu.high:.2f}] | `{r.command}` |")
     return "\n".join(lines)
 
