@@ -137,7 +137,8 @@ def decode(tf, encoded: list) -> None:
         "fancy_upscaling=False": {"fancy_upscaling": False},
     }
     def make(kw: dict):
-        return tf.function(lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw), [224, 224]))
+        return tf.function(lambda e, w: tf.image.resize(
+            tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw), [224, 224]))
 
     fns = {k: make(kw) for k, kw in variants.items()}
     ms = alternate(fns, list(zip(encoded, wins, strict=True)))
