@@ -5,7 +5,8 @@ Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/micro_ops.py [normali
 
 - normalize: the per-record tail after decode (resize to 224, flip, output dtype), then
   batch 128: uint8, the current float normalisation with row-long constants, the former one
-  with a per-channel [3] broadcast, and the baseline's float32 cast.
+  with a per-channel [3] broadcast, the baseline's float32 cast, and a resize that stays
+  uint8 (QuantizedResizeBilinear).
 - decode: `decode_and_crop_jpeg` options on random-resized-crop windows: TF's default
   dct_method (libjpeg's INTEGER_FAST), INTEGER_ACCURATE, fancy_upscaling=False; PSNR of the
   224 output against the default's. Also how many windows are at least 2x the output size on
@@ -105,6 +106,8 @@ def normalize(tf, encoded: list) -> None:
         "bfloat16 normalised, [3] broadcast (before)":
             lambda x: tf.cast(tf.nn.bias_add(resized(x) * inv, shift), tf.bfloat16),
         "float32 unnormalised, bilinear": lambda x: resized(x),
+        "uint8 through QuantizedResizeBilinear":
+            lambda x: quantized_resize(tf, tf.image.flip_left_right(x), size),
         "float32, bicubic + cast (the baseline's)": lambda x: tf.cast(resized(x, "bicubic"), tf.float32),
     }
     opts = tf.data.Options()
@@ -127,6 +130,14 @@ def normalize(tf, encoded: list) -> None:
     print("\nper-record tail after decode (resize 224, flip, dtype) + batch 128: CPU ms per image")
     for k, v in per.items():
         print(f"  {k:<50} {statistics.median(v):6.3f}  (min {min(v):.3f})")
+
+
+def quantized_resize(tf, x, size: int):
+    """Bilinear resize that stays uint8 (TF's quantized kernel), for comparison."""
+    q = tf.bitcast(x, tf.quint8)[None]
+    out = tf.raw_ops.QuantizedResizeBilinear(images=q, size=[size, size], min=0.0, max=255.0,
+                                             half_pixel_centers=True)[0]
+    return tf.bitcast(out[0], tf.uint8)
 
 
 def decode(tf, encoded: list) -> None:
