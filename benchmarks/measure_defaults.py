@@ -28,7 +28,7 @@ import tfpipe
 SECONDS = float(os.environ.get("TFPIPE_BENCH_SECONDS", "4"))
 WARMUP = float(os.environ.get("TFPIPE_BENCH_WARMUP", "2"))
 RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "4"))
-COMMAND = "TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/measure_defaults.py {}"
+COMMAND = "TFPIPE_BENCH_DATA={} python benchmarks/measure_defaults.py {}"
 
 SWEEPS: dict[str, tuple[str, dict[str, dict]]] = {
     "threads": ("images", {
@@ -44,6 +44,7 @@ SWEEPS: dict[str, tuple[str, dict[str, dict]]] = {
         "default": {"cache": "none"},
         "cycle_length=4": {"cache": "none", "cycle_length": 4},
         "reader_buffer=256 KiB": {"cache": "none", "reader_buffer": 256 << 10},
+        "block_length=4": {"cache": "none", "block_length": 4},
         "verify_shards=False": {"cache": "none", "verify_shards": False},
         "cache=auto (memory)": {},
     }),
@@ -69,7 +70,7 @@ def sweep(name: str, data: str, batch: int, variants: dict[str, dict]) -> list[p
                             warmup=WARMUP, on_window=paired.print_window)
     base = "default" + (" (cache=none)" if name == "read" else "")
     return [paired.row(results, label, "default", target=f"{name}: {label} vs {base}", goal=None,
-                       command=COMMAND.format(name))
+                       command=COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), name))
             for label in variants if label != "default"]
 
 

@@ -41,7 +41,7 @@ SECONDS = float(os.environ.get("TFPIPE_BENCH_SECONDS", "5"))
 WARMUP = float(os.environ.get("TFPIPE_BENCH_WARMUP", "2"))
 RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "6"))
 BATCH = 128
-COMMAND = ('TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python -m pytest benchmarks/test_pipeline_speed.py '
+COMMAND = ('TFPIPE_BENCH_DATA={} python -m pytest benchmarks/test_pipeline_speed.py '
            '-q -s -o addopts="" -k {}')
 
 
@@ -81,7 +81,7 @@ def test_imagenet_train_vs_recipe(benchmark, imagenet_shards, resized_shards):
         "tfpipe uint8, resized": lambda: tfpipe.build(resized_shards, batch_size=BATCH),
     }
     results = benchmark.pedantic(run_rounds, args=(makers, BATCH), rounds=1, iterations=1)
-    command = COMMAND.format("imagenet")
+    command = COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), "imagenet")
 
     def row(name: str, target: str, goal: float | None) -> paired.Row:
         return paired.row(results, name, "baseline", target=target, goal=goal, command=command)
@@ -127,7 +127,7 @@ def test_tabular_batched_parse_vs_per_row_and_csv(benchmark, table_40):
         "make_csv_dataset": csv_dataset,
     }
     results = benchmark.pedantic(run_rounds, args=(makers, 1024), rounds=1, iterations=1)
-    command = COMMAND.format("tabular")
+    command = COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), "tabular")
     rows = [
         paired.row(results, "tfpipe", "per-row parse", command=command,
                    target="tabular batched parse vs per-row parse_single_example, >= 10x", goal=10.0),
