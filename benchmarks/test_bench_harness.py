@@ -105,7 +105,7 @@ def test_producer_imagenet_tfpipe(benchmark, imagenet_pipe) -> None:
     assert eps > 0
 
 
-def test_producer_imagenet_seeds_recipe(benchmark, imagenet_pipe, imagenet) -> None:
+def test_producer_imagenet_baseline(benchmark, imagenet_pipe, imagenet) -> None:
     recipe = pytest.importorskip("tfpipe.bench.recipe")
     # The recipe does not repeat; repeating its file list keeps one epoch longer than a window
     # (as `tfpipe bench --compare` does), instead of restarting it cold every 10 batches.
@@ -115,7 +115,7 @@ def test_producer_imagenet_seeds_recipe(benchmark, imagenet_pipe, imagenet) -> N
         return recipe.recipe_dataset(files, batch_size=imagenet_pipe.batch_size, image_size=224,
                                      compression=imagenet.tf_compression).repeat()
 
-    eps = _producer(benchmark, make, imagenet_pipe.batch_size, "producer imagenet seeds' recipe")
+    eps = _producer(benchmark, make, imagenet_pipe.batch_size, "producer imagenet baseline (tensorflow/tpu-style)")
     assert eps > 0
 
 

@@ -1,4 +1,5 @@
-"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules.
+"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules (fixtures
+registered by conftest.py; the helpers are imported).
 
 Odd counts on purpose: 37 images in 4 shards (13/12/12 per class), a 37-row table in 4 shards.
 Images are 64x48 JPEGs, so decode is cheap and every test stays fast.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import pathlib
 import shutil
 
 import numpy as np
@@ -27,8 +29,8 @@ PHOTOS_PER_CLASS = [7, 6, 6]
 FOREIGN_FILES = 3
 
 
-# The fixtures below are imported into several test modules, and pytest then keeps one
-# fixture instance per module: memoise so each dataset is still made once per session.
+# The fixtures below reach every test module through conftest.py's pytest_plugins, one
+# instance a session; the memo also remakes a dataset that a test removed.
 _MADE: dict[str, str] = {}
 
 
@@ -104,8 +106,9 @@ def photos_ds(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _make_photos(tmp_path_factory: pytest.TempPathFactory) -> str:
     root = tmp_path_factory.mktemp("photos")
-    fake_data.write_image_folder(root / "photos", classes=3, per_class=PHOTOS_PER_CLASS,
-                                 size=(32, 24), imagenet_names=False)
+    fake_data.write_image_folder(
+        root / "photos", classes=3, per_class=PHOTOS_PER_CLASS, size=(32, 24), imagenet_names=False
+    )
     dest = str(root / "out")
     tfpipe.convert(str(root / "photos"), dest, num_shards=3, workers=1)
     return dest
@@ -123,8 +126,9 @@ def write_tf_examples(path: str, rows: list[dict]) -> None:
 
     with tf.io.TFRecordWriter(path) as writer:
         for row in rows:
-            example = tf.train.Example(features=tf.train.Features(
-                feature={k: feature(v) for k, v in row.items()}))
+            example = tf.train.Example(
+                features=tf.train.Features(feature={k: feature(v) for k, v in row.items()})
+            )
             writer.write(example.SerializeToString())
 
 
@@ -156,7 +160,7 @@ def corrupt_shard(root: str, index: int, how: str) -> str:
     """
     manifest = Manifest.load(root)
     path = manifest.shard_paths("train")[index]
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     if how == "truncate":
         data = data[: len(data) - 100]
     else:
@@ -182,6 +186,11 @@ def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str
         with open(os.path.join(root, name), "wb") as f:
             f.write(blob)
         shards.append(ShardInfo(name, len(rows), len(blob), "sha256:" + hashlib.sha256(blob).hexdigest()))
-    Manifest(root=root, layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1,
-             splits={"train": Split(tuple(shards))}).save()
+    Manifest(
+        root=root,
+        layout="imagenet",
+        schema=IMAGE_SCHEMA,
+        label_offset=1,
+        splits={"train": Split(tuple(shards))},
+    ).save()
     return root

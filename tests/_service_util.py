@@ -23,7 +23,9 @@ class Cli:
     def __init__(self, *args: str):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tfpipe", "serve", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
         self.lines: list[str] = []
@@ -65,5 +67,6 @@ class Cli:
 
 def run_serve(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """`python -m tfpipe serve ARGS` run to completion (for commands that refuse to start)."""
-    return subprocess.run([sys.executable, "-m", "tfpipe", "serve", *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "tfpipe", "serve", *args], capture_output=True, text=True, timeout=timeout
+    )

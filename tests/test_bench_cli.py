@@ -27,32 +27,79 @@ def first_run(cache_home):
     # COLUMNS: wide enough that rich does not wrap the data line's phrases apart.
     env = dict(os.environ, XDG_CACHE_HOME=cache_home, COLUMNS="200", **{EXAMPLES_ENV: TINY})
     return subprocess.run(
-        [sys.executable, "-m", "tfpipe", "bench", "--seconds", "0.5", "--warmup", "0.25", "--batch-size", BATCH],
-        env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "bench",
+            "--seconds",
+            "0.5",
+            "--warmup",
+            "0.25",
+            "--batch-size",
+            BATCH,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
 def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -> None:
     assert first_run.returncode == 0, first_run.stderr
     out = first_run.stdout
-    for needle in ("tfpipe bench", "Producer", "Consumer", "Verdict", "INPUT-BOUND", "Bottleneck",
-                   "Cores needed", "Stage prefixes", "Scaling with cores", "Recommendations",
-                   "synthetic", "generated in", "(approximate)"):
+    for needle in (
+        "tfpipe bench",
+        "Producer",
+        "Consumer",
+        "Verdict",
+        "INPUT-BOUND",
+        "Bottleneck",
+        "Cores needed",
+        "Stage prefixes",
+        "Scaling with cores",
+        "Recommendations",
+        "synthetic",
+        "generated in",
+        "(approximate)",
+    ):
         assert needle in out, needle
     datasets = os.listdir(os.path.join(cache_home, "tfpipe", "datasets"))
     assert len(datasets) == 1 and datasets[0].startswith(f"imagenet-{TINY}-")
     assert "TensorFlow" not in first_run.stderr and "cuda" not in first_run.stderr.lower()
 
 
-def test_second_run_reuses_the_cache_and_writes_json_plot(first_run, cache_home, tmp_path, monkeypatch, capsys) -> None:
+def test_second_run_reuses_the_cache_and_writes_json_plot(
+    first_run, cache_home, tmp_path, monkeypatch, capsys
+) -> None:
     from _report_schema import validate
 
     assert first_run.returncode == 0
     monkeypatch.setenv("XDG_CACHE_HOME", cache_home)
     monkeypatch.setenv(EXAMPLES_ENV, TINY)
     report, png = tmp_path / "r.json", tmp_path / "r.png"
-    rc = main(["bench", "--seconds", "0.3", "--warmup", "0.2", "--max-cores", "1", "--batch-size", BATCH, "--json", str(report),
-               "--plot", str(png), "--accelerator", "resnet50-tpu-v4", "--fail-if-input-bound", "--quiet"])
+    rc = main(
+        [
+            "bench",
+            "--seconds",
+            "0.3",
+            "--warmup",
+            "0.2",
+            "--max-cores",
+            "1",
+            "--batch-size",
+            BATCH,
+            "--json",
+            str(report),
+            "--plot",
+            str(png),
+            "--accelerator",
+            "resnet50-tpu-v4",
+            "--fail-if-input-bound",
+            "--quiet",
+        ]
+    )
     # 2 CPU cores cannot feed a TPU v4 host: the verdict is input-bound, so exit 3.
     assert rc == 3
     obj = json.loads(report.read_text())
@@ -74,8 +121,10 @@ def test_step_time_ms_must_be_a_plausible_step(bad, capsys) -> None:
         main(["bench", "--step-time-ms", bad])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert ("argument --step-time-ms: must be a number of milliseconds >= 0.01 (one training step; "
-            f"no accelerator step is shorter). Received: '{bad}'") in err
+    assert (
+        "argument --step-time-ms: must be a number of milliseconds >= 0.01 (one training step; "
+        f"no accelerator step is shorter). Received: '{bad}'"
+    ) in err
 
 
 def test_missing_data_is_a_clear_error(tmp_path, capsys) -> None:

@@ -28,8 +28,7 @@ def raw(tmp_path_factory):
     csv = fake_data.write_table(df, root / "t.csv")
     fake_data.write_table(df, root / "t.parquet")
     tfpipe.convert(csv, str(root / "tab"), label="label", num_shards=2, workers=1)
-    fake_data.write_image_folder(root / "imgs", classes=2, per_class=[3, 2], size=(32, 24), seed=1,
-                                 workers=1)
+    fake_data.write_image_folder(root / "imgs", classes=2, per_class=[3, 2], size=(32, 24), seed=1, workers=1)
     shutil.copy(root / "tab" / "train-00000-of-00002", root / "lone.tfrecord")
     os.makedirs(root / "empty_ish")
     (root / "empty_ish" / "notes.txt").write_text("no data here")
@@ -49,19 +48,19 @@ def test_raw_data_is_named_with_what_to_run(raw, capsys, monkeypatch) -> None:
     monkeypatch.chdir(raw)
     expected = {
         "t.csv": "t.csv is a CSV table file, not a tfpipe dataset: run `tfpipe convert t.csv DEST "
-                 "--label COLUMN` first, then `tfpipe bench --data DEST --pipeline tabular`.",
+        "--label COLUMN` first, then `tfpipe bench --data DEST --pipeline tabular`.",
         "t.parquet": "t.parquet is a Parquet table file, not a tfpipe dataset: run `tfpipe convert "
-                     "t.parquet DEST --label COLUMN` first, then `tfpipe bench --data DEST "
-                     "--pipeline tabular`.",
+        "t.parquet DEST --label COLUMN` first, then `tfpipe bench --data DEST "
+        "--pipeline tabular`.",
         "imgs": "imgs is a folder of image class folders, not a tfpipe dataset: run `tfpipe convert "
-                "imgs DEST` first, then `tfpipe bench --data DEST`.",
+        "imgs DEST` first, then `tfpipe bench --data DEST`.",
         "imgs/n01440764/n01440764_0.JPEG": "imgs/n01440764/n01440764_0.JPEG is an image file, not "
-                                           "a tfpipe dataset: run `tfpipe convert",
+        "a tfpipe dataset: run `tfpipe convert",
         "tab/train-00000-of-00002": "tab/train-00000-of-00002 names shard files of the tfpipe "
-                                    "dataset tab: pass the dataset itself, --data tab (data='tab')",
+        "dataset tab: pass the dataset itself, --data tab (data='tab')",
         "tab/train-*": "tab/train-* names shard files of the tfpipe dataset tab",
         "empty_ish": "empty_ish has no tfpipe.json, so it is not a tfpipe dataset: pass its TFRecord "
-                     "files as a glob such as 'empty_ish/train-*'",
+        "files as a glob such as 'empty_ish/train-*'",
         "nothing/here": "data='nothing/here' (--data) does not exist.",
     }
     for given, message in expected.items():
@@ -71,23 +70,29 @@ def test_raw_data_is_named_with_what_to_run(raw, capsys, monkeypatch) -> None:
     assert code == 1 and err == (
         "tfpipe bench: error: lone.tfrecord is a TFRecord file without a tfpipe.json manifest, and "
         "the tabular pipeline takes its schema and label from one: pass a tfpipe dataset directory, "
-        "or convert the raw table with `tfpipe convert TABLE DEST --label COLUMN`.")
+        "or convert the raw table with `tfpipe convert TABLE DEST --label COLUMN`."
+    )
     code, err = bench_cli(capsys, "--data", "lone.tfrecord", "--split", "train")
     assert code == 1 and "leave split (--split) out for TFRecord files. Received: split='train'" in err
-    with pytest.raises(DataError, match="t.csv is a CSV table file"):
+    with pytest.raises(DataError, match=r"t.csv is a CSV table file"):
         tfpipe.bench(data="t.csv", pipeline="tabular")
 
 
 def test_batch_larger_than_the_data_is_refused_up_front(raw, capsys) -> None:
     tab = str(raw / "tab")
-    code, err = bench_cli(capsys, "--data", tab, "--pipeline", "tabular", "--batch-size", "38",
-                          "--step-time-ms", "10")
+    code, err = bench_cli(
+        capsys, "--data", tab, "--pipeline", "tabular", "--batch-size", "38", "--step-time-ms", "10"
+    )
     assert code == 1 and err == (
         f"tfpipe bench: error: batch_size=38 (--batch-size) is larger than the 37 examples in "
         f"split 'train' of {tab}: every batch would repeat examples. Pass a batch size of at most "
-        "37, or bench more data. Received: batch_size=38")
-    with pytest.raises(ConfigError, match=r"the default batch_size=1024 \(--batch-size\) is larger "
-                                          r"than the 37 examples"):
+        "37, or bench more data. Received: batch_size=38"
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"the default batch_size=1024 \(--batch-size\) is larger "
+        r"than the 37 examples",
+    ):
         tfpipe.bench(data=tab, pipeline="tabular", step_time_ms=10)
     with pytest.raises(ConfigError, match=r"larger than the 5 examples in the generated dataset"):
         tfpipe.bench(synthetic_examples=5, batch_size=6, step_time_ms=10, workdir=str(raw / "cache"))
@@ -111,7 +116,8 @@ def test_step_time_must_imply_a_physical_consumer_rate() -> None:
         "step_time_ms=0.05 (--step-time-ms) for a global batch of 256 means 5.12e+06 examples/s "
         "per host, beyond what any accelerator host takes in (1e+06/s for the imagenet pipeline). "
         "Expected the milliseconds of one training step of the global batch. "
-        "Received: step_time_ms=0.05")
+        "Received: step_time_ms=0.05"
+    )
     assert BenchConfig(step_time_ms=0.05, batch_size=256, hosts=8).host_batch == 32  # 640k/s
     assert BenchConfig(pipeline="tabular", step_time_ms=0.05, batch_size=4096).step_time_ms == 0.05
 
@@ -123,7 +129,8 @@ def test_unwritable_outputs_fail_before_measuring(flag, tmp_path, capsys) -> Non
     assert code == 1 and err == (
         f"tfpipe bench: error: {flag} must be a file path in an existing, writable folder; the "
         f"folder {missing.parent} does not exist (tfpipe creates no folders for it). "
-        f"Received: {flag}={str(missing)!r}")
+        f"Received: {flag}={str(missing)!r}"
+    )
     assert not (tmp_path / "no").exists()
     code, err = bench_cli(capsys, flag, str(tmp_path))
     assert code == 1 and err.endswith(f"it is a folder. Received: {flag}={str(tmp_path)!r}")
@@ -132,8 +139,11 @@ def test_unwritable_outputs_fail_before_measuring(flag, tmp_path, capsys) -> Non
 
 
 def test_missing_profile_parent_is_refused(tmp_path) -> None:
-    with pytest.raises(ConfigError, match=r"profile \(--profile\) must be a folder inside an "
-                                          r"existing folder"):
+    with pytest.raises(
+        ConfigError,
+        match=r"profile \(--profile\) must be a folder inside an "
+        r"existing folder",
+    ):
         tfpipe.bench(profile=str(tmp_path / "a" / "b"), step_time_ms=10)
     assert not (tmp_path / "a").exists()
 

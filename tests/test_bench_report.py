@@ -6,7 +6,6 @@ import io
 import json
 
 import pytest
-from _report_schema import validate
 
 from tfpipe.bench import reference
 from tfpipe.bench.config import BenchConfig, check_step_time_ms
@@ -21,6 +20,8 @@ from tfpipe.bench.report import (
     conclude,
 )
 from tfpipe.errors import ConfigError
+
+from _report_schema import validate
 
 
 def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
@@ -45,7 +46,14 @@ def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = 
         batch_size=74,
         hosts=2,
         producer=stages[-1].rate,
-        consumer=Consumer(consumer_eps, 37 / consumer_eps * 1000, "reference", "ResNet-50 on A100", url="https://x", approximate=True),
+        consumer=Consumer(
+            consumer_eps,
+            37 / consumer_eps * 1000,
+            "reference",
+            "ResNet-50 on A100",
+            url="https://x",
+            approximate=True,
+        ),
         stages=stages,
         scaling=scaling,
         simulation=simulation,
@@ -90,14 +98,20 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
     }
     assert obj["scaling"] == [
         {"cores": 1, "examples_per_sec": 160.0, "cpu_ms_per_example": 6.25, "cores_busy": 1.0},
-        {"cores": 2, "examples_per_sec": 298.0, "cpu_ms_per_example": pytest.approx(1850 / 298, abs=1e-6),
-         "cores_busy": 1.85},
+        {
+            "cores": 2,
+            "examples_per_sec": 298.0,
+            "cpu_ms_per_example": pytest.approx(1850 / 298, abs=1e-6),
+            "cores_busy": 1.85,
+        },
     ]
     assert obj["cores_needed"]["cores"] == 16  # ceil(2375 / 149) at 2-core efficiency
     assert obj["service_workers"]["workers"] == 16  # 2 hosts x 2375/s over 298/s per 2-core worker
-    assert [r["kind"] for r in obj["recommendations"]] == ["decode_bound", "cpu_bound_beyond_host", "poor_scaling"] or [
-        r["kind"] for r in obj["recommendations"]
-    ] == ["decode_bound", "cpu_bound_beyond_host"]
+    assert [r["kind"] for r in obj["recommendations"]] == [
+        "decode_bound",
+        "cpu_bound_beyond_host",
+        "poor_scaling",
+    ] or [r["kind"] for r in obj["recommendations"]] == ["decode_bound", "cpu_bound_beyond_host"]
     assert obj["compare"]["ratio"] == pytest.approx(298 / 210, abs=1e-6)
     assert obj["compare"]["baseline_examples_per_sec"] == 210.0
     with pytest.deprecated_call():
@@ -158,7 +172,9 @@ def test_schema_rejects_a_report_missing_a_contract_key() -> None:
         validate(obj)
     # The independent checker in _report_schema finds the same faults.
     with pytest.raises(ValueError, match="'bottleneck' is a required property"):
-        validate({k: v for k, v in sample_report().to_json().items() if k != "bottleneck"}, use_jsonschema=False)
+        validate(
+            {k: v for k, v in sample_report().to_json().items() if k != "bottleneck"}, use_jsonschema=False
+        )
     with pytest.raises(ValueError, match="verdict: 'slow' is not one of"):
         validate(sample_report().to_json() | {"verdict": "slow"}, use_jsonschema=False)
     with pytest.raises(ValueError, match=r"predicted_input_wait: 1.5 is above the maximum 1"):
@@ -196,27 +212,42 @@ def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
 
     from tfpipe.bench.render import renderables
 
-    console = Console(width=160, record=True, file=open("/dev/null", "w"))
+    console = Console(width=160, record=True, file=io.StringIO())
     for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861))):
         console.print(r)
     text = console.export_text()
-    for needle in ("HIGHLY INPUT-BOUND", "predicted 87.5%", "measured 86.1% (simulate)", "Bottleneck", "decode",
-                   "(approximate)", "Recommendations", "--resize-shorter", "ratio 1.42x",
-                   "37 per host x 2 hosts", "CPU ms/ex", "cores busy", "6.066", "from CPU cost"):
+    for needle in (
+        "HIGHLY INPUT-BOUND",
+        "predicted 87.5%",
+        "measured 86.1% (simulate)",
+        "Bottleneck",
+        "decode",
+        "(approximate)",
+        "Recommendations",
+        "--resize-shorter",
+        "ratio 1.42x",
+        "37 per host x 2 hosts",
+        "CPU ms/ex",
+        "cores busy",
+        "6.066",
+        "from CPU cost",
+    ):
         assert needle in text, needle
     assert "Cores check" not in text  # the two estimates agree
 
 
 def test_reference_table_rows_cite_sources() -> None:
     rows = reference.rows()
-    assert {"resnet50-v100", "resnet50-a100", "resnet50-h100", "resnet50-tpu-v3", "resnet50-tpu-v4"} <= {r.name for r in rows}
+    assert {"resnet50-v100", "resnet50-a100", "resnet50-h100", "resnet50-tpu-v3", "resnet50-tpu-v4"} <= {
+        r.name for r in rows
+    }
     for row in rows:
         assert row.url.startswith("https://") and row.source and row.derivation
         assert row.examples_per_sec > 0
         assert "approximate" in row.label
     assert reference.default_for("imagenet").name == "resnet50-a100"
     assert reference.default_for("tabular").preset == "tabular"
-    with pytest.raises(ConfigError, match="accelerator must be one of .*Received: accelerator='tpu-v9'"):
+    with pytest.raises(ConfigError, match=r"accelerator must be one of .*Received: accelerator='tpu-v9'"):
         reference.lookup("tpu-v9")
 
 
@@ -235,11 +266,13 @@ def test_bench_config_validation() -> None:
     cfg = BenchConfig(batch_size=96, hosts=3, step_time_ms=50)
     assert (cfg.global_batch, cfg.host_batch) == (96, 32)
     assert BenchConfig(pipeline="tabular").host_batch == 1024
-    with pytest.raises(ConfigError, match="at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"):
+    with pytest.raises(
+        ConfigError, match=r"at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"
+    ):
         BenchConfig(step_time_ms=5.0, accelerator="resnet50-a100")
     with pytest.raises(ConfigError, match="batch_size=100, hosts=3"):
         BenchConfig(batch_size=100, hosts=3)
-    with pytest.raises(ConfigError, match="model must be one of .*Received: model='mlp'"):
+    with pytest.raises(ConfigError, match=r"model must be one of .*Received: model='mlp'"):
         BenchConfig(model="mlp")
     with pytest.raises(ConfigError, match="fit needs a model"):
         BenchConfig(fit=True)
@@ -249,5 +282,5 @@ def test_bench_config_validation() -> None:
         BenchConfig(pipeline="audio")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="seconds must be a positive number"):
         BenchConfig(seconds=0)
-    with pytest.raises(ConfigError, match="compare .* needs pipeline='imagenet'"):
+    with pytest.raises(ConfigError, match=r"compare .* needs pipeline='imagenet'"):
         BenchConfig(pipeline="tabular", compare=True)

@@ -22,10 +22,21 @@ def test_spec_defaults_env_and_key(monkeypatch) -> None:
     assert synthetic.SyntheticSpec.default("imagenet", 7).examples == 7  # an explicit size wins
     # The key is stable for a spec and differs when anything that shapes the bytes differs.
     assert small.key == synthetic.SyntheticSpec("imagenet", 5, 5).key
-    assert len({small.key, synthetic.SyntheticSpec("imagenet", 5, 5, seed=1).key, synthetic.SyntheticSpec("imagenet", 6, 5).key}) == 3
+    assert (
+        len(
+            {
+                small.key,
+                synthetic.SyntheticSpec("imagenet", 5, 5, seed=1).key,
+                synthetic.SyntheticSpec("imagenet", 6, 5).key,
+            }
+        )
+        == 3
+    )
     assert small.dirname == f"imagenet-5-{small.key}"
     monkeypatch.setenv(synthetic.EXAMPLES_ENV, "many")
-    with pytest.raises(ConfigError, match="TFPIPE_BENCH_SYNTHETIC_EXAMPLES must be an integer. Received: .*'many'"):
+    with pytest.raises(
+        ConfigError, match=r"TFPIPE_BENCH_SYNTHETIC_EXAMPLES must be an integer. Received: .*'many'"
+    ):
         synthetic.SyntheticSpec.default("imagenet")
     with pytest.raises(ConfigError, match="examples must be an integer >= 1"):
         synthetic.SyntheticSpec("imagenet", 0, 1)

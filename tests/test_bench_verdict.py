@@ -92,7 +92,7 @@ def test_bottleneck_first_stage_and_noise() -> None:
 def test_bottleneck_ties_go_to_the_earlier_stage_and_empty_is_unknown() -> None:
     assert v.bottleneck([("read", 100.0), ("parse", 50.0)]).stage == "read"
     assert v.bottleneck([]).stage == ""
-    with pytest.raises(ConfigError, match="Stage 'parse': expected a positive throughput. Received: 0"):
+    with pytest.raises(ConfigError, match=r"Stage 'parse': expected a positive throughput. Received: 0"):
         v.bottleneck([("read", 10.0), ("parse", 0)])
 
 
@@ -139,7 +139,9 @@ def test_service_workers_for_all_hosts() -> None:
         v.service_workers(10.0, 1, 0, curve)
 
 
-def _advice(producer: float, consumer: float, stages: list[tuple[str, float]], curve: list[tuple[int, float]], **kw):
+def _advice(
+    producer: float, consumer: float, stages: list[tuple[str, float]], curve: list[tuple[int, float]], **kw
+):
     wait = v.predicted_wait(producer, consumer)
     cores = v.cores_needed(consumer, curve)
     return v.recommend(

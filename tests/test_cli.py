@@ -12,7 +12,9 @@ from tfpipe.cli import COMMANDS
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "tfpipe", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tfpipe", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -64,8 +66,9 @@ def test_tensorflow_log_noise_is_hidden_by_the_cli():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ['TF_CPP_MIN_LOG_LEVEL'], t.get_logger().level)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=_without_tf_log_settings())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings()
+    )
     assert out.returncode == 0 and out.stdout.split() == ["3", "3", str(logging.ERROR)], out.stderr
     for noise in ("cuInit", "cuda_platform", "cudart_stub", "oneDNN", "absl::InitializeLog"):
         assert noise not in out.stderr
@@ -79,8 +82,9 @@ def test_library_leaves_tensorflow_logging_as_the_user_set_it():
         "t = tf()\n"
         "print(int(t.constant(2) + 1), os.environ.get('TF_CPP_MIN_LOG_LEVEL'), t.get_logger().level)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=_without_tf_log_settings())
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_without_tf_log_settings()
+    )
     assert out.returncode == 0 and out.stdout.split() == ["3", "None", str(logging.INFO)], out.stderr
 
 
@@ -113,6 +117,7 @@ def test_a_command_whose_optional_dependency_is_missing_names_it(monkeypatch, tm
     assert "needs the 'tfpipe_test_absent_package' package" in tfpipe.cli.make_parser().format_help()
     assert tfpipe.cli.main(["needs_extra"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("tfpipe needs_extra: error: this command needs the Python package "
-                          "'tfpipe_test_absent_package'")
+    assert err.startswith(
+        "tfpipe needs_extra: error: this command needs the Python package 'tfpipe_test_absent_package'"
+    )
     assert "pip install tfpipe_test_absent_package" in err

@@ -12,6 +12,7 @@ from tfpipe.convert.writer import shard_bounds
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.schema import Field, Schema
 
+
 @pytest.fixture(scope="module")
 def tf():
     from tfpipe._tf import tf as load
@@ -21,23 +22,46 @@ def tf():
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-SCHEMA = Schema((
-    Field("i", "int64"),
-    Field("f", "float32"),
-    Field("s", "bytes"),
-    Field("v", "int64", shape=(3,)),
-    Field("m", "float32", shape=(2, 2)),
-    Field("x", "float32", has_mask=True),
-))
+SCHEMA = Schema(
+    (
+        Field("i", "int64"),
+        Field("f", "float32"),
+        Field("s", "bytes"),
+        Field("v", "int64", shape=(3,)),
+        Field("m", "float32", shape=(2, 2)),
+        Field("x", "float32", has_mask=True),
+    )
+)
 
 ROWS = [
     {"i": 0, "f": 0.0, "s": b"", "v": [0, 0, 0], "m": [[0.0, 0.0], [0.0, 0.0]], "x": 0.0, "x/missing": 1},
-    {"i": INT64_MIN, "f": -0.0, "s": bytes(range(256)), "v": [INT64_MAX, -1, 1], "m": [[1.5, -2.25], [3e38, -3e38]],
-     "x": 7.5, "x/missing": 0},
-    {"i": INT64_MAX, "f": float("inf"), "s": "héllo wörld ☃", "v": [2**31, -(2**31), 127], "m": [[1e-38, 1e-45], [0.1, 2.0]],
-     "x": -1.0, "x/missing": 0},
-    {"i": -1, "f": 3.4028234663852886e38, "s": b"\x00\xff", "v": [128, 16383, 16384], "m": [[float("-inf"), 0], [1, 2]],
-     "x": 0.0, "x/missing": 1},
+    {
+        "i": INT64_MIN,
+        "f": -0.0,
+        "s": bytes(range(256)),
+        "v": [INT64_MAX, -1, 1],
+        "m": [[1.5, -2.25], [3e38, -3e38]],
+        "x": 7.5,
+        "x/missing": 0,
+    },
+    {
+        "i": INT64_MAX,
+        "f": float("inf"),
+        "s": "héllo wörld ☃",
+        "v": [2**31, -(2**31), 127],
+        "m": [[1e-38, 1e-45], [0.1, 2.0]],
+        "x": -1.0,
+        "x/missing": 0,
+    },
+    {
+        "i": -1,
+        "f": 3.4028234663852886e38,
+        "s": b"\x00\xff",
+        "v": [128, 16383, 16384],
+        "m": [[float("-inf"), 0], [1, 2]],
+        "x": 0.0,
+        "x/missing": 1,
+    },
 ]
 
 
@@ -84,8 +108,12 @@ def test_encode_columns_is_byte_identical_to_encode_example():
     n = 301
     schema = Schema((Field("a", "int64"), Field("b", "float32"), Field("c", "bytes", has_mask=True)))
     cols = {
-        "a": np.concatenate([rng.integers(INT64_MIN, INT64_MAX, size=150, dtype=np.int64),
-                             rng.integers(-300, 300, size=n - 150)]),
+        "a": np.concatenate(
+            [
+                rng.integers(INT64_MIN, INT64_MAX, size=150, dtype=np.int64),
+                rng.integers(-300, 300, size=n - 150),
+            ]
+        ),
         "b": rng.normal(size=n),
         "c": [("é" * (i % 5)) + str(i) * (i % 200) for i in range(n)],
         "c/missing": rng.integers(0, 2, size=n),
@@ -98,17 +126,24 @@ def test_encode_columns_is_byte_identical_to_encode_example():
 OK_VALUE = {"int64": 1, "float32": 1.0, "bytes": b"x"}
 
 
-@pytest.mark.parametrize("dtype,value,match", [
-    ("int64", 2.7, r"expected an int64. Received: float '2.7'"),  # never truncated to 2
-    ("int64", "7", r"expected an int64. Received: str '7'"),
-    ("int64", None, r"expected an int64. Received: NoneType"),
-    ("int64", 2**63, r"expected an int64. Received: 9223372036854775808, outside int64's range"),
-    ("float32", "1.5", r"expected a float32 number. Received: str '1.5'"),
-    ("float32", None, r"expected a float32 number. Received: NoneType"),
-    ("float32", 1e300, r"expected a number float32 holds .* Received: 1e\+300, which float32 would store as inf"),
-    ("bytes", 5, r"expected bytes or str. Received: int '5'"),  # bytes(5) would be five NUL bytes
-    ("bytes", 1.5, r"expected bytes or str. Received: float '1.5'"),
-])
+@pytest.mark.parametrize(
+    "dtype,value,match",
+    [
+        ("int64", 2.7, r"expected an int64. Received: float '2.7'"),  # never truncated to 2
+        ("int64", "7", r"expected an int64. Received: str '7'"),
+        ("int64", None, r"expected an int64. Received: NoneType"),
+        ("int64", 2**63, r"expected an int64. Received: 9223372036854775808, outside int64's range"),
+        ("float32", "1.5", r"expected a float32 number. Received: str '1.5'"),
+        ("float32", None, r"expected a float32 number. Received: NoneType"),
+        (
+            "float32",
+            1e300,
+            r"expected a number float32 holds .* Received: 1e\+300, which float32 would store as inf",
+        ),
+        ("bytes", 5, r"expected bytes or str. Received: int '5'"),  # bytes(5) would be five NUL bytes
+        ("bytes", 1.5, r"expected bytes or str. Received: float '1.5'"),
+    ],
+)
 def test_both_encoders_refuse_a_value_that_does_not_fit_by_name(dtype, value, match):
     schema = Schema((Field("v", dtype),))
     with pytest.raises(DataError, match=r"Feature 'v': " + match):
@@ -122,12 +157,14 @@ def test_both_encoders_agree_at_the_edge_of_float32_range():
     largest = float(np.float32(3.4028235e38))
     below_inf = float(np.nextafter(largest + (2.0**103), 0))  # rounds down to float32's largest value
     assert encode_columns(schema, {"f": [below_inf, -below_inf]}) == [
-        encode_example({"f": below_inf}, schema), encode_example({"f": -below_inf}, schema)]
+        encode_example({"f": below_inf}, schema),
+        encode_example({"f": -below_inf}, schema),
+    ]
     assert decode_example(encode_example({"f": below_inf}, schema))["f"] == [largest]
     for value in (largest + 2.0**103, float(np.finfo(np.float64).max)):
         with pytest.raises(DataError, match="would store as inf"):
             encode_example({"f": value}, schema)
-        with pytest.raises(DataError, match="row 0: .*would store as inf"):
+        with pytest.raises(DataError, match=r"row 0: .*would store as inf"):
             encode_columns(schema, {"f": np.array([value])})
     assert decode_example(encode_example({"f": float("inf")}, schema))["f"] == [float("inf")]  # inf stays inf
 
@@ -140,11 +177,15 @@ def test_encode_columns_refuses_bad_columns_with_library_errors():
         encode_columns(schema, {"a": [1], "b": [1.0]})
     with pytest.raises(ConfigError, match=r"scalar fields only. Received: 'v' with shape \(2,\)"):
         encode_columns(Schema((Field("v", "int64", shape=(2,)),)), {"v": [[1, 2]]})
-    with pytest.raises(DataError, match=r"Record has no value for feature 'b/missing' \(the null mask of 'b'\)"):
+    with pytest.raises(
+        DataError, match=r"Record has no value for feature 'b/missing' \(the null mask of 'b'\)"
+    ):
         encode_example({"a": 1, "b": 1.0}, schema)
 
 
-@pytest.mark.parametrize("data", [b"\x0a\x05\x0a\x03\x0a\x01\xff", b"\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x12\x03\x0a\x01\x00"])
+@pytest.mark.parametrize(
+    "data", [b"\x0a\x05\x0a\x03\x0a\x01\xff", b"\x0a\x0c\x0a\x0a\x0a\x01a\x12\x05\x12\x03\x0a\x01\x00"]
+)
 def test_decode_example_refuses_malformed_bytes_with_a_data_error(data):
     with pytest.raises(DataError, match="Malformed Example bytes"):
         decode_example(data)
@@ -152,7 +193,9 @@ def test_decode_example_refuses_malformed_bytes_with_a_data_error(data):
 
 def test_encode_example_names_the_feature_it_lacks():
     with pytest.raises(DataError, match="'s'"):
-        encode_example({"i": 1, "f": 1.0}, Schema((Field("i", "int64"), Field("f", "float32"), Field("s", "bytes"))))
+        encode_example(
+            {"i": 1, "f": 1.0}, Schema((Field("i", "int64"), Field("f", "float32"), Field("s", "bytes")))
+        )
 
 
 def test_tfrecord_framing_reads_in_tf(tf, tmp_path):
@@ -194,8 +237,17 @@ def test_shard_count_by_size_or_exact():
     assert ShardConfig().count_for(n_items=10, estimated_bytes=0) == 1
 
 
-@pytest.mark.parametrize("text,want", [("128MiB", 128 << 20), ("64MB", 64_000_000), ("1g", 10**9),
-                                       ("1000", 1000), ("1.5KiB", 1536), (4096, 4096)])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("128MiB", 128 << 20),
+        ("64MB", 64_000_000),
+        ("1g", 10**9),
+        ("1000", 1000),
+        ("1.5KiB", 1536),
+        (4096, 4096),
+    ],
+)
 def test_parse_size(text, want):
     assert parse_size(text) == want
 
@@ -206,8 +258,15 @@ def test_parse_size_rejects(bad):
         parse_size(bad)
 
 
-@pytest.mark.parametrize("kwargs,field", [({"num_shards": 0}, "num_shards"), ({"compression": "zstd"}, "compression"),
-                                          ({"split": "tr ain"}, "split"), ({"shard_size": 0}, "shard_size")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"num_shards": 0}, "num_shards"),
+        ({"compression": "zstd"}, "compression"),
+        ({"split": "tr ain"}, "split"),
+        ({"shard_size": 0}, "shard_size"),
+    ],
+)
 def test_shard_config_validates(kwargs, field):
     with pytest.raises(ConfigError, match=f"{field} must be .* Received: {field}="):
         ShardConfig(**kwargs)

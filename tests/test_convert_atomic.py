@@ -23,19 +23,23 @@ ROWS, SHARDS = 60_000, 24
 def table(tmp_path_factory):
     path = tmp_path_factory.mktemp("src") / "t.parquet"
     rng = np.random.default_rng(0)
-    pd.DataFrame({
-        "id": np.arange(ROWS),
-        "f": rng.normal(size=ROWS),
-        "s": [f"text {i}" for i in range(ROWS)],
-        "y": rng.integers(0, 10, ROWS),
-    }).to_parquet(path)
+    pd.DataFrame(
+        {
+            "id": np.arange(ROWS),
+            "f": rng.normal(size=ROWS),
+            "s": [f"text {i}" for i in range(ROWS)],
+            "y": rng.integers(0, 10, ROWS),
+        }
+    ).to_parquet(path)
     return str(path)
 
 
 @pytest.fixture(scope="module")
 def reference(table, tmp_path_factory):
     """The same conversion, never interrupted."""
-    return tfpipe.convert(table, str(tmp_path_factory.mktemp("ref")), num_shards=SHARDS, workers=1, chunk_rows=500)
+    return tfpipe.convert(
+        table, str(tmp_path_factory.mktemp("ref")), num_shards=SHARDS, workers=1, chunk_rows=500
+    )
 
 
 def ids_in(path):
@@ -45,9 +49,22 @@ def ids_in(path):
 
 def start_convert(table, dest, *extra):
     return subprocess.Popen(
-        [sys.executable, "-m", "tfpipe", "convert", table, dest, "--num-shards", str(SHARDS),
-         "--workers", "1", "--quiet", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "convert",
+            table,
+            dest,
+            "--num-shards",
+            str(SHARDS),
+            "--workers",
+            "1",
+            "--quiet",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -80,8 +97,22 @@ def test_kill9_then_resume_gives_every_row_exactly_once(table, reference, tmp_pa
     kill_after_done(proc, dest, 2)
     assert len(assert_nothing_wrong_visible(dest)) >= 3
 
-    refused = subprocess.run([sys.executable, "-m", "tfpipe", "convert", table, dest, "--num-shards", str(SHARDS),
-                              "--chunk-rows", "500"], capture_output=True, text=True)
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "convert",
+            table,
+            dest,
+            "--num-shards",
+            str(SHARDS),
+            "--chunk-rows",
+            "500",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert refused.returncode == 1
     assert "interrupted conversion of split 'train'" in refused.stderr and "--resume" in refused.stderr
 
@@ -91,11 +122,15 @@ def test_kill9_then_resume_gives_every_row_exactly_once(table, reference, tmp_pa
 
     manifest = tfpipe.convert(table, dest, num_shards=SHARDS, workers=2, chunk_rows=500, resume=True)
     assert manifest.splits["train"].examples == ROWS
-    assert [s.checksum for s in manifest.splits["train"].shards] == [s.checksum for s in reference.splits["train"].shards]
+    assert [s.checksum for s in manifest.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
     assert verify(dest).ok
     ids = [i for p in manifest.shard_paths("train") for i in ids_in(p)]
     assert sorted(ids) == list(range(ROWS))
-    assert sorted(os.listdir(dest)) == sorted(["tfpipe.json"] + [s.name for s in manifest.splits["train"].shards])
+    assert sorted(os.listdir(dest)) == sorted(
+        ["tfpipe.json"] + [s.name for s in manifest.splits["train"].shards]
+    )
 
 
 def test_shard_committed_without_done_record_is_rewritten(table, reference, tmp_path):
@@ -107,7 +142,9 @@ def test_shard_committed_without_done_record_is_rewritten(table, reference, tmp_
     with open(os.path.join(dest, f"train-00004-of-{SHARDS:05d}"), "r+b") as f:
         f.truncate(100)  # even a damaged file under the final name is replaced
     manifest = tfpipe.convert(table, dest, num_shards=SHARDS, workers=1, chunk_rows=500, resume=True)
-    assert [s.checksum for s in manifest.splits["train"].shards] == [s.checksum for s in reference.splits["train"].shards]
+    assert [s.checksum for s in manifest.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
 
 
 def test_resume_with_other_options_refused(table, tmp_path):
@@ -120,8 +157,9 @@ def test_resume_with_other_options_refused(table, tmp_path):
         tfpipe.convert(table, dest, num_shards=SHARDS, chunk_rows=500)
     manifest = tfpipe.convert(table, dest, num_shards=12, chunk_rows=500, overwrite=True)
     assert len(manifest.splits["train"].shards) == 12
-    assert sorted(n for n in os.listdir(dest) if not n.startswith(".")) == \
-        sorted(["tfpipe.json"] + [s.name for s in manifest.splits["train"].shards])
+    assert sorted(n for n in os.listdir(dest) if not n.startswith(".")) == sorted(
+        ["tfpipe.json"] + [s.name for s in manifest.splits["train"].shards]
+    )
 
 
 def test_finished_destination_refused_unless_overwrite(tmp_path):
@@ -129,13 +167,18 @@ def test_finished_destination_refused_unless_overwrite(tmp_path):
     pd.DataFrame({"a": range(37)}).to_csv(src, index=False)
     dest = str(tmp_path / "out")
     first = tfpipe.convert(str(src), dest, num_shards=4)
-    with pytest.raises(DestinationError, match=r"already holds a finished dataset with split 'train' \(37 examples\).*--overwrite"):
+    with pytest.raises(
+        DestinationError,
+        match=r"already holds a finished dataset with split 'train' \(37 examples\).*--overwrite",
+    ):
         tfpipe.convert(str(src), dest, num_shards=4)
     assert Manifest.load(dest) == first
     again = tfpipe.convert(str(src), dest, num_shards=3, overwrite=True)
     assert [s.name for s in again.splits["train"].shards] == [f"train-0000{i}-of-00003" for i in range(3)]
     assert sorted(os.listdir(dest)) == sorted(["tfpipe.json"] + [f"train-0000{i}-of-00003" for i in range(3)])
-    cli = subprocess.run([sys.executable, "-m", "tfpipe", "convert", str(src), dest], capture_output=True, text=True)
+    cli = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "convert", str(src), dest], capture_output=True, text=True
+    )
     assert cli.returncode == 1 and "already holds a finished dataset" in cli.stderr
 
 

@@ -31,13 +31,20 @@ def records(manifest, split="train"):
 
 def by_filename(manifest, split="train"):
     """{(synset, image/filename): label}."""
-    return {(r["image/class/synset"][0].decode(), r["image/filename"][0].decode()): int(r["image/class/label"][0])
-            for r in records(manifest, split)}
+    return {
+        (r["image/class/synset"][0].decode(), r["image/filename"][0].decode()): int(r["image/class/label"][0])
+        for r in records(manifest, split)
+    }
 
 
 def run_cli(*args, prefix=(), timeout=120):
-    out = subprocess.run([*prefix, sys.executable, "-m", "tfpipe", *args], capture_output=True, text=True,
-                         env=os.environ | {"PYTHONPATH": ROOT}, timeout=timeout)
+    out = subprocess.run(
+        [*prefix, sys.executable, "-m", "tfpipe", *args],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": ROOT},
+        timeout=timeout,
+    )
     return out.returncode, out.stdout, out.stderr
 
 
@@ -48,7 +55,24 @@ def tree(tmp_path):
     return root
 
 
-# ---- item 2: subfolders of class folders, stray files, empty classes ----
+# ---- subfolders of class folders, stray files, empty classes ----
+
+
+def test_a_class_whose_images_are_all_undecodable_is_said_loudly(tree, tmp_path):
+    from tfpipe.convert import EmptyClassWarning
+
+    second = sorted(p for p in tree.iterdir())[1]
+    for image in second.iterdir():
+        image.write_bytes(b"not a jpeg")
+    with pytest.warns(
+        EmptyClassWarning,
+        match=rf"class '{second.name}' has 0 examples in split 'train': "
+        r"all 2 of its image files were skipped as undecodable",
+    ):
+        manifest = tfpipe.convert(str(tree), str(tmp_path / "out"), workers=1)
+    assert manifest.class_names[1] == second.name and len(manifest.class_names) == 3
+    labels = sorted(int(r["image/class/label"][0]) for r in records(manifest))
+    assert labels == [1, 1, 1, 3, 3, 3, 3]  # the other classes keep their labels
 
 
 def test_subfolders_of_a_class_are_converted_and_counted(tree, tmp_path):
@@ -72,10 +96,14 @@ def test_subfolders_of_a_class_are_converted_and_counted(tree, tmp_path):
         str(tree / "README.md"): "not inside a class folder",
         str(tree / SYNSETS[1] / "notes.txt"): skipped[str(tree / SYNSETS[1] / "notes.txt")],
     }
-    assert skipped[str(tree / SYNSETS[1] / "notes.txt")].startswith("not an image file: extension .txt is not one of")
+    assert skipped[str(tree / SYNSETS[1] / "notes.txt")].startswith(
+        "not an image file: extension .txt is not one of"
+    )
     # The plan does not depend on how the tree was walked: the same bytes every time.
     again = tfpipe.convert(str(tree), str(tmp_path / "again"), num_shards=2, workers=2)
-    assert [s.checksum for s in again.splits["train"].shards] == [s.checksum for s in m.splits["train"].shards]
+    assert [s.checksum for s in again.splits["train"].shards] == [
+        s.checksum for s in m.splits["train"].shards
+    ]
     code, out, _ = run_cli("convert", str(tree), str(tmp_path / "cli"), "--num-shards", "2", "--quiet")
     assert code == 0 and "converted 12 examples into 2 shards" in out and "2 skipped" in out
     assert f"skipped {tree / SYNSETS[1] / 'notes.txt'}: not an image file" in out
@@ -90,15 +118,18 @@ def test_a_class_folder_without_images_is_an_error_naming_it(tree, tmp_path):
     assert not os.path.exists(tmp_path / "out")  # the failed run removed the folder it made
 
 
-# ---- item 14: the layout auto-detection ----
+# ---- the layout auto-detection ----
 
 
 def test_one_non_synset_folder_is_refused_by_name(tree, tmp_path):
     """An earlier output folder inside SRC once switched auto to `images` and every label by one."""
     os.makedirs(tree / "old_out")
     (tree / "old_out" / "x.JPEG").write_bytes((tree / SYNSETS[0] / f"{SYNSETS[0]}_0.JPEG").read_bytes())
-    with pytest.raises(DataError, match=r"3 class folders are named like ImageNet synsets .* but 1 are not: "
-                                        r"\['old_out'\].*--format imagenet \(format='imagenet'"):
+    with pytest.raises(
+        DataError,
+        match=r"3 class folders are named like ImageNet synsets .* but 1 are not: "
+        r"\['old_out'\].*--format imagenet \(format='imagenet'",
+    ):
         tfpipe.convert(str(tree), str(tmp_path / "out"), num_shards=2, workers=1)
     m = tfpipe.convert(str(tree), str(tmp_path / "out"), num_shards=2, workers=1, format="imagenet")
     assert m.class_names == (*SYNSETS, "old_out") and m.label_offset == 1
@@ -107,13 +138,19 @@ def test_one_non_synset_folder_is_refused_by_name(tree, tmp_path):
 
 def test_auto_says_which_layout_and_why(tree, tmp_path):
     choice = explain_format(str(tree))
-    assert choice.format == "imagenet" and "all 3 class folders are named like ImageNet synsets" in choice.reason
+    assert (
+        choice.format == "imagenet" and "all 3 class folders are named like ImageNet synsets" in choice.reason
+    )
     code, out, _ = run_cli("convert", str(tree), str(tmp_path / "o"), "--num-shards", "2", "--quiet")
     assert code == 0
-    assert Manifest.load(str(tmp_path / "o")).splits["train"].options["format_reason"] == "auto: " + choice.reason
+    assert (
+        Manifest.load(str(tmp_path / "o")).splits["train"].options["format_reason"]
+        == "auto: " + choice.reason
+    )
     assert out.splitlines()[0] == (
         f"{tree}: format imagenet (auto: all 3 class folders are named like ImageNet synsets (n01440764), "
-        "so labels count from 1 as in imagenet_to_gcs); 9 images into 2 shards")
+        "so labels count from 1 as in imagenet_to_gcs); 9 images into 2 shards"
+    )
     pets = tmp_path / "pets"
     fake_data.write_image_folder(pets, classes=2, per_class=2, size=SIZE, imagenet_names=False)
     assert "not named like ImageNet synsets, so labels count from 0" in explain_format(str(pets)).reason
@@ -127,16 +164,19 @@ def test_dest_inside_src_is_refused(tree):
     assert not os.path.exists(tree / "out") and detect_format(str(tree)) == "imagenet"
 
 
-# ---- item 9: a later split keeps the dataset's class numbering ----
+# ---- a later split keeps the dataset's class numbering ----
 
 
 @pytest.mark.parametrize("imagenet_names", [True, False])
 def test_later_split_reuses_the_class_list(tmp_path, imagenet_names):
     names = fake_data.class_names(3, imagenet_names=imagenet_names)
     train, val, dest = tmp_path / "train", tmp_path / "val", str(tmp_path / "out")
-    fake_data.write_image_folder(train, classes=3, per_class=[2, 3, 2], size=SIZE, imagenet_names=imagenet_names)
-    fake_data.write_image_folder(val, classes=3, per_class=[2, 1, 3], size=SIZE, imagenet_names=imagenet_names,
-                                 seed=9)
+    fake_data.write_image_folder(
+        train, classes=3, per_class=[2, 3, 2], size=SIZE, imagenet_names=imagenet_names
+    )
+    fake_data.write_image_folder(
+        val, classes=3, per_class=[2, 1, 3], size=SIZE, imagenet_names=imagenet_names, seed=9
+    )
     shutil.rmtree(val / names[1])  # validation holds 2 of train's 3 classes
     first = tfpipe.convert(str(train), dest, num_shards=2, workers=1)
     m = tfpipe.convert(str(val), dest, split="validation", num_shards=2, workers=1)
@@ -166,7 +206,10 @@ def test_fifo_among_the_images_is_refused_not_read(tree, tmp_path):
     os.mkfifo(tree / SYNSETS[0] / "pipe.JPEG")
     code, _, err = run_cli("convert", str(tree), str(tmp_path / "o"), "--quiet", timeout=60)
     assert code == 1 and err.count("\n") == 1, err
-    assert f"{tree / SYNSETS[0] / 'pipe.JPEG'}: expected image files and folders. Received: a FIFO (named pipe)" in err
+    assert (
+        f"{tree / SYNSETS[0] / 'pipe.JPEG'}: expected image files and folders. Received: a FIFO (named pipe)"
+        in err
+    )
 
 
 def test_fifo_swapped_in_after_listing_is_refused_by_the_reader(tmp_path):
@@ -174,7 +217,7 @@ def test_fifo_swapped_in_after_listing_is_refused_by_the_reader(tmp_path):
     from tfpipe.storage import StorageError
 
     os.mkfifo(tmp_path / "late.JPEG")
-    with pytest.raises(StorageError, match="late.JPEG: expected a regular file. Received: a FIFO"):
+    with pytest.raises(StorageError, match=r"late.JPEG: expected a regular file. Received: a FIFO"):
         encode_images(ImageTask((ImageItem(str(tmp_path / "late.JPEG"), 1, "n0"),), None, 90))
 
 
@@ -184,7 +227,9 @@ def test_symlink_loops_and_broken_links_are_named(tree, tmp_path):
         tfpipe.convert(str(tree), str(tmp_path / "out"), workers=1)
     os.remove(tree / SYNSETS[0] / "up")
     os.symlink(f"../{SYNSETS[1]}", tree / SYNSETS[0] / "also")  # another class: its images twice
-    with pytest.raises(DataError, match=rf"{SYNSETS[1]}: the same folder as .*/{SYNSETS[0]}/also, reached twice"):
+    with pytest.raises(
+        DataError, match=rf"{SYNSETS[1]}: the same folder as .*/{SYNSETS[0]}/also, reached twice"
+    ):
         tfpipe.convert(str(tree), str(tmp_path / "out"), workers=1)
     os.remove(tree / SYNSETS[0] / "also")
     os.symlink("self.JPEG", tree / SYNSETS[0] / "self.JPEG")
@@ -193,7 +238,9 @@ def test_symlink_loops_and_broken_links_are_named(tree, tmp_path):
     os.remove(tree / SYNSETS[0] / "self.JPEG")
     os.symlink("gone.JPEG", tree / SYNSETS[0] / "dangling.JPEG")
     code, _, err = run_cli("convert", str(tree), str(tmp_path / "o"), "--quiet")
-    assert code == 1 and "dangling.JPEG: a broken symbolic link (to 'gone.JPEG')" in err and err.count("\n") == 1
+    assert (
+        code == 1 and "dangling.JPEG: a broken symbolic link (to 'gone.JPEG')" in err and err.count("\n") == 1
+    )
 
 
 def test_symlinked_class_folders_are_followed(tree, tmp_path):

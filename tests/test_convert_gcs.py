@@ -3,6 +3,7 @@ tfpipe.storage writes through google-cloud-storage, TensorFlow's own gs:// code 
 
 import glob
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -42,12 +43,20 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
     dest = gcs_bucket + "/imagenet"
     with local_gcs.recording() as requests:
         m = tfpipe.convert(tree[0], dest, num_shards=3, workers=2)
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in local_reference.splits["train"].shards]
-    assert {s.input.rsplit("/", 1)[1] for s in m.splits["train"].skipped} == \
-        {os.path.basename(tree[1][k]) for k in fake_data.UNDECODABLE_ODDITIES}
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in local_reference.splits["train"].shards
+    ]
+    assert {s.input.rsplit("/", 1)[1] for s in m.splits["train"].skipped} == {
+        os.path.basename(tree[1][k]) for k in fake_data.UNDECODABLE_ODDITIES
+    }
     uploads = [r for r in requests if r.method == "POST" and "uploadType" in r.path]
     assert uploads and all("ifGenerationMatch=0" in r.path for r in uploads if "train-" in r.path)
-    assert storage.listdir(dest) == ["tfpipe.json", "train-00000-of-00003", "train-00001-of-00003", "train-00002-of-00003"]
+    assert storage.listdir(dest) == [
+        "tfpipe.json",
+        "train-00000-of-00003",
+        "train-00001-of-00003",
+        "train-00002-of-00003",
+    ]
 
     loaded = Manifest.load(dest)
     assert loaded == m
@@ -55,7 +64,9 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
     via_gcs = [r.numpy() for r in tf.data.TFRecordDataset(loaded.shard_paths("train"))]
     via_disk = [r.numpy() for r in tf.data.TFRecordDataset(local_reference.shard_paths("train"))]
     assert len(via_gcs) == 16 and via_gcs == via_disk
-    labels = [int(tf.io.parse_single_example(r, loaded.schema.parse_spec())["image/class/label"]) for r in via_gcs]
+    labels = [
+        int(tf.io.parse_single_example(r, loaded.schema.parse_spec())["image/class/label"]) for r in via_gcs
+    ]
     assert set(labels) == {1, 2, 3}
     assert verify(dest).ok
     with pytest.raises(DestinationError, match="already holds a finished dataset"):
@@ -64,11 +75,17 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
 
 def test_transient_errors_are_retried(tree, gcs_bucket, local_gcs, local_reference):
     # Object names travel in multipart bodies, so the faults match upload and download paths.
-    with local_gcs.inject_faults(503, count=2, methods=("POST",), path_contains="uploadType", route="plain") as up:
+    with local_gcs.inject_faults(
+        503, count=2, methods=("POST",), path_contains="uploadType", route="plain"
+    ) as up:
         m = tfpipe.convert(tree[0], gcs_bucket + "/retry", num_shards=3, workers=1)
     assert up.served == 2
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in local_reference.splits["train"].shards]
-    with local_gcs.inject_faults(429, count=2, methods=("GET",), path_contains="alt=media", route="plain") as down:
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in local_reference.splits["train"].shards
+    ]
+    with local_gcs.inject_faults(
+        429, count=2, methods=("GET",), path_contains="alt=media", route="plain"
+    ) as down:
         assert verify(gcs_bucket + "/retry").ok
     assert down.served == 2
 
@@ -76,13 +93,23 @@ def test_transient_errors_are_retried(tree, gcs_bucket, local_gcs, local_referen
 def test_lost_upload_reply_is_not_a_conflict(tree, gcs_bucket, local_gcs, local_reference):
     """The shard landed but its reply was lost: the retry meets the precondition (412), finds the
     same bytes there, and goes on."""
-    with local_gcs.recording() as requests, \
-            local_gcs.inject_faults(503, count=1, methods=("POST",), path_contains="ifGenerationMatch=0",
-                                    route="plain", lose_reply=True) as lost:
+    with (
+        local_gcs.recording() as requests,
+        local_gcs.inject_faults(
+            503,
+            count=1,
+            methods=("POST",),
+            path_contains="ifGenerationMatch=0",
+            route="plain",
+            lose_reply=True,
+        ) as lost,
+    ):
         m = tfpipe.convert(tree[0], gcs_bucket + "/lost", num_shards=3, workers=1)
     assert lost.served == 1
     assert any(r.status == 412 for r in requests)
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in local_reference.splits["train"].shards]
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in local_reference.splits["train"].shards
+    ]
 
 
 def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
@@ -90,9 +117,26 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     src = tmp_path / "t.parquet"
     pd.DataFrame({"id": range(rows), "s": [f"row {i}" for i in range(rows)]}).to_parquet(src)
     dest = gcs_bucket + "/table"
-    proc = subprocess.Popen([sys.executable, "-m", "tfpipe", "convert", str(src), dest, "--num-shards", str(shards),
-                             "--workers", "1", "--chunk-rows", "500", "--quiet"],
-                            env=os.environ | local_gcs.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "convert",
+            str(src),
+            dest,
+            "--num-shards",
+            str(shards),
+            "--workers",
+            "1",
+            "--chunk-rows",
+            "500",
+            "--quiet",
+        ],
+        env=os.environ | local_gcs.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     marker = f"{dest}/.train-00001-of-{shards:05d}.done"
     deadline = time.monotonic() + 120
     while not storage.exists(marker):
@@ -121,7 +165,7 @@ def upload_tree(local_root, url):
         for name in files:
             path = os.path.join(folder, name)
             rel = os.path.relpath(path, local_root).replace(os.sep, "/")
-            data = open(path, "rb").read()
+            data = pathlib.Path(path).read_bytes()
             storage.write_atomic(f"{url}/{rel}", data)
             out[f"{url}/{rel}"] = data
     return out
@@ -140,7 +184,7 @@ def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_sou
     """Forked workers once shared the parent's client and read each other's responses."""
     from tfpipe.codec import decode_example, read_records
 
-    local_src, url, objects = gcs_image_source
+    _, url, objects = gcs_image_source
     synsets = fake_data.class_names(3)
     for attempt in range(2):  # the old shared-connection bug showed in 6 of 6 runs
         m = tfpipe.convert(url, str(tmp_path / f"out{attempt}"), num_shards=3, workers=2)
@@ -166,15 +210,20 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
     _, url, _ = gcs_image_source
     dest = str(tmp_path / "out")
     last = scan_class_folders(url, "imagenet", 1, 0).items[-1]  # read last, in the last shard
-    bucket_path = last.path[len("gs://"):].split("/", 1)[1].replace("/", "%2F")
-    with local_gcs.inject_faults(503, count=storage.RETRY_ATTEMPTS, path_contains=bucket_path,
-                                 route="plain") as fault:
-        with pytest.raises(storage.StorageError, match=rf"{last.synset}.*gave up after .*--resume"):
-            tfpipe.convert(url, dest, num_shards=3, workers=1)
+    bucket_path = last.path[len("gs://") :].split("/", 1)[1].replace("/", "%2F")
+    with (
+        local_gcs.inject_faults(
+            503, count=storage.RETRY_ATTEMPTS, path_contains=bucket_path, route="plain"
+        ) as fault,
+        pytest.raises(storage.StorageError, match=rf"{last.synset}.*gave up after .*--resume"),
+    ):
+        tfpipe.convert(url, dest, num_shards=3, workers=1)
     assert fault.served == storage.RETRY_ATTEMPTS
     assert not os.path.exists(os.path.join(dest, "tfpipe.json"))
-    assert sorted(n for n in os.listdir(dest) if not n.startswith(".")) == \
-        ["train-00000-of-00003", "train-00001-of-00003"]
+    assert sorted(n for n in os.listdir(dest) if not n.startswith(".")) == [
+        "train-00000-of-00003",
+        "train-00001-of-00003",
+    ]
     m = tfpipe.convert(url, dest, num_shards=3, workers=1, resume=True)
     assert m.splits["train"].examples == 27 and m.splits["train"].skipped == ()
     assert verify(dest).ok
@@ -183,9 +232,25 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
 def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path):
     _, url, _ = gcs_image_source
     with local_gcs.inject_faults(403, count=1, path_contains="alt=media", route="plain"):
-        out = subprocess.run([sys.executable, "-m", "tfpipe", "convert", url, str(tmp_path / "o"),
-                              "--num-shards", "2", "--workers", "1", "--quiet"],
-                             env=os.environ | local_gcs.env, capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tfpipe",
+                "convert",
+                url,
+                str(tmp_path / "o"),
+                "--num-shards",
+                "2",
+                "--workers",
+                "1",
+                "--quiet",
+            ],
+            env=os.environ | local_gcs.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot read it" in lines[0] and "--resume" in lines[0], out.stderr
@@ -197,9 +262,21 @@ def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path)
 def test_missing_bucket_is_one_line_naming_it(tree, tmp_path, local_gcs):
     with pytest.raises(DestinationError, match=r"the bucket 'tfpipe-no-such-bucket' does not exist"):
         tfpipe.convert(tree[0], "gs://tfpipe-no-such-bucket/out", num_shards=2, workers=1)
-    out = subprocess.run([sys.executable, "-m", "tfpipe", "convert", "gs://tfpipe-no-such-src/train",
-                          str(tmp_path / "o"), "--quiet"],
-                         env=os.environ | local_gcs.env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "convert",
+            "gs://tfpipe-no-such-src/train",
+            str(tmp_path / "o"),
+            "--quiet",
+        ],
+        env=os.environ | local_gcs.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "gs://tfpipe-no-such-src/train: the bucket does not exist" in out.stderr
 
@@ -222,11 +299,16 @@ def test_gcs_lock_refuses_a_live_writer_and_recovers_a_dead_one(tree, gcs_bucket
 
     dest = gcs_bucket + "/locked"
     host = write_lock(dest)  # held by this very (live) process
-    with pytest.raises(DestinationError, match=rf"being written by another tfpipe convert \(pid {os.getpid()} "
-                                               rf"on host {host}, started .* \(3\d.\d s ago\)"):
+    with pytest.raises(
+        DestinationError,
+        match=rf"being written by another tfpipe convert \(pid {os.getpid()} "
+        rf"on host {host}, started .* \(3\d.\d s ago\)",
+    ):
         tfpipe.convert(tree[0], dest, num_shards=2, workers=1)
     assert storage.exists(f"{dest}/{LOCK_NAME}")  # the refused run left the holder's lock alone
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     write_lock(dest, pid=int(dead.stdout))  # a run on this host that no longer runs: stale
     m = tfpipe.convert(tree[0], dest, num_shards=2, workers=1)
     assert m.splits["train"].examples == 16
@@ -236,7 +318,9 @@ def test_gcs_lock_refuses_a_live_writer_and_recovers_a_dead_one(tree, gcs_bucket
 def test_gcs_lock_of_another_host_needs_break_lock(tree, gcs_bucket):
     dest = gcs_bucket + "/foreign"
     write_lock(dest, host="some-other-host", pid=1)
-    with pytest.raises(DestinationError, match=r"pid 1 on host some-other-host.*--break-lock \(break_lock=True\)"):
+    with pytest.raises(
+        DestinationError, match=r"pid 1 on host some-other-host.*--break-lock \(break_lock=True\)"
+    ):
         tfpipe.convert(tree[0], dest, num_shards=2, workers=1)
     m = tfpipe.convert(tree[0], dest, num_shards=2, workers=1, break_lock=True)
     assert m.splits["train"].examples == 16 and not storage.exists(f"{dest}/.tfpipe.lock")

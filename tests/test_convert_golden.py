@@ -51,12 +51,14 @@ def csv_folder(tmp):
     root.mkdir(parents=True)
     rng = np.random.default_rng(11)
     for i, n in enumerate([23, 17]):
-        frame = pd.DataFrame({
-            "x": rng.normal(size=n).round(4),
-            "k": rng.integers(-50, 50, n),
-            "word": [f"w{j % 5}" for j in range(n)],
-            "y": rng.integers(0, 3, n).astype(float),
-        })
+        frame = pd.DataFrame(
+            {
+                "x": rng.normal(size=n).round(4),
+                "k": rng.integers(-50, 50, n),
+                "word": [f"w{j % 5}" for j in range(n)],
+                "y": rng.integers(0, 3, n).astype(float),
+            }
+        )
         frame.loc[3, "x"] = np.nan
         frame.loc[5 + i, "y"] = np.nan  # a null label: dropped
         frame.to_csv(root / f"part{i}.csv", index=False)
@@ -68,12 +70,14 @@ def parquet_file(tmp):
     path.parent.mkdir(parents=True)
     rng = np.random.default_rng(12)
     n = 61
-    table = pa.table({
-        "a": pa.array(rng.integers(0, 1000, n), pa.int64()),
-        "b": pa.array(rng.normal(size=n).astype("float32")),
-        "s": pa.array([None if j % 9 == 4 else f"s{j}" for j in range(n)]),
-        "flag": pa.array([j % 3 == 0 for j in range(n)]),
-    })
+    table = pa.table(
+        {
+            "a": pa.array(rng.integers(0, 1000, n), pa.int64()),
+            "b": pa.array(rng.normal(size=n).astype("float32")),
+            "s": pa.array([None if j % 9 == 4 else f"s{j}" for j in range(n)]),
+            "flag": pa.array([j % 3 == 0 for j in range(n)]),
+        }
+    )
     pq.write_table(table, path, row_group_size=10)
     assert pq.ParquetFile(path).num_row_groups == 7
     return path
@@ -82,8 +86,15 @@ def parquet_file(tmp):
 GOLDEN = {
     "images": {"num_shards": 3, "workers": 2, "resize_shorter": 40, "seed": 3},
     "images_header": {"num_shards": 2, "workers": 2, "check": "header"},
-    "csv": {"num_shards": 4, "workers": 1, "label": "y", "missing": "fill", "missing_label": "drop",
-            "chunk_rows": 7, "compression": "gzip"},
+    "csv": {
+        "num_shards": 4,
+        "workers": 1,
+        "label": "y",
+        "missing": "fill",
+        "missing_label": "drop",
+        "chunk_rows": 7,
+        "compression": "gzip",
+    },
     "parquet": {"num_shards": 4, "workers": 2, "missing": "fill", "chunk_rows": 8, "split": "validation"},
 }
 MAKERS = {"images": image_tree, "images_header": image_tree, "csv": csv_folder, "parquet": parquet_file}
@@ -141,8 +152,11 @@ def test_resumed_output_is_the_same(tmp_path, source, monkeypatch):
             raise KeyboardInterrupt
         real(name)
 
-    users = [m for name, m in sys.modules.items()
-             if name.startswith("tfpipe.convert") and getattr(m, "pause_point", None) is real]
+    users = [
+        m
+        for name, m in sys.modules.items()
+        if name.startswith("tfpipe.convert") and getattr(m, "pause_point", None) is real
+    ]
     with monkeypatch.context() as patch:
         for module in users:
             patch.setattr(module, "pause_point", stop_after_first_shard)

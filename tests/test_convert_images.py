@@ -1,6 +1,7 @@
 """Image folder conversion: the imagenet_to_gcs layout, oddities, labels, workers, resizing."""
 
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -46,7 +47,7 @@ def records(tf, manifest, split="train"):
 
 
 def test_imagenet_layout_keys_labels_and_pixels(tf, converted, imagenet_tree):
-    src, odd = imagenet_tree
+    _, odd = imagenet_tree
     assert converted.layout == "imagenet" and converted.label_offset == 1
     synsets = fake_data.class_names(CLASSES)
     assert converted.class_names == tuple(synsets)
@@ -77,14 +78,17 @@ def test_undecodable_files_are_skipped_with_reasons(converted, imagenet_tree):
 def test_every_shard_mixes_classes(tf, converted):
     for path in converted.shard_paths("train"):
         ds = tf.data.TFRecordDataset(path)
-        labels = {tf.io.parse_single_example(r, converted.schema.parse_spec())["image/class/label"].numpy() for r in ds}
+        labels = {
+            tf.io.parse_single_example(r, converted.schema.parse_spec())["image/class/label"].numpy()
+            for r in ds
+        }
         assert len(labels) >= 2, path
     counts = [s.examples for s in converted.splits["train"].shards]
     assert sum(counts) == 19
 
 
 def test_strict_fails_naming_the_file(imagenet_tree, tmp_path):
-    src, odd = imagenet_tree
+    src, _ = imagenet_tree
     with pytest.raises(DataError, match=r"_odd_(truncated|empty|not_image)\.JPEG: .*--strict"):
         tfpipe.convert(src, str(tmp_path / "out"), num_shards=2, strict=True, workers=1)
     assert not (tmp_path / "out" / "tfpipe.json").exists()
@@ -93,9 +97,11 @@ def test_strict_fails_naming_the_file(imagenet_tree, tmp_path):
 def test_output_bytes_do_not_depend_on_workers(converted, imagenet_tree, tmp_path):
     src, _ = imagenet_tree
     two = tfpipe.convert(src, str(tmp_path / "w2"), num_shards=4, workers=2)
-    assert [s.checksum for s in two.splits["train"].shards] == [s.checksum for s in converted.splits["train"].shards]
-    for a, b in zip(two.shard_paths("train"), converted.shard_paths("train")):
-        assert open(a, "rb").read() == open(b, "rb").read()
+    assert [s.checksum for s in two.splits["train"].shards] == [
+        s.checksum for s in converted.splits["train"].shards
+    ]
+    for a, b in zip(two.shard_paths("train"), converted.shard_paths("train"), strict=True):
+        assert pathlib.Path(a).read_bytes() == pathlib.Path(b).read_bytes()
 
 
 def test_generic_images_format_zero_based_and_offset(tf, tmp_path):
@@ -117,15 +123,26 @@ def test_generic_images_format_zero_based_and_offset(tf, tmp_path):
 
 def test_validation_split_joins_train_with_the_same_labels(tf, tmp_path):
     val = tmp_path / "val"
-    pairs = fake_data.write_validation_flat(val, tmp_path / "labels.txt", classes=CLASSES, count=7, size=(64, 48))
+    pairs = fake_data.write_validation_flat(
+        val, tmp_path / "labels.txt", classes=CLASSES, count=7, size=(64, 48)
+    )
     dest = tmp_path / "both"
     train_src = tmp_path / "train"
     fake_data.write_image_folder(train_src, classes=CLASSES, per_class=2, size=(64, 48))
     tfpipe.convert(str(train_src), str(dest), num_shards=2)
-    m = tfpipe.convert(str(val), str(dest), split="validation", labels_file=str(tmp_path / "labels.txt"), num_shards=2)
+    m = tfpipe.convert(
+        str(val), str(dest), split="validation", labels_file=str(tmp_path / "labels.txt"), num_shards=2
+    )
     assert set(m.splits) == {"train", "validation"}
-    assert sorted(os.listdir(dest)) == sorted(["tfpipe.json", "train-00000-of-00002", "train-00001-of-00002",
-                                               "validation-00000-of-00002", "validation-00001-of-00002"])
+    assert sorted(os.listdir(dest)) == sorted(
+        [
+            "tfpipe.json",
+            "train-00000-of-00002",
+            "train-00001-of-00002",
+            "validation-00000-of-00002",
+            "validation-00001-of-00002",
+        ]
+    )
     want = {os.path.basename(p): m.class_names.index(s) + 1 for p, s in pairs}
     got = {r["image/filename"].decode(): r["image/class/label"] for r in records(tf, m, "validation")}
     assert got == want
@@ -160,22 +177,30 @@ def test_detect_format_by_content(imagenet_tree, tmp_path):
 
 def test_cli_convert_prints_summary_with_skips(imagenet_tree, tmp_path):
     src, odd = imagenet_tree
-    out = subprocess.run([sys.executable, "-m", "tfpipe", "convert", src, str(tmp_path / "o"), "--num-shards", "3",
-                          "--quiet"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "convert", src, str(tmp_path / "o"), "--num-shards", "3", "--quiet"],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "converted 19 examples into 3 shards" in out.stdout and "3 skipped" in out.stdout
     assert f"skipped {odd['empty']}" in out.stdout
     manifest = Manifest.load(str(tmp_path / "o"))
     assert manifest.splits["train"].examples == 19
-    inspect = subprocess.run([sys.executable, "-m", "tfpipe", "inspect", str(tmp_path / "o"), "--verify"],
-                             capture_output=True, text=True)
+    inspect = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "inspect", str(tmp_path / "o"), "--verify"],
+        capture_output=True,
+        text=True,
+    )
     assert inspect.returncode == 0 and "verify: 3 of 3 shards ok" in inspect.stdout
 
 
 def test_header_check_copies_whole_jpegs_and_still_catches_truncation(tf, imagenet_tree, converted, tmp_path):
     src, odd = imagenet_tree
     fast = tfpipe.convert(src, str(tmp_path / "fast"), num_shards=4, workers=1, check="header")
-    assert [s.checksum for s in fast.splits["train"].shards] == [s.checksum for s in converted.splits["train"].shards]
+    assert [s.checksum for s in fast.splits["train"].shards] == [
+        s.checksum for s in converted.splits["train"].shards
+    ]
     assert {s.input for s in fast.splits["train"].skipped} == {odd[k] for k in fake_data.UNDECODABLE_ODDITIES}
     assert fast.splits["train"].options["check"] == "header"
 

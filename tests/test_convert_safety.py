@@ -17,6 +17,7 @@ import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest
+from tfpipe.storage import StorageError
 from tfpipe.testing import fake_data
 from tfpipe.verify import verify
 
@@ -42,8 +43,14 @@ def cli(*args, pause=None, prefix=(), **kwargs):
     env = os.environ | {"PYTHONPATH": ROOT}
     if pause:
         env[PAUSE_ENV] = pause
-    return subprocess.Popen([*prefix, sys.executable, "-m", "tfpipe", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [*prefix, sys.executable, "-m", "tfpipe", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
 def run_cli(*args, timeout=120, **kwargs):
@@ -117,9 +124,12 @@ def test_sigkill_takes_the_encode_workers_with_it(src, tmp_path, start_method):
     if start_method == "forkserver":  # what a process that has loaded TensorFlow uses
         script = "sys.modules['tensorflow'] = types.ModuleType('tensorflow'); " + script  # a cheap stub
     env = os.environ | {"PYTHONPATH": ROOT, PAUSE_ENV: "shard-committed"}
-    proc = subprocess.Popen([sys.executable, "-c", "import sys, types; " + script,
-                             *convert_args(src, tmp_path / "out")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, types; " + script, *convert_args(src, tmp_path / "out")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_paused(proc)
     workers = descendants(proc.pid)
     assert len(workers) >= 2, workers
@@ -138,7 +148,9 @@ def test_fork_server_workers_see_the_callers_current_environment(monkeypatch):
 
     from tfpipe.convert.parallel import ordered_map, worker_context
 
-    monkeypatch.setitem(sys.modules, "tensorflow", sys.modules.get("tensorflow") or types.ModuleType("tensorflow"))
+    monkeypatch.setitem(
+        sys.modules, "tensorflow", sys.modules.get("tensorflow") or types.ModuleType("tensorflow")
+    )
     assert worker_context().get_start_method() == "forkserver"
     list(ordered_map(os.getenv, ["HOME"], 2))  # the fork server is running now
     monkeypatch.setenv("TFPIPE_PROBE", "set later")
@@ -160,7 +172,9 @@ def test_sigterm_cleans_up_and_resume_finishes(src, reference, tmp_path):
     assert ".tfpipe.lock" not in left and not [n for n in left if ".tmp-" in n], left
     assert visible(dest) == ["train-00000-of-00003"]
     m = tfpipe.convert(src, str(dest), num_shards=SHARDS, workers=2, resume=True)
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in reference.splits["train"].shards]
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
 
 
 # ---- one writer per destination ----
@@ -181,7 +195,9 @@ def test_second_writer_is_refused_naming_the_first(src, reference, tmp_path):
     a.send_signal(signal.SIGCONT)
     assert a.wait(timeout=60) == 0, a.communicate()
     m = Manifest.load(str(dest))
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in reference.splits["train"].shards]
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
     assert verify(str(dest)).ok
     assert sorted(os.listdir(dest)) == ["tfpipe.json", *visible(dest)[1:]]  # lock released
 
@@ -193,7 +209,7 @@ def test_a_killed_writers_lock_does_not_block_resume(src, reference, tmp_path):
     a.kill()
     a.communicate(timeout=30)
     assert ".tfpipe.lock" in os.listdir(dest)  # the file stays; the kernel released the lock
-    code, out, err = run_cli(*convert_args(src, dest, "--resume"))
+    code, _, err = run_cli(*convert_args(src, dest, "--resume"))
     assert code == 0, err
     assert sorted(os.listdir(dest)) == ["tfpipe.json", *(s.name for s in reference.splits["train"].shards)]
 
@@ -225,7 +241,7 @@ def test_failure_while_deleting_old_shards_leaves_the_manifest_consistent(src, t
     os.remove(stuck)
     os.mkdir(stuck)  # a directory: removing it fails, like a file on a failing disk would
     (stuck / "x").write_bytes(b"x")
-    with pytest.raises(Exception):
+    with pytest.raises(StorageError, match=r"Is a directory: .*train-00001-of-00003"):
         tfpipe.convert(src, str(dest), num_shards=SHARDS, workers=1, overwrite=True)
     m = Manifest.load(str(dest))
     assert "train" not in m.splits and "other" in m.splits
@@ -256,7 +272,9 @@ def test_next_run_removes_leftovers_of_killed_runs(src, tmp_path):
 def test_dest_is_a_file_or_inside_src(src, tmp_path):
     (tmp_path / "afile").write_text("x")
     code, _, err = run_cli(*convert_args(src, tmp_path / "afile"))
-    assert code == 1 and "expected a directory (or a new path) for the output. Received: a regular file" in err
+    assert (
+        code == 1 and "expected a directory (or a new path) for the output. Received: a regular file" in err
+    )
     code, _, err = run_cli(*convert_args(src, os.path.join(src, "n01440764", "out")))
     assert code == 1 and "Expected a destination outside the source" in err
     assert not os.path.exists(os.path.join(src, "n01440764", "out"))
@@ -274,8 +292,14 @@ def test_full_disk_says_resume_continues(src, reference, tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
 
     env = os.environ | {"PYTHONPATH": ROOT, "PYTHONDONTWRITEBYTECODE": "1"}
-    out = subprocess.run([sys.executable, "-m", "tfpipe", *convert_args(src, dest, "--num-shards", "2")],
-                         env=env, preexec_fn=limit, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "tfpipe", *convert_args(src, dest, "--num-shards", "2")],
+        env=env,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1, out.stderr
     assert out.stderr.count("\n") == 1, out.stderr
     assert "out of space while writing (File too large" in out.stderr
@@ -303,8 +327,12 @@ def as_unprivileged():
         return []
     if not shutil.which("setpriv"):
         pytest.skip("running as root without setpriv: permission bits cannot be tested")
-    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
-            "--inh-caps=-dac_override,-dac_read_search", "--"]
+    return [
+        "setpriv",
+        "--bounding-set=-dac_override,-dac_read_search",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--",
+    ]
 
 
 # ---- resume with damaged progress files ----
@@ -332,23 +360,36 @@ def test_corrupt_done_record_redoes_that_shard(src, reference, tmp_path):
     kill_after_first_shard(src, dest)
     (dest / ".train-00000-of-00003.done").write_text(json.dumps({"shard": {"name": 5}}))
     m = tfpipe.convert(src, str(dest), num_shards=SHARDS, workers=1, resume=True)
-    assert [s.checksum for s in m.splits["train"].shards] == [s.checksum for s in reference.splits["train"].shards]
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
 
 
 def test_real_full_disk_then_resume_after_space_is_freed(src, tmp_path):
     """ENOSPC from a 24 KB tmpfs in a private mount namespace; then the tmpfs grows."""
-    if not shutil.which("unshare") or subprocess.run(
-            ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=4k tmpfs {tmp_path}"],
-            capture_output=True).returncode != 0:
+    if (
+        not shutil.which("unshare")
+        or subprocess.run(
+            ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=4k tmpfs {tmp_path}"], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs unshare -m and mount (root or CAP_SYS_ADMIN)")
     mnt, dest = tmp_path / "mnt", tmp_path / "mnt" / "out"
     mnt.mkdir()
     tfpipe_cmd = f"{sys.executable} -m tfpipe convert {src} {dest} --num-shards 3 --workers 1 --quiet"
-    script = (f"mount -t tmpfs -o size=24k tmpfs {mnt} && {{ {tfpipe_cmd}; echo rc=$?; ls -a {dest}; "
-              f"mount -o remount,size=2m {mnt} && {tfpipe_cmd} --resume && echo rc=$? && "
-              f"{sys.executable} -m tfpipe inspect {dest} --verify --quiet; }}")
-    out = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120,
-                         env=os.environ | {"PYTHONPATH": ROOT})
+    script = (
+        f"mount -t tmpfs -o size=24k tmpfs {mnt} && {{ {tfpipe_cmd}; echo rc=$?; ls -a {dest}; "
+        f"mount -o remount,size=2m {mnt} && {tfpipe_cmd} --resume && echo rc=$? && "
+        f"{sys.executable} -m tfpipe inspect {dest} --verify --quiet; }}"
+    )
+    out = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ | {"PYTHONPATH": ROOT},
+    )
     assert "rc=1" in out.stdout and "rc=0" in out.stdout, out
     first_error = out.stderr.splitlines()[0]
     assert "out of space while writing (No space left on device" in first_error

@@ -28,21 +28,25 @@ def read_back(tf, dest, split="train"):
 
 def every_dtype_frame(n=37):
     rng = np.random.default_rng(3)
-    return pd.DataFrame({
-        "i8": rng.integers(-128, 127, n).astype("int8"),
-        "i16": rng.integers(-30000, 30000, n).astype("int16"),
-        "i32": rng.integers(-2**31, 2**31 - 1, n).astype("int32"),
-        "i64": np.r_[np.int64(-(2**63)), np.int64(2**63 - 1), rng.integers(-2**62, 2**62, n - 2)].astype("int64"),
-        "u8": rng.integers(0, 255, n).astype("uint8"),
-        "u32": rng.integers(0, 2**32 - 1, n).astype("uint32"),
-        "f16": rng.normal(size=n).astype("float16"),
-        "f32": rng.normal(size=n).astype("float32"),
-        "f64": rng.normal(size=n) * 1e6,
-        "b": rng.integers(0, 2, n).astype(bool),
-        "s": [f"row {i} ✓" if i % 3 else "" for i in range(n)],
-        "cat": pd.Categorical(rng.choice(["cat", "dog", "emu"], n)),
-        "y": np.arange(n) % 5,
-    })
+    return pd.DataFrame(
+        {
+            "i8": rng.integers(-128, 127, n).astype("int8"),
+            "i16": rng.integers(-30000, 30000, n).astype("int16"),
+            "i32": rng.integers(-(2**31), 2**31 - 1, n).astype("int32"),
+            "i64": np.r_[
+                np.int64(-(2**63)), np.int64(2**63 - 1), rng.integers(-(2**62), 2**62, n - 2)
+            ].astype("int64"),
+            "u8": rng.integers(0, 255, n).astype("uint8"),
+            "u32": rng.integers(0, 2**32 - 1, n).astype("uint32"),
+            "f16": rng.normal(size=n).astype("float16"),
+            "f32": rng.normal(size=n).astype("float32"),
+            "f64": rng.normal(size=n) * 1e6,
+            "b": rng.integers(0, 2, n).astype(bool),
+            "s": [f"row {i} ✓" if i % 3 else "" for i in range(n)],
+            "cat": pd.Categorical(rng.choice(["cat", "dog", "emu"], n)),
+            "y": np.arange(n) % 5,
+        }
+    )
 
 
 def test_parquet_round_trip_every_dtype(tf, tmp_path):
@@ -51,9 +55,21 @@ def test_parquet_round_trip_every_dtype(tf, tmp_path):
     m = tfpipe.convert(str(tmp_path / "t.parquet"), str(tmp_path / "out"), num_shards=4, label="y", workers=1)
     assert m.layout == "table" and m.schema.label == "y"
     dtypes = {f.name: f.dtype for f in m.schema.fields}
-    assert dtypes == {"i8": "int64", "i16": "int64", "i32": "int64", "i64": "int64", "u8": "int64", "u32": "int64",
-                      "f16": "float32", "f32": "float32", "f64": "float32", "b": "int64", "s": "bytes",
-                      "cat": "bytes", "y": "int64"}
+    assert dtypes == {
+        "i8": "int64",
+        "i16": "int64",
+        "i32": "int64",
+        "i64": "int64",
+        "u8": "int64",
+        "u32": "int64",
+        "f16": "float32",
+        "f32": "float32",
+        "f64": "float32",
+        "b": "int64",
+        "s": "bytes",
+        "cat": "bytes",
+        "y": "int64",
+    }
     assert [s.examples for s in m.splits["train"].shards] == [10, 9, 9, 9]
     got, _ = read_back(tf, tmp_path / "out")
     for col in ["i8", "i16", "i32", "i64", "u8", "u32", "b", "y"]:
@@ -68,9 +84,15 @@ def test_csv_round_trip_and_chunking_does_not_change_bytes(tf, tmp_path):
     df = every_dtype_frame().drop(columns=["cat", "f16"])
     df["s"] = df["s"].replace("", "z")  # an empty CSV field is a null, not an empty string
     df.to_csv(tmp_path / "t.csv", index=False)
-    small = tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "a"), num_shards=3, chunk_rows=5, workers=1)
-    large = tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "b"), num_shards=3, chunk_rows=1000, workers=1)
-    assert [s.checksum for s in small.splits["train"].shards] == [s.checksum for s in large.splits["train"].shards]
+    small = tfpipe.convert(
+        str(tmp_path / "t.csv"), str(tmp_path / "a"), num_shards=3, chunk_rows=5, workers=1
+    )
+    large = tfpipe.convert(
+        str(tmp_path / "t.csv"), str(tmp_path / "b"), num_shards=3, chunk_rows=1000, workers=1
+    )
+    assert [s.checksum for s in small.splits["train"].shards] == [
+        s.checksum for s in large.splits["train"].shards
+    ]
     got, _ = read_back(tf, tmp_path / "a")
     np.testing.assert_array_equal(got["i64"], df["i64"].to_numpy())
     np.testing.assert_allclose(got["f64"], df["f64"].to_numpy(), rtol=1e-6)
@@ -98,17 +120,25 @@ def test_null_in_a_later_chunk_is_found_before_writing(tmp_path):
 
 
 def test_missing_fill_writes_defaults_and_masks(tf, tmp_path):
-    df = pd.DataFrame({
-        "i": pd.array([1, None, 3, 4, None], dtype="Int64"),
-        "f": [0.5, np.nan, 2.5, np.nan, 4.5],
-        "s": ["a", "b", None, "d", "e"],
-        "b": pd.array([True, None, False, True, True], dtype="boolean"),
-        "ok": [1, 2, 3, 4, 5],
-    })
+    df = pd.DataFrame(
+        {
+            "i": pd.array([1, None, 3, 4, None], dtype="Int64"),
+            "f": [0.5, np.nan, 2.5, np.nan, 4.5],
+            "s": ["a", "b", None, "d", "e"],
+            "b": pd.array([True, None, False, True, True], dtype="boolean"),
+            "ok": [1, 2, 3, 4, 5],
+        }
+    )
     df.to_parquet(tmp_path / "t.parquet")
     m = tfpipe.convert(str(tmp_path / "t.parquet"), str(tmp_path / "out"), missing="fill", num_shards=2)
     assert m.missing == "fill"
-    assert {f.name: f.has_mask for f in m.schema.fields} == {"i": True, "f": True, "s": True, "b": True, "ok": False}
+    assert {f.name: f.has_mask for f in m.schema.fields} == {
+        "i": True,
+        "f": True,
+        "s": True,
+        "b": True,
+        "ok": False,
+    }
     got, loaded = read_back(tf, tmp_path / "out")
     assert loaded.missing == "fill"
     assert got["i"].tolist() == [1, 0, 3, 4, 0] and got["i/missing"].tolist() == [0, 1, 0, 0, 1]
@@ -118,11 +148,22 @@ def test_missing_fill_writes_defaults_and_masks(tf, tmp_path):
     assert "ok/missing" not in got
 
 
-@pytest.mark.parametrize("column,values,match", [
-    ("nested", [[1, 2], [3], [4, 5]], r"t.parquet: column 'nested'.*list"),
-    ("when", pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]), r"t.parquet: column 'when'.*datetime"),
-    ("big", np.array([1, 2, 2**63], dtype="uint64"), r"column 'big', row 2 holds 9223372036854775808.*fit int64"),
-])
+@pytest.mark.parametrize(
+    "column,values,match",
+    [
+        ("nested", [[1, 2], [3], [4, 5]], r"t.parquet: column 'nested'.*list"),
+        (
+            "when",
+            pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]),
+            r"t.parquet: column 'when'.*datetime",
+        ),
+        (
+            "big",
+            np.array([1, 2, 2**63], dtype="uint64"),
+            r"column 'big', row 2 holds 9223372036854775808.*fit int64",
+        ),
+    ],
+)
 def test_unsupported_columns_refused_by_name(tmp_path, column, values, match):
     pd.DataFrame({"a": [1, 2, 3], column: values}).to_parquet(tmp_path / "t.parquet")
     with pytest.raises(DataError, match=match):

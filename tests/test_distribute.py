@@ -85,8 +85,9 @@ def table(tmp_path_factory) -> str:
     root = tmp_path_factory.mktemp("distribute")
     rng = np.random.default_rng(7)
     x = rng.standard_normal((ROWS, 3)).astype(np.float32)
-    df = pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "x2": x[:, 2],
-                       "label": (x[:, 0] + x[:, 1] > 0).astype(np.int64)})
+    df = pd.DataFrame(
+        {"x0": x[:, 0], "x1": x[:, 1], "x2": x[:, 2], "label": (x[:, 0] + x[:, 1] > 0).astype(np.int64)}
+    )
     df.to_csv(root / "t.csv", index=False)
     dest = str(root / "tab")
     tfpipe.convert(str(root / "t.csv"), dest, label="label", num_shards=SHARDS, workers=1)
@@ -96,7 +97,9 @@ def table(tmp_path_factory) -> str:
 def test_two_replica_mirrored_strategy_fit(table):
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, table, str(GLOBAL_BATCH), str(STEPS), str(EPOCHS)],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env=dict(os.environ, KERAS_BACKEND="tensorflow"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -124,10 +127,10 @@ def test_input_pipelines_read_disjoint_files_and_together_every_row(table):
     tf_ = tf()
     plans, rows = [], []
     for i in range(2):
-        ctx = tf_.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=i,
-                                          num_replicas_in_sync=2)
-        plans.append(plan(table, preset="tabular", batch_size=GLOBAL_BATCH,
-                                 training=False, input_context=ctx))
+        ctx = tf_.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=i, num_replicas_in_sync=2)
+        plans.append(
+            plan(table, preset="tabular", batch_size=GLOBAL_BATCH, training=False, input_context=ctx)
+        )
         got = []
         for features, labels in plans[-1].dataset():
             assert labels.shape[0] <= GLOBAL_BATCH // 2

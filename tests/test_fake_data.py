@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import pathlib
 
 import numpy as np
 import pandas as pd
@@ -71,9 +72,7 @@ def _read_tree(root: str) -> dict[str, bytes]:
 
 
 def test_write_image_folder_layout_counts_and_determinism(tmp_path) -> None:
-    paths = fd.write_image_folder(
-        tmp_path / "a", classes=3, per_class=[4, 1, 2], seed=9, size=(40, 30)
-    )
+    paths = fd.write_image_folder(tmp_path / "a", classes=3, per_class=[4, 1, 2], seed=9, size=(40, 30))
     tree = _read_tree(str(tmp_path / "a"))
     assert sorted(tree) == sorted(os.path.relpath(p, tmp_path / "a") for p in paths)
     assert sorted(tree) == [
@@ -125,7 +124,7 @@ def test_write_oddities_writes_each_kind_where_promised(tmp_path) -> None:
     paths = fd.write_oddities(tmp_path, classes=classes, seed=1)
     assert list(paths) == list(fd.ODDITY_KINDS + fd.GENERIC_ODDITY_KINDS)
     assert {os.path.basename(os.path.dirname(p)) for p in paths.values()} == set(classes)
-    data = {kind: open(path, "rb").read() for kind, path in paths.items()}
+    data = {kind: pathlib.Path(path).read_bytes() for kind, path in paths.items()}
 
     def mode(kind: str) -> str:
         return Image.open(io.BytesIO(data[kind])).mode

@@ -118,8 +118,13 @@ def test_tf_list_files_interleave_reads_every_record_once(tf, gcs_bucket):
 
     files = tf.data.Dataset.list_files(f"{gcs_bucket}/train-*", shuffle=False)
     assert [f.numpy().decode() for f in files] == [f"{gcs_bucket}/train-{i:05d}-of-00004" for i in range(4)]
-    ds = files.interleave(tf.data.TFRecordDataset, cycle_length=4, block_length=1,
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    ds = files.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=4,
+        block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
     got = [r.numpy() for r in ds]
     assert sorted(got) == sorted(RECORDS)
     assert got[:4] == [shards[0][0], shards[1][0], shards[2][0], shards[3][0]]
@@ -139,7 +144,7 @@ def test_tf_parallel_shard_writers(tf, gcs_bucket):
     def write(i: int) -> None:
         try:
             write_tfrecords(tf, f"{gcs_bucket}/p-{i}", RECORDS[i::3])
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=write, args=(i,)) for i in range(3)]
@@ -206,8 +211,7 @@ def test_commit_file_small_and_resumable_sizes(gcs_bucket, tmp_path):
 
 
 def test_listdir_glob_exists_size_remove(gcs_bucket):
-    names = ["train-00000-of-00002", "train-00001-of-00002", ".train-00002-of-00002.tmp-9-ff",
-             "tfpipe.json"]
+    names = ["train-00000-of-00002", "train-00001-of-00002", ".train-00002-of-00002.tmp-9-ff", "tfpipe.json"]
     for i, name in enumerate(names):
         storage.write_atomic(f"{gcs_bucket}/ds/{name}", payload(10 + i))
     storage.write_atomic(f"{gcs_bucket}/ds/sub/inner", b"x")
@@ -217,7 +221,9 @@ def test_listdir_glob_exists_size_remove(gcs_bucket):
     assert storage.listdir(f"{gcs_bucket}/ds/") == storage.listdir(f"{gcs_bucket}/ds")
     assert storage.listdir(f"{gcs_bucket}/nothing") == []
     assert storage.glob(f"{gcs_bucket}/ds/train-*") == [
-        f"{gcs_bucket}/ds/train-00000-of-00002", f"{gcs_bucket}/ds/train-00001-of-00002"]
+        f"{gcs_bucket}/ds/train-00000-of-00002",
+        f"{gcs_bucket}/ds/train-00001-of-00002",
+    ]
     assert storage.exists(f"{gcs_bucket}/ds/tfpipe.json")
     assert not storage.exists(f"{gcs_bucket}/ds/missing")
     assert storage.size(f"{gcs_bucket}/ds/train-00001-of-00002") == 11
@@ -257,9 +263,11 @@ def test_storage_retries_transient_errors(local_gcs, gcs_bucket, status):
 def test_storage_gives_up_with_storage_error(local_gcs, gcs_bucket, monkeypatch):
     monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
     path = f"{gcs_bucket}/never"
-    with local_gcs.inject_faults(503, count=1000, methods=("POST",), route="plain") as fault:
-        with pytest.raises(storage.StorageError, match=f"gave up after {storage.RETRY_ATTEMPTS} attempts"):
-            storage.write_atomic(path, b"data")
+    with (
+        local_gcs.inject_faults(503, count=1000, methods=("POST",), route="plain") as fault,
+        pytest.raises(storage.StorageError, match=f"gave up after {storage.RETRY_ATTEMPTS} attempts"),
+    ):
+        storage.write_atomic(path, b"data")
     assert fault.served == storage.RETRY_ATTEMPTS
     assert not storage.exists(path)
 
@@ -268,18 +276,21 @@ def test_non_transient_error_is_not_retried(local_gcs, gcs_bucket):
     from google.api_core.exceptions import Forbidden
 
     storage.write_atomic(f"{gcs_bucket}/x", b"x")
-    with local_gcs.inject_faults(403, count=5, path_contains="alt=media", route="plain") as fault:
-        with pytest.raises(Forbidden):
-            storage.read_bytes(f"{gcs_bucket}/x")
+    with (
+        local_gcs.inject_faults(403, count=5, path_contains="alt=media", route="plain") as fault,
+        pytest.raises(Forbidden),
+    ):
+        storage.read_bytes(f"{gcs_bucket}/x")
     assert fault.served == 1
 
 
 def test_lost_reply_then_precondition_failure_with_same_bytes_is_success(local_gcs, gcs_bucket):
     path = f"{gcs_bucket}/train-00000-of-00001"
-    with local_gcs.recording() as rec:
-        with local_gcs.inject_faults(503, count=1, methods=("POST",), route="plain",
-                                     lose_reply=True) as lost:
-            storage.write_atomic(path, b"shard bytes")
+    with (
+        local_gcs.recording() as rec,
+        local_gcs.inject_faults(503, count=1, methods=("POST",), route="plain", lose_reply=True) as lost,
+    ):
+        storage.write_atomic(path, b"shard bytes")
     assert lost.served == 1
     uploads = [(r.status, r.injected, r.forwarded) for r in rec if r.method == "POST"]
     # The first upload landed but its reply was lost; the retry met the precondition.
@@ -290,9 +301,11 @@ def test_lost_reply_then_precondition_failure_with_same_bytes_is_success(local_g
 def test_retry_that_finds_other_bytes_raises_already_exists(local_gcs, gcs_bucket):
     path = f"{gcs_bucket}/taken"
     storage.write_atomic(path, b"someone else's")
-    with local_gcs.inject_faults(503, count=1, methods=("POST",), route="plain") as fault:
-        with pytest.raises(storage.AlreadyExists):
-            storage.write_atomic(path, b"mine")
+    with (
+        local_gcs.inject_faults(503, count=1, methods=("POST",), route="plain") as fault,
+        pytest.raises(storage.AlreadyExists),
+    ):
+        storage.write_atomic(path, b"mine")
     assert fault.served == 1
     assert storage.read_bytes(path) == b"someone else's"
 
@@ -330,8 +343,9 @@ def test_tf_retries_transient_errors_on_reads_and_writes(tf, local_gcs, gcs_buck
     with local_gcs.recording() as rec:
         with local_gcs.inject_faults(status, count=1, methods=(write_method,), route="tls") as write:
             write_tfrecords(tf, path, RECORDS)
-        with local_gcs.inject_faults(status, count=1, path_contains=path.split("/")[-1],
-                                     methods=("GET",), route="tls") as read:
+        with local_gcs.inject_faults(
+            status, count=1, path_contains=path.split("/")[-1], methods=("GET",), route="tls"
+        ) as read:
             assert read_tfrecords(tf, path) == RECORDS
     assert write.served == 1 and read.served == 1
     assert [r.status for r in rec if r.injected] == [status, status]
@@ -340,9 +354,11 @@ def test_tf_retries_transient_errors_on_reads_and_writes(tf, local_gcs, gcs_buck
 
 def test_tf_lost_upload_reply_does_not_upload_twice(tf, local_gcs, gcs_bucket):
     path = f"{gcs_bucket}/lost"
-    with local_gcs.recording() as rec:
-        with local_gcs.inject_faults(503, count=1, methods=("PUT",), route="tls", lose_reply=True) as lost:
-            write_tfrecords(tf, path, RECORDS[:5])
+    with (
+        local_gcs.recording() as rec,
+        local_gcs.inject_faults(503, count=1, methods=("PUT",), route="tls", lose_reply=True) as lost,
+    ):
+        write_tfrecords(tf, path, RECORDS[:5])
     assert lost.served == 1
     # TF asks for the upload's status and hears it is complete, as from GCS: no second upload.
     assert [(r.method, r.status) for r in rec] == [("POST", 200), ("PUT", 503), ("PUT", 200)]
@@ -353,9 +369,11 @@ def test_tf_gives_up_after_its_retry_limit(tf, local_gcs, gcs_bucket):
     path = f"{gcs_bucket}/a"
     storage.write_atomic(path, b"abc")
     retries = int(os.environ["GCS_RETRY_CONFIG_MAX_RETRIES"])
-    with local_gcs.inject_faults(503, count=1000, methods=("GET",), route="tls") as fault:
-        with pytest.raises(tf.errors.OpError, match="retry"):
-            tf.io.gfile.GFile(path, "rb").read()
+    with (
+        local_gcs.inject_faults(503, count=1000, methods=("GET",), route="tls") as fault,
+        pytest.raises(tf.errors.OpError, match="retry"),
+    ):
+        tf.io.gfile.GFile(path, "rb").read()
     assert fault.served == retries + 1
 
 
@@ -363,7 +381,11 @@ def test_tf_gives_up_after_its_retry_limit(tf, local_gcs, gcs_bucket):
 
 
 def test_proxy_refuses_hosts_other_than_google_storage(local_gcs):
-    for host, port in (("example.com", 443), ("www.googleapis.com", 80), ("127.0.0.1", local_gcs.emulator_port)):
+    for host, port in (
+        ("example.com", 443),
+        ("www.googleapis.com", 80),
+        ("127.0.0.1", local_gcs.emulator_port),
+    ):
         conn = http.client.HTTPConnection("127.0.0.1", local_gcs.proxy_port, timeout=10)
         conn.set_tunnel(host, port)
         with pytest.raises(OSError, match="403"):
@@ -378,7 +400,7 @@ def test_proxy_refuses_hosts_other_than_google_storage(local_gcs):
 
 
 def test_inject_faults_validates_its_arguments(local_gcs):
-    with pytest.raises(ValueError, match="route=.tcp."):
+    with pytest.raises(ValueError, match=r"route=.tcp."):
         local_gcs.inject_faults(503, route="tcp")
     with pytest.raises(ValueError, match="status=200"):
         local_gcs.inject_faults(200)
@@ -391,7 +413,8 @@ def test_env_points_both_clients_at_the_proxy(local_gcs):
     assert os.path.exists(env["CURL_CA_BUNDLE"])
     # The session fixture applied it (GCS_* as conftest set them before TF was imported).
     assert {k: os.environ.get(k) for k in env if not k.startswith("GCS_")} == {
-        k: v for k, v in env.items() if not k.startswith("GCS_")}
+        k: v for k, v in env.items() if not k.startswith("GCS_")
+    }
     assert os.environ["GCS_STAT_CACHE_MAX_AGE"] == "0"
 
 
@@ -405,8 +428,9 @@ def test_children_exit_with_a_killed_parent(tmp_path):
         "time.sleep(120)\n"
     )
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                              env={**os.environ, "PYTHONPATH": root})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": root}
+    )
     pids = [int(p) for p in parent.stdout.readline().split()]
     assert len(pids) == 2 and all(_alive(p) for p in pids)
     parent.send_signal(signal.SIGKILL)
@@ -434,3 +458,41 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+# ---- local files: permissions ----
+
+
+def test_a_committed_local_file_takes_the_umask_of_the_moment(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert storage.current_umask() == 0o027
+        tmp = tmp_path / ".x.tmp"
+        tmp.write_bytes(b"data")
+        os.chmod(tmp, 0o600)  # as mkstemp makes it
+        storage.commit_file(str(tmp), str(tmp_path / "x"))
+        assert (os.stat(tmp_path / "x").st_mode & 0o777) == 0o640
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's /proc/self/status")
+def test_reading_the_umask_never_sets_it(monkeypatch):
+    expected = os.umask(0o022)
+    os.umask(expected)
+
+    def refuse(mask):
+        raise AssertionError(f"os.umask({mask:o}) called: another thread's new file would get that mask")
+
+    monkeypatch.setattr(os, "umask", refuse)
+    assert storage.current_umask() == expected
+
+
+def test_only_durable_commits_wait_for_the_disk(tmp_path, monkeypatch):
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    storage.write_atomic(str(tmp_path / "durable"), b"a")
+    assert len(synced) == 2  # the file, then its folder
+    storage.write_atomic(str(tmp_path / "redoable"), b"b", durable=False)
+    assert len(synced) == 2 and (tmp_path / "redoable").read_bytes() == b"b"

@@ -74,9 +74,7 @@ def sources(rgb: Image.Image) -> dict[str, bytes]:
         "gif": _encode(palette, "GIF"),
         "bmp": _encode(rgb, "BMP"),
         "webp": _encode(rgb, "WEBP", quality=95),
-        "gray16_png": _encode(
-            Image.fromarray(np.asarray(rgb.convert("L")).astype(np.uint16) * 257), "PNG"
-        ),
+        "gray16_png": _encode(Image.fromarray(np.asarray(rgb.convert("L")).astype(np.uint16) * 257), "PNG"),
     }
 
 
@@ -260,7 +258,7 @@ def test_oversized_and_zero_size_headers_are_refused(sources: dict[str, bytes]) 
     data = bytearray(sources["baseline"])
     sof = data.index(b"\xff\xc0")
     data[sof + 5 : sof + 9] = struct.pack(">HH", 20_000, 20_000)
-    assert 20_000 * 20_000 > MAX_PIXELS
+    assert MAX_PIXELS < 20_000 * 20_000
     with pytest.raises(UndecodableImage, match=r"^JPEG image too large"):
         normalize_image(bytes(data))
     data[sof + 5 : sof + 9] = b"\x00\x00\x00\x00"
@@ -295,3 +293,19 @@ def test_bad_options_name_the_field(
 ) -> None:
     with pytest.raises(ConfigError, match=rf"^{field} must be .* Received: {field}="):
         normalize_image(sources["baseline"], **options)
+
+
+def test_convert_and_normalize_image_share_one_rule_for_their_options(sources: dict[str, bytes]) -> None:
+    from tfpipe.convert.config import ConvertConfig
+
+    for options, message in [
+        ({"resize_shorter": 7}, "resize_shorter must be an int >= 8 or None. Received: resize_shorter=7"),
+        ({"quality": 0}, "quality must be an int in 1..100. Received: quality=0"),
+    ]:
+        with pytest.raises(ConfigError) as by_image:
+            normalize_image(sources["baseline"], **options)
+        with pytest.raises(ConfigError) as by_config:
+            ConvertConfig(**options)
+        assert str(by_image.value) == str(by_config.value) == message
+    small = normalize_image(sources["baseline"], resize_shorter=8)
+    assert min(small.height, small.width) == 8

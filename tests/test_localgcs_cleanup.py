@@ -28,10 +28,16 @@ def test_temp_dir_removed_on_stop_and_on_a_killed_parent():
     gcs.stop()
     assert not os.path.exists(folder)
 
-    script = ("import time\nfrom tfpipe.testing.gcs import LocalGCS\ngcs = LocalGCS().start()\n"
-              "print(gcs.ca_file, flush=True)\ntime.sleep(120)\n")
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                              env={**os.environ, "PYTHONPATH": ROOT})
+    script = (
+        "import time\nfrom tfpipe.testing.gcs import LocalGCS\ngcs = LocalGCS().start()\n"
+        "print(gcs.ca_file, flush=True)\ntime.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
     folder = os.path.dirname(parent.stdout.readline().strip())
     assert os.path.isdir(folder)
     parent.send_signal(signal.SIGKILL)

@@ -5,16 +5,26 @@ import json
 import pytest
 
 from tfpipe.errors import ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, Skipped, Split, check_relative_name, shard_name
+from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split, check_relative_name, shard_name
 from tfpipe.schema import IMAGE_SCHEMA
 
 
 def _manifest(root, name="train-00000-of-00001"):
     return Manifest(
-        root=str(root), layout="imagenet", schema=IMAGE_SCHEMA, label_offset=1, class_names=("n01", "n02"),
+        root=str(root),
+        layout="imagenet",
+        schema=IMAGE_SCHEMA,
+        label_offset=1,
+        class_names=("n01", "n02"),
         compression="none",
-        splits={"train": Split((ShardInfo(name, 3, 120, "sha256:" + "0" * 64),), (Skipped("a.JPEG", "empty file"),),
-                               source="/src", options={"num_shards": 1})},
+        splits={
+            "train": Split(
+                (ShardInfo(name, 3, 120, "sha256:" + "0" * 64),),
+                (SkippedInput("a.JPEG", "empty file"),),
+                source="/src",
+                options={"num_shards": 1},
+            )
+        },
     )
 
 
@@ -30,7 +40,9 @@ def test_round_trip(tmp_path):
     assert loaded.shard_paths("train") == [str(tmp_path / "train-00000-of-00001")]
 
 
-@pytest.mark.parametrize("name", ["../evil", "/etc/passwd", "a/../../b", "..", "gs://other/bucket", "C:\\x", "\\\\server\\x", ""])
+@pytest.mark.parametrize(
+    "name", ["../evil", "/etc/passwd", "a/../../b", "..", "gs://other/bucket", "C:\\x", "\\\\server\\x", ""]
+)
 def test_unsafe_shard_names_refused(name):
     with pytest.raises(ManifestError, match="relative names"):
         check_relative_name(name)
@@ -50,7 +62,7 @@ def test_safe_nested_name_is_accepted():
 
 
 def test_missing_manifest_says_what_to_do(tmp_path):
-    with pytest.raises(ManifestError, match="no tfpipe.json there.*tfpipe convert"):
+    with pytest.raises(ManifestError, match=r"no tfpipe.json there.*tfpipe convert"):
         Manifest.load(str(tmp_path))
 
 
@@ -60,10 +72,10 @@ def test_not_json_and_wrong_version(tmp_path):
         Manifest.load(str(tmp_path))
     obj = _manifest(tmp_path).to_json() | {"format_version": 99}
     (tmp_path / "tfpipe.json").write_text(json.dumps(obj))
-    with pytest.raises(ManifestError, match="expected format_version 1. Received: 99"):
+    with pytest.raises(ManifestError, match=r"expected format_version 1. Received: 99"):
         Manifest.load(str(tmp_path))
     (tmp_path / "tfpipe.json").write_text(json.dumps({"pickle": "no"}))
-    with pytest.raises(ManifestError, match="expected a 'tfpipe.manifest' JSON object"):
+    with pytest.raises(ManifestError, match=r"expected a 'tfpipe.manifest' JSON object"):
         Manifest.load(str(tmp_path))
 
 
@@ -101,8 +113,11 @@ def test_shard_listed_twice_is_refused(tmp_path):
     shards = obj["splits"]["train"]["shards"]
     shards[1] = dict(shards[0])
     _write(tmp_path, obj)
-    with pytest.raises(ManifestError, match=r"tfpipe.json: split 'train' lists shard\(s\) \['train-00000-of-00004'\] "
-                                            r"more than once"):
+    with pytest.raises(
+        ManifestError,
+        match=r"tfpipe.json: split 'train' lists shard\(s\) \['train-00000-of-00004'\] "
+        r"more than once",
+    ):
         Manifest.load(str(tmp_path))
 
 
@@ -111,8 +126,11 @@ def test_gaps_and_disorder_in_tfpipe_shard_names_are_refused(tmp_path):
     del obj["splits"]["train"]["shards"][2]
     obj["splits"]["train"]["examples"] = 45
     _write(tmp_path, obj)
-    with pytest.raises(ManifestError, match=r"expected shards 0..3 of 4, each once and in order. "
-                                            r"Received: 3 shards, missing index \[2\]"):
+    with pytest.raises(
+        ManifestError,
+        match=r"expected shards 0..3 of 4, each once and in order. "
+        r"Received: 3 shards, missing index \[2\]",
+    ):
         Manifest.load(str(tmp_path))
     obj = _four_shards(tmp_path)
     shards = obj["splits"]["train"]["shards"]
@@ -130,15 +148,22 @@ def test_same_shard_in_two_splits_is_refused(tmp_path):
         Manifest.load(str(tmp_path))
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("examples", 10**30, r"expected examples to be an int in 0..2\*\*63-1. Received: examples=10{30}"),
-    ("examples", -5, r"Received: examples=-5"),
-    ("bytes", -1, r"Received: bytes=-1"),
-    ("examples", 1e30, r"Received: examples=1e\+30"),
-    ("examples", "15", r"Received: examples='15'"),
-    ("examples", True, r"Received: examples=True"),
-    ("checksum", "crc32c:xyz", r"expected a checksum 'crc32c:<8 hex>' or 'sha256:<64 hex>'. Received: 'crc32c:xyz'"),
-])
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("examples", 10**30, r"expected examples to be an int in 0..2\*\*63-1. Received: examples=10{30}"),
+        ("examples", -5, r"Received: examples=-5"),
+        ("bytes", -1, r"Received: bytes=-1"),
+        ("examples", 1e30, r"Received: examples=1e\+30"),
+        ("examples", "15", r"Received: examples='15'"),
+        ("examples", True, r"Received: examples=True"),
+        (
+            "checksum",
+            "crc32c:xyz",
+            r"expected a checksum 'crc32c:<8 hex>' or 'sha256:<64 hex>'. Received: 'crc32c:xyz'",
+        ),
+    ],
+)
 def test_numbers_out_of_range_are_refused_on_load(tmp_path, field, value, message):
     obj = _four_shards(tmp_path)
     obj["splits"]["train"]["shards"][3][field] = value

@@ -11,7 +11,8 @@ import pytest
 
 import tfpipe
 from tfpipe.pipeline import PipelineConfig, plan, steps_per_epoch
-from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS, foreign_ds, image_ds, table_ds  # noqa: F401
+
+from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS
 
 tf = pytest.importorskip("tensorflow")
 
@@ -107,7 +108,7 @@ def test_model_fit_on_converted_table(table_ds):
 
     ds = tfpipe.build(table_ds, batch_size=8, features=["float32_0", "float64_0", "float32_1"],
                       mask_suffix="_missing", seed=3)
-    features, labels = ds.element_spec
+    features, _ = ds.element_spec
     assert set(features) == {"float32_0", "float64_0", "float32_1", "float32_0_missing",
                              "float64_0_missing", "float32_1_missing"}
     inputs = {k: keras.Input((), name=k, dtype=v.dtype.name) for k, v in features.items()}

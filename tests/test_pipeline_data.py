@@ -4,6 +4,7 @@ arguments, the cache decision, and gs:// through the local GCS emulator."""
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 
 import numpy as np
@@ -12,10 +13,8 @@ import pytest
 import tfpipe
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import PipelineConfig, ShardingWarning, plan, skipped
-from _pipeline_data import (  # noqa: F401
-    N_IMAGES, N_ROWS, corrupt_shard, foreign_ds, image_ds, image_row, jpeg, rewrite_manifest_dataset,
-    table_ds,
-)
+
+from _pipeline_data import N_IMAGES, N_ROWS, corrupt_shard, image_row, jpeg, rewrite_manifest_dataset
 
 tf = pytest.importorskip("tensorflow")
 
@@ -163,7 +162,7 @@ def test_skip_corrupt_images_counts_them(tmp_path):
 
 
 def test_missing_manifest_and_files(tmp_path, image_ds):
-    with pytest.raises(ManifestError, match="has no tfpipe.json"):
+    with pytest.raises(ManifestError, match=r"has no tfpipe.json"):
         tfpipe.build(str(tmp_path), batch_size=4)
     with pytest.raises(ManifestError, match="does not exist"):
         tfpipe.build(str(tmp_path / "nowhere"), batch_size=4)
@@ -186,7 +185,7 @@ def test_preset_keys_absent_from_records(table_ds, image_ds, foreign_ds):
     with pytest.raises(DataError, match="first record of"):
         tfpipe.build(os.path.join(foreign_ds, "train-*"), preset="imagenet", batch_size=4,
                      image_key="image/jpeg")
-    with pytest.raises(DataError, match="parses feature 'image/class/synset' as int64.*hold bytes"):
+    with pytest.raises(DataError, match=r"parses feature 'image/class/synset' as int64.*hold bytes"):
         tfpipe.build(image_ds, preset="imagenet", batch_size=4, label_key="image/class/synset")
 
 
@@ -203,7 +202,7 @@ def test_config_validation_names_field_and_value(image_ds):
                           ({"cache": "disk:"}, "cache")]:
         with pytest.raises(ConfigError, match=f"{field} must be .* Received: {field}="):
             PipelineConfig(**kwargs)
-    with pytest.raises(ConfigError, match="Unknown option.*'imagesize'.*'imagenet'"):
+    with pytest.raises(ConfigError, match=r"Unknown option.*'imagesize'.*'imagenet'"):
         tfpipe.build(image_ds, batch_size=4, imagesize=32)
     with pytest.raises(ConfigError, match="preset must be one of"):
         tfpipe.build(image_ds, batch_size=4, preset="nope")
@@ -234,10 +233,10 @@ def test_reads_gs_dataset_and_glob(image_ds, foreign_ds, gcs_bucket):
 
     dest = gcs_bucket + "/imagenet"
     for name in os.listdir(image_ds):
-        storage.write_atomic(storage.join(dest, name), open(os.path.join(image_ds, name), "rb").read())
+        storage.write_atomic(storage.join(dest, name), pathlib.Path(os.path.join(image_ds, name)).read_bytes())
     for name in os.listdir(foreign_ds):
         storage.write_atomic(storage.join(gcs_bucket, "foreign", name),
-                             open(os.path.join(foreign_ds, name), "rb").read())
+                             pathlib.Path(os.path.join(foreign_ds, name)).read_bytes())
     ds = tfpipe.build(dest, batch_size=8, training=False, image_size=16)
     labels = np.concatenate([y.numpy() for _, y in ds])
     assert np.bincount(labels).tolist() == [13, 12, 12]
@@ -256,7 +255,7 @@ def test_gzip_shards_read_and_corruption_is_named(table_ds, tmp_path):
     assert p.source.compression == "GZIP" and p.files[0].endswith(".gz")
     assert sorted(ids(p.dataset())) == list(range(N_ROWS))
     path = p.files[1]
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size: only reading finds it
     with open(path, "wb") as f:
         f.write(bytes(data))

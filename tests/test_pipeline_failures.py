@@ -5,6 +5,7 @@ that crash TensorFlow are refused, and nothing hangs on a FIFO or a missing cach
 from __future__ import annotations
 
 import os
+import pathlib
 import shutil
 
 import pytest
@@ -13,7 +14,8 @@ import tfpipe
 from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError, TfpipeError
 from tfpipe.pipeline import PipelineConfig, plan, skipped
-from _pipeline_data import N_ROWS, image_ds, photos_ds, table_ds, write_tf_examples  # noqa: F401
+
+from _pipeline_data import N_ROWS, write_tf_examples
 
 tf = pytest.importorskip("tensorflow")
 
@@ -35,7 +37,7 @@ def one_line(e: pytest.ExceptionInfo) -> str:
 def gcs_table(table_ds, gcs_bucket):
     dest = gcs_bucket + "/table"
     for name in os.listdir(table_ds):
-        storage.write_atomic(storage.join(dest, name), open(os.path.join(table_ds, name), "rb").read())
+        storage.write_atomic(storage.join(dest, name), pathlib.Path(os.path.join(table_ds, name)).read_bytes())
     return dest
 
 
@@ -44,9 +46,11 @@ def gcs_table(table_ds, gcs_bucket):
 def test_lasting_network_errors_are_raised_not_counted(local_gcs, gcs_table, skip_corrupt):
     name = tfpipe.Manifest.load(gcs_table).splits["train"].shards[1].name
     ds = tfpipe.build(gcs_table, batch_size=8, training=False, skip_corrupt=skip_corrupt)
-    with local_gcs.inject_faults(503, count=40, methods=("GET",), route="tls", path_contains=name):
-        with pytest.raises(tf.errors.OpError) as e:
-            ids(ds)
+    with (
+        local_gcs.inject_faults(503, count=40, methods=("GET",), route="tls", path_contains=name),
+        pytest.raises(tf.errors.OpError) as e,
+    ):
+        ids(ds)
     assert not isinstance(e.value, tf.errors.InvalidArgumentError)  # not a verdict of ours
     assert "503" in str(e.value) and name in str(e.value)
     assert "Corrupt" not in str(e.value) and "Re-convert" not in str(e.value)
@@ -115,7 +119,7 @@ def test_disk_cache_directory_is_checked_at_build(table_ds, tmp_path):
 
 
 def test_training_batch_larger_than_the_data_is_refused(table_ds, tmp_path):
-    with pytest.raises(DataError, match="gets 37 records .* fewer than one batch of 64: every batch would repeat"):
+    with pytest.raises(DataError, match=r"gets 37 records .* fewer than one batch of 64: every batch would repeat"):
         tfpipe.build(table_ds, batch_size=64)
     ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
     with pytest.raises(DataError, match=r"Input pipeline 1 of 2 gets \d+ records .* fewer than one batch of 20"):
@@ -187,7 +191,7 @@ def test_config_fields_are_type_checked_and_bounded(options, field):
 
 
 def test_other_argument_errors_are_one_line(table_ds):
-    with pytest.raises(ConfigError, match="^training must be True or False. Received: training='no'"):
+    with pytest.raises(ConfigError, match=r"^training must be True or False. Received: training='no'"):
         tfpipe.build(table_ds, batch_size=8, training="no")
     with pytest.raises(ConfigError, match="skip_corrupt=True needs verify_shards=True"):
         tfpipe.build(table_ds, batch_size=8, skip_corrupt=True, verify_shards=False)

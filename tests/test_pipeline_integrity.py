@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import pathlib
 import random
 import shutil
 import warnings
@@ -17,9 +18,8 @@ import pytest
 import tfpipe
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.pipeline import DefaultWarning, plan, skipped
-from _pipeline_data import (  # noqa: F401
-    PHOTOS_PER_CLASS, image_ds, image_row, jpeg, photos_ds, table_ds, write_tf_examples,
-)
+
+from _pipeline_data import PHOTOS_PER_CLASS, image_row, jpeg, write_tf_examples
 
 tf = pytest.importorskip("tensorflow")
 
@@ -167,7 +167,7 @@ def test_interrupted_conversion_is_not_read_through_a_glob(table_ds, tmp_path):
     os.remove(root / "train-00003-of-00004")
     with pytest.raises(DataError, match=r"2 of the 4 shards named train-NNNNN-of-00004 .*missing indices \[1, 3\]"):
         tfpipe.build(str(root / "train-*"), batch_size=8, training=False)
-    with pytest.raises(ManifestError, match="did not finish.*--resume") as e:
+    with pytest.raises(ManifestError, match=r"did not finish.*--resume") as e:
         tfpipe.build(str(root), batch_size=8)
     assert "train-*" not in str(e.value)
 
@@ -208,12 +208,12 @@ def test_shard_swapped_for_a_same_count_sibling_is_refused(image_ds, tmp_path):
 def test_wrong_count_says_what_was_found(table_ds, tmp_path):
     root = str(shutil.copytree(table_ds, tmp_path / "ds"))
     manifest_path = os.path.join(root, "tfpipe.json")
-    obj = json.load(open(manifest_path))
+    obj = json.loads(pathlib.Path(manifest_path).read_text())
     shard = obj["splits"]["train"]["shards"][1]
     real = shard["examples"]
     shard["examples"] += 2
     obj["splits"]["train"]["examples"] += 2
-    json.dump(obj, open(manifest_path, "w"))
+    pathlib.Path(manifest_path).write_text(json.dumps(obj))
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
         ids(tfpipe.build(root, batch_size=8, training=False))
     message = str(e.value)
@@ -229,9 +229,9 @@ def test_corrupt_shard_counts_and_order_with_skip_corrupt(table_ds, tmp_path):
     root = str(shutil.copytree(table_ds, tmp_path / "ds"))
     per_shard = shard_row_ids(root)
     path = tfpipe.Manifest.load(root).shard_paths("train")[2]
-    data = bytearray(open(path, "rb").read())
+    data = bytearray(pathlib.Path(path).read_bytes())
     data[len(data) - 8] ^= 0xFF  # inside the last record: the shard loses only that one
-    open(path, "wb").write(bytes(data))
+    pathlib.Path(path).write_bytes(bytes(data))
     ds = tfpipe.build(root, batch_size=8, training=False, skip_corrupt=True)
     got = ids(ds)
     assert got == per_shard[0] + per_shard[1] + per_shard[2][:-1] + per_shard[3]
@@ -244,11 +244,11 @@ def test_wrong_count_in_a_gzip_shard_is_found_by_its_trailer(table_ds, tmp_path)
     root = str(tmp_path / "gz")
     tfpipe.convert(csv, root, label="label", missing="fill", num_shards=3, compression="gzip", workers=1)
     manifest_path = os.path.join(root, "tfpipe.json")
-    obj = json.load(open(manifest_path))
+    obj = json.loads(pathlib.Path(manifest_path).read_text())
     shard = obj["splits"]["train"]["shards"][1]
     shard["examples"] -= 1
     obj["splits"]["train"]["examples"] -= 1
-    json.dump(obj, open(manifest_path, "w"))
+    pathlib.Path(manifest_path).write_text(json.dumps(obj))
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
         ids(tfpipe.build(root, batch_size=8, training=False))
     assert (f"{shard['name']} reads cleanly to its end but holds {shard['examples'] + 1} records, "

@@ -9,7 +9,8 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.presets import Preset, get_preset, preset_names, register_preset
 from tfpipe.presets.imagenet import MEAN_RGB, STDDEV_RGB
-from _pipeline_data import N_ROWS, image_ds, table_ds  # noqa: F401
+
+from _pipeline_data import N_ROWS
 
 tf = pytest.importorskip("tensorflow")
 
@@ -34,7 +35,7 @@ def test_imagenet_shapes_and_dtypes(image_ds, training, options, dtype):
     assert images.shape.as_list() == [batch, size, size, 3] and images.dtype == dtype
     assert labels.shape.as_list() == [batch] and labels.dtype == tf.int32
     x, y = next(iter(ds))
-    assert x.dtype == dtype and 0 <= int(tf.reduce_min(y)) and int(tf.reduce_max(y)) <= 2
+    assert x.dtype == dtype and int(tf.reduce_min(y)) >= 0 and int(tf.reduce_max(y)) <= 2
     values = x.numpy().astype(np.float32)
     if options.get("dtype", "uint8") != "uint8" and options.get("normalize", True):
         assert values.min() < 0 < values.max()  # mean-subtracted
@@ -44,7 +45,7 @@ def test_imagenet_shapes_and_dtypes(image_ds, training, options, dtype):
 
 
 def test_imagenet_float_output_is_the_normalised_uint8_output(image_ds):
-    common = dict(batch_size=37, training=False, image_size=16)
+    common = {"batch_size": 37, "training": False, "image_size": 16}
     raw = next(iter(tfpipe.build(image_ds, **common)))[0].numpy().astype(np.float32)
     f32 = next(iter(tfpipe.build(image_ds, dtype="float32", **common)))[0].numpy()
     plain = next(iter(tfpipe.build(image_ds, dtype="float32", normalize=False, **common)))[0].numpy()
@@ -112,7 +113,7 @@ def test_imagenet_eval_is_a_center_crop(image_ds):
 def test_imagenet_option_errors(image_ds):
     with pytest.raises(ConfigError, match="normalize=True needs a float output"):
         tfpipe.build(image_ds, batch_size=4, normalize=True)
-    with pytest.raises(ConfigError, match="dtype must be one of.*Received: dtype='float16'"):
+    with pytest.raises(ConfigError, match=r"dtype must be one of.*Received: dtype='float16'"):
         tfpipe.build(image_ds, batch_size=4, dtype="float16")
     with pytest.raises(ConfigError, match=r"image_size must be an int in \[1, 8192\]"):
         tfpipe.build(image_ds, batch_size=4, image_size=0)
@@ -151,7 +152,7 @@ def test_tabular_columns_masks_and_labels(table_ds):
 def test_tabular_errors(table_ds):
     with pytest.raises(ConfigError, match="Column 'nope' is not in the records"):
         tfpipe.build(table_ds, batch_size=8, features=["nope"])
-    with pytest.raises(ConfigError, match="Unknown option.*'tabular'"):
+    with pytest.raises(ConfigError, match=r"Unknown option.*'tabular'"):
         tfpipe.build(table_ds, batch_size=8, image_size=3)
 
 

@@ -9,8 +9,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def quick_start_commands():
     text = (ROOT / "README.md").read_text()
     section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    return [line.strip() for block in re.findall(r"```bash\n(.*?)```", section, re.S)
-            for line in block.splitlines() if line.strip()]
+    return [
+        line.strip()
+        for block in re.findall(r"```bash\n(.*?)```", section, re.S)
+        for line in block.splitlines()
+        if line.strip()
+    ]
 
 
 def test_quick_start_has_exactly_two_commands():

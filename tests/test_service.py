@@ -69,7 +69,7 @@ def rows(ds) -> list[tuple]:
     for features, labels in ds:
         cols = {k: v.numpy().tolist() for k, v in sorted(features.items())}
         for i, label in enumerate(labels.numpy().tolist()):
-            out.append(tuple((k, v[i]) for k, v in cols.items()) + (label,))
+            out.append((*((k, v[i]) for k, v in cols.items()), label))
     return out
 
 
@@ -116,7 +116,7 @@ def test_dynamic_sharding_yields_every_row_once_across_two_workers(table, cluste
     assert collections.Counter(dynamic) == local
     # parallel_epochs: each of the two workers runs the whole epoch.
     doubled = collections.Counter(rows(eval_ds(table, service=cluster2.target)))
-    assert doubled == collections.Counter({r: 2 for r in local})
+    assert doubled == collections.Counter(dict.fromkeys(local, 2))
 
 
 def test_same_job_name_consumers_split_one_job(table, cluster2):
@@ -124,8 +124,7 @@ def test_same_job_name_consumers_split_one_job(table, cluster2):
 
     def consumers(job_name):
         return [
-            iter(eval_ds(table, service=cluster2.target, processing_mode="dynamic",
-                         job_name=job_name))
+            iter(eval_ds(table, service=cluster2.target, processing_mode="dynamic", job_name=job_name))
             for _ in range(2)
         ]
 
@@ -199,8 +198,11 @@ def test_py_function_is_rejected_before_it_reaches_a_worker(cluster):
 
     tf_ = tf()
     ds = tf_.data.Dataset.range(3).map(lambda x: tf_.py_function(lambda y: y * 2, [x], tf_.int64))
-    with pytest.raises(ConfigError, match=r"must be pure TensorFlow.*Received: a dataset using "
-                                          r"\['EagerPyFunc'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"must be pure TensorFlow.*Received: a dataset using "
+        r"\['EagerPyFunc'\]",
+    ):
         service.distribute(ds, cluster[0].target)
 
 
@@ -210,13 +212,14 @@ def test_unreachable_dispatcher_fails_fast_instead_of_hanging():
 
     start = time.monotonic()
     with pytest.raises(ConfigError) as e:
-        service.distribute(tf().data.Dataset.range(3), f"grpc://127.0.0.1:{port}",
-                           connect_timeout=0.5)
+        service.distribute(tf().data.Dataset.range(3), f"grpc://127.0.0.1:{port}", connect_timeout=0.5)
     assert time.monotonic() - start < 5
     assert str(e.value).startswith("service must be the address of a running tf.data service")
-    assert f"Received: service='grpc://127.0.0.1:{port}', which did not accept a connection " \
-           "within 0.5 s (Connection refused)" in str(e.value)
-    with pytest.raises(ConfigError, match="Received: dispatcher='grpc://127.0.0.1:"):
+    assert (
+        f"Received: service='grpc://127.0.0.1:{port}', which did not accept a connection "
+        "within 0.5 s (Connection refused)" in str(e.value)
+    )
+    with pytest.raises(ConfigError, match=r"Received: dispatcher='grpc://127.0.0.1:"):
         service.start_worker(f"127.0.0.1:{port}", connect_timeout=0.3, allow_remote=True)
 
 
@@ -247,20 +250,19 @@ def test_cli_servers_serve_a_client_and_stop_cleanly_on_sigterm_and_sigint(table
     port, worker_port = free_port(), free_port()
     target = f"grpc://127.0.0.1:{port}"
     # Started together so the two TensorFlow imports overlap; the worker waits for the port.
-    dispatcher = Cli("dispatcher", "--port", str(port), "--work-dir", str(work_dir),
-                     "--allow-remote")
-    worker = Cli("worker", "--dispatcher", f"127.0.0.1:{port}", "--port", str(worker_port),
-                 "--allow-remote")
+    dispatcher = Cli("dispatcher", "--port", str(port), "--work-dir", str(work_dir), "--allow-remote")
+    worker = Cli("worker", "--dispatcher", f"127.0.0.1:{port}", "--port", str(worker_port), "--allow-remote")
     try:
         assert dispatcher.wait_for("ready at ") == f"tfpipe serve dispatcher: ready at {target}"
-        exposure = (f"tfpipe serve dispatcher: listening on [::]:{port} on every interface, no "
-                    "authentication; reachable at 127.0.0.1, ")
+        exposure = (
+            f"tfpipe serve dispatcher: listening on [::]:{port} on every interface, no "
+            "authentication; reachable at 127.0.0.1, "
+        )
         assert dispatcher.lines[0] == f"tfpipe serve dispatcher: work dir {work_dir} (fault tolerant)"
         assert dispatcher.lines[1].startswith(exposure)
         assert dispatcher.lines[1].endswith(" and any address routed to this machine")
         assert dispatcher.lines[2:] == [f"tfpipe serve dispatcher: ready at {target}"]
-        assert worker.wait_for("ready at ") == \
-            f"tfpipe serve worker: ready at grpc://127.0.0.1:{worker_port}"
+        assert worker.wait_for("ready at ") == f"tfpipe serve worker: ready at grpc://127.0.0.1:{worker_port}"
         assert worker.lines[0] == f"tfpipe serve worker: waiting for dispatcher 127.0.0.1:{port}"
         assert f"tfpipe serve worker: registered with dispatcher 127.0.0.1:{port}" in worker.lines
 
@@ -268,8 +270,9 @@ def test_cli_servers_serve_a_client_and_stop_cleanly_on_sigterm_and_sigint(table
         # imports TensorFlow; TF alone would share the port (SO_REUSEPORT) and say "ready".
         second = run_serve("dispatcher", "--port", str(port), "--allow-remote")
         assert second.returncode == 1 and second.stdout == ""
-        assert second.stderr.startswith(f"tfpipe serve: error: port {port} is already in use by "
-                                        f"pid {dispatcher.proc.pid} (")
+        assert second.stderr.startswith(
+            f"tfpipe serve: error: port {port} is already in use by pid {dispatcher.proc.pid} ("
+        )
         assert "split clients and workers" in second.stderr and "Traceback" not in second.stderr
         assert len(second.stderr.splitlines()) == 1
 
@@ -281,8 +284,9 @@ def test_cli_servers_serve_a_client_and_stop_cleanly_on_sigterm_and_sigint(table
         assert worker.wait_for("stopped") == "tfpipe serve worker: stopped"
         assert dispatcher.stop(signal.SIGINT) == 0
         assert dispatcher.wait_for("stopped") == "tfpipe serve dispatcher: stopped"
-        assert not any("Traceback" in line or "interrupted" in line
-                       for line in dispatcher.lines + worker.lines)
+        assert not any(
+            "Traceback" in line or "interrupted" in line for line in dispatcher.lines + worker.lines
+        )
     finally:
         dispatcher.kill()
         worker.kill()
@@ -297,18 +301,22 @@ def test_cli_worker_waiting_for_its_dispatcher_stops_on_sigint_or_gives_up():
         assert waiting.wait_for("stopped") == "tfpipe serve worker: stopped"
     finally:
         waiting.kill()
-    give_up = run_serve("worker", "--dispatcher", f"127.0.0.1:{port}", "--connect-timeout", "0.3",
-                        "--allow-remote")
+    give_up = run_serve(
+        "worker", "--dispatcher", f"127.0.0.1:{port}", "--connect-timeout", "0.3", "--allow-remote"
+    )
     assert give_up.returncode == 1
-    assert f"Received: dispatcher='grpc://127.0.0.1:{port}', which did not accept a " \
-           "connection within 0.3 s" in give_up.stderr
+    assert (
+        f"Received: dispatcher='grpc://127.0.0.1:{port}', which did not accept a "
+        "connection within 0.3 s" in give_up.stderr
+    )
 
 
 def test_cli_bad_flags_are_clear_errors():
     bad = run_serve("worker", "--dispatcher", "nowhere", "--allow-remote")
     assert bad.returncode == 1
     assert "Received: dispatcher='nowhere'" in bad.stderr
-    helped = subprocess.run([sys.executable, "-m", "tfpipe", "serve", "--help"],
-                            capture_output=True, text=True, timeout=60)
+    helped = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "serve", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert helped.returncode == 0 and "Example:" in helped.stdout
     assert "listen on every interface" in helped.stdout and "--allow-remote" in helped.stdout

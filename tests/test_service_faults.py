@@ -26,9 +26,11 @@ from _service_util import Cli, free_port, run_serve
 
 
 def test_starting_a_server_needs_allow_remote():
-    for start in (lambda: service.start_dispatcher(),
-                  lambda: service.start_worker("127.0.0.1:5050", port=5051),
-                  lambda: service.serve(service.DispatcherConfig(port=5050))):
+    for start in (
+        lambda: service.start_dispatcher(),
+        lambda: service.start_worker("127.0.0.1:5050", port=5051),
+        lambda: service.serve(service.DispatcherConfig(port=5050)),
+    ):
         with pytest.raises(ConfigError) as e:
             start()
         msg = str(e.value)
@@ -41,8 +43,10 @@ def test_starting_a_server_needs_allow_remote():
 
     refused = run_serve("dispatcher", "--port", "5050")
     assert refused.returncode == 1 and refused.stdout == ""
-    assert refused.stderr.startswith("tfpipe serve: error: A tf.data service dispatcher listens "
-                                     "on every network interface ([::]:5050) with no authentication")
+    assert refused.stderr.startswith(
+        "tfpipe serve: error: A tf.data service dispatcher listens "
+        "on every network interface ([::]:5050) with no authentication"
+    )
     assert len(refused.stderr.splitlines()) == 1
 
 
@@ -58,13 +62,19 @@ def test_exposure_names_every_interface_address():
     assert "127.0.0.1" in addresses and addresses.index("127.0.0.1") == 0
     import psutil
 
-    everything = {a.address for nic in psutil.net_if_addrs().values() for a in nic
-                  if a.family in (socket.AF_INET, socket.AF_INET6)}
+    everything = {
+        a.address
+        for nic in psutil.net_if_addrs().values()
+        for a in nic
+        if a.family in (socket.AF_INET, socket.AF_INET6)
+    }
     assert set(addresses) == everything
     with service.start_dispatcher(advertise_host="localhost", allow_remote=True) as d:
         assert d.target == f"grpc://localhost:{d.port}"
-        assert d.exposure == (f"[::]:{d.port} on every interface, no authentication; reachable "
-                              f"at {', '.join(addresses)} and any address routed to this machine")
+        assert d.exposure == (
+            f"[::]:{d.port} on every interface, no authentication; reachable "
+            f"at {', '.join(addresses)} and any address routed to this machine"
+        )
 
 
 # ---- a busy port is refused, by port and holder ----
@@ -90,15 +100,22 @@ def test_busy_port_is_refused_before_a_second_server_shares_it():
 
 
 def test_a_server_that_cannot_start_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"^The tf\.data service dispatcher did not start: "
-                                          r"/proc/nope; No such file or directory\. Received: "
-                                          r"DispatcherConfig\(port=0, "):
+    with pytest.raises(
+        ConfigError,
+        match=r"^The tf\.data service dispatcher did not start: "
+        r"/proc/nope; No such file or directory\. Received: "
+        r"DispatcherConfig\(port=0, ",
+    ):
         service.start_dispatcher(work_dir="/proc/nope/journal", allow_remote=True)
 
 
 def test_cli_server_whose_stdout_reader_left_stops_quietly():
-    proc = subprocess.Popen([sys.executable, "-m", "tfpipe", "serve", "dispatcher", "--allow-remote"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfpipe", "serve", "dispatcher", "--allow-remote"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for line in proc.stdout:
             if "ready at" in line:
@@ -128,13 +145,39 @@ def test_silent_port_is_not_taken_for_a_dispatcher(silent_port):
 
     start = time.monotonic()
     with pytest.raises(ConfigError) as e:
-        service.distribute(tf().data.Dataset.range(3), f"grpc://127.0.0.1:{silent_port}",
-                           connect_timeout=1)
+        service.distribute(tf().data.Dataset.range(3), f"grpc://127.0.0.1:{silent_port}", connect_timeout=1)
     assert time.monotonic() - start < 4
     assert str(e.value) == (
         "service must be the address of a running tf.data service dispatcher. Received: "
         f"service='grpc://127.0.0.1:{silent_port}', which accepted connections but gave no gRPC "
-        "answer within 1 s: something else holds that port, or the dispatcher is overloaded")
+        "answer within 1 s: something else holds that port, or the dispatcher is overloaded"
+    )
+
+
+def test_build_takes_the_service_timeouts(silent_port, tmp_path):
+    import tfpipe
+    from tfpipe.testing.fake_data import make_table, write_table
+
+    csv = write_table(make_table(20, seed=3), tmp_path / "t.csv")
+    tfpipe.convert(csv, str(tmp_path / "tab"), label="label", num_shards=2, workers=1)
+    target = f"grpc://127.0.0.1:{silent_port}"
+    tfpipe.build(str(tmp_path / "tab"), preset="tabular", batch_size=4, training=False)  # TF loaded
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=r"gave no gRPC answer within 1 s"):
+        tfpipe.build(
+            str(tmp_path / "tab"),
+            preset="tabular",
+            batch_size=4,
+            training=False,
+            service=target,
+            service_connect_timeout=1,
+        )
+    assert time.monotonic() - start < 4
+    for name in ("service_connect_timeout", "service_peer_timeout"):
+        with pytest.raises(ConfigError, match=rf"Received: {name}=0"):
+            tfpipe.PipelineConfig(**{name: 0})
+    config = tfpipe.PipelineConfig(service_peer_timeout=None)
+    assert (config.service_connect_timeout, config.service_peer_timeout) == (30.0, None)
 
 
 def test_a_port_answering_something_else_fails_at_once():
@@ -151,8 +194,11 @@ def test_a_port_answering_something_else_fails_at_once():
         from tfpipe._tf import tf
 
         start = time.monotonic()
-        with pytest.raises(ConfigError, match=rf"Received: service='grpc://127\.0\.0\.1:{web.server_port}', "
-                                              r"where it answers, but not in gRPC \(Failed parsing HTTP/2"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"Received: service='grpc://127\.0\.0\.1:{web.server_port}', "
+            r"where it answers, but not in gRPC \(Failed parsing HTTP/2",
+        ):
             service.distribute(tf().data.Dataset.range(3), f"127.0.0.1:{web.server_port}")
         assert time.monotonic() - start < 5  # not retried for the 30 s connect_timeout
     finally:
@@ -167,8 +213,9 @@ def test_ctrl_c_stops_the_wait_for_a_silent_dispatcher(silent_port):
         print("waiting", flush=True)
         service.distribute(ds, "grpc://127.0.0.1:{silent_port}")  # default: 30 s
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline() == "waiting\n"
         time.sleep(0.5)
@@ -191,9 +238,12 @@ def test_a_worker_given_as_the_service_is_named():
             assert answer.ok and worker_addresses(answer.payload) == [w.address]
             from tfpipe._tf import tf
 
-            with pytest.raises(ConfigError, match=r"Received: service='grpc://127\.0\.0\.1:"
-                               rf"{w.port}', which is a tf\.data service worker: pass the "
-                               r"dispatcher's address"):
+            with pytest.raises(
+                ConfigError,
+                match=r"Received: service='grpc://127\.0\.0\.1:"
+                rf"{w.port}', which is a tf\.data service worker: pass the "
+                r"dispatcher's address",
+            ):
                 service.distribute(tf().data.Dataset.range(3), w.target, connect_timeout=5)
         finally:
             w.stop()
@@ -215,8 +265,7 @@ def _servers(tmp_path, work_dir: bool = False):
     port, worker_port = free_port(), free_port()
     journal = ["--work-dir", str(tmp_path / "journal")] if work_dir else []
     dispatcher = Cli("dispatcher", "--port", str(port), "--allow-remote", *journal)
-    worker = Cli("worker", "--dispatcher", f"127.0.0.1:{port}", "--port", str(worker_port),
-                 "--allow-remote")
+    worker = Cli("worker", "--dispatcher", f"127.0.0.1:{port}", "--port", str(worker_port), "--allow-remote")
     dispatcher.wait_for("ready at ")
     worker.wait_for("ready at ")
     return dispatcher, worker, port, worker_port
@@ -239,7 +288,7 @@ def _read(ds, kill, at: int = KILL_AT) -> tuple[list[int], float | None, BaseExc
                 kill()
                 killed = time.monotonic()
             time.sleep(0.002)
-    except Exception as e:  # noqa: BLE001 - returned for the test to check
+    except Exception as e:
         error = e
     return got, None if killed is None else time.monotonic() - killed, error
 
@@ -250,8 +299,9 @@ def test_lost_worker_ends_the_epoch_with_an_error_naming_it(tmp_path):
     dispatcher, worker, port, worker_port = _servers(tmp_path)
     readers_before = _readers()
     try:
-        ds = service.distribute(tf().data.Dataset.range(ELEMENTS), f"grpc://127.0.0.1:{port}",
-                                peer_timeout=PEER_TIMEOUT)
+        ds = service.distribute(
+            tf().data.Dataset.range(ELEMENTS), f"grpc://127.0.0.1:{port}", peer_timeout=PEER_TIMEOUT
+        )
         got, after, error = _read(ds, worker.kill)
         assert KILL_AT <= len(got) < ELEMENTS and got == list(range(len(got)))
         assert isinstance(error, tf().errors.UnknownError)
@@ -260,8 +310,10 @@ def test_lost_worker_ends_the_epoch_with_an_error_naming_it(tmp_path):
             f"ServiceError: Lost the tf.data service worker 127.0.0.1:{worker_port} "
             "(Connection refused): unreachable for at least 2 s while this client waited for "
             f"data from dispatcher 127.0.0.1:{port}. Restart it at the same address within "
-            "peer_timeout (distribute(peer_timeout=...)) to continue, or raise the timeout. "
-            "Received: peer_timeout=2")
+            "peer_timeout (distribute(peer_timeout=...), build(service_peer_timeout=...)) to "
+            "continue, or raise the timeout. "
+            "Received: peer_timeout=2"
+        )
         assert PEER_TIMEOUT <= after < PEER_TIMEOUT + 8
         # The reader stuck in TF's GetNext was cancelled: no thread left retrying the worker.
         deadline = time.monotonic() + 10
@@ -282,8 +334,9 @@ def test_dispatcher_restarted_from_its_journal_is_waited_for_a_lost_one_named(tm
 
     def restart() -> None:
         dispatcher.kill()
-        restarted.append(Cli("dispatcher", "--port", str(port), "--allow-remote", "--work-dir",
-                             str(tmp_path / "journal")))
+        restarted.append(
+            Cli("dispatcher", "--port", str(port), "--allow-remote", "--work-dir", str(tmp_path / "journal"))
+        )
         restarted[0].wait_for("ready at ")
 
     try:
@@ -293,13 +346,14 @@ def test_dispatcher_restarted_from_its_journal_is_waited_for_a_lost_one_named(tm
         assert error is None and got == list(range(ELEMENTS))
 
         # Not back: the worker's buffered elements arrive, then the dispatcher is named.
-        ds = service.distribute(tf().data.Dataset.range(ELEMENTS), target,
-                                peer_timeout=PEER_TIMEOUT)
+        ds = service.distribute(tf().data.Dataset.range(ELEMENTS), target, peer_timeout=PEER_TIMEOUT)
         got, after, error = _read(ds, restarted[0].kill)
         assert got == list(range(ELEMENTS))
         assert isinstance(error, tf().errors.UnknownError)
-        assert (f"ServiceError: Lost the tf.data service dispatcher 127.0.0.1:{port} "
-                "(Connection refused): unreachable for at least 2 s") in str(error)
+        assert (
+            f"ServiceError: Lost the tf.data service dispatcher 127.0.0.1:{port} "
+            "(Connection refused): unreachable for at least 2 s"
+        ) in str(error)
         assert after < PEER_TIMEOUT + 8
     finally:
         for server in [dispatcher, worker, *restarted]:

@@ -39,26 +39,50 @@ def nothing_written(dest):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "tfpipe", "convert", *map(str, args), "--quiet"],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tfpipe", "convert", *map(str, args), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-# ---- nullable ints stay int64, whatever the source (item 3)
+# ---- nullable ints stay int64, whatever the source
 
 IDS = [16777217, None, 16777219, 2**53 + 1, -(2**63), 2**63 - 1, None]
 
 
 def test_pyarrow_int64_with_nulls_stays_exact_with_its_mask(tmp_path):
     src = tmp_path / "ids.parquet"
-    pq.write_table(pa.table({"id": pa.array(IDS, pa.int64()), "small": pa.array([1, 2, None, 4, 5, 6, 7], pa.int32()),
-                             "y": [0, 1, 0, 1, 0, 1, 0]}), src)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(IDS, pa.int64()),
+                "small": pa.array([1, 2, None, 4, 5, 6, 7], pa.int32()),
+                "y": [0, 1, 0, 1, 0, 1, 0],
+            }
+        ),
+        src,
+    )
     assert pq.read_schema(src).pandas_metadata is None  # as pyarrow, Spark or DuckDB write it
     m = tfpipe.convert(str(src), str(tmp_path / "out"), missing="fill", num_shards=2, workers=1)
-    assert (m.schema["id"].dtype, m.schema["id"].has_mask, m.schema["small"].dtype) == ("int64", True, "int64")
+    assert (m.schema["id"].dtype, m.schema["id"].has_mask, m.schema["small"].dtype) == (
+        "int64",
+        True,
+        "int64",
+    )
     recs, _ = records(tmp_path / "out")
     assert column(recs, "id") == [v or 0 for v in IDS]
     assert column(recs, "id/missing") == [int(v is None) for v in IDS]
-    assert column(recs, "small") == [1, 2, 0, 4, 5, 6, 7] and column(recs, "small/missing") == [0, 0, 1, 0, 0, 0, 0]
+    assert column(recs, "small") == [1, 2, 0, 4, 5, 6, 7] and column(recs, "small/missing") == [
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        0,
+    ]
 
 
 def test_csv_int64_with_nulls_stays_exact(tmp_path):
@@ -74,16 +98,30 @@ def test_uint64_converts_when_it_fits_int64_and_is_refused_by_row_when_not(tmp_p
     tfpipe.convert(str(tmp_path / "ok.parquet"), str(tmp_path / "ok"), missing="fill", workers=1)
     assert column(records(tmp_path / "ok")[0], "n") == [1, 0, 2**63 - 1]
     pq.write_table(pa.table({"n": pa.array([1, 2, 2**64 - 1], pa.uint64())}), tmp_path / "big.parquet")
-    with pytest.raises(DataError, match=r"big.parquet: column 'n', row 2 holds 18446744073709551615. Expected "
-                                        r"values that fit int64"):
+    with pytest.raises(
+        DataError,
+        match=r"big.parquet: column 'n', row 2 holds 18446744073709551615. Expected "
+        r"values that fit int64",
+    ):
         tfpipe.convert(str(tmp_path / "big.parquet"), str(tmp_path / "big"))
 
 
-# ---- a label is never made up (item 4)
+# ---- a label is never made up
 
 PENGUINS = [  # (body mass, sex); the label is null in rows 3, 4 and 9
-    (3750, "male"), (3800, "female"), (3250, "female"), (None, None), (3450, None), (3650, "male"),
-    (3625, "female"), (4675, "male"), (3475, "female"), (4250, None), (3300, "female"), (3700, "male"), (3200, "female"),
+    (3750, "male"),
+    (3800, "female"),
+    (3250, "female"),
+    (None, None),
+    (3450, None),
+    (3650, "male"),
+    (3625, "female"),
+    (4675, "male"),
+    (3475, "female"),
+    (4250, None),
+    (3300, "female"),
+    (3700, "male"),
+    (3200, "female"),
 ]
 
 
@@ -99,16 +137,27 @@ def penguins(tmp_path):
 
 @pytest.mark.parametrize("missing", ["error", "fill"])
 def test_null_label_is_refused_by_name_even_with_fill(penguins, tmp_path, missing):
-    with pytest.raises(DataError, match=r"penguins.csv: label column 'sex', row 3 \(0-based, header excluded\) "
-                                        r"is null.*--missing fill \(missing='fill'\).*--missing-label drop "
-                                        r"\(missing_label='drop'\)"):
+    with pytest.raises(
+        DataError,
+        match=r"penguins.csv: label column 'sex', row 3 \(0-based, header excluded\) "
+        r"is null.*--missing fill \(missing='fill'\).*--missing-label drop "
+        r"\(missing_label='drop'\)",
+    ):
         tfpipe.convert(str(penguins), str(tmp_path / "out"), label="sex", missing=missing)
     assert nothing_written(tmp_path / "out")
 
 
 def test_null_label_rows_are_dropped_counted_and_listed(penguins, tmp_path):
-    m = tfpipe.convert(str(penguins), str(tmp_path / "out"), label="sex", missing="fill", missing_label="drop",
-                       num_shards=3, chunk_rows=4, workers=1)
+    m = tfpipe.convert(
+        str(penguins),
+        str(tmp_path / "out"),
+        label="sex",
+        missing="fill",
+        missing_label="drop",
+        num_shards=3,
+        chunk_rows=4,
+        workers=1,
+    )
     recs, loaded = records(tmp_path / "out")
     kept = [row for row in PENGUINS if row[1] is not None]
     assert column(recs, "sex") == [s.encode() for _, s in kept]
@@ -125,9 +174,11 @@ def test_null_label_rows_are_dropped_counted_and_listed(penguins, tmp_path):
 
 def test_dropping_rows_resumes_exactly(tmp_path):
     n = 301
-    df = pd.DataFrame({"x": np.arange(n), "y": pd.array([None if i % 7 == 3 else i % 5 for i in range(n)], "Int64")})
+    df = pd.DataFrame(
+        {"x": np.arange(n), "y": pd.array([None if i % 7 == 3 else i % 5 for i in range(n)], "Int64")}
+    )
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "t.parquet")
-    options = dict(label="y", missing_label="drop", num_shards=5, chunk_rows=16, workers=1)
+    options = {"label": "y", "missing_label": "drop", "num_shards": 5, "chunk_rows": 16, "workers": 1}
     ref = tfpipe.convert(str(tmp_path / "t.parquet"), str(tmp_path / "ref"), **options)
 
     def stop(tick):
@@ -137,7 +188,9 @@ def test_dropping_rows_resumes_exactly(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         tfpipe.convert(str(tmp_path / "t.parquet"), str(tmp_path / "out"), progress=stop, **options)
     done = tfpipe.convert(str(tmp_path / "t.parquet"), str(tmp_path / "out"), resume=True, **options)
-    assert [s.checksum for s in done.splits["train"].shards] == [s.checksum for s in ref.splits["train"].shards]
+    assert [s.checksum for s in done.splits["train"].shards] == [
+        s.checksum for s in ref.splits["train"].shards
+    ]
     assert done.splits["train"].dropped_rows == ref.splits["train"].dropped_rows == 43
     assert column(records(tmp_path / "out")[0], "x") == [i for i in range(n) if i % 7 != 3]
 
@@ -154,7 +207,8 @@ def test_drop_needs_a_label_column():
         tfpipe.convert("x.csv", "out", missing_label="drop")
 
 
-# ---- CSV rows as wide as the header (item 5, and ragged rows from the failures issue)
+# ---- CSV rows as wide as the header, ragged rows refused by line
+
 
 def write_sklearn_like(path, n_rows, n_features, classes):
     """scikit-learn's bundled CSVs: line 1 is `n_samples,n_features,<class names>`, not a header."""
@@ -166,15 +220,21 @@ def write_sklearn_like(path, n_rows, n_features, classes):
             w.writerow([*np.round(rng.uniform(0, 100, n_features), 2), i % len(classes)])
 
 
-@pytest.mark.parametrize("name,features,classes", [
-    ("wine_data.csv", 13, ["class_0", "class_1", "class_2"]),
-    ("breast_cancer.csv", 30, ["malignant", "benign"]),
-])
+@pytest.mark.parametrize(
+    "name,features,classes",
+    [
+        ("wine_data.csv", 13, ["class_0", "class_1", "class_2"]),
+        ("breast_cancer.csv", 30, ["malignant", "benign"]),
+    ],
+)
 def test_rows_longer_than_the_header_are_refused_by_line(tmp_path, name, features, classes):
     write_sklearn_like(tmp_path / name, 7, features, classes)
     header, width = 2 + len(classes), features + 1
-    with pytest.raises(DataError, match=rf"{name}, line 2: expected {header} fields, as many as the header "
-                                        rf"\(line 1\) names. Received: {width} fields.*naming all {width} columns"):
+    with pytest.raises(
+        DataError,
+        match=rf"{name}, line 2: expected {header} fields, as many as the header "
+        rf"\(line 1\) names. Received: {width} fields.*naming all {width} columns",
+    ):
         tfpipe.convert(str(tmp_path / name), str(tmp_path / "out"))
     assert nothing_written(tmp_path / "out")
 
@@ -191,7 +251,9 @@ def test_line_numbers_count_quoted_newlines_and_blank_lines(tmp_path):
     tfpipe.convert(str(tmp_path / "good.csv"), str(tmp_path / "out"), workers=1)
     assert column(records(tmp_path / "out")[0], "b") == [b"two\nlines", b"z"]
     (tmp_path / "bad.csv").write_text(good + '3,"x\ny",extra\n')
-    with pytest.raises(DataError, match=r"bad.csv, line 6 \(a quoted field spans 2 lines\): expected 2 fields"):
+    with pytest.raises(
+        DataError, match=r"bad.csv, line 6 \(a quoted field spans 2 lines\): expected 2 fields"
+    ):
         tfpipe.convert(str(tmp_path / "bad.csv"), str(tmp_path / "bad"))
 
 
@@ -225,24 +287,31 @@ def test_duplicate_column_names_are_refused(tmp_path, fmt):
         tfpipe.convert(str(src), str(tmp_path / "out"))
 
 
-# ---- float32 changes no value beyond its precision; types do not change mid-file (item 13)
+# ---- float32 changes no value beyond its precision; types do not change mid-file
+
 
 @pytest.mark.parametrize("chunk_rows", [16, 1000])
 def test_a_stray_fraction_in_an_id_column_is_refused(tmp_path, chunk_rows):
     ids = [str(123456789 + i) for i in range(41)]
     ids[37] = "0.5"
     (tmp_path / "ids.csv").write_text("id\n" + "\n".join(ids) + "\n")
-    with pytest.raises(DataError, match=r"ids.csv: column 'id', row 0 holds the whole number 123456789, which "
-                                        r"float32 .* cannot hold exactly: it would be written as 123456792.*It is float because "
-                                        r"\S*ids.csv row 37 holds 0.5"):
+    with pytest.raises(
+        DataError,
+        match=r"ids.csv: column 'id', row 0 holds the whole number 123456789, which "
+        r"float32 .* cannot hold exactly: it would be written as 123456792.*It is float because "
+        r"\S*ids.csv row 37 holds 0.5",
+    ):
         tfpipe.convert(str(tmp_path / "ids.csv"), str(tmp_path / "out"), chunk_rows=chunk_rows)
     assert nothing_written(tmp_path / "out")
 
 
 def test_nullable_ints_saved_as_float64_are_refused_when_float32_would_change_them(tmp_path):
     pd.DataFrame({"id": [16777217, np.nan, 3.0]}).to_parquet(tmp_path / "big.parquet")  # pandas' int-with-NaN
-    with pytest.raises(DataError, match=r"column 'id', row 0 holds the whole number 16777217.*written as 16777216.*"
-                                        r"float in the source.*integer type"):
+    with pytest.raises(
+        DataError,
+        match=r"column 'id', row 0 holds the whole number 16777217.*written as 16777216.*"
+        r"float in the source.*integer type",
+    ):
         tfpipe.convert(str(tmp_path / "big.parquet"), str(tmp_path / "out"), missing="fill")
     pd.DataFrame({"id": [16777216, np.nan, 3.0]}).to_parquet(tmp_path / "small.parquet")
     tfpipe.convert(str(tmp_path / "small.parquet"), str(tmp_path / "ok"), missing="fill", workers=1)
@@ -251,7 +320,10 @@ def test_nullable_ints_saved_as_float64_are_refused_when_float32_would_change_th
 
 def test_a_value_beyond_float32_range_is_refused(tmp_path):
     (tmp_path / "t.csv").write_text("x\n1.5\n-2.25\n1e300\n")
-    with pytest.raises(DataError, match=r"t.csv: column 'x', row 2 holds 1e\+300. Expected values within float32's range.*written as inf"):
+    with pytest.raises(
+        DataError,
+        match=r"t.csv: column 'x', row 2 holds 1e\+300. Expected values within float32's range.*written as inf",
+    ):
         tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "out"))
 
 
@@ -266,8 +338,11 @@ def test_a_type_change_after_the_first_chunk_is_refused_with_row_and_value(tmp_p
     values = [str(i) for i in range(20_005)]
     values[20_000] = "hello"
     (tmp_path / "t.csv").write_text("x\n" + "\n".join(values) + "\n")
-    with pytest.raises(DataError, match=r"t.csv: column 'x', row 20000 holds 'hello', but the column holds integers "
-                                        r"\(as read from \S*t.csv row 0 on\).*--chunk-rows \(chunk_rows=\)"):
+    with pytest.raises(
+        DataError,
+        match=r"t.csv: column 'x', row 20000 holds 'hello', but the column holds integers "
+        r"\(as read from \S*t.csv row 0 on\).*--chunk-rows \(chunk_rows=\)",
+    ):
         tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "out"))
     assert nothing_written(tmp_path / "out")
 
@@ -284,7 +359,9 @@ def test_parquet_files_that_disagree_on_a_type_are_refused(tmp_path):
     src.mkdir()
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), src / "part-0.parquet")
     pq.write_table(pa.table({"id": pa.array(["4", "x5", "6"])}), src / "part-1.parquet")
-    with pytest.raises(DataError, match=r"part-1.parquet: column 'id', row 1 holds 'x5', but the column holds integers"):
+    with pytest.raises(
+        DataError, match=r"part-1.parquet: column 'id', row 1 holds 'x5', but the column holds integers"
+    ):
         tfpipe.convert(str(src), str(tmp_path / "out"))
 
 
@@ -297,7 +374,8 @@ def test_the_second_pass_refuses_a_table_that_changed(tmp_path):
         list(scan.chunks(2))
 
 
-# ---- Parquet page checksums (item 18)
+# ---- Parquet page checksums
+
 
 def test_parquet_page_checksums_are_verified(tmp_path):
     rng = np.random.default_rng(1)
@@ -311,8 +389,11 @@ def test_parquet_page_checksums_are_verified(tmp_path):
     start = len(data) // 3
     data[start : start + 500] = bytes(b ^ 0xFF for b in data[start : start + 500])
     (tmp_path / "flipped.parquet").write_bytes(bytes(data))
-    with pytest.raises(DataError, match=r"flipped.parquet: expected Parquet data whose pages pass their checksums. "
-                                        r"Received: .*CRC checksum verification failed"):
+    with pytest.raises(
+        DataError,
+        match=r"flipped.parquet: expected Parquet data whose pages pass their checksums. "
+        r"Received: .*CRC checksum verification failed",
+    ):
         tfpipe.convert(str(tmp_path / "flipped.parquet"), str(tmp_path / "out"))
     assert nothing_written(tmp_path / "out")
 
@@ -339,14 +420,38 @@ def _parquet_bytes():
 
 
 BAD_INPUTS = [
-    ("empty.csv", lambda p: p.write_bytes(b""), r"empty.csv: expected a CSV header line and rows. Received: an empty file"),
-    ("u16.csv", _utf16, r"u16.csv: expected utf-8 text \(encoding='utf-8'\). Received: a UTF-16 \(little-endian\) "
-                        r"byte-order mark. Pass the file's encoding: --encoding utf-16 \(encoding='utf-16'\)"),
-    ("latin.csv", _latin1, r"latin.csv: expected utf-8 text \(encoding='utf-8'\). Received: bytes b'\\xe9' on line 3 "
-                           r"that are not utf-8.*--encoding latin-1 \(encoding='latin-1'\)"),
-    ("cut.parquet", lambda p: p.write_bytes(_parquet_bytes()[:300]), r"cut.parquet: expected a Parquet file. Received"),
-    ("fake.parquet", lambda p: p.write_text("a,b\n1,2\n"), r"fake.parquet: expected a Parquet file. Received"),
-    ("empty.parquet", lambda p: p.write_bytes(b""), r"empty.parquet: expected a Parquet file. Received.*0 bytes"),
+    (
+        "empty.csv",
+        lambda p: p.write_bytes(b""),
+        r"empty.csv: expected a CSV header line and rows. Received: an empty file",
+    ),
+    (
+        "u16.csv",
+        _utf16,
+        r"u16.csv: expected utf-8 text \(encoding='utf-8'\). Received: a UTF-16 \(little-endian\) "
+        r"byte-order mark. Pass the file's encoding: --encoding utf-16 \(encoding='utf-16'\)",
+    ),
+    (
+        "latin.csv",
+        _latin1,
+        r"latin.csv: expected utf-8 text \(encoding='utf-8'\). Received: bytes b'\\xe9' on line 3 "
+        r"that are not utf-8.*--encoding latin-1 \(encoding='latin-1'\)",
+    ),
+    (
+        "cut.parquet",
+        lambda p: p.write_bytes(_parquet_bytes()[:300]),
+        r"cut.parquet: expected a Parquet file. Received",
+    ),
+    (
+        "fake.parquet",
+        lambda p: p.write_text("a,b\n1,2\n"),
+        r"fake.parquet: expected a Parquet file. Received",
+    ),
+    (
+        "empty.parquet",
+        lambda p: p.write_bytes(b""),
+        r"empty.parquet: expected a Parquet file. Received.*0 bytes",
+    ),
 ]
 
 
@@ -376,7 +481,9 @@ def test_cli_encoding_flag(tmp_path):
 
 
 def test_an_unknown_encoding_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"encoding must be a text encoding Python knows.*Received: encoding='klingon'"):
+    with pytest.raises(
+        ConfigError, match=r"encoding must be a text encoding Python knows.*Received: encoding='klingon'"
+    ):
         tfpipe.convert("t.csv", "out", encoding="klingon")
 
 
@@ -395,3 +502,18 @@ def test_tables_on_gcs_are_read_and_checked_alike(tmp_path, gcs_bucket):
     assert column(records(tmp_path / "pq")[0], "id") == [16777217, 0, 3]
     with pytest.raises(DataError, match=rf"{gcs_bucket}/src/bad.csv, line 5: expected 2 fields"):
         tfpipe.convert(gcs_bucket + "/src/bad.csv", str(tmp_path / "bad"))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "auto"])
+def test_a_fifo_given_as_a_table_is_refused_by_kind(tmp_path, fmt):
+    os.mkfifo(tmp_path / "t.csv")
+    with pytest.raises(DataError, match=r"t\.csv: expected .*Received: a FIFO \(named pipe\)"):
+        tfpipe.convert(str(tmp_path / "t.csv"), str(tmp_path / "out"), label="y", format=fmt)
+
+
+def test_a_fifo_in_a_csv_folder_is_refused_by_name(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.csv").write_text("x,y\n1,0\n")
+    os.mkfifo(tmp_path / "src" / "b.csv")
+    with pytest.raises(DataError, match=r"b\.csv: expected a regular csv file\. Received: a FIFO"):
+        tfpipe.convert(str(tmp_path / "src"), str(tmp_path / "out"), label="y", format="csv")

@@ -23,8 +23,9 @@ def dataset(tmp_path):
 
 
 def run_verify(dest):
-    return subprocess.run([sys.executable, "-m", "tfpipe", "inspect", str(dest), "--verify"],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tfpipe", "inspect", str(dest), "--verify"], capture_output=True, text=True
+    )
 
 
 def test_clean_dataset_verifies(dataset):
@@ -45,11 +46,17 @@ def test_flipped_byte_names_shard_and_record(dataset):
     path.write_bytes(bytes(data))
     report = verify(str(dest))
     assert not report.ok
-    assert any(p.startswith("train-00002-of-00004: record 4 has corrupt data (CRC mismatch)") for p in report.problems)
+    assert any(
+        p.startswith("train-00002-of-00004: record 4 has corrupt data (CRC mismatch)")
+        for p in report.problems
+    )
     assert any("checksum mismatch" in p for p in report.problems)
     out = run_verify(dest)
     assert out.returncode == 1
-    assert "train/train-00002-of-00004: 4 records FAILED" in out.stdout and "verify: 3 of 4 shards ok" in out.stdout
+    assert (
+        "train/train-00002-of-00004: 4 records FAILED" in out.stdout
+        and "verify: 3 of 4 shards ok" in out.stdout
+    )
 
 
 def test_truncated_missing_and_miscounted_shards(dataset):
@@ -71,7 +78,9 @@ def test_checksum_only_mismatch(dataset):
     obj["splits"]["train"]["shards"][3]["checksum"] = "crc32c:00000000"
     (dest / "tfpipe.json").write_text(json.dumps(obj))
     problems = verify(str(dest)).problems
-    assert len(problems) == 1 and problems[0].startswith("train-00003-of-00004: checksum mismatch: manifest crc32c:00000000")
+    assert len(problems) == 1 and problems[0].startswith(
+        "train-00003-of-00004: checksum mismatch: manifest crc32c:00000000"
+    )
 
 
 def test_swapped_shards_with_the_same_count_fail_naming_whose_bytes(dataset):
@@ -83,9 +92,11 @@ def test_swapped_shards_with_the_same_count_fail_naming_whose_bytes(dataset):
     report = verify(str(dest))
     assert [c.records for c in report.shards] == [10, 9, 9, 9]
     assert [c.name for c in report.shards if not c.ok] == ["train-00001-of-00004", "train-00002-of-00004"]
-    assert any(p.startswith("train-00001-of-00004: checksum mismatch") and
-               p.endswith("(the file holds the bytes of shard train-00002-of-00004: swapped or copied)")
-               for p in report.problems)
+    assert any(
+        p.startswith("train-00001-of-00004: checksum mismatch")
+        and p.endswith("(the file holds the bytes of shard train-00002-of-00004: swapped or copied)")
+        for p in report.problems
+    )
     out = run_verify(dest)
     assert out.returncode == 1 and "verify: 2 of 4 shards ok" in out.stdout
 
@@ -100,17 +111,23 @@ def test_manifest_listing_a_shard_twice_fails_verify(dataset):
     (dest / "tfpipe.json").write_text(json.dumps(obj))
     out = run_verify(dest)
     assert out.returncode == 1 and out.stdout == ""
-    assert out.stderr.strip() == (f"tfpipe inspect: error: {dest / 'tfpipe.json'}: split 'train' lists shard(s) "
-                                  "['train-00000-of-00004'] more than once; each shard must appear once "
-                                  "(a reader would yield its records twice)")
+    assert out.stderr.strip() == (
+        f"tfpipe inspect: error: {dest / 'tfpipe.json'}: split 'train' lists shard(s) "
+        "['train-00000-of-00004'] more than once; each shard must appear once "
+        "(a reader would yield its records twice)"
+    )
 
 
 def test_fifo_in_place_of_a_shard_fails_without_hanging(dataset):
     dest, _ = dataset
     os.remove(dest / "train-00001-of-00004")
     os.mkfifo(dest / "train-00001-of-00004")
-    out = subprocess.run([sys.executable, "-m", "tfpipe", "inspect", str(dest), "--verify"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "inspect", str(dest), "--verify"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1
     assert "train-00001-of-00004: expected a regular file. Received: a FIFO (named pipe)" in out.stdout
     assert "verify: 3 of 4 shards ok" in out.stdout

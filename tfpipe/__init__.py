@@ -19,6 +19,7 @@ from tfpipe._version import __version__
 
 _EXPORTS = {
     "ShardConfig": "tfpipe.convert",
+    "ConvertConfig": "tfpipe.convert",
     "Manifest": "tfpipe.manifest",
     "Schema": "tfpipe.schema",
     "Field": "tfpipe.schema",
@@ -36,14 +37,14 @@ _EXPORTS = {
 # Importing a subpackage binds it as an attribute of its parent, so the packages are imported
 # here first and the functions bound after: later submodule imports then leave these names
 # alone. Both packages import no TensorFlow at module level.
+from tfpipe.bench import bench  # noqa: E402 - after _EXPORTS, see above
 from tfpipe.convert import convert  # noqa: E402
-from tfpipe.bench import bench  # noqa: E402
 
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 if TYPE_CHECKING:
     from tfpipe.bench import BenchConfig, Report
-    from tfpipe.convert import ShardConfig
+    from tfpipe.convert import ConvertConfig, ShardConfig
     from tfpipe.errors import TfpipeError
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch

@@ -165,7 +165,9 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
         entries.append((f.name, f.dtype, _check_count(f, _as_list(f.name, f.dtype, value))))
         if f.has_mask:
             if f.mask_name not in row:
-                raise DataError(f"Record has no value for feature {f.mask_name!r} (the null mask of {f.name!r})")
+                raise DataError(
+                    f"Record has no value for feature {f.mask_name!r} (the null mask of {f.name!r})"
+                )
             mask = _check_count(Field(f.mask_name, "int64"), _as_list(f.mask_name, "int64", row[f.mask_name]))
             entries.append((f.mask_name, "int64", mask))
     pieces: list[bytes] = []
@@ -195,7 +197,7 @@ def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
     n, w = payload.shape
     rows = np.empty((n, len(prefix) + w), dtype=np.uint8)
     rows[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    rows[:, len(prefix):] = payload
+    rows[:, len(prefix) :] = payload
     flat, step = rows.tobytes(), len(prefix) + w
     return [flat[i : i + step] for i in range(0, n * step, step)]
 
@@ -263,7 +265,8 @@ def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
                 byte = (group >> np.uint64(7 * k)) & np.uint64(0x7F)
                 payload[:, k] = byte | (np.uint64(0x80) if k < w - 1 else np.uint64(0))
             fprefix = b"\x1a" + _varint(2 + int(w)) + b"\x0a" + _varint(int(w))
-            for i, entry in zip(idx.tolist(), _fixed_width_entries(_entry_prefix(key, fprefix, int(w)), payload)):
+            entries = _fixed_width_entries(_entry_prefix(key, fprefix, int(w)), payload)
+            for i, entry in zip(idx.tolist(), entries, strict=True):
                 out[i] = entry
         return out
     table = _SMALL_VARINTS
@@ -298,18 +301,24 @@ def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
     rows = None
     for f in schema.fields:
         if f.shape != ():
-            raise ConfigError(f"encode_columns handles scalar fields only. Received: {f.name!r} with shape {f.shape}")
-        for name, dtype in ((f.name, f.dtype), (f.mask_name, "int64")) if f.has_mask else ((f.name, f.dtype),):
+            raise ConfigError(
+                f"encode_columns handles scalar fields only. Received: {f.name!r} with shape {f.shape}"
+            )
+        for name, dtype in (
+            ((f.name, f.dtype), (f.mask_name, "int64")) if f.has_mask else ((f.name, f.dtype),)
+        ):
             if name not in columns:
                 raise DataError(f"Columns have no values for feature {name!r}")
             values = columns[name]
             rows = len(values) if rows is None else rows
             if len(values) != rows:
-                raise DataError(f"Feature {name!r}: expected {rows} values, one per row. Received: {len(values)}")
+                raise DataError(
+                    f"Feature {name!r}: expected {rows} values, one per row. Received: {len(values)}"
+                )
             parts.append(_scalar_column(name, dtype, values))
     table = _SMALL_VARINTS
     out = []
-    for entries in zip(*parts):
+    for entries in zip(*parts, strict=True):
         body = b"".join(entries)
         n = len(body)
         out.append(b"\x0a" + (table[n] if n < 16384 else _varint(n)) + body)
@@ -385,8 +394,9 @@ def _decode_example(data: bytes) -> dict[str, list[Any]]:
                     if kind == 1:
                         values.append(bytes(v))
                     elif kind == 2:
-                        values.extend(struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else
-                                      struct.unpack("<f", v))
+                        values.extend(
+                            struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v)
+                        )
                     elif wire == 2:
                         pos = 0
                         while pos < len(v):

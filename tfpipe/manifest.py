@@ -37,11 +37,15 @@ class ShardInfo:
         for what in ("examples", "bytes"):
             value = getattr(self, what)
             if not _is_count(value):
-                raise ManifestError(f"shard {self.name!r}: expected {what} to be an int in 0..2**63-1. "
-                                    f"Received: {what}={value!r}")
+                raise ManifestError(
+                    f"shard {self.name!r}: expected {what} to be an int in 0..2**63-1. "
+                    f"Received: {what}={value!r}"
+                )
         if not _CHECKSUM_RE.fullmatch(self.checksum):
-            raise ManifestError(f"shard {self.name!r}: expected a checksum 'crc32c:<8 hex>' or "
-                                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}")
+            raise ManifestError(
+                f"shard {self.name!r}: expected a checksum 'crc32c:<8 hex>' or "
+                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -65,7 +69,7 @@ def _is_count(value: object) -> bool:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Skipped:
+class SkippedInput:
     """An input left out of the dataset, and why."""
 
     input: str
@@ -77,7 +81,7 @@ class Split:
     """The shards of one split (train, validation, ...)."""
 
     shards: tuple[ShardInfo, ...]
-    skipped: tuple[Skipped, ...] = ()
+    skipped: tuple[SkippedInput, ...] = ()
     dropped_rows: int = 0  # table rows left out for a null label (missing_label="drop")
     source: str = ""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -112,7 +116,7 @@ class Split:
             raise ManifestError(f"Split declares {declared!r} examples but its shards hold {total}")
         return cls(
             shards=shards,
-            skipped=tuple(Skipped(str(s["input"]), str(s["reason"])) for s in obj.get("skipped", [])),
+            skipped=tuple(SkippedInput(str(s["input"]), str(s["reason"])) for s in obj.get("skipped", [])),
             dropped_rows=int(obj.get("dropped_rows", 0)),
             source=str(obj.get("source", "")),
             options=dict(obj.get("options", {})),
@@ -189,7 +193,8 @@ class Manifest:
             )
         try:
             label_offset = obj.get("label_offset", 0)
-            if not (isinstance(label_offset, int) and not isinstance(label_offset, bool) and abs(label_offset) <= 2**31):
+            is_int = isinstance(label_offset, int) and not isinstance(label_offset, bool)
+            if not (is_int and abs(label_offset) <= 2**31):
                 raise ManifestError(f"expected label_offset to be a small int. Received: {label_offset!r}")
             splits = {str(k): Split.from_json(v) for k, v in obj.get("splits", {}).items()}
             for name, split in splits.items():
@@ -306,8 +311,10 @@ def _check_unique(names: list[str], where: str) -> None:
     seen: set[str] = set()
     twice = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
     if twice:
-        raise ManifestError(f"{where} lists shard(s) {twice[:5]} more than once; each shard must appear once "
-                            "(a reader would yield its records twice)")
+        raise ManifestError(
+            f"{where} lists shard(s) {twice[:5]} more than once; each shard must appear once "
+            "(a reader would yield its records twice)"
+        )
 
 
 def check_shard_list(split: str, shards: tuple[ShardInfo, ...]) -> None:

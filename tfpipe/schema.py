@@ -27,8 +27,13 @@ TF_DTYPE_NAMES: dict[str, str] = {"int64": "int64", "float32": "float32", "bytes
 FEATURE_LISTS: dict[str, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
 # A table column's kind, as the table reader sees its values, and the dtype it is written as.
 ColumnKind = Literal["int", "float", "bool", "string", "category"]
-KIND_DTYPES: dict[str, Dtype] = {"int": "int64", "float": "float32", "bool": "int64", "string": "bytes",
-                                 "category": "bytes"}
+KIND_DTYPES: dict[str, Dtype] = {
+    "int": "int64",
+    "float": "float32",
+    "bool": "int64",
+    "string": "bytes",
+    "category": "bytes",
+}
 
 
 def tf_dtype(dtype: str) -> Any:
@@ -105,9 +110,7 @@ class Schema:
         if dupes:
             raise DataError(f"Schema has duplicate feature names: {dupes}")
         if self.label is not None and self.label not in names:
-            raise DataError(
-                f"Label column {self.label!r} is not in the schema. Received columns: {names}"
-            )
+            raise DataError(f"Label column {self.label!r} is not in the schema. Received columns: {names}")
 
     def __getitem__(self, name: str) -> Field:
         for f in self.fields:

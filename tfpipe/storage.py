@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import filecmp
 import fnmatch
 import os
 import random
@@ -55,7 +56,7 @@ def basename(path: str) -> str:
 
 
 def _split_gcs(path: str) -> tuple[str, str]:
-    rest = path[len(GCS_PREFIX):]
+    rest = path[len(GCS_PREFIX) :]
     bucket, _, name = rest.partition("/")
     if not bucket:
         raise TfpipeError(f"Expected gs://bucket/path. Received: {path!r}")
@@ -120,7 +121,7 @@ def with_retries(fn: Callable[[], T], what: str) -> T:
     for attempt in range(RETRY_ATTEMPTS):
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - classified below
+        except Exception as e:  # any error: classified below
             if not _is_transient(e) or attempt == RETRY_ATTEMPTS - 1:
                 if _is_transient(e):
                     raise StorageError(f"{what}: gave up after {RETRY_ATTEMPTS} attempts: {e}") from e
@@ -175,10 +176,11 @@ def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int
     bucket, prefix = _split_gcs(path.rstrip("/") + "/")
 
     def entries() -> list[tuple[str, bool, int]]:
-        it = _client().list_blobs(bucket, prefix=prefix, delimiter=None if recursive else "/",
-                                  retry=_no_client_retry())
-        out = [(b.name[len(prefix):], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
-        out += [(p[len(prefix):].rstrip("/"), True, 0) for p in it.prefixes]
+        it = _client().list_blobs(
+            bucket, prefix=prefix, delimiter=None if recursive else "/", retry=_no_client_retry()
+        )
+        out = [(b.name[len(prefix) :], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
+        out += [(p[len(prefix) :].rstrip("/"), True, 0) for p in it.prefixes]
         return sorted(e for e in out if e[0])
 
     return _gcs(entries, f"list {path}", path)
@@ -192,6 +194,7 @@ def glob(pattern: str) -> list[str]:
 
 def size(path: str) -> int:
     if is_gcs(path):
+
         def stat() -> int:
             blob = _blob(path)
             blob.reload(retry=_no_client_retry())
@@ -231,9 +234,14 @@ def _open_regular(path: str) -> BinaryIO:
 
 def file_kind(mode: int) -> str:
     """What a stat mode describes, for messages: "a FIFO (named pipe)", "a directory", ..."""
-    for test, name in ((stat_mod.S_ISDIR, "a directory"), (stat_mod.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat_mod.S_ISSOCK, "a socket"), (stat_mod.S_ISCHR, "a character device"),
-                       (stat_mod.S_ISBLK, "a block device"), (stat_mod.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat_mod.S_ISDIR, "a directory"),
+        (stat_mod.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat_mod.S_ISSOCK, "a socket"),
+        (stat_mod.S_ISCHR, "a character device"),
+        (stat_mod.S_ISBLK, "a block device"),
+        (stat_mod.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return f"a special file (mode {mode:o})"
@@ -242,7 +250,7 @@ def file_kind(mode: int) -> str:
 def open_read(path: str) -> BinaryIO:
     """A buffered binary stream; for gs://, a retried download into a spooled temp file."""
     if is_gcs(path):
-        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+        spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 - returned open
 
         def download() -> None:
             spool.seek(0)
@@ -284,37 +292,58 @@ def temp_name(final_name: str) -> str:
     return f"{HIDDEN_PREFIX}{final_name}.tmp-{os.getpid()}-{random.randrange(1 << 32):08x}"
 
 
-def commit_file(local_path: str, dest: str, overwrite: bool = False) -> None:
+def commit_file(local_path: str, dest: str, overwrite: bool = False, durable: bool = True) -> None:
     """Moves a finished local file to `dest` atomically (rename, or a whole-object upload).
 
+    Without `overwrite` the commit has a does-not-exist precondition (a hard link locally,
+    `if_generation_match=0` on GCS). Finding the same bytes already at `dest` counts as
+    success: a retried or duplicated commit (a lost reply, a Beam bundle run twice) changes
+    nothing. Finding other bytes is an error, and the caller's file is left alone.
+
     Raises:
-      AlreadyExists: `dest` exists and `overwrite` is False.
+      AlreadyExists: `dest` holds other bytes and `overwrite` is False.
     """
     if is_gcs(dest):
         _upload(dest, overwrite, local_path=local_path)
         os.remove(local_path)
         return
-    with open(local_path, "rb+") as f:
-        os.fsync(f.fileno())
-    os.chmod(local_path, 0o666 & ~_UMASK)  # mkstemp makes 0600; shards are data, not secrets
+    # `durable`: flush the file and its directory entry to the disk, so a power loss cannot
+    # leave `dest` named but empty. False only for files whose loss or emptiness costs no
+    # more than redoing work, such as a resume journal's done-records.
+    if durable:
+        with open(local_path, "rb+") as f:
+            os.fsync(f.fileno())
+    os.chmod(local_path, 0o666 & ~current_umask())  # mkstemp makes 0600; shards are data, not secrets
     if overwrite:
         os.replace(local_path, dest)
     else:
         try:
             os.link(local_path, dest)  # fails if dest exists: no check-then-rename race
         except FileExistsError:
-            raise AlreadyExists(f"{dest} already exists") from None
+            if not filecmp.cmp(local_path, dest, shallow=False):
+                raise AlreadyExists(f"{dest} already exists, with other bytes") from None
         os.remove(local_path)
-    _fsync_dir(os.path.dirname(dest) or ".")
+    if durable:
+        _fsync_dir(os.path.dirname(dest) or ".")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
+def current_umask() -> int:
+    """The process's umask, read when needed (it may change while the process runs).
+
+    Linux reports it in /proc/self/status (since 4.7), which reads it without changing it.
+    Elsewhere the only way is to set it and set it back; in that instant another thread's new
+    file would get permissions from mask 0, which is why that is the fallback only.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # the strictest mask while it is briefly swapped out
     os.umask(mask)
     return mask
-
-
-_UMASK = _current_umask()
 
 
 def _fsync_dir(path: str) -> None:
@@ -345,7 +374,7 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
 
     def upload() -> int:
         blob = _blob(dest)
-        options = dict(if_generation_match=precondition, retry=_no_client_retry(), checksum="crc32c")
+        options = {"if_generation_match": precondition, "retry": _no_client_retry(), "checksum": "crc32c"}
         try:
             if local_path is not None:
                 blob.upload_from_filename(local_path, **options)
@@ -363,14 +392,16 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
     return with_retries(upload, f"upload {dest}")
 
 
-def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
+def write_atomic(dest: str, data: bytes, overwrite: bool = False, durable: bool = True) -> int:
     """Writes `data` to `dest` so that readers see all of it or nothing.
+
+    `durable` as for `commit_file`.
 
     Returns:
       The GCS object generation (0 for a local file).
 
     Raises:
-      AlreadyExists: `dest` exists and `overwrite` is False.
+      AlreadyExists: `dest` holds other bytes and `overwrite` is False (see `commit_file`).
     """
     if is_gcs(dest):  # uploaded from memory: no temporary file is left behind by a kill
         return _upload(dest, overwrite, data=data)
@@ -380,7 +411,7 @@ def write_atomic(dest: str, data: bytes, overwrite: bool = False) -> int:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        commit_file(tmp, dest, overwrite=overwrite)
+        commit_file(tmp, dest, overwrite=overwrite, durable=durable)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -400,7 +431,9 @@ def read_generation(path: str) -> tuple[bytes, int]:
         blob.reload(retry=_no_client_retry())
         generation = int(blob.generation)
         try:
-            return blob.download_as_bytes(if_generation_match=generation, retry=_no_client_retry()), generation
+            return blob.download_as_bytes(
+                if_generation_match=generation, retry=_no_client_retry()
+            ), generation
         except gexc.PreconditionFailed:
             raise FileNotFoundError(errno.ENOENT, "replaced while being read", path) from None
 
@@ -412,8 +445,11 @@ def remove_generation(path: str, generation: int) -> bool:
     from google.api_core import exceptions as gexc
 
     try:
-        _gcs(lambda: _blob(path).delete(if_generation_match=generation, retry=_no_client_retry()),
-             f"delete {path}", path)
+        _gcs(
+            lambda: _blob(path).delete(if_generation_match=generation, retry=_no_client_retry()),
+            f"delete {path}",
+            path,
+        )
     except (FileNotFoundError, gexc.PreconditionFailed):
         return False
     return True
@@ -422,7 +458,9 @@ def remove_generation(path: str, generation: int) -> bool:
 def check_bucket(path: str) -> None:
     """Raises FileNotFoundError naming the bucket if a gs:// path's bucket does not exist."""
     bucket, _ = _split_gcs(path)
-    if not with_retries(lambda: _client().bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"):
+    if not with_retries(
+        lambda: _client().bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"
+    ):
         raise FileNotFoundError(errno.ENOENT, f"bucket {bucket!r} does not exist", path)
 
 

@@ -20,16 +20,32 @@ def check_bool(name: str, value: Any, optional: bool = False) -> None:
         raise field_error(ConfigError, name, "True or False" + (" or None" if optional else ""), value)
 
 
-def check_int(name: str, value: Any, low: int | None, high: int | None = None, *,
-              optional: bool = False, what: str | None = None) -> None:
+def check_int(
+    name: str,
+    value: Any,
+    low: int | None,
+    high: int | None = None,
+    *,
+    optional: bool = False,
+    what: str | None = None,
+) -> None:
     """Refuses non-ints (bools included) and values outside [low, high]."""
     if optional and value is None:
         return
-    if (isinstance(value, bool) or not isinstance(value, int)
-            or (low is not None and value < low) or (high is not None and value > high)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
         if what is None:
-            what = ("an int" if low is None else f"an int >= {low}" if high is None
-                    else f"an int in [{low}, {high}]") + (" or None" if optional else "")
+            what = (
+                "an int"
+                if low is None
+                else f"an int >= {low}"
+                if high is None
+                else f"an int in [{low}, {high}]"
+            ) + (" or None" if optional else "")
         raise field_error(ConfigError, name, what, value)
 
 
@@ -49,8 +65,12 @@ def check_number(name: str, value: Any, what: str, ok: Any = None) -> float:
 
 def check_numbers(name: str, value: Any, n: int, what: str, ok: Any = None) -> tuple[float, ...]:
     """A sequence of `n` finite real numbers for which `ok(values)` holds; returns them as floats."""
-    if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != n
-            or not all(_finite(v) for v in value)):
+    if (
+        isinstance(value, (str, bytes))
+        or not hasattr(value, "__len__")
+        or len(value) != n
+        or not all(_finite(v) for v in value)
+    ):
         raise field_error(ConfigError, name, what, value)
     floats = tuple(float(v) for v in value)
     if ok is not None and not ok(floats):

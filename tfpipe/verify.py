@@ -45,7 +45,7 @@ class VerifyReport:
 
 
 class _HashingReader:
-    def __init__(self, f, checksum: Checksum) -> None:  # noqa: ANN001
+    def __init__(self, f, checksum: Checksum) -> None:
         self._f = f
         self.checksum = checksum
         self.bytes = 0
@@ -61,8 +61,9 @@ class _HashingReader:
             pass
 
 
-def check_shard(manifest: Manifest, split: str, shard: ShardInfo,
-                owners: dict[str, str] | None = None) -> ShardCheck:
+def check_shard(
+    manifest: Manifest, split: str, shard: ShardInfo, owners: dict[str, str] | None = None
+) -> ShardCheck:
     """Reads one shard and compares it with its manifest entry.
 
     Args:
@@ -97,7 +98,11 @@ def check_shard(manifest: Manifest, split: str, shard: ShardInfo,
     digest = str(hashing.checksum)
     if digest != shard.checksum:
         other = (owners or {}).get(digest)
-        whose = f" (the file holds the bytes of shard {other}: swapped or copied)" if other and other != shard.name else ""
+        whose = (
+            f" (the file holds the bytes of shard {other}: swapped or copied)"
+            if other and other != shard.name
+            else ""
+        )
         problems.append(f"checksum mismatch: manifest {shard.checksum}, file {digest}{whose}")
     return ShardCheck(split, shard.name, records, tuple(problems))
 

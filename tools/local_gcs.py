@@ -22,18 +22,21 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tfpipe.testing.gcs import LocalGCS  # noqa: E402
+from tfpipe.testing.gcs import LocalGCS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Example: python tools/local_gcs.py --bucket demo",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bucket", action="append", default=[],
-                        help="create this bucket at start (repeatable)")
-    parser.add_argument("--log-requests", action="store_true",
-                        help="print each request the proxy answers, to stderr")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--bucket", action="append", default=[], help="create this bucket at start (repeatable)"
+    )
+    parser.add_argument(
+        "--log-requests", action="store_true", help="print each request the proxy answers, to stderr"
+    )
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -44,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in gcs.env.items():
             print(f"export {key}={shlex.quote(value)}")
         sys.stdout.flush()
-        print(f"# LocalGCS on {gcs.endpoint} (emulator on 127.0.0.1:{gcs.emulator_port}); "
-              "Ctrl-C to stop", file=sys.stderr)
+        print(
+            f"# LocalGCS on {gcs.endpoint} (emulator on 127.0.0.1:{gcs.emulator_port}); Ctrl-C to stop",
+            file=sys.stderr,
+        )
         seen = 0
         try:
             while not stop.wait(1.0):

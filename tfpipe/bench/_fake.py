@@ -61,7 +61,7 @@ def imagenet_like_size(rng: np.random.Generator) -> tuple[int, int]:
     """
     long_side = 500 if rng.random() < 0.72 else int(rng.integers(300, 641))
     aspect = float(rng.choice([4 / 3, 3 / 2, 5 / 4, 16 / 9, 1.0], p=[0.5, 0.25, 0.1, 0.05, 0.1]))
-    short_side = int(round(long_side / aspect))
+    short_side = round(long_side / aspect)
     if rng.random() < 0.82:
         return short_side, long_side
     return long_side, short_side
@@ -121,9 +121,7 @@ def imagenet_like_jpeg(
     return encode_jpeg(natural_image(rng, height, width), quality)
 
 
-def _pink_noise(
-    rng: np.random.Generator, height: int, width: int, channels: int, beta: float
-) -> np.ndarray:
+def _pink_noise(rng: np.random.Generator, height: int, width: int, channels: int, beta: float) -> np.ndarray:
     """Returns (channels, height, width) float32 noise with amplitude ~ 1/f^beta, unit std."""
     # Uniform, not normal, draws: 4x cheaper, and the inverse FFT sums them into Gaussians.
     spectrum = rng.random((channels, height, width // 2 + 1, 2), dtype=np.float32) - 0.5
@@ -158,15 +156,15 @@ def _draw_shapes(rng: np.random.Generator, planes: list[np.ndarray], texture: np
                  int(rng.integers(40, 255)), 255]  # fmt: skip
         if rng.random() < 0.5:
             rx, ry = radius * rng.uniform(0.5, 1.3, 2)
-            for draw, fill in zip(draws, fills):
+            for draw, fill in zip(draws, fills, strict=True):
                 draw.ellipse((cx - rx, cy - ry, cx + rx, cy + ry), fill=fill)
         else:
             n = int(rng.integers(3, 8))
             angles = np.sort(rng.uniform(0, 2 * np.pi, n))
             radii = radius * rng.uniform(0.5, 1.3, n)
             xs, ys = (cx + radii * np.cos(angles)).tolist(), (cy + radii * np.sin(angles)).tolist()
-            for draw, fill in zip(draws, fills):
-                draw.polygon(list(zip(xs, ys)), fill=fill)
+            for draw, fill in zip(draws, fills, strict=True):
+                draw.polygon(list(zip(xs, ys, strict=True)), fill=fill)
     alpha = np.asarray(layers[4].filter(ImageFilter.BoxBlur(1)), np.float32) / np.float32(255)
     gain = np.asarray(layers[3], np.float32) * np.float32(_SHAPE_TEXTURE_AMP / 255)
     for i, plane in enumerate(planes):
@@ -185,7 +183,13 @@ def _check_size(size: tuple[int, int]) -> tuple[int, int]:
 # ---------------------------------------------------------------------------- image folders
 
 ODDITY_KINDS: tuple[str, ...] = (
-    "cmyk", "grayscale", "png_as_jpeg", "progressive", "truncated", "empty", "not_image"
+    "cmyk",
+    "grayscale",
+    "png_as_jpeg",
+    "progressive",
+    "truncated",
+    "empty",
+    "not_image",
 )
 GENERIC_ODDITY_KINDS: tuple[str, ...] = ("gif", "bmp", "webp", "rgba_png")
 UNDECODABLE_ODDITIES: frozenset[str] = frozenset({"truncated", "empty", "not_image"})
@@ -233,7 +237,7 @@ def write_image_folder(
     if len(counts) != classes or any(c < 0 for c in counts):
         raise field_error(ConfigError, "per_class", f"an int >= 0 or {classes} of them", per_class)
     jobs = []
-    for label, (name, count) in enumerate(zip(names, counts)):
+    for label, (name, count) in enumerate(zip(names, counts, strict=True)):
         os.makedirs(os.path.join(root, name), exist_ok=True)
         for i in range(count):
             path = os.path.join(root, name, f"{name}_{i}.JPEG")

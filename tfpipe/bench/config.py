@@ -100,7 +100,9 @@ class BenchConfig:
         if self.model is not None:
             allowed = IMAGE_MODELS if self.pipeline == "imagenet" else TABLE_MODELS
             if self.model not in allowed:
-                raise field_error(ConfigError, "model", f"one of {allowed} for pipeline={self.pipeline!r}", self.model)
+                raise field_error(
+                    ConfigError, "model", f"one of {allowed} for pipeline={self.pipeline!r}", self.model
+                )
         if self.accelerator is not None:
             from tfpipe.bench import reference
 

@@ -71,12 +71,14 @@ def discover_device() -> Device:
     tf_ = tf()
     if _tpu_expected():
         try:
-            resolver = tf_.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", "local"))
+            resolver = tf_.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=os.environ.get("TPU_NAME", "local")
+            )
             tf_.config.experimental_connect_to_cluster(resolver)
             tf_.tpu.experimental.initialize_tpu_system(resolver)
             strategy = tf_.distribute.TPUStrategy(resolver)
             return Device("TPU", f"TPU ({strategy.num_replicas_in_sync} cores)", strategy)
-        except Exception:  # noqa: BLE001 - any failure means no usable TPU; fall through
+        except Exception:
             pass
     gpus = tf_.config.list_physical_devices("GPU")
     if gpus:
@@ -97,8 +99,9 @@ def build_model(name: str, element_spec: Any, num_classes: int) -> Any:
         return _image_model(name, tuple(features_spec.shape[1:]), num_classes)
     if name in TABLE_MODELS:
         if not isinstance(features_spec, dict):
-            raise ConfigError(f"model={name!r} (--model) expects a table's dict of features. "
-                              f"Received: {features_spec}")
+            raise ConfigError(
+                f"model={name!r} (--model) expects a table's dict of features. Received: {features_spec}"
+            )
         return _table_model(name, features_spec)
     raise ConfigError(f"model must be one of the bench's models (--model). Received: model={name!r}")
 
@@ -154,7 +157,9 @@ def _safe(key: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in key)
 
 
-def fit_step_seconds(model: Any, dataset: Any, *, seconds: float, warmup_steps: int = 2, min_steps: int = 3) -> tuple[float, int]:
+def fit_step_seconds(
+    model: Any, dataset: Any, *, seconds: float, warmup_steps: int = 2, min_steps: int = 3
+) -> tuple[float, int]:
     """Mean seconds per `model.fit` step on `dataset` after `warmup_steps` (tracing, compiling
     and pipeline warm-up); enough steps to fill about `seconds`.
 
@@ -172,7 +177,9 @@ def fit_step_seconds(model: Any, dataset: Any, *, seconds: float, warmup_steps: 
             self.times.append(time.perf_counter())
 
     warm = Clock()
-    model.fit(dataset, epochs=1, steps_per_epoch=max(2, warmup_steps), verbose=0, shuffle=False, callbacks=[warm])
+    model.fit(
+        dataset, epochs=1, steps_per_epoch=max(2, warmup_steps), verbose=0, shuffle=False, callbacks=[warm]
+    )
     estimate = max(1e-4, warm.times[-1] - warm.times[-2])
     steps = max(min_steps, min(500, int(seconds / estimate)))
     clock = Clock()
@@ -245,5 +252,7 @@ def resolve(config: BenchConfig, pipeline: Any, *, num_classes: int) -> tuple[Co
         return from_step_time(config.step_time_ms, config.global_batch, config.host_batch), None
     if config.model is not None:
         return from_model(config.model, pipeline, num_classes=num_classes, seconds=config.seconds)
-    row = reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)
+    row = (
+        reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)
+    )
     return from_reference(row, config.host_batch), None

@@ -58,16 +58,20 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
     if manifest is not None:
         split = cfg.split or DEFAULT_SPLIT
         if split not in manifest.splits:
-            raise DataError(f"{storage.join(path, MANIFEST_NAME)} has no split {split!r}; it has "
-                            f"{sorted(manifest.splits)}. Pass split (--split).")
+            raise DataError(
+                f"{storage.join(path, MANIFEST_NAME)} has no split {split!r}; it has "
+                f"{sorted(manifest.splits)}. Pass split (--split)."
+            )
         info = _info(manifest, split, synthetic=False, generated=0.0)
         check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
     files = _tfrecord_files(path, cfg)
     if cfg.split is not None:
-        raise ConfigError(f"split selects a split of a tfpipe dataset, but {cfg.data} has no "
-                          f"{MANIFEST_NAME}: leave split (--split) out for TFRecord files. "
-                          f"Received: split={cfg.split!r}")
+        raise ConfigError(
+            f"split selects a split of a tfpipe dataset, but {cfg.data} has no "
+            f"{MANIFEST_NAME}: leave split (--split) out for TFRecord files. "
+            f"Received: split={cfg.split!r}"
+        )
     sizes = sum(storage.size(f) for f in files)
     return BenchData(DatasetInfo(path, 0, len(files), sizes, False), path, None, None)
 
@@ -92,8 +96,9 @@ def _synthetic(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         spec = dataclasses.replace(spec, examples=cfg.global_batch)
     manifest, seconds = synthetic.ensure_dataset(spec, cfg.workdir, say)
     split = cfg.split or DEFAULT_SPLIT
-    return BenchData(_info(manifest, split, synthetic=True, generated=seconds), manifest.root,
-                     split, manifest)
+    return BenchData(
+        _info(manifest, split, synthetic=True, generated=seconds), manifest.root, split, manifest
+    )
 
 
 def _info(manifest: Manifest, split: str, *, synthetic: bool, generated: float) -> DatasetInfo:
@@ -119,10 +124,14 @@ def _tfrecord_files(path: str, cfg: BenchConfig) -> list[str]:
             raise _raw_data(raw, kind)
         raise DataError(
             f"{raw} has no {MANIFEST_NAME}, so it is not a tfpipe dataset: "
-            + (f"pass its TFRecord files as a glob such as '{storage.join(path, 'train-*')}', "
-               "or convert the raw data with `tfpipe convert SRC DEST`."
-               if cfg.pipeline == "imagenet" else "pass a tfpipe dataset directory, or convert "
-               "the raw table with `tfpipe convert TABLE DEST --label COLUMN`."))
+            + (
+                f"pass its TFRecord files as a glob such as '{storage.join(path, 'train-*')}', "
+                "or convert the raw data with `tfpipe convert SRC DEST`."
+                if cfg.pipeline == "imagenet"
+                else "pass a tfpipe dataset directory, or convert "
+                "the raw table with `tfpipe convert TABLE DEST --label COLUMN`."
+            )
+        )
     else:
         raise DataError(
             f"data={raw!r} (--data) does not exist. Expected a tfpipe dataset directory (with "
@@ -131,23 +140,29 @@ def _tfrecord_files(path: str, cfg: BenchConfig) -> list[str]:
         )
     parent = posixpath.dirname(files[0]) if "/" in files[0] else "."
     if storage.exists(storage.join(parent, MANIFEST_NAME)):
-        raise DataError(f"{raw} names shard files of the tfpipe dataset {parent}: pass the "
-                        f"dataset itself, --data {parent} (data={parent!r}), and choose its "
-                        "split with --split (split=).")
+        raise DataError(
+            f"{raw} names shard files of the tfpipe dataset {parent}: pass the "
+            f"dataset itself, --data {parent} (data={parent!r}), and choose its "
+            "split with --split (split=)."
+        )
     if cfg.pipeline == "tabular":
         what = "is a TFRecord file" if files == [path] else f"names {len(files)} TFRecord files"
-        raise DataError(f"{raw} {what} without a {MANIFEST_NAME} manifest, and the tabular "
-                        "pipeline takes its schema and label from one: pass a tfpipe "
-                        "dataset directory, or convert the raw table with `tfpipe convert TABLE "
-                        "DEST --label COLUMN`.")
+        raise DataError(
+            f"{raw} {what} without a {MANIFEST_NAME} manifest, and the tabular "
+            "pipeline takes its schema and label from one: pass a tfpipe "
+            "dataset directory, or convert the raw table with `tfpipe convert TABLE "
+            "DEST --label COLUMN`."
+        )
     return files
 
 
 def _raw_data(raw: str, kind: str) -> DataError:
     table = "table" in kind
-    return DataError(f"{raw} is {kind}, not a tfpipe dataset: run `tfpipe convert {raw} "
-                     f"DEST{' --label COLUMN' if table else ''}` first, then `tfpipe bench "
-                     f"--data DEST{' --pipeline tabular' if table else ''}`.")
+    return DataError(
+        f"{raw} is {kind}, not a tfpipe dataset: run `tfpipe convert {raw} "
+        f"DEST{' --label COLUMN' if table else ''}` first, then `tfpipe bench "
+        f"--data DEST{' --pipeline tabular' if table else ''}`."
+    )
 
 
 def _is_file(path: str) -> bool:
@@ -163,7 +178,7 @@ def _suffix(name: str) -> str:
 
 
 def _file_kind(path: str) -> str | None:
-    """"a CSV table file" etc. for raw data; None for anything that may be a TFRecord file."""
+    """ "a CSV table file" etc. for raw data; None for anything that may be a TFRecord file."""
     head = b"" if storage.is_gcs(path) else _head(path)  # on gs://, the name alone
     fmt = "parquet" if head == b"PAR1" else TABLE_SUFFIXES.get(_suffix(path))
     if fmt:
@@ -179,7 +194,7 @@ def _head(path: str) -> bytes:
 
 
 def _folder_kind(path: str) -> str | None:
-    """"a folder of images" etc. for a folder of raw data; None when it is something else."""
+    """ "a folder of images" etc. for a folder of raw data; None when it is something else."""
     names = [n for n in storage.listdir(path) if not n.startswith(".")]
     tables = sorted({TABLE_SUFFIXES[_suffix(n)] for n in names if _suffix(n) in TABLE_SUFFIXES})
     if tables:

@@ -21,13 +21,14 @@ def check_writable(path: str, field: str) -> None:
     """
 
     def bad(why: str) -> ConfigError:
-        return ConfigError(f"{field} must be a file path in an existing, writable folder; {why}. "
-                           f"Received: {field}={path!r}")
+        return ConfigError(
+            f"{field} must be a file path in an existing, writable folder; {why}. Received: {field}={path!r}"
+        )
 
     if not path or path.endswith(("/", os.sep)):
         raise bad("it names a folder, not a file")
     if storage.is_gcs(path):
-        if "/" not in path[len("gs://"):]:
+        if "/" not in path[len("gs://") :]:
             raise bad("it names a bucket, not an object in it")
         return
     parent = os.path.dirname(os.path.abspath(path))
@@ -54,5 +55,7 @@ def check_folder(path: str, field: str) -> None:
         raise ConfigError(f"{field} must be a folder; it is a file. Received: {path!r}")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        raise ConfigError(f"{field} must be a folder inside an existing folder; {parent} does not "
-                          f"exist (tfpipe creates no parent folders). Received: {path!r}")
+        raise ConfigError(
+            f"{field} must be a folder inside an existing folder; {parent} does not "
+            f"exist (tfpipe creates no parent folders). Received: {path!r}"
+        )

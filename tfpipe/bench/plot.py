@@ -38,8 +38,13 @@ def write_plot(report: Report, path: str) -> str:
     _stage_panel(ax1, report)
     _scaling_panel(ax2, report)
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
-    fig.text(0.01, 0.01, textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."), fontsize=8,
-             color="#444444")
+    fig.text(
+        0.01,
+        0.01,
+        textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."),
+        fontsize=8,
+        color="#444444",
+    )
     fig.tight_layout(rect=(0, 0.03, 1, 0.95))
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110)
@@ -126,20 +131,40 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
             xs = [max(cores), x_max]
             ax2.plot(xs, [rate_at(x, points) for x in xs], "--", color=_OK, alpha=0.7, label="extrapolated")
         for c, r in points:
-            ax2.annotate(rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right",
-                         fontsize=9)
-    ax2.axhline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6,
-                label=f"consumer {rate_short(consumer)}/s")
+            ax2.annotate(
+                rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9
+            )
+    ax2.axhline(
+        consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {rate_short(consumer)}/s"
+    )
     if needed:
         note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")
         if needed == shown:
             ax2.axvline(needed, color=_WORST, linestyle="-.", linewidth=1.4)
-            ax2.text(needed - 0.02 * x_max, 0.62, note.replace(" (", "\n("), color=_WORST, fontsize=10,
-                     fontweight="bold", ha="right", va="center", transform=ax2.get_xaxis_transform(),
-                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85})
+            ax2.text(
+                needed - 0.02 * x_max,
+                0.62,
+                note.replace(" (", "\n("),
+                color=_WORST,
+                fontsize=10,
+                fontweight="bold",
+                ha="right",
+                va="center",
+                transform=ax2.get_xaxis_transform(),
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+            )
         else:
-            ax2.text(0.97, 0.5, f"{note}:\noff the chart", color=_WORST, fontsize=10, fontweight="bold",
-                     ha="right", va="center", transform=ax2.transAxes)
+            ax2.text(
+                0.97,
+                0.5,
+                f"{note}:\noff the chart",
+                color=_WORST,
+                fontsize=10,
+                fontweight="bold",
+                ha="right",
+                va="center",
+                transform=ax2.transAxes,
+            )
     ax2.set_xlim(0, x_max * 1.05)
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     if log_y:

@@ -111,8 +111,10 @@ def measure(
     got = _pull(it, 1)
     first = time.perf_counter() - t0
     if got == 0:
-        raise DataError("The pipeline produced no elements: expected records in data (--data), "
-                        "split (--split). Received: an empty dataset")
+        raise DataError(
+            "The pipeline produced no elements: expected records in data (--data), "
+            "split (--split). Received: an empty dataset"
+        )
     chunk, exhausted, warm = _warm_up(it, warmup)
     if on_window:
         on_window(True)
@@ -128,8 +130,16 @@ def measure(
         )
     per_sec = elements / window
     examples = elements * examples_per_element
-    return Rate(per_sec * examples_per_element, per_sec, elements, window, first, warm,
-                cpu_ms_per_example=1000.0 * cpu / examples, cores_busy=cpu / window)
+    return Rate(
+        per_sec * examples_per_element,
+        per_sec,
+        elements,
+        window,
+        first,
+        warm,
+        cpu_ms_per_example=1000.0 * cpu / examples,
+        cores_busy=cpu / window,
+    )
 
 
 def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
@@ -209,7 +219,9 @@ def measure_prefixes(
         per_element = pipeline.examples_per_element(upto)
         batched = per_element > 1 or any(s.group == "batch" for s in pipeline.stages[:upto])
         rate = measure(
-            (lambda upto=upto: pipeline.dataset(upto)) if batched else (lambda upto=upto: transport(pipeline.dataset(upto))),
+            (lambda upto=upto: pipeline.dataset(upto))
+            if batched
+            else (lambda upto=upto: transport(pipeline.dataset(upto))),
             examples_per_element=per_element if batched else TRANSPORT_BATCH,
             seconds=seconds,
             warmup=warmup,

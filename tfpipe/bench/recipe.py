@@ -18,8 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224,
-                   compression: str = "") -> Any:
+def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224, compression: str = "") -> Any:
     """The baseline pipeline over `files` (imagenet_to_gcs records): (float32 images, int32 labels).
 
     Args:

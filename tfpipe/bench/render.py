@@ -74,7 +74,9 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
 
     color = _COLOR[report.verdict]
     verdict = Text(VERDICT_TITLE[report.verdict].upper(), style=f"bold {color}")
-    verdict.append(f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color)
+    verdict.append(
+        f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color
+    )
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
@@ -99,11 +101,13 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     ]
     if cpu.disagreement:
         rows.append(("Cores check", Text(cpu.disagreement, style="yellow")))
-    rows.append((
-        "tf.data service",
-        f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
-        f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
-    ))
+    rows.append(
+        (
+            "tf.data service",
+            f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
+            f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+        )
+    )
     return rows
 
 
@@ -112,26 +116,32 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = []
     if report.simulation is not None:
         s = report.simulation
-        rows.append((
-            "Simulation",
-            f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
-            f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%} from "
-            f"{rate(s.producer_examples_per_sec)} examples/s measured in alternating phases",
-        ))
+        rows.append(
+            (
+                "Simulation",
+                f"consumer sleeping {s.step_time_ms:.1f} ms/step: waited {s.measured_input_wait:.1%} "
+                f"of {s.window_sec:.1f} s ({s.steps} steps); predicted {s.predicted_input_wait:.1%} from "
+                f"{rate(s.producer_examples_per_sec)} examples/s measured in alternating phases",
+            )
+        )
     if report.fit is not None:
         f = report.fit
-        rows.append((
-            "model.fit",
-            f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
-            f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting",
-        ))
+        rows.append(
+            (
+                "model.fit",
+                f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
+                f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting",
+            )
+        )
     if report.comparison is not None:
         cmp = report.comparison
-        rows.append((
-            "Compare",
-            f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs the baseline pipeline (tensorflow/tpu-style) "
-            f"{rate(cmp.baseline_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
-        ))
+        rows.append(
+            (
+                "Compare",
+                f"tfpipe {rate(cmp.tfpipe_examples_per_sec)}/s vs the baseline pipeline (tensorflow/tpu-style) "
+                f"{rate(cmp.baseline_examples_per_sec)}/s: ratio {cmp.ratio:.2f}x",
+            )
+        )
     if report.profile_dir:
         rows.append(("Profile", f"{report.profile_dir} (tensorboard --logdir {report.profile_dir})"))
     return rows
@@ -175,8 +185,13 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("CPU ms/ex", justify="right")
     table.add_column("cores busy", justify="right")
     for pt in report.scaling:
-        table.add_row(str(pt.cores), rate(pt.examples_per_sec), rate(pt.examples_per_sec / pt.cores),
-                      f"{pt.cpu_ms_per_example:.3f}", f"{pt.cores_busy:.1f}")
+        table.add_row(
+            str(pt.cores),
+            rate(pt.examples_per_sec),
+            rate(pt.examples_per_sec / pt.cores),
+            f"{pt.cpu_ms_per_example:.3f}",
+            f"{pt.cores_busy:.1f}",
+        )
     return table
 
 

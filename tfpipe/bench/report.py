@@ -188,8 +188,11 @@ class Comparison:
         """Deprecated alias of `baseline_examples_per_sec`; removed in the next release."""
         import warnings
 
-        warnings.warn("Comparison.recipe_examples_per_sec is deprecated: use baseline_examples_per_sec",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Comparison.recipe_examples_per_sec is deprecated: use baseline_examples_per_sec",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.baseline_examples_per_sec
 
 
@@ -299,7 +302,9 @@ class Report:
             ),
             "service_workers": _round_all(dataclasses.asdict(self.service)),
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
-            "simulation": None if self.simulation is None else _round_all(dataclasses.asdict(self.simulation)),
+            "simulation": None
+            if self.simulation is None
+            else _round_all(dataclasses.asdict(self.simulation)),
             "fit": None if self.fit is None else _round_all(dataclasses.asdict(self.fit)),
             "compare": None
             if self.comparison is None

@@ -111,7 +111,11 @@ def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback) -> Any:
             num_input_pipelines=cfg.hosts, input_pipeline_id=0, num_replicas_in_sync=cfg.hosts
         )
     return plan(
-        source.root, preset=cfg.pipeline, batch_size=cfg.global_batch, training=True, input_context=context,
+        source.root,
+        preset=cfg.pipeline,
+        batch_size=cfg.global_batch,
+        training=True,
+        input_context=context,
         split=source.split,
     )
 
@@ -132,7 +136,12 @@ def _time_producer(
         known[own_pool] = stages[-1].rate  # the full prefix already ran with that pool
     scaling = tuple(
         producer.measure_scaling(
-            pipe, producer.core_counts(max_cores), seconds=cfg.seconds, warmup=cfg.warmup, known=known, progress=say
+            pipe,
+            producer.core_counts(max_cores),
+            seconds=cfg.seconds,
+            warmup=cfg.warmup,
+            known=known,
+            progress=say,
         )
     )
     return stages, scaling
@@ -151,7 +160,12 @@ def _ground_truth(
     if cfg.fit:
         say(f"Running model.fit of {cfg.model} on the pipeline and on synthetic input")
         fit = fit_check(
-            pipe, cfg.model or "", num_classes=num_classes, seconds=cfg.seconds, warmup=cfg.warmup, device=device
+            pipe,
+            cfg.model or "",
+            num_classes=num_classes,
+            seconds=cfg.seconds,
+            warmup=cfg.warmup,
+            device=device,
         )
     return sim, fit
 

@@ -60,7 +60,7 @@ class SyntheticSpec:
             raise field_error(ConfigError, "pipeline", f"one of {sorted(DEFAULT_EXAMPLES)}", self.pipeline)
         if self.examples < 1:
             raise field_error(ConfigError, "examples", "an integer >= 1", self.examples)
-        if not 1 <= self.shards:
+        if not self.shards >= 1:
             raise field_error(ConfigError, "shards", "an integer >= 1", self.shards)
 
     @classmethod
@@ -82,8 +82,11 @@ class SyntheticSpec:
 
         blob = json.dumps(
             dataclasses.asdict(self)
-            | {"generator": GENERATOR_VERSION, "fake_data": _fake.GENERATOR_VERSION,
-               "manifest": FORMAT_VERSION},
+            | {
+                "generator": GENERATOR_VERSION,
+                "fake_data": _fake.GENERATOR_VERSION,
+                "manifest": FORMAT_VERSION,
+            },
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -152,7 +155,9 @@ def _what(spec: SyntheticSpec) -> str:
 def _generate(spec: SyntheticSpec, raw: str) -> str:
     from tfpipe.bench import _fake
 
-    workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    workers = max(
+        1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
     if spec.pipeline == "imagenet":
         per, extra = divmod(spec.examples, IMAGE_CLASSES)
         classes = min(IMAGE_CLASSES, spec.examples)

@@ -39,7 +39,9 @@ def _positive(kind: type) -> object:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}. Received: {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be a positive {kind.__name__}. Received: {text!r}"
+            ) from None
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be a positive {kind.__name__}. Received: {text!r}")
         return value
@@ -62,32 +64,85 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--pipeline", default="imagenet", choices=PIPELINES, help="the preset (default: imagenet)")
-    p.add_argument("--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached")
+    p.add_argument(
+        "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
+    )
     p.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
-    p.add_argument("--batch-size", type=_positive(int), help="global batch (default: 128 imagenet, 1024 tabular, per host)")
-    p.add_argument("--hosts", type=_positive(int), default=1, help="hosts training together; each gets batch/hosts (default: 1)")
+    p.add_argument(
+        "--batch-size",
+        type=_positive(int),
+        help="global batch (default: 128 imagenet, 1024 tabular, per host)",
+    )
+    p.add_argument(
+        "--hosts",
+        type=_positive(int),
+        default=1,
+        help="hosts training together; each gets batch/hosts (default: 1)",
+    )
     who = p.add_mutually_exclusive_group()
-    who.add_argument("--step-time-ms", type=_step_time, metavar="MS",
-                     help="consumer: your measured step time for the global batch, e.g. from a TPU profile")
-    who.add_argument("--model", choices=MODELS, help="consumer: time this Keras model's train step on the best local device")
-    who.add_argument("--accelerator", metavar="NAME",
-                     help="consumer: a published throughput (see --list-accelerators); default: the preset's row")
-    p.add_argument("--list-accelerators", action="store_true", help="print the reference table with sources and exit")
-    p.add_argument("--seconds", type=_positive(float), default=3.0, help="timed window per measurement (default: 3)")
-    p.add_argument("--warmup", type=float, metavar="S", help="warm-up after the first batch, before each window (default: max(1, seconds/2))")
+    who.add_argument(
+        "--step-time-ms",
+        type=_step_time,
+        metavar="MS",
+        help="consumer: your measured step time for the global batch, e.g. from a TPU profile",
+    )
+    who.add_argument(
+        "--model",
+        choices=MODELS,
+        help="consumer: time this Keras model's train step on the best local device",
+    )
+    who.add_argument(
+        "--accelerator",
+        metavar="NAME",
+        help="consumer: a published throughput (see --list-accelerators); default: the preset's row",
+    )
+    p.add_argument(
+        "--list-accelerators", action="store_true", help="print the reference table with sources and exit"
+    )
+    p.add_argument(
+        "--seconds", type=_positive(float), default=3.0, help="timed window per measurement (default: 3)"
+    )
+    p.add_argument(
+        "--warmup",
+        type=float,
+        metavar="S",
+        help="warm-up after the first batch, before each window (default: max(1, seconds/2))",
+    )
     p.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
-    p.add_argument("--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve")
-    p.add_argument("--simulate", action="store_true", help="also run against a consumer sleeping the step time; measure input wait")
-    p.add_argument("--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input")
-    p.add_argument("--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window")
-    p.add_argument("--compare", action="store_true",
-                   help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused "
-                   "map, batch, prefetch) on the same data; print the ratio")
+    p.add_argument(
+        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
+    )
+    p.add_argument(
+        "--simulate",
+        action="store_true",
+        help="also run against a consumer sleeping the step time; measure input wait",
+    )
+    p.add_argument(
+        "--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input"
+    )
+    p.add_argument(
+        "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="also bench the baseline pipeline (tensorflow/tpu-style: interleave, one fused "
+        "map, batch, prefetch) on the same data; print the ratio",
+    )
     p.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
-    p.add_argument("--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)")
-    p.add_argument("--worker-cores", type=_positive(int), help="cores per tf.data service worker for the estimate (default: this host's)")
-    p.add_argument("--fail-if-input-bound", action="store_true",
-                   help=f"exit {EXIT_INPUT_BOUND} unless the verdict is not_input_bound (for CI)")
+    p.add_argument(
+        "--max-cores", type=_positive(int), help="most cores in the scaling curve (default: all available)"
+    )
+    p.add_argument(
+        "--worker-cores",
+        type=_positive(int),
+        help="cores per tf.data service worker for the estimate (default: this host's)",
+    )
+    p.add_argument(
+        "--fail-if-input-bound",
+        action="store_true",
+        help=f"exit {EXIT_INPUT_BOUND} unless the verdict is not_input_bound (for CI)",
+    )
     add_common(p)
     p.set_defaults(run=run)
 
@@ -162,6 +217,8 @@ def _list_accelerators(out) -> None:  # out: rich.console.Console
     out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
     for r in reference.rows():
         out.print(f"\n[bold]{r.name}[/]  ({r.preset})  {r.examples_per_sec:,.0f} examples/s")
-        out.print(f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}")
+        out.print(
+            f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}"
+        )
         out.print(f"  source: {escape(r.source)} ({escape(r.derivation)})", soft_wrap=True)
         out.print(f"  {r.url}", soft_wrap=True, overflow="ignore", crop=False)

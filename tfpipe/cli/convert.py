@@ -17,6 +17,8 @@ EXAMPLES = """examples:
   tfpipe convert photos/ out/ --resize-shorter 320 --quality 90
   tfpipe convert table.parquet out/ --label target --missing fill
   tfpipe convert survey.csv out/ --label answer --missing-label drop --encoding latin-1
+  tfpipe convert gs://b/raw gs://b/imagenet --engine beam \
+      --beam-options="--runner=DataflowRunner --project=P --region=us-central1 --temp_location=gs://b/tmp"
 """
 
 
@@ -31,35 +33,88 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("src", help="image folder tree, flat validation folder, or CSV/Parquet file or folder")
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
-    p.add_argument("--format", default="auto", choices=["auto", "imagenet", "images", "csv", "parquet"],
-                   help="source format (default: auto, by content)")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "imagenet", "images", "csv", "parquet"],
+        help="source format (default: auto, by content)",
+    )
     p.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
     p.add_argument("--num-shards", type=int, help="exact number of shards (counts differ by at most one)")
-    p.add_argument("--shard-size", default="128MiB", help="target shard size when --num-shards is not given (default: 128MiB)")
+    p.add_argument(
+        "--shard-size",
+        default="128MiB",
+        help="target shard size when --num-shards is not given (default: 128MiB)",
+    )
     p.add_argument("--workers", type=int, help="encoding processes (default: all cores)")
     p.add_argument("--compression", default="none", choices=["none", "gzip"], help="shard compression")
-    p.add_argument("--resize-shorter", type=int, metavar="PX", help="re-encode images whose shorter side is larger than PX")
+    p.add_argument(
+        "--resize-shorter",
+        type=int,
+        metavar="PX",
+        help="re-encode images whose shorter side is larger than PX",
+    )
     p.add_argument("--quality", type=int, default=90, help="JPEG quality for re-encoded images (default: 90)")
-    p.add_argument("--check", default="decode", choices=["decode", "header"],
-                   help="how RGB JPEGs that pass through unchanged are checked: decode (default; "
-                   "finds any damage) or header (structure only: bytes are just copied, ~10x faster)")
+    p.add_argument(
+        "--check",
+        default="decode",
+        choices=["decode", "header"],
+        help="how RGB JPEGs that pass through unchanged are checked: decode (default; "
+        "finds any damage) or header (structure only: bytes are just copied, ~10x faster)",
+    )
     p.add_argument("--label", metavar="COLUMN", help="the label column of a table")
-    p.add_argument("--missing", default="error", choices=["error", "fill"],
-                   help="nulls in tables: fail (default) or fill with a default plus a <column>/missing mask")
-    p.add_argument("--missing-label", default="error", choices=["error", "drop"],
-                   help="nulls in the --label column: fail (default; a label is never filled) or drop "
-                   "those rows (counted in the manifest and the summary)")
-    p.add_argument("--encoding", default="utf-8", help="text encoding of CSV files, e.g. latin-1 or utf-16 (default: utf-8)")
-    p.add_argument("--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)")
-    p.add_argument("--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder")
+    p.add_argument(
+        "--missing",
+        default="error",
+        choices=["error", "fill"],
+        help="nulls in tables: fail (default) or fill with a default plus a <column>/missing mask",
+    )
+    p.add_argument(
+        "--missing-label",
+        default="error",
+        choices=["error", "drop"],
+        help="nulls in the --label column: fail (default; a label is never filled) or drop "
+        "those rows (counted in the manifest and the summary)",
+    )
+    p.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="text encoding of CSV files, e.g. latin-1 or utf-16 (default: utf-8)",
+    )
+    p.add_argument(
+        "--label-offset", type=int, help="label of the first class (default: 1 for imagenet, 0 for images)"
+    )
+    p.add_argument(
+        "--labels", dest="labels_file", metavar="FILE", help="synset labels for a flat validation folder"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
-    p.add_argument("--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)")
-    p.add_argument("--strict", action="store_true", help="fail on an undecodable image instead of skipping it")
+    p.add_argument(
+        "--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)"
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="fail on an undecodable image instead of skipping it"
+    )
+    p.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "beam"],
+        help="local: a process pool here (default); beam: Apache Beam (needs the beam extra), the same bytes",
+    )
+    p.add_argument(
+        "--beam-options",
+        metavar="FLAGS",
+        help="Beam pipeline options for --engine beam, one quoted string after '=' "
+        '(--beam-options="--runner=DataflowRunner ..."; default: the DirectRunner with '
+        "--workers processes)",
+    )
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     p.add_argument("--overwrite", action="store_true", help="replace the split if DEST already has it")
-    p.add_argument("--break-lock", action="store_true",
-                   help="take over a gs:// DEST's lock left by a dead run on another host "
-                   "(a dead run on this host is detected without it)")
+    p.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="take over a gs:// DEST's lock left by a dead run on another host "
+        "(a dead run on this host is detected without it)",
+    )
     add_common(p)
     p.set_defaults(run=run)
 
@@ -67,9 +122,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _terminated(signum: int, frame: object) -> None:
     # SIGTERM's default ends the process at once; raising instead runs the cleanup (the
     # unfinished shard, the spool, the destination's lock) on the way out.
-    print("tfpipe convert: terminated (SIGTERM). Committed shards are kept: run the same "
-          "command with --resume to finish.", file=sys.stderr)
+    print(
+        "tfpipe convert: terminated (SIGTERM). Committed shards are kept: run the same "
+        "command with --resume to finish.",
+        file=sys.stderr,
+    )
     raise SystemExit(128 + signum)
+
+
+# The flags passed through to convert() under their own names.
+_OPTIONS = (
+    "format",
+    "split",
+    "num_shards",
+    "shard_size",
+    "workers",
+    "compression",
+    "resize_shorter",
+    "quality",
+    "label",
+    "missing",
+    "label_offset",
+    "labels_file",
+    "check",
+    "seed",
+    "strict",
+    "chunk_rows",
+    "missing_label",
+    "encoding",
+    "engine",
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,13 +165,8 @@ def run(args: argparse.Namespace) -> int:
         if t.plan and not shown:
             shown.append(t.plan)
             out.print(f"{args.src}: {t.plan}")
-    options = dict(
-        format=args.format, split=args.split, num_shards=args.num_shards, shard_size=args.shard_size,
-        workers=args.workers, compression=args.compression, resize_shorter=args.resize_shorter,
-        quality=args.quality, label=args.label, missing=args.missing, label_offset=args.label_offset,
-        labels_file=args.labels_file, check=args.check, seed=args.seed, strict=args.strict, chunk_rows=args.chunk_rows,
-        missing_label=args.missing_label, encoding=args.encoding,
-    )
+
+    options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
     if args.quiet or not out.is_terminal:
         last = [0.0]
 
@@ -100,8 +177,15 @@ def run(args: argparse.Namespace) -> int:
                 last[0] = now
                 out.print(f"{t.items_done}/{t.items_total} {t.unit}, {t.shards_done}/{t.shards_total} shards")
 
-        manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
-                           break_lock=args.break_lock, progress=progress, **options)
+        manifest = convert(
+            args.src,
+            args.dest,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            break_lock=args.break_lock,
+            progress=progress,
+            **options,
+        )
     else:
         from tfpipe.cli.render import ConvertProgressBar
 
@@ -111,12 +195,22 @@ def run(args: argparse.Namespace) -> int:
                 show_plan(t)
                 bar.update(t)
 
-            manifest = convert(args.src, args.dest, resume=args.resume, overwrite=args.overwrite,
-                               break_lock=args.break_lock, progress=progress, **options)
+            manifest = convert(
+                args.src,
+                args.dest,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                break_lock=args.break_lock,
+                progress=progress,
+                **options,
+            )
     split = manifest.split(args.split)
     dropped = split.dropped_rows
-    left_out = f"{dropped:,} row{'' if dropped == 1 else 's'} dropped" if manifest.layout == "table" \
+    left_out = (
+        f"{dropped:,} row{'' if dropped == 1 else 's'} dropped"
+        if manifest.layout == "table"
         else f"{len(split.skipped)} skipped"
+    )
     out.print(
         f"converted {split.examples:,} examples into {len(split.shards)} shards, "
         f"{human_bytes(split.bytes)}, {left_out}, in {split.seconds:.1f} s -> {manifest.root}"

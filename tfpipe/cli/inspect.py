@@ -30,17 +30,26 @@ def run(args: argparse.Namespace) -> int:
 
     out = console(args.quiet)
     manifest = Manifest.load(args.dest)
-    out.print(f"{manifest.root}: layout {manifest.layout}, compression {manifest.compression}, "
-              f"tfpipe {manifest.tfpipe_version}")
+    out.print(
+        f"{manifest.root}: layout {manifest.layout}, compression {manifest.compression}, "
+        f"tfpipe {manifest.tfpipe_version}"
+    )
     if manifest.class_names:
         names = ", ".join(manifest.class_names[:5]) + (", ..." if len(manifest.class_names) > 5 else "")
         out.print(f"  {len(manifest.class_names)} classes (label offset {manifest.label_offset}): {names}")
     label = manifest.schema.label
-    out.print("  features: " + ", ".join(
-        f"{f.name}:{f.dtype}{'*' if f.name == label else ''}{'+mask' if f.has_mask else ''}" for f in manifest.schema.fields))
+    out.print(
+        "  features: "
+        + ", ".join(
+            f"{f.name}:{f.dtype}{'*' if f.name == label else ''}{'+mask' if f.has_mask else ''}"
+            for f in manifest.schema.fields
+        )
+    )
     for name, split in manifest.splits.items():
-        out.print(f"  split {name}: {split.examples:,} examples in {len(split.shards)} shards, "
-                  f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})")
+        out.print(
+            f"  split {name}: {split.examples:,} examples in {len(split.shards)} shards, "
+            f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})"
+        )
     if not args.verify:
         return 0
     report = verify(args.dest)

@@ -12,8 +12,7 @@ def console(quiet: bool = False):  # -> rich.console.Console
     from rich.console import Console
 
     plain = quiet or not sys.stdout.isatty()
-    return Console(no_color=plain, force_terminal=False if plain else None, highlight=False,
-                   soft_wrap=plain)
+    return Console(no_color=plain, force_terminal=False if plain else None, highlight=False, soft_wrap=plain)
 
 
 class ConvertProgressBar:
@@ -27,10 +26,15 @@ class ConvertProgressBar:
     def __init__(self, out: Any) -> None:  # out: rich.console.Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
-                   TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
-                   TextColumn("{task.fields[rate]}"), TextColumn("{task.fields[mbps]}"),
-                   TextColumn("shards {task.fields[shards]}"), TimeRemainingColumn())
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("{task.fields[mbps]}"),
+            TextColumn("shards {task.fields[shards]}"),
+            TimeRemainingColumn(),
+        )
         self._bar = Progress(*columns, console=out, transient=False)
         self._started = time.monotonic()
         self._task = self._bar.add_task("convert", total=None, unit="", rate="", mbps="", shards="")
@@ -45,7 +49,12 @@ class ConvertProgressBar:
     def update(self, tick: Any) -> None:  # tick: tfpipe.convert.Tick
         """Shows a conversion's progress."""
         elapsed = max(time.monotonic() - self._started, 1e-6)
-        self._bar.update(self._task, completed=tick.items_done, total=tick.items_total, unit=tick.unit,
-                         rate=f"{tick.items_done / elapsed:,.0f} {tick.unit}/s",
-                         mbps=f"{tick.bytes_in / elapsed / 1e6:,.1f} MB/s",
-                         shards=f"{tick.shards_done}/{tick.shards_total}")
+        self._bar.update(
+            self._task,
+            completed=tick.items_done,
+            total=tick.items_total,
+            unit=tick.unit,
+            rate=f"{tick.items_done / elapsed:,.0f} {tick.unit}/s",
+            mbps=f"{tick.bytes_in / elapsed / 1e6:,.1f} MB/s",
+            shards=f"{tick.shards_done}/{tick.shards_total}",
+        )

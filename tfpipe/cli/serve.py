@@ -39,8 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     d = roles.add_parser(
         "dispatcher",
         help="run a dispatcher: it registers datasets and hands work to workers",
-        epilog="Example: tfpipe serve dispatcher --port 5050 --work-dir /var/tmp/dispatcher "
-        "--allow-remote",
+        epilog="Example: tfpipe serve dispatcher --port 5050 --work-dir /var/tmp/dispatcher --allow-remote",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_listening(d)
@@ -56,8 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     w = roles.add_parser(
         "worker",
         help="run a worker: it runs the pipelines a dispatcher assigns",
-        epilog="Example: tfpipe serve worker --dispatcher 127.0.0.1:5050 --port 5051 "
-        "--allow-remote",
+        epilog="Example: tfpipe serve worker --dispatcher 127.0.0.1:5050 --port 5051 --allow-remote",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     w.add_argument("--dispatcher", required=True, help="the dispatcher's HOST:PORT")
@@ -73,8 +71,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_listening(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=0,
-                   help="port to listen on, on every interface; 0 picks a free one")
+    p.add_argument(
+        "--port", type=int, default=0, help="port to listen on, on every interface; 0 picks a free one"
+    )
     p.add_argument(
         "--advertise-host",
         default="127.0.0.1",
@@ -105,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.role == "dispatcher":
         config: service.DispatcherConfig | service.WorkerConfig = service.DispatcherConfig(
-            port=args.port, advertise_host=args.advertise_host, work_dir=args.work_dir,
+            port=args.port,
+            advertise_host=args.advertise_host,
+            work_dir=args.work_dir,
             allow_remote=args.allow_remote,
         )
     else:

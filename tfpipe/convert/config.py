@@ -9,7 +9,7 @@ import re
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.validation import check_choice
+from tfpipe.validation import check_choice, check_int
 
 Format = Literal["auto", "imagenet", "images", "csv", "parquet"]
 Compression = Literal["none", "gzip"]
@@ -21,10 +21,48 @@ DEFAULT_SHARD_SIZE = 128 << 20
 """128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
 reads are sequential, and >= 10 files per reader host for interleave parallelism)."""
 
+MIN_RESIZE_SHORTER = 8
+"""The smallest `resize_shorter`: one JPEG block (8x8 pixels); below it the shorter side would
+hold less than one block, which no image model trains on."""
+
+
+def check_image_options(resize_shorter: int | None, quality: int) -> None:
+    """The rules for image re-encoding options, for ConvertConfig and `images.normalize_image`.
+
+    Raises:
+      ConfigError: `resize_shorter` is not None or an int >= 8, or `quality` not an int in 1..100.
+    """
+    check_int(
+        "resize_shorter",
+        resize_shorter,
+        MIN_RESIZE_SHORTER,
+        optional=True,
+        what=f"an int >= {MIN_RESIZE_SHORTER} or None",
+    )
+    check_int("quality", quality, 1, 100, what="an int in 1..100")
+
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 10**6, "mb": 10**6,
-          "mib": 1 << 20, "g": 10**9, "gb": 10**9, "gib": 1 << 30, "t": 10**12, "tb": 10**12,
-          "tib": 1 << 40, "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 10**6,
+    "mb": 10**6,
+    "mib": 1 << 20,
+    "g": 10**9,
+    "gb": 10**9,
+    "gib": 1 << 30,
+    "t": 10**12,
+    "tb": 10**12,
+    "tib": 1 << 40,
+    "ki": 1 << 10,
+    "mi": 1 << 20,
+    "gi": 1 << 30,
+    "ti": 1 << 40,
+}
 
 
 def parse_size(text: str | int) -> int:
@@ -66,10 +104,8 @@ class ShardConfig:
 
     def count_for(self, n_items: int, estimated_bytes: int) -> int:
         """The number of shards: exact if asked for, else by size; never more than the items."""
-        if self.num_shards is not None:
-            wanted = self.num_shards
-        else:
-            wanted = -(-max(estimated_bytes, 1) // self.shard_size)
+        by_size = -(-max(estimated_bytes, 1) // self.shard_size)
+        wanted = by_size if self.num_shards is None else self.num_shards
         return max(1, min(wanted, n_items))
 
 
@@ -125,17 +161,16 @@ class ConvertConfig:
         try:
             codecs.lookup(self.encoding)
         except (LookupError, TypeError):
-            raise field_error(ConfigError, "encoding", "a text encoding Python knows, such as utf-8, "
-                              "latin-1 or utf-16", self.encoding) from None
+            raise field_error(
+                ConfigError,
+                "encoding",
+                "a text encoding Python knows, such as utf-8, latin-1 or utf-16",
+                self.encoding,
+            ) from None
         check_choice("check", self.check, get_args(ImageCheck))
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
             raise field_error(ConfigError, "workers", "a positive int or None", self.workers)
-        if self.resize_shorter is not None and (
-            not isinstance(self.resize_shorter, int) or self.resize_shorter < 8
-        ):
-            raise field_error(ConfigError, "resize_shorter", "an int >= 8 or None", self.resize_shorter)
-        if not isinstance(self.quality, int) or not 1 <= self.quality <= 100:
-            raise field_error(ConfigError, "quality", "an int in 1..100", self.quality)
+        check_image_options(self.resize_shorter, self.quality)
         if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
             raise field_error(ConfigError, "chunk_rows", "a positive int", self.chunk_rows)
 
@@ -144,8 +179,18 @@ class ConvertConfig:
         return self.workers or os.cpu_count() or 1
 
 
-def split_options(options: dict[str, Any]) -> tuple[ShardConfig, ConvertConfig]:
-    """Splits `convert(**options)` into the two configs, refusing unknown names."""
+def split_options(
+    options: dict[str, Any], shards: ShardConfig | None = None, config: ConvertConfig | None = None
+) -> tuple[ShardConfig, ConvertConfig]:
+    """The two configs of `convert(src, dest, shards, config, **options)`.
+
+    Keyword options fill in the config that was not given; a config given as an object is
+    taken whole, so an option that names one of its fields is refused rather than guessed
+    at (which one would win?).
+
+    Raises:
+      ConfigError: an unknown option, a config of the wrong type, or an option given twice.
+    """
     shard_keys = {f.name for f in dataclasses.fields(ShardConfig)}
     convert_keys = {f.name for f in dataclasses.fields(ConvertConfig)}
     unknown = sorted(set(options) - shard_keys - convert_keys)
@@ -156,6 +201,23 @@ def split_options(options: dict[str, Any]) -> tuple[ShardConfig, ConvertConfig]:
     if "shard_size" in options:
         options = options | {"shard_size": parse_size(options["shard_size"])}
     return (
-        ShardConfig(**{k: v for k, v in options.items() if k in shard_keys}),
-        ConvertConfig(**{k: v for k, v in options.items() if k in convert_keys}),
+        _one_config("shards", ShardConfig, shards, shard_keys, options),
+        _one_config("config", ConvertConfig, config, convert_keys, options),
     )
+
+
+def _one_config(name: str, cls: Any, given: Any, keys: set[str], options: dict[str, Any]) -> Any:
+    """`given` if it is a `cls` and no option names one of its fields; else `cls(**options)`."""
+    mine = {k: v for k, v in options.items() if k in keys}
+    if given is None:
+        return cls(**mine)
+    if not isinstance(given, cls):
+        raise field_error(ConfigError, name, f"a {cls.__name__} or None", given)
+    if mine:
+        listed = ", ".join(f"{k}={v!r}" for k, v in mine.items())
+        raise ConfigError(
+            f"Expected each convert option once. Received: {name}={given!r} and {listed}. Set "
+            f"{'it' if len(mine) == 1 else 'them'} in the {cls.__name__} (dataclasses.replace) or pass "
+            f"keyword options only."
+        )
+    return given

@@ -64,7 +64,10 @@ class _ZipMember(io.BufferedReader):
             self._closers.insert(0, archive.close)
             names = [n for n in archive.namelist() if not n.endswith("/")]
             if len(names) != 1:
-                raise DataError(f"{path}: expected a zip archive of one CSV file. Received: {len(names)} files {names[:5]}")
+                raise DataError(
+                    f"{path}: expected a zip archive of one CSV file. "
+                    f"Received: {len(names)} files {names[:5]}"
+                )
             super().__init__(archive.open(names[0]))  # type: ignore[arg-type]
         except BaseException:
             for close in self._closers:
@@ -114,14 +117,21 @@ def check_shape(path: str, encoding: str) -> list[str]:
             header_line = end
             for row in reader:
                 if len(row) != width and not _blank(row):
-                    raise DataError(_ragged(path, end + 1, width, len(row), reader.line_num - end, header_line))
+                    raise DataError(
+                        _ragged(path, end + 1, width, len(row), reader.line_num - end, header_line)
+                    )
                 end = reader.line_num
         except UnicodeDecodeError:
             raise DataError(_encoding_problem(path, encoding)) from None
         except csv.Error as e:
-            hint = " (NUL bytes: the file may be UTF-16 or UTF-32; pass --encoding utf-16 (encoding='utf-16'))" \
-                if "NUL" in str(e) else ""
-            raise DataError(f"{path}, line {reader.line_num}: expected CSV text. Received: {e}{hint}") from None
+            hint = (
+                " (NUL bytes: the file may be UTF-16 or UTF-32; pass --encoding utf-16 (encoding='utf-16'))"
+                if "NUL" in str(e)
+                else ""
+            )
+            raise DataError(
+                f"{path}, line {reader.line_num}: expected CSV text. Received: {e}{hint}"
+            ) from None
     return header
 
 
@@ -157,8 +167,10 @@ def _encoding_problem(path: str, encoding: str) -> str:
                     # Both read any byte; cp1252 puts letters and quotes where latin-1 has controls.
                     windows = any(0x80 <= b < 0xA0 for b in line) and _decodes(line, "cp1252")
                     suggest = "cp1252" if windows else "latin-1"
-                    found = (f"bytes {bad!r} on line {number} that are not {encoding}; the line reads as "
-                             f"{suggest}{'' if windows else ' (or cp1252)'}")
+                    found = (
+                        f"bytes {bad!r} on line {number} that are not {encoding}; the line reads as "
+                        f"{suggest}{'' if windows else ' (or cp1252)'}"
+                    )
                     break
             else:
                 found = f"bytes that are not {encoding}"

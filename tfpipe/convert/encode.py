@@ -11,7 +11,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
-from tfpipe.errors import DataError
+from tfpipe.convert.tables import null_value_error
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 
@@ -56,24 +56,29 @@ def encode_images(task: ImageTask) -> list[Encoded]:
     for item in task.items:
         data = read_input(item.path)
         try:
-            img = (task.check == "header" and trusted_passthrough(data, task.resize_shorter)) or \
-                normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
+            img = (
+                task.check == "header" and trusted_passthrough(data, task.resize_shorter)
+            ) or normalize_image(data, resize_shorter=task.resize_shorter, quality=task.quality)
         except UndecodableImage as e:
             out.append(Encoded(None, str(e), len(data), item.path))
             continue
-        row = {
-            "image/encoded": img.jpeg,
-            "image/format": b"JPEG",
-            "image/filename": item.filename or storage.basename(item.path),
-            "image/class/label": item.label,
-            "image/class/synset": item.synset,
-            "image/height": img.height,
-            "image/width": img.width,
-            "image/colorspace": b"RGB",
-            "image/channels": 3,
-        }
-        out.append(Encoded(encode_example(row, IMAGE_SCHEMA), None, len(data)))
+        out.append(Encoded(encode_example(_image_row(item, img), IMAGE_SCHEMA), None, len(data)))
     return out
+
+
+def _image_row(item: ImageItem, img: Any) -> dict[str, Any]:
+    """The features of one image record (the tensorflow/tpu imagenet_to_gcs layout)."""
+    return {
+        "image/encoded": img.jpeg,
+        "image/format": b"JPEG",
+        "image/filename": item.filename or storage.basename(item.path),
+        "image/class/label": item.label,
+        "image/class/synset": item.synset,
+        "image/height": img.height,
+        "image/width": img.width,
+        "image/colorspace": b"RGB",
+        "image/channels": 3,
+    }
 
 
 def read_input(path: str) -> bytes:
@@ -84,7 +89,7 @@ def read_input(path: str) -> bytes:
         raise
     except OSError as e:
         raise storage.StorageError(f"{path}: cannot read it: {e.strerror or e}") from e
-    except Exception as e:  # noqa: BLE001 - e.g. a non-transient HTTP error from the GCS client
+    except Exception as e:  # e.g. a non-transient HTTP error from the GCS client
         raise storage.StorageError(f"{path}: cannot read it: {e}") from e
 
 
@@ -108,15 +113,9 @@ def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[A
     col = frame[field.name]
     null = col.isna().to_numpy()
     if null.any() and not field.has_mask:
-        row = int(frame.index[null.argmax()])
-        raise DataError(
-            f"{where}: column {field.name!r}, row {row} (0-based, header excluded) is null. "
-            "Expected a value: nulls are never written as plausible values. Pass "
-            "--missing fill (missing='fill') to write a default plus a "
-            f"'{field.name}/missing' mask."
-        )
+        raise null_value_error(where, int(frame.index[null.argmax()]), field.name)
     if field.dtype == "bytes":
-        values = [b"" if n else str(v).encode("utf-8") for v, n in zip(col.tolist(), null)]
+        values = [b"" if n else str(v).encode("utf-8") for v, n in zip(col.tolist(), null, strict=True)]
     elif field.dtype == "float32":
         values = col.to_numpy(dtype="float64", na_value=0.0)
     else:
@@ -156,3 +155,25 @@ def encode_piece(piece: Piece) -> EncodedPiece:
     work = piece.work
     encoded = encode_images(work) if isinstance(work, ImageTask) else encode_table(work)
     return EncodedPiece(piece.shard, piece.first, encoded)
+
+
+def copy_piece(piece: Piece) -> EncodedPiece | None:
+    """The `check="header"` copy of a piece of JPEGs that all pass the header check, or None.
+
+    None (a table, another check, or an image that needs decoding) sends the piece to a
+    worker, which reads it again from the page cache: the copy itself runs in the writing
+    process, so the bytes never cross a pipe.
+    """
+    from tfpipe.convert.images import trusted_passthrough
+
+    work = piece.work
+    if not isinstance(work, ImageTask) or work.check != "header":
+        return None
+    out = []
+    for item in work.items:
+        data = read_input(item.path)
+        img = trusted_passthrough(data, work.resize_shorter)
+        if not img:
+            return None
+        out.append(Encoded(encode_example(_image_row(item, img), IMAGE_SCHEMA), None, len(data)))
+    return EncodedPiece(piece.shard, piece.first, out)

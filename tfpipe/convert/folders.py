@@ -29,7 +29,7 @@ from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 
 SYNSET_RE = re.compile(r"^n\d{8}$")
 
@@ -41,7 +41,7 @@ class ImageScan:
     class_names: tuple[str, ...]
     label_offset: int
     estimated_bytes: int
-    skipped: tuple[Skipped, ...] = ()  # inputs left out when listing, with the reason
+    skipped: tuple[SkippedInput, ...] = ()  # inputs left out when listing, with the reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,7 +74,9 @@ def _entries(path: str) -> list[tuple[str, bool, int]]:
                 if not e.name.startswith("."):
                     _check_name(path, e.name)
                     st = _stat(e.path)
-                    out.append((e.name, stat.S_ISDIR(st.st_mode), st.st_size if stat.S_ISREG(st.st_mode) else 0))
+                    out.append(
+                        (e.name, stat.S_ISDIR(st.st_mode), st.st_size if stat.S_ISREG(st.st_mode) else 0)
+                    )
     except OSError as e:
         raise DataError(f"{path}: cannot list the folder: {e.strerror or e}") from None
     return sorted(out)
@@ -101,12 +103,15 @@ def _stat(path: str) -> os.stat_result:
             raise DataError(f"{path}: a broken symbolic link (to {os.readlink(path)!r})") from None
         raise
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-        raise DataError(f"{path}: expected image files and folders. Received: {storage.file_kind(st.st_mode)}")
+        raise DataError(
+            f"{path}: expected image files and folders. Received: {storage.file_kind(st.st_mode)}"
+        )
     return st
 
 
-def _walk(folder: str, seen: dict[tuple[int, int], str],
-          parents: tuple[tuple[int, int], ...] = ()) -> Iterator[tuple[str, int]]:
+def _walk(
+    folder: str, seen: dict[tuple[int, int], str], parents: tuple[tuple[int, int], ...] = ()
+) -> Iterator[tuple[str, int]]:
     """(path relative to `folder`, size) of every visible file under it, sorted by path.
 
     `seen` maps the folders walked so far (device, inode) to their path: a folder reached a
@@ -126,19 +131,24 @@ def _inode(path: str) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _visit(path: str, seen: dict[tuple[int, int], str], ancestors: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+def _visit(
+    path: str, seen: dict[tuple[int, int], str], ancestors: tuple[tuple[int, int], ...]
+) -> tuple[int, int]:
     node = _inode(path)
     if node in ancestors:
         raise DataError(f"{path}: a symlink loop (it leads back to {seen.get(node, 'a folder above it')})")
     if node in seen:
-        raise DataError(f"{path}: the same folder as {seen[node]}, reached twice through a symbolic link; "
-                        "its images would be converted twice. Remove one of the two.")
+        raise DataError(
+            f"{path}: the same folder as {seen[node]}, reached twice through a symbolic link; "
+            "its images would be converted twice. Remove one of the two."
+        )
     seen[node] = path
     return node
 
 
-def _walk_local(folder: str, rel: str, ancestors: tuple[tuple[int, int], ...],
-                seen: dict[tuple[int, int], str]) -> Iterator[tuple[str, int]]:
+def _walk_local(
+    folder: str, rel: str, ancestors: tuple[tuple[int, int], ...], seen: dict[tuple[int, int], str]
+) -> Iterator[tuple[str, int]]:
     here = os.path.join(folder, rel) if rel else folder
     for name, is_dir, size in _entries(here):
         child = f"{rel}/{name}" if rel else name
@@ -153,9 +163,10 @@ def _is_image_name(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in IMAGE_EXTENSIONS
 
 
-def _not_an_image(path: str) -> Skipped:
+def _not_an_image(path: str) -> SkippedInput:
     ext = os.path.splitext(path)[1] or "(none)"
-    return Skipped(path, f"not an image file: extension {ext} is not one of {' '.join(sorted(IMAGE_EXTENSIONS))}")
+    known = " ".join(sorted(IMAGE_EXTENSIONS))
+    return SkippedInput(path, f"not an image file: extension {ext} is not one of {known}")
 
 
 # ---- the format ----
@@ -178,20 +189,31 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
         return FormatChoice(TABLE_SUFFIXES[suffix], f"the file name ends in {suffix}")
     if not storage.is_gcs(src):
         if not os.path.lexists(src):
-            raise DataError(f"Expected a source folder or table file. Received: {src!r}, which does not exist")
-        if stat.S_ISREG(_stat(src).st_mode):
+            raise DataError(
+                f"Expected a source folder or table file. Received: {src!r}, which does not exist"
+            )
+        mode = _stat(src).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise DataError(
+                f"{src}: expected a source folder or table file. Received: {storage.file_kind(mode)}"
+            )
+        if stat.S_ISREG(mode):
             with open(src, "rb") as f:
                 head = f.read(4)
             if head == b"PAR1":
                 return FormatChoice("parquet", "the file starts with Parquet's magic bytes PAR1")
-            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), f"a single file named {suffix or 'without a suffix'}")
+            named = f"a single file named {suffix or 'without a suffix'}"
+            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), named)
     entries = _entries(src)
     dirs = [n for n, is_dir, _ in entries if is_dir]
     files = [n for n, is_dir, _ in entries if not is_dir]
     if dirs:
         return _class_folder_format(src, dirs)
-    tables = {TABLE_SUFFIXES[os.path.splitext(n)[1].lower()] for n in files
-              if os.path.splitext(n)[1].lower() in TABLE_SUFFIXES}
+    tables = {
+        TABLE_SUFFIXES[os.path.splitext(n)[1].lower()]
+        for n in files
+        if os.path.splitext(n)[1].lower() in TABLE_SUFFIXES
+    }
     if len(tables) == 1:
         fmt = tables.pop()
         return FormatChoice(fmt, f"a folder of {fmt} files")
@@ -207,11 +229,15 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
 def _class_folder_format(src: str, dirs: list[str]) -> FormatChoice:
     synsets = [d for d in dirs if SYNSET_RE.match(d)]
     if len(synsets) == len(dirs):
-        return FormatChoice("imagenet", f"all {len(dirs)} class folders are named like ImageNet synsets "
-                                        "(n01440764), so labels count from 1 as in imagenet_to_gcs")
+        return FormatChoice(
+            "imagenet",
+            f"all {len(dirs)} class folders are named like ImageNet synsets "
+            "(n01440764), so labels count from 1 as in imagenet_to_gcs",
+        )
     if not synsets:
-        return FormatChoice("images", f"{len(dirs)} class folders, not named like ImageNet synsets, "
-                                      "so labels count from 0")
+        return FormatChoice(
+            "images", f"{len(dirs)} class folders, not named like ImageNet synsets, so labels count from 0"
+        )
     odd = [d for d in dirs if not SYNSET_RE.match(d)]
     raise DataError(
         f"{src}: {len(synsets)} class folders are named like ImageNet synsets (n01440764) but "
@@ -224,8 +250,9 @@ def _class_folder_format(src: str, dirs: list[str]) -> FormatChoice:
 # ---- scans ----
 
 
-def scan_class_folders(src: str, layout: str, label_offset: int, seed: int,
-                       class_names: tuple[str, ...] = ()) -> ImageScan:
+def scan_class_folders(
+    src: str, layout: str, label_offset: int, seed: int, class_names: tuple[str, ...] = ()
+) -> ImageScan:
     """Lists `src/<class>/**/<image>`; labels are label_offset + the class's index.
 
     Args:
@@ -246,7 +273,11 @@ def scan_class_folders(src: str, layout: str, label_offset: int, seed: int,
             f"dataset this split joins ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''}). "
             "Labels must mean the same class in every split: convert into a new destination."
         )
-    skipped = [Skipped(storage.join(src, n), "not inside a class folder") for n, is_dir, _ in entries if not is_dir]
+    skipped = [
+        SkippedInput(storage.join(src, n), "not inside a class folder")
+        for n, is_dir, _ in entries
+        if not is_dir
+    ]
     items: list[ImageItem] = []
     total = 0
     top = () if storage.is_gcs(src) else (_inode(src),)
@@ -271,8 +302,9 @@ def scan_class_folders(src: str, layout: str, label_offset: int, seed: int,
     return ImageScan(layout, tuple(items), names, label_offset, total, tuple(skipped))
 
 
-def scan_validation(src: str, labels_file: str, label_offset: int,
-                    class_names: tuple[str, ...] = ()) -> ImageScan:
+def scan_validation(
+    src: str, labels_file: str, label_offset: int, class_names: tuple[str, ...] = ()
+) -> ImageScan:
     """A flat folder plus a labels file, as ImageNet ships its validation split.
 
     The labels file has one line per image: either just the synset, in sorted file-name order
@@ -283,8 +315,10 @@ def scan_validation(src: str, labels_file: str, label_offset: int,
     entries = _entries(src)
     folders = [n for n, is_dir, _ in entries if is_dir]
     if folders:
-        raise DataError(f"{src}: expected a flat folder of images with --labels (labels_file). "
-                        f"Received: subfolders {folders[:5]}. Drop --labels for a class-folder tree.")
+        raise DataError(
+            f"{src}: expected a flat folder of images with --labels (labels_file). "
+            f"Received: subfolders {folders[:5]}. Drop --labels for a class-folder tree."
+        )
     files = [(n, size) for n, _, size in entries if _is_image_name(n)]
     skipped = tuple(_not_an_image(storage.join(src, n)) for n, _, _ in entries if not _is_image_name(n))
     lines = [ln.split() for ln in storage.iter_lines(labels_file) if ln.strip()]
@@ -292,7 +326,9 @@ def scan_validation(src: str, labels_file: str, label_offset: int,
         by_name = {p[0]: p[1] for p in lines}
         missing = [n for n, _ in files if n not in by_name]
         if missing:
-            raise DataError(f"{labels_file}: no label for {len(missing)} file(s) of {src}, e.g. {missing[:3]}")
+            raise DataError(
+                f"{labels_file}: no label for {len(missing)} file(s) of {src}, e.g. {missing[:3]}"
+            )
         synsets = [by_name[n] for n, _ in files]
     elif all(len(p) == 1 for p in lines):
         if len(lines) != len(files):
@@ -302,12 +338,19 @@ def scan_validation(src: str, labels_file: str, label_offset: int,
             )
         synsets = [p[0] for p in lines]
     else:
-        raise DataError(f"{labels_file}: expected lines of '<synset>' or '<file> <synset>'. Received: {lines[:2]}")
+        raise DataError(
+            f"{labels_file}: expected lines of '<synset>' or '<file> <synset>'. Received: {lines[:2]}"
+        )
     names = class_names or tuple(sorted(set(synsets)))
     index = {s: i for i, s in enumerate(names)}
     unknown = sorted(set(synsets) - set(index))
     if unknown:
-        raise DataError(f"{labels_file}: synsets {unknown[:5]} are not among the {len(names)} classes of the dataset")
-    items = [ImageItem(storage.join(src, n), label_offset + index[s], s) for (n, _), s in zip(files, synsets)]
+        raise DataError(
+            f"{labels_file}: synsets {unknown[:5]} are not among the {len(names)} classes of the dataset"
+        )
+    items = [
+        ImageItem(storage.join(src, n), label_offset + index[s], s)
+        for (n, _), s in zip(files, synsets, strict=True)
+    ]
     total = sum(size for _, size in files)
     return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped)

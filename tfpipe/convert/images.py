@@ -32,7 +32,8 @@ from typing import Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from tfpipe.errors import ConfigError, DataError, field_error
+from tfpipe.convert.config import check_image_options
+from tfpipe.errors import DataError
 
 SourceFormat = Literal["jpeg", "png", "gif", "bmp", "webp"]
 
@@ -131,9 +132,7 @@ def resized_dims(height: int, width: int, resize_shorter: int | None) -> tuple[i
     return max(1, (height * resize_shorter * 2 + short) // (2 * short)), resize_shorter
 
 
-def normalize_image(
-    data: bytes, *, resize_shorter: int | None = None, quality: int = 90
-) -> EncodedImage:
+def normalize_image(data: bytes, *, resize_shorter: int | None = None, quality: int = 90) -> EncodedImage:
     """Turns the bytes of an image file into an RGB JPEG for an `image/encoded` feature.
 
     Args:
@@ -148,20 +147,16 @@ def normalize_image(
 
     Raises:
       UndecodableImage: empty, truncated, corrupt, too large or not an image.
-      ConfigError: `resize_shorter` or `quality` out of range.
+      ConfigError: `resize_shorter` or `quality` out of range (`config.check_image_options`).
 
     Example:
       >>> out = normalize_image(open("n01440764_10026.JPEG", "rb").read(), resize_shorter=320)
       >>> out.height, out.width
       (320, 427)
     """
-    _check_options(resize_shorter, quality)
+    check_image_options(resize_shorter, quality)
     data = bytes(data)  # a pass-through returns it, so no memoryview or bytearray escapes
-    if not data:
-        raise UndecodableImage("empty file")
-    fmt = sniff_format(data)
-    if fmt is None:
-        raise UndecodableImage(f"not an image: starts with {bytes(data[:12])!r}")
+    fmt = _sniff_or_refuse(data)
     label = fmt.upper() if fmt != "webp" else "WebP"
     with warnings.catch_warnings():
         # Size is checked against MAX_PIXELS below; Pillow's warnings would only be noise in
@@ -172,13 +167,7 @@ def normalize_image(
         except Exception as e:  # Pillow raises many types for a bad header.
             raise _undecodable(label, e) from None
         with image:
-            width, height = image.size
-            if width <= 0 or height <= 0:
-                raise UndecodableImage(f"zero-size {label} image ({width}x{height})")
-            if width * height > MAX_PIXELS:
-                raise UndecodableImage(
-                    f"{label} image too large: {width}x{height} pixels, limit {MAX_PIXELS}"
-                )
+            width, height = _checked_size(image, label)
             out_h, out_w = resized_dims(height, width, resize_shorter)
             passthrough = (
                 fmt == "jpeg"
@@ -186,36 +175,60 @@ def normalize_image(
                 and (out_h, out_w) == (height, width)
                 and _jpeg_sof(data) in _PASSTHROUGH_SOF
             )
-            if passthrough:
-                # Only checks that the stream decodes: 1/8 scale runs the same entropy decoder.
-                image.draft(None, (max(1, width // 8), max(1, height // 8)))
-            elif fmt == "jpeg" and (out_h, out_w) != (height, width):
-                image.draft(None, (int(out_w * _REDUCING_GAP), int(out_h * _REDUCING_GAP)))
-            try:
-                image.load()
-            except Exception as e:
-                raise _undecodable(label, e) from None
+            _decode(image, fmt, label, passthrough, (out_w, out_h))
             if passthrough:
                 return EncodedImage(data, height, width, reencoded=False, source_format=fmt)
-            rgb = _to_rgb(image)
-            if rgb.size != (out_w, out_h):
-                # JPEGs were already reduced in the DCT domain by draft() above.
-                gap = None if fmt == "jpeg" else _REDUCING_GAP
-                rgb = rgb.resize((out_w, out_h), _RESAMPLE, reducing_gap=gap)
-            buf = io.BytesIO()
-            rgb.save(buf, "JPEG", quality=quality, subsampling="4:2:0", progressive=False)
-    return EncodedImage(buf.getvalue(), out_h, out_w, reencoded=True, source_format=fmt)
+            jpeg = _reencode(image, fmt, (out_w, out_h), quality)
+    return EncodedImage(jpeg, out_h, out_w, reencoded=True, source_format=fmt)
 
 
-def _check_options(resize_shorter: int | None, quality: int) -> None:
-    if resize_shorter is not None and not (_is_int(resize_shorter) and resize_shorter >= 1):
-        raise field_error(ConfigError, "resize_shorter", "None or an int >= 1", resize_shorter)
-    if not (_is_int(quality) and 1 <= quality <= 100):
-        raise field_error(ConfigError, "quality", "an int in 1..100", quality)
+def _sniff_or_refuse(data: bytes) -> SourceFormat:
+    """The image format of `data` by content; UndecodableImage if it is empty or not an image."""
+    if not data:
+        raise UndecodableImage("empty file")
+    fmt = sniff_format(data)
+    if fmt is None:
+        raise UndecodableImage(f"not an image: starts with {bytes(data[:12])!r}")
+    return fmt
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _checked_size(image: Image.Image, label: str) -> tuple[int, int]:
+    """(width, height) from the header; UndecodableImage if zero or above MAX_PIXELS."""
+    width, height = image.size
+    if width <= 0 or height <= 0:
+        raise UndecodableImage(f"zero-size {label} image ({width}x{height})")
+    if width * height > MAX_PIXELS:
+        raise UndecodableImage(f"{label} image too large: {width}x{height} pixels, limit {MAX_PIXELS}")
+    return width, height
+
+
+def _decode(image: Image.Image, fmt: str, label: str, passthrough: bool, size: tuple[int, int]) -> None:
+    """Decodes the pixels: a JPEG at the smallest DCT scale the output allows.
+
+    A pass-through only checks that the stream decodes: 1/8 scale runs the same entropy
+    decoder. A JPEG to be shrunk decodes at `_REDUCING_GAP` times the output `size`.
+    """
+    width, height = image.size
+    if passthrough:
+        image.draft(None, (max(1, width // 8), max(1, height // 8)))
+    elif fmt == "jpeg" and size != (width, height):
+        image.draft(None, (int(size[0] * _REDUCING_GAP), int(size[1] * _REDUCING_GAP)))
+    try:
+        image.load()
+    except Exception as e:
+        raise _undecodable(label, e) from None
+
+
+def _reencode(image: Image.Image, fmt: str, size: tuple[int, int], quality: int) -> bytes:
+    """The decoded image as an RGB baseline JPEG of `size` (width, height)."""
+    rgb = _to_rgb(image)
+    if rgb.size != size:
+        # JPEGs were already reduced in the DCT domain by draft() in _decode.
+        gap = None if fmt == "jpeg" else _REDUCING_GAP
+        rgb = rgb.resize(size, _RESAMPLE, reducing_gap=gap)
+    buf = io.BytesIO()
+    rgb.save(buf, "JPEG", quality=quality, subsampling="4:2:0", progressive=False)
+    return buf.getvalue()
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
@@ -291,7 +304,12 @@ def trusted_passthrough(data: bytes, resize_shorter: int | None = None) -> Encod
     if frame is None:
         return None
     marker, height, width, components = frame
-    if (marker not in _PASSTHROUGH_SOF or components != 3 or height == 0 or width == 0
-            or resized_dims(height, width, resize_shorter) != (height, width)):
+    if (
+        marker not in _PASSTHROUGH_SOF
+        or components != 3
+        or height == 0
+        or width == 0
+        or resized_dims(height, width, resize_shorter) != (height, width)
+    ):
         return None
     return EncodedImage(bytes(data), height, width, reencoded=False, source_format="jpeg")

@@ -64,14 +64,22 @@ class Holder:
     @classmethod
     def me(cls) -> Holder:
         pid = os.getpid()
-        return cls(socket.gethostname(), _boot_id(), pid, _process_start(pid), time.time(), secrets.token_hex(8))
+        return cls(
+            socket.gethostname(), _boot_id(), pid, _process_start(pid), time.time(), secrets.token_hex(8)
+        )
 
     @classmethod
     def parse(cls, data: bytes) -> Holder | None:
         try:
             obj = json.loads(data)
-            return cls(str(obj["host"]), str(obj["boot"]), int(obj["pid"]), str(obj["pid_start"]),
-                       float(obj["started"]), str(obj["token"]))
+            return cls(
+                str(obj["host"]),
+                str(obj["boot"]),
+                int(obj["pid"]),
+                str(obj["pid_start"]),
+                float(obj["started"]),
+                str(obj["token"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -209,8 +217,11 @@ class DestinationLock:
                 continue  # released meanwhile: try again
             holder = Holder.parse(data)
             if not (self.break_lock or (holder is not None and holder.is_dead())):
-                raise self._refuse(holder, " If that run is dead (killed on another host), pass "
-                                           "--break-lock (break_lock=True) to take the lock over.")
+                raise self._refuse(
+                    holder,
+                    " If that run is dead (killed on another host), pass "
+                    "--break-lock (break_lock=True) to take the lock over.",
+                )
             storage.remove_generation(self.path, generation)
         raise DestinationError(f"{self.path}: could not take the lock: other writers kept taking it")
 

@@ -7,6 +7,7 @@ workers. Workers never need TensorFlow.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import multiprocessing
@@ -75,7 +76,9 @@ def die_with_parent(parent_pid: int) -> None:
         if os.getppid() != parent_pid:
             os._exit(1)
         return
-    threading.Thread(target=_exit_when_gone, args=(parent_pid,), name="tfpipe-parent-watch", daemon=True).start()
+    threading.Thread(
+        target=_exit_when_gone, args=(parent_pid,), name="tfpipe-parent-watch", daemon=True
+    ).start()
 
 
 def _exit_when_gone(pid: int) -> None:
@@ -111,21 +114,33 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Iterator[R]:
+def ordered_map(
+    fn: Callable[[T], R], tasks: Iterable[T], workers: int, local: Callable[[T], R | None] | None = None
+) -> Iterator[R]:
     """Yields `fn(task)` for each task, in order, computed by `workers` processes.
 
     With `workers == 1` everything runs in this process: the same bytes, no process start-up.
+
+    Args:
+      local: a cheaper way to the same result, tried first in this process; when it returns
+        None the task goes to a worker. The workers start only when a task first needs one.
     """
     if workers <= 1:
         for task in tasks:
-            yield fn(task)
+            result = local(task) if local else None
+            yield fn(task) if result is None else result
         return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=worker_context(),
-                             initializer=init_worker, initargs=(os.getpid(), dict(os.environ))) as pool:
+    with contextlib.ExitStack() as stack:
+        pool: ProcessPoolExecutor | None = None
         pending: collections.deque[Future[R]] = collections.deque()
         try:
             for task in tasks:
-                pending.append(pool.submit(fn, task))
+                result = local(task) if local else None
+                if result is None:
+                    pool = pool or stack.enter_context(_pool(workers))
+                    pending.append(pool.submit(fn, task))
+                else:
+                    pending.append(_done(result))
                 if len(pending) >= workers * IN_FLIGHT_PER_WORKER:
                     yield pending.popleft().result()
             while pending:
@@ -133,5 +148,21 @@ def ordered_map(fn: Callable[[T], R], tasks: Iterable[T], workers: int) -> Itera
         finally:
             for f in pending:
                 f.cancel()
-            # On an error, don't wait for queued tasks: only the running ones finish.
-            pool.shutdown(wait=True, cancel_futures=True)
+            if pool is not None:
+                # On an error, don't wait for queued tasks: only the running ones finish.
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=worker_context(),
+        initializer=init_worker,
+        initargs=(os.getpid(), dict(os.environ)),
+    )
+
+
+def _done(result: R) -> Future[R]:
+    future: Future[R] = Future()
+    future.set_result(result)
+    return future

@@ -24,7 +24,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, Skipped, Split, shard_name
+from tfpipe.manifest import Manifest, SkippedInput, Split, shard_name
 from tfpipe.schema import Schema
 
 PLAN_VERSION = 1
@@ -87,7 +87,7 @@ class ConvertPlan:
     label_offset: int
     compression: str
     missing: str
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
     dropped_rows: int
     shards: tuple[ShardTask, ...]
 
@@ -103,8 +103,14 @@ class ConvertPlan:
 
     def record(self) -> dict[str, Any]:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
-        return {"plan_version": PLAN_VERSION, "src": self.src, "options": self.options,
-                "inputs": self.fingerprint, "n_items": self.n_items, "n_shards": self.n_shards}
+        return {
+            "plan_version": PLAN_VERSION,
+            "src": self.src,
+            "options": self.options,
+            "inputs": self.fingerprint,
+            "n_items": self.n_items,
+            "n_shards": self.n_shards,
+        }
 
     def manifest(self, done: Sequence[ShardDone], existing: Manifest | None, seconds: float) -> Manifest:
         """The manifest of the finished split, joined to the other splits of `existing`.
@@ -114,8 +120,10 @@ class ConvertPlan:
         """
         names = [d.info.name for d in done]
         if names != [t.name for t in self.shards]:
-            raise ManifestError(f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
-                                f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}")
+            raise ManifestError(
+                f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
+                f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}"
+            )
         split = Split(
             shards=tuple(d.info for d in done),
             skipped=self.skipped + tuple(s for d in done for s in d.skipped),
@@ -124,14 +132,21 @@ class ConvertPlan:
             options=self.options,
             seconds=round(seconds, 3),
         )
-        return Manifest(root=self.dest, layout=self.layout, schema=self.schema, label_offset=self.label_offset,
-                        class_names=self.class_names, compression=self.compression,
-                        splits={**(existing.splits if existing else {}), self.split: split},
-                        missing=self.missing)
+        return Manifest(
+            root=self.dest,
+            layout=self.layout,
+            schema=self.schema,
+            label_offset=self.label_offset,
+            class_names=self.class_names,
+            compression=self.compression,
+            missing=self.missing,
+            splits={**(existing.splits if existing else {}), self.split: split},
+        )
 
 
-def make_plan(src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: ConvertConfig,
-              fmt: str, reason: str) -> ConvertPlan:
+def make_plan(
+    src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: ConvertConfig, fmt: str, reason: str
+) -> ConvertPlan:
     """Cuts the source's items into shards; deterministic in the listing and the options.
 
     Raises:
@@ -140,17 +155,41 @@ def make_plan(src: str, dest: str, source: Source, shard_cfg: ShardConfig, cfg: 
     if source.n_items == 0:
         raise DataError(f"{src}: expected at least one input to convert. Received: none")
     n_shards = shard_cfg.count_for(source.n_items, source.estimated_bytes)
+    compression = shard_cfg.compression
     shards = tuple(
-        ShardTask(i, shard_name(shard_cfg.split, i, n_shards, shard_cfg.compression), dest, shard_cfg.compression,
-                  a, b - a, cfg.strict, source.shard_inputs(a, b))
+        ShardTask(
+            i,
+            shard_name(shard_cfg.split, i, n_shards, compression),
+            dest,
+            compression,
+            a,
+            b - a,
+            cfg.strict,
+            source.shard_inputs(a, b),
+        )
         for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
     )
-    options = {k: v for k, v in (dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)).items() if k != "workers"}
+    chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
+    options = {k: v for k, v in chosen.items() if k != "workers"}  # workers change no byte
     options["format"], options["format_reason"] = fmt, reason
-    return ConvertPlan(src, dest, shard_cfg.split, options, source.fingerprint, source.n_items, source.unit,
-                       source.layout, source.schema, source.class_names, source.label_offset,
-                       shard_cfg.compression, cfg.missing if source.layout == "table" else "error",
-                       source.skipped, source.dropped_rows, shards)
+    return ConvertPlan(
+        src,
+        dest,
+        shard_cfg.split,
+        options,
+        source.fingerprint,
+        source.n_items,
+        source.unit,
+        source.layout,
+        source.schema,
+        source.class_names,
+        source.label_offset,
+        shard_cfg.compression,
+        cfg.missing if source.layout == "table" else "error",
+        source.skipped,
+        source.dropped_rows,
+        shards,
+    )
 
 
 # ---- the decision ----
@@ -185,8 +224,9 @@ def refuse_finished(existing: Manifest | None, split: str, overwrite: bool) -> R
     return None
 
 
-def decide(existing: Manifest | None, journal: JournalState, plan: ConvertPlan, resume: bool,
-           overwrite: bool) -> Start | Resume | Refuse:
+def decide(
+    existing: Manifest | None, journal: JournalState, plan: ConvertPlan, resume: bool, overwrite: bool
+) -> Start | Resume | Refuse:
     """What a run does with its destination; a pure function of plain values.
 
     Args:
@@ -212,8 +252,10 @@ def decide(existing: Manifest | None, journal: JournalState, plan: ConvertPlan, 
         detail = f"{sum(1 for n in names if n in journal.done)} of {old['n_shards']} shards done"
         return Refuse(interrupted_message(dest, split, detail))
     if old != plan.record():
-        return Refuse(f"{dest}: --resume needs the same source and options as the interrupted run. "
-                      f"Differences: {_diff(old, plan.record())}. Pass --overwrite to start over instead.")
+        return Refuse(
+            f"{dest}: --resume needs the same source and options as the interrupted run. "
+            f"Differences: {_diff(old, plan.record())}. Pass --overwrite to start over instead."
+        )
     return Resume()
 
 

@@ -8,24 +8,30 @@ what to do with the destination (`plan.decide`), let an engine write the shards 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
 import os
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import folders
+from tfpipe.convert import folders, tables
 from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
-from tfpipe.convert.sources import Source, open_source
+from tfpipe.convert.sources import ImageSource, Source, open_source
+from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import DestinationError, ManifestError, TfpipeError
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.errors import ConfigError, DestinationError, ManifestError, TfpipeError
+from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
+from tfpipe.validation import check_choice
+
+ENGINES = ("local", "beam")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -43,22 +49,47 @@ class Tick:
     plan: str = ""  # what convert decided, e.g. the format auto-detection chose and why
 
 
-def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = False, break_lock: bool = False,
-            progress: Callable[[Tick], None] | None = None, **options: Any) -> Manifest:
+ProgressCallback = Callable[[Tick], None]
+"""What `convert(progress=...)` calls with a Tick as work completes (the CLI draws a bar)."""
+
+
+def convert(
+    src: str,
+    dest: str,
+    shards: ShardConfig | None = None,
+    config: ConvertConfig | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    break_lock: bool = False,
+    progress: ProgressCallback | None = None,
+    engine: str = "local",
+    pipeline_options: Any = None,
+    **options: Any,
+) -> Manifest:
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
       src: an image folder tree, a flat validation folder (with `labels_file`), or a CSV or
         Parquet file (or a folder of them). Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
+      shards: how to cut shards, as a ShardConfig; or pass its fields as options.
+      config: everything else, as a ConvertConfig; or pass its fields as options.
       resume: finish an interrupted conversion of the same split with the same options.
       overwrite: replace the split if `dest` already has it.
       break_lock: take over a gs:// destination's lock left by a run on another host that
         is known to be dead (a dead run on this host is detected without it).
       progress: called with a `Tick` as work completes; the library itself prints nothing.
+      engine: "local" (a process pool on this machine) or "beam" (Apache Beam: the
+        DirectRunner here, Dataflow, Flink or Spark at scale; needs `pip install "tfpipe[beam]"`).
+        Both write the same bytes.
+      pipeline_options: for engine="beam": Beam flags as one string ("--runner=DataflowRunner
+        --project=P ..."), a list of them, or PipelineOptions. None: the DirectRunner with
+        `workers` processes.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
-        label_offset, labels_file, strict, seed, chunk_rows, missing_label, encoding).
+        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
+        each for the config not given as an object.
 
     Returns:
       The committed Manifest.
@@ -69,16 +100,44 @@ def convert(src: str, dest: str, *, resume: bool = False, overwrite: bool = Fals
         cannot be written (a full disk says that `resume` continues once space is freed).
       DataError: bad input, naming the file, column and row.
       StorageError: reading or writing failed after retries; `resume` continues the run.
+      ConfigError: an unknown or invalid option, or one given both in a config and as an option.
 
     Example:
       >>> tfpipe.convert("ILSVRC/train", "gs://bucket/imagenet", num_shards=1024)
+      >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
     """
-    shard_cfg, cfg = split_options(options)
+    shard_cfg, cfg = split_options(options, shards, config)
+    check_choice("engine", engine, ENGINES)
+    if engine == "beam":
+        from tfpipe.beam.engine import BeamEngine
 
-    def local(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal) -> list[ShardDone]:
+        beam = BeamEngine(cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress)
+        return run_conversion(
+            src,
+            dest,
+            shard_cfg,
+            cfg,
+            beam.execute,
+            resume=resume,
+            overwrite=overwrite,
+            break_lock=break_lock,
+            scan_table=beam.scan_table,
+            engine="beam",
+        )
+    if pipeline_options is not None:
+        raise ConfigError(
+            f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
+            f"pipeline_options={pipeline_options!r}"
+        )
+
+    def local(
+        plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
+    ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock)
+    return run_conversion(
+        src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock
+    )
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -86,10 +145,23 @@ Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], l
 with `journal.mark_done` as it commits, and returns one ShardDone per shard of the plan, in order."""
 
 
-def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConfig, execute: Execute, *,
-                   resume: bool = False, overwrite: bool = False, break_lock: bool = False) -> Manifest:
+def run_conversion(
+    src: str,
+    dest: str,
+    shard_cfg: ShardConfig,
+    cfg: ConvertConfig,
+    execute: Execute,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    break_lock: bool = False,
+    scan_table: Callable[..., TableScan] = tables.scan,
+    engine: str = "local",
+) -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`
-    write the shards, and commits the manifest. Arguments and errors are those of `convert`."""
+    write the shards, and commits the manifest. Arguments and errors are those of `convert`;
+    `scan_table` is the engine's first pass over a table, and an engine other than "local" is
+    recorded in the split's options."""
     started = time.monotonic()
     src, dest = str(src), str(dest).rstrip("/")
     _check_not_inside(src, dest)
@@ -98,7 +170,8 @@ def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConf
         with DestinationLock(dest, break_lock=break_lock):
             existing = _load_existing(dest)
             sweep(dest, existing)
-            return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, execute, started)
+            run = _Run(execute, scan_table, engine)
+            return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, run, started)
     except Exception as e:
         if created:
             with contextlib.suppress(OSError):
@@ -108,15 +181,33 @@ def run_conversion(src: str, dest: str, shard_cfg: ShardConfig, cfg: ConvertConf
         raise
 
 
-def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: ShardConfig, cfg: ConvertConfig,
-                    resume: bool, overwrite: bool, execute: Execute, started: float) -> Manifest:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Run:
+    """The engine of a conversion: its shard writer, its first pass over tables, its name."""
+
+    execute: Execute
+    scan_table: Callable[..., TableScan]
+    engine: str
+
+
+def _convert_locked(
+    src: str,
+    dest: str,
+    existing: Manifest | None,
+    shard_cfg: ShardConfig,
+    cfg: ConvertConfig,
+    resume: bool,
+    overwrite: bool,
+    run: _Run,
+    started: float,
+) -> Manifest:
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
     fmt, reason = _choose_format(src, cfg)
     # The dataset this split joins: its class list and layout bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
-    source = open_source(src, fmt, cfg, joins)
+    source = open_source(src, fmt, cfg, joins, run.scan_table)
     _check_compatible(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
@@ -129,12 +220,39 @@ def _convert_locked(src: str, dest: str, existing: Manifest | None, shard_cfg: S
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
     if isinstance(decision, Start):
         journal.start(plan.record())
-    shards = execute(plan, source, done, journal)
+    shards = run.execute(plan, source, done, journal)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
+    if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
+        entry = manifest.splits[plan.split]
+        entry = dataclasses.replace(entry, options=entry.options | {"engine": run.engine})
+        manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
+    for name, listed in _emptied_classes(source, manifest.split(plan.split)):
+        warnings.warn(
+            f"class {name!r} has 0 examples in split {plan.split!r}: all {listed} of its image files "
+            "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
+            "no other label shifts; replace the files and convert again with --overwrite.",
+            EmptyClassWarning,
+            stacklevel=3,
+        )
     return manifest
+
+
+class EmptyClassWarning(UserWarning):
+    """A class whose image files were all skipped: it is in the class list with 0 examples."""
+
+
+def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
+    """(class name, image files listed) of each class this split listed but wrote nothing of."""
+    if not isinstance(source, ImageSource):
+        return []
+    skipped = {s.input for s in split.skipped}
+    listed = collections.Counter(i.label for i in source.scan.items)
+    kept = collections.Counter(i.label for i in source.scan.items if i.path not in skipped)
+    offset = source.label_offset
+    return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
 
 
 def _choose_format(src: str, cfg: ConvertConfig) -> tuple[str, str]:
@@ -170,13 +288,17 @@ def _prepare_destination(dest: str) -> bool:
         try:
             storage.check_bucket(dest)
         except FileNotFoundError:
-            bucket = dest[len(storage.GCS_PREFIX):].split("/", 1)[0]
-            raise DestinationError(f"{dest}: the bucket {bucket!r} does not exist. Create it first "
-                                   f"(gcloud storage buckets create gs://{bucket}).") from None
+            bucket = dest[len(storage.GCS_PREFIX) :].split("/", 1)[0]
+            raise DestinationError(
+                f"{dest}: the bucket {bucket!r} does not exist. Create it first "
+                f"(gcloud storage buckets create gs://{bucket})."
+            ) from None
         return False
     if os.path.exists(dest) and not os.path.isdir(dest):
-        raise DestinationError(f"{dest}: expected a directory (or a new path) for the output. "
-                               f"Received: {storage.file_kind(os.stat(dest).st_mode)}")
+        raise DestinationError(
+            f"{dest}: expected a directory (or a new path) for the output. "
+            f"Received: {storage.file_kind(os.stat(dest).st_mode)}"
+        )
     created = not os.path.lexists(dest)
     try:
         os.makedirs(dest, exist_ok=True)
@@ -195,12 +317,16 @@ def _is_io_error(e: BaseException) -> bool:
 
 def _resumable_error(e: Exception, dest: str, split: str) -> TfpipeError:
     """An I/O failure in the middle of a run, as one line that says `--resume` continues."""
-    hint = (f"The shards committed so far are kept: run the same command with --resume (resume=True) "
-            f"to continue split {split!r}.")
+    hint = (
+        f"The shards committed so far are kept: run the same command with --resume (resume=True) "
+        f"to continue split {split!r}."
+    )
     code = getattr(e, "errno", None)
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return DestinationError(f"{dest}: out of space while writing ({e.strerror}: {e.filename or dest}). "
-                                f"Free some space. {hint}")
+        return DestinationError(
+            f"{dest}: out of space while writing ({e.strerror}: {e.filename or dest}). "
+            f"Free some space. {hint}"
+        )
     if isinstance(e, PermissionError):
         return DestinationError(f"{e.filename or dest}: {e.strerror}. {hint}")
     return storage.StorageError(f"{e}. {hint}")
@@ -217,18 +343,39 @@ class _Tally:
     shards: int
 
 
-def _execute(plan: ConvertPlan, source: Source, done: dict[int, ShardDone], workers: int,
-             journal: ResumeJournal, progress: Callable[[Tick], None] | None) -> list[ShardDone]:
+def _execute(
+    plan: ConvertPlan,
+    source: Source,
+    done: dict[int, ShardDone],
+    workers: int,
+    journal: ResumeJournal,
+    progress: ProgressCallback | None,
+) -> list[ShardDone]:
     """Writes the shards not `done` with the local engine, recording each as it commits."""
     results = dict(done)
-    tally = _Tally(items=sum(plan.shards[i].count for i in done), bytes_in=0,
-                   bytes_out=sum(d.info.bytes for d in done.values()),
-                   skipped=len(plan.skipped) + sum(len(d.skipped) for d in done.values()), shards=len(done))
+    tally = _Tally(
+        items=sum(plan.shards[i].count for i in done),
+        bytes_in=0,
+        bytes_out=sum(d.info.bytes for d in done.values()),
+        skipped=len(plan.skipped) + sum(len(d.skipped) for d in done.values()),
+        shards=len(done),
+    )
 
     def tick() -> None:
         if progress:
-            progress(Tick(tally.items, plan.n_items, tally.bytes_in, tally.bytes_out, tally.shards,
-                          plan.n_shards, tally.skipped, plan.unit, plan.note))
+            progress(
+                Tick(
+                    tally.items,
+                    plan.n_items,
+                    tally.bytes_in,
+                    tally.bytes_out,
+                    tally.shards,
+                    plan.n_shards,
+                    tally.skipped,
+                    plan.unit,
+                    plan.note,
+                )
+            )
 
     tick()  # before any work: the plan, for the caller to show
     for step in run_local(source, [t for t in plan.shards if t.index not in done], workers):
@@ -249,18 +396,22 @@ def _load_existing(dest: str) -> Manifest | None:
     try:
         return Manifest.find(dest)
     except ManifestError as e:
-        raise DestinationError(f"{dest} holds an unreadable manifest ({e}); pick another destination") from None
+        raise DestinationError(
+            f"{dest} holds an unreadable manifest ({e}); pick another destination"
+        ) from None
 
 
 def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: ShardConfig, dest: str) -> None:
     """A new split must match the dataset it joins (`existing`: None when it joins none)."""
     if existing is None:
         return
-    for what, have, new in (("layout", existing.layout, source.layout),
-                            ("schema", existing.schema, source.schema),
-                            ("compression", existing.compression, shard_cfg.compression),
-                            ("label_offset", existing.label_offset, source.label_offset),
-                            ("class_names", existing.class_names, source.class_names)):
+    for what, have, new in (
+        ("layout", existing.layout, source.layout),
+        ("schema", existing.schema, source.schema),
+        ("compression", existing.compression, shard_cfg.compression),
+        ("label_offset", existing.label_offset, source.label_offset),
+        ("class_names", existing.class_names, source.class_names),
+    ):
         if have != new:
             raise DestinationError(
                 f"{dest} holds splits {sorted(existing.splits)} with {what} {have!r}; the new split "

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tfpipe.convert import folders, tables
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest, Skipped
+from tfpipe.manifest import Manifest, SkippedInput
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class Source(Protocol):
     label_offset: int
     fingerprint: str
     unit: str
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
     dropped_rows: int
 
     def shard_inputs(self, first: int, end: int) -> ShardInputs:
@@ -113,32 +114,41 @@ class ImageSource:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TableRows:
-    """The rows of one shard: a range of the rows the scan will write, read on demand.
+    """The rows of one shard, read on demand from the files that hold them.
 
-    Reading starts at the table's first file, so one shard costs a read up to its last row;
-    the local engine reads the table once for all shards instead (`TableSource.pieces`).
+    Attributes:
+      scan: the table's first pass (files, format, column kinds, encoding, dropped label).
+      chunk_rows: rows per chunk read, as the local engine reads them, so pieces are alike.
+      files: (file, index of its first written row) of each file holding rows of the shard.
     """
 
     scan: tables.TableScan
     chunk_rows: int
+    files: tuple[tuple[str, int], ...]
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
-        end = first + count
-        for frame, start, path in self.scan.chunks(self.chunk_rows):
-            if start >= end:
-                return
-            piece = _rows_piece(shard, first, end, frame, start, path, self.scan.schema)
-            if piece is not None:
-                yield piece
+        end, scan = first + count, self.scan
+        for path, file_first in self.files:
+            chunks = tables.read_chunks(
+                (path,), scan.format, self.chunk_rows, scan.kinds, scan.encoding, scan.drop_label
+            )
+            for frame, offset, _ in chunks:
+                if file_first + offset >= end:
+                    chunks.close()
+                    return
+                piece = _rows_piece(shard, first, end, frame, file_first + offset, path, scan.schema)
+                if piece is not None:
+                    yield piece
 
 
-def _rows_piece(shard: int, first: int, end: int, frame: object, start: int, path: str,
-                schema: Schema) -> Piece | None:
+def _rows_piece(
+    shard: int, first: int, end: int, frame: Any, start: int, path: str, schema: Schema
+) -> Piece | None:
     """The part of a chunk (rows start.. of the table) that falls into rows first..end-1."""
-    lo, hi = max(first, start), min(end, start + len(frame))  # type: ignore[arg-type]
+    lo, hi = max(first, start), min(end, start + len(frame))
     if lo >= hi:
         return None
-    return Piece(shard, lo, TableTask(frame.iloc[lo - start : hi - start], lo, schema, path))  # type: ignore[attr-defined]
+    return Piece(shard, lo, TableTask(frame.iloc[lo - start : hi - start], lo, schema, path))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -160,22 +170,37 @@ class TableSource:
     dropped_rows = property(lambda self: self.scan.dropped_rows)
 
     def shard_inputs(self, first: int, end: int) -> TableRows:
-        return TableRows(self.scan, self.chunk_rows)
+        starts = list(itertools.accumulate(self.scan.file_rows, initial=0))[:-1]
+        files = tuple(
+            (path, start)
+            for path, start, n in zip(self.scan.files, starts, self.scan.file_rows, strict=True)
+            if start < end and first < start + n
+        )
+        return TableRows(self.scan, self.chunk_rows, files)
 
     def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
         for frame, start, path in self.scan.chunks(self.chunk_rows):
             for task in tasks:
-                piece = _rows_piece(task.index, task.first, task.first + task.count, frame, start, path,
-                                    self.scan.schema)
+                piece = _rows_piece(
+                    task.index, task.first, task.first + task.count, frame, start, path, self.scan.schema
+                )
                 if piece is not None:
                     yield piece
 
 
-def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None) -> Source:
+def open_source(
+    src: str,
+    fmt: str,
+    cfg: ConvertConfig,
+    joins: Manifest | None,
+    scan_table: Callable[..., tables.TableScan] = tables.scan,
+) -> Source:
     """Lists (and for tables, scans) the source.
 
     Args:
       joins: the dataset the new split joins, whose classes it keeps; None if none.
+      scan_table: the table's first pass, with the arguments of `tables.scan` (the Beam
+        engine runs it on its workers).
 
     Raises:
       DataError: the source does not fit the rules, naming the file, column and row.
@@ -183,9 +208,11 @@ def open_source(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None) 
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
     if cfg.label_offset not in (None, 0):
-        raise DataError(f"label_offset applies to image folders. "
-                        f"Received: label_offset={cfg.label_offset} for a {fmt} table")
-    scan = tables.scan(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
+        raise DataError(
+            f"label_offset applies to image folders. "
+            f"Received: label_offset={cfg.label_offset} for a {fmt} table"
+        )
+    scan = scan_table(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
     digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 

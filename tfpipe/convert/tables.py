@@ -11,18 +11,31 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert import csvfile, values
 from tfpipe.errors import DataError
-from tfpipe.manifest import Skipped
+from tfpipe.manifest import SkippedInput
 from tfpipe.schema import KIND_DTYPES, Field, Schema, kind_for_pandas
 
 # A column's kind as pandas sees it; "null" is a chunk where the column had no value at all.
-_KIND_TO_PANDAS = {"int": "Int64", "float": "Float64", "bool": "boolean", "string": "string", "null": "Float64"}
-_KIND_NAMES = {"int": "integers", "float": "numbers", "bool": "booleans", "string": "text", "category": "text"}
+_KIND_TO_PANDAS = {
+    "int": "Int64",
+    "float": "Float64",
+    "bool": "boolean",
+    "string": "string",
+    "null": "Float64",
+}
+_KIND_NAMES = {
+    "int": "integers",
+    "float": "numbers",
+    "bool": "booleans",
+    "string": "text",
+    "category": "text",
+}
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
 
@@ -35,6 +48,8 @@ class TableScan:
       rows: rows that will be written (after any rows dropped for a null label).
       drop_label: the label column whose null rows are dropped, or None.
       skipped: per file with dropped rows, their count and first row numbers.
+      file_rows: the rows each file adds to `rows`, so a shard's rows can be read from the
+        files that hold them alone (`sources.TableRows`).
     """
 
     files: tuple[str, ...]
@@ -46,7 +61,8 @@ class TableScan:
     encoding: str = "utf-8"
     drop_label: str | None = None
     dropped_rows: int = 0
-    skipped: tuple[Skipped, ...] = ()
+    skipped: tuple[SkippedInput, ...] = ()
+    file_rows: tuple[int, ...] = ()  # rows each file adds to `rows`, in the order of `files`
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
@@ -55,8 +71,9 @@ class TableScan:
           DataError: the files hold another number of rows than the first pass counted.
         """
         end, path = 0, self.files[0]
-        for frame, first, path in read_chunks(self.files, self.format, chunk_rows, self.kinds,
-                                               self.encoding, self.drop_label):
+        for frame, first, path in read_chunks(
+            self.files, self.format, chunk_rows, self.kinds, self.encoding, self.drop_label
+        ):
             end = first + len(frame)
             if end > self.rows:
                 break
@@ -72,12 +89,28 @@ def table_files(src: str, fmt: str) -> list[str]:
     """The table files of `src`: the file itself, or a directory's files of that format, sorted."""
     if storage.is_gcs(src) or os.path.isfile(src):
         return [src]
+    _refuse_special(src, f"a {fmt} file or a folder of them")
     suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
-    files = [storage.join(src, n) for n in storage.listdir(src)
-             if not n.startswith(".") and _suffix(n, fmt) in suffixes]
+    files = [
+        storage.join(src, n)
+        for n in storage.listdir(src)
+        if not n.startswith(".") and _suffix(n, fmt) in suffixes
+    ]
     if not files:
         raise DataError(f"{src}: expected {fmt} files ({', '.join(suffixes)}). Received: none")
+    for path in files:
+        _refuse_special(path, f"a regular {fmt} file", folder_ok=False)
     return files
+
+
+def _refuse_special(path: str, expected: str, folder_ok: bool = True) -> None:
+    """Refuses a FIFO, socket or device (reading one would block or never end), by name."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing path is named by the listing or the read that follows
+    if not (stat.S_ISREG(mode) or (folder_ok and stat.S_ISDIR(mode))):
+        raise DataError(f"{path}: expected {expected}. Received: {storage.file_kind(mode)}")
 
 
 def _suffix(name: str, fmt: str) -> str:
@@ -88,8 +121,14 @@ def _suffix(name: str, fmt: str) -> str:
     return suffix
 
 
-def read_chunks(files: tuple[str, ...], fmt: str, chunk_rows: int, kinds: dict[str, str] | None = None,
-                encoding: str = "utf-8", drop_null: str | None = None) -> Iterator[tuple[Any, int, str]]:
+def read_chunks(
+    files: tuple[str, ...],
+    fmt: str,
+    chunk_rows: int,
+    kinds: dict[str, str] | None = None,
+    encoding: str = "utf-8",
+    drop_null: str | None = None,
+) -> Iterator[tuple[Any, int, str]]:
     """Yields (DataFrame chunk, index of its first row, file) across all files in order.
 
     A chunk's index holds each row's number within its file (0-based, header excluded), for
@@ -127,7 +166,9 @@ def _parquet(path: str) -> Any:
         source = storage.open_read(path) if storage.is_gcs(path) else path  # a local path reads natively
         pf = pq.ParquetFile(source, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as e:
-        raise DataError(f"{path}: expected a Parquet file. Received: a file pyarrow cannot open ({e})") from None
+        raise DataError(
+            f"{path}: expected a Parquet file. Received: a file pyarrow cannot open ({e})"
+        ) from None
     names = pf.schema_arrow.names
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -135,8 +176,9 @@ def _parquet(path: str) -> Any:
     return pf
 
 
-def file_chunks(path: str, fmt: str, chunk_rows: int, kinds: dict[str, str] | None = None,
-                encoding: str = "utf-8") -> Iterator[Any]:
+def file_chunks(
+    path: str, fmt: str, chunk_rows: int, kinds: dict[str, str] | None = None, encoding: str = "utf-8"
+) -> Iterator[Any]:
     """One file's rows as DataFrames of `chunk_rows`, indexed by row number within the file.
 
     Raises:
@@ -150,8 +192,15 @@ def file_chunks(path: str, fmt: str, chunk_rows: int, kinds: dict[str, str] | No
         handle = csvfile.open_binary(path)
 
         def frames() -> Iterator[Any]:
-            with pd.read_csv(handle, chunksize=chunk_rows, sep=csvfile.separator(path), index_col=False,
-                             dtype_backend="numpy_nullable", dtype=dtype or None, encoding=encoding) as chunks:
+            with pd.read_csv(
+                handle,
+                chunksize=chunk_rows,
+                sep=csvfile.separator(path),
+                index_col=False,
+                dtype_backend="numpy_nullable",
+                dtype=dtype or None,
+                encoding=encoding,
+            ) as chunks:
                 yield from chunks
 
         reader = frames()
@@ -173,7 +222,9 @@ def file_chunks(path: str, fmt: str, chunk_rows: int, kinds: dict[str, str] | No
             except errors as e:
                 what = "CSV text" if fmt == "csv" else "Parquet data whose pages pass their checksums"
                 detail = " ".join(str(e).split())
-                raise DataError(f"{path}: expected {what}. Received: an error reading rows from row {row}: {detail}") from None
+                raise DataError(
+                    f"{path}: expected {what}. Received: an error reading rows from row {row}: {detail}"
+                ) from None
             frame.index = pd.RangeIndex(row, row + len(frame))
             yield frame
             row += len(frame)
@@ -252,8 +303,12 @@ class _Column:
 
     def _type_change(self, series: Any, path: str, csv_first_file: bool) -> str:
         row, value = values.first_misfit(series, self.kind)
-        hint = (" To read the column as text instead, pass --chunk-rows (chunk_rows=) larger than "
-                f"{row} so that the first chunk holds this value." if csv_first_file else "")
+        hint = (
+            " To read the column as text instead, pass --chunk-rows (chunk_rows=) larger than "
+            f"{row} so that the first chunk holds this value."
+            if csv_first_file
+            else ""
+        )
         return (
             f"{path}: column {self.name!r}, row {row} holds {value!r}, but the column holds "
             f"{_KIND_NAMES[self.kind]} ({self.sample}). Expected one type per column: tfpipe takes a "
@@ -270,8 +325,10 @@ class _Column:
             limit = f"that fit int64 (at most {values.INT64_MAX}), the integer type of tf.train.Example"
         else:
             beyond, inexact = values.first_float32_overflow(nonnull), values.first_inexact_whole_float
-            limit = (f"within float32's range (±{values.FLOAT32_MAX:.4g}; beyond it they would be "
-                     "written as inf), the only float type of tf.train.Example")
+            limit = (
+                f"within float32's range (±{values.FLOAT32_MAX:.4g}; beyond it they would be "
+                "written as inf), the only float type of tf.train.Example"
+            )
         if beyond is not None:
             raise DataError(
                 f"{path}: column {self.name!r}, row {beyond[0]} holds {beyond[1]!r}. Expected values "
@@ -293,13 +350,24 @@ class _Column:
             fpath, frow, fvalue = self.fraction
             fix = f"It is float because {fpath} row {frow} holds {fvalue!r}; if the column is integers, fix that value."
         else:
-            fix = ("It is float in the source; if it holds integers, store it as an integer type "
-                   "(nullable ones such as pandas 'Int64' or Arrow int64 keep their nulls).")
+            fix = (
+                "It is float in the source; if it holds integers, store it as an integer type "
+                "(nullable ones such as pandas 'Int64' or Arrow int64 keep their nulls)."
+            )
         return (
             f"{path}: column {self.name!r}, row {row} holds the whole number {int(value)}, which float32 "
             "(the only float type of tf.train.Example) cannot hold exactly: it would be written as "
             f"{values.as_float32(value)}. Expected integers to stay exact. {fix}"
         )
+
+
+def null_value_error(where: str, row: int, column: str) -> DataError:
+    """A null in a column that may not hold one (missing="error"), named by file, column and row."""
+    return DataError(
+        f"{where}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
+        "value: nulls are never written as plausible values. Pass --missing fill "
+        f"(missing='fill') to write a default plus a '{column}/missing' mask."
+    )
 
 
 def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
@@ -316,8 +384,15 @@ def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
     return null
 
 
-def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
-         missing_label: str = "error", encoding: str = "utf-8") -> TableScan:
+def scan(
+    src: str,
+    fmt: str,
+    chunk_rows: int,
+    label: str | None,
+    missing: str,
+    missing_label: str = "error",
+    encoding: str = "utf-8",
+) -> TableScan:
     """First pass: shape, schema, row count, null positions and an output size estimate.
 
     Raises:
@@ -329,6 +404,7 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
     files = tuple(table_files(src, fmt))
     columns: dict[str, _Column] = {}
     total = kept = 0
+    file_rows = dict.fromkeys(files, 0)
     drops: dict[str, tuple[int, list[int]]] = {}  # file -> rows dropped, the first of them
     for path in files:
         if fmt == "csv":
@@ -337,7 +413,9 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
             if not columns:
                 columns = {str(c): _Column(str(c)) for c in chunk.columns}
                 if label is not None and label not in columns:
-                    raise DataError(f"{src}: label column {label!r} not found. Received columns: {list(columns)}")
+                    raise DataError(
+                        f"{src}: label column {label!r} not found. Received columns: {list(columns)}"
+                    )
             elif [str(c) for c in chunk.columns] != list(columns):
                 raise DataError(f"{path}: expected columns {list(columns)}. Received: {list(chunk.columns)}")
             total += len(chunk)
@@ -345,16 +423,31 @@ def scan(src: str, fmt: str, chunk_rows: int, label: str | None, missing: str,
                 null = _label_nulls(chunk, label, missing_label, path)
                 if null.any():
                     n, listed = drops.get(path, (0, []))
-                    drops[path] = (n + int(null.sum()), (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS])
+                    drops[path] = (
+                        n + int(null.sum()),
+                        (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS],
+                    )
                     chunk = chunk[~null]
             kept += len(chunk)
+            file_rows[path] += len(chunk)
             for c, column in columns.items():
                 column.add(chunk[c], path, fmt == "csv" and path == files[0])
-    return _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    out = _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
+    return dataclasses.replace(out, file_rows=tuple(file_rows.values()))
 
 
-def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Column], total: int, kept: int,
-            drops: dict[str, tuple[int, list[int]]], label: str | None, missing: str, encoding: str) -> TableScan:
+def _finish(
+    src: str,
+    fmt: str,
+    files: tuple[str, ...],
+    columns: dict[str, _Column],
+    total: int,
+    kept: int,
+    drops: dict[str, tuple[int, list[int]]],
+    label: str | None,
+    missing: str,
+    encoding: str,
+) -> TableScan:
     if not columns or kept == 0:
         dropped = f", all with a null label {label!r} (missing_label='drop')" if total else ""
         raise DataError(f"{src}: expected a table with at least one row. Received: {total} rows{dropped}")
@@ -365,23 +458,34 @@ def _finish(src: str, fmt: str, files: tuple[str, ...], columns: dict[str, _Colu
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
     if missing == "error" and nulls:
         column = min(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1]))
-        path, row = nulls[column]
-        raise DataError(
-            f"{path}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
-            "value: nulls are never written as plausible values. Pass --missing fill "
-            f"(missing='fill') to write a default plus a '{column}/missing' mask."
-        )
-    fields = tuple(Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls,
-                         source_dtype=col.source_dtype) for c, col in columns.items())
+        raise null_value_error(*nulls[column], column)
+    fields = tuple(
+        Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls, source_dtype=col.source_dtype)
+        for c, col in columns.items()
+    )
     kinds = {c: col.kind for c, col in columns.items()}
     skipped = tuple(
-        Skipped(path, f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-label "
-                      f"drop, missing_label='drop'): row{'s' if n > 1 else ''} {', '.join(map(str, rows))}"
-                      f"{' and more' if n > len(rows) else ''} (0-based, header excluded)")
+        SkippedInput(
+            path,
+            f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
+            f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
+            f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
+            "header excluded)",
+        )
         for path, (n, rows) in drops.items()
     )
-    out = TableScan(files, fmt, Schema(fields, label=label), kept, kinds, 0, encoding,
-                    label if drops else None, total - kept, skipped)
+    out = TableScan(
+        files,
+        fmt,
+        Schema(fields, label=label),
+        kept,
+        kinds,
+        0,
+        encoding,
+        label if drops else None,
+        total - kept,
+        skipped,
+    )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
 
 

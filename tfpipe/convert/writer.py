@@ -23,7 +23,7 @@ from tfpipe import storage
 from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, Skipped, shard_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()
@@ -88,8 +88,14 @@ class ShardWriter:
       >>> done = w.commit()   # the shard now exists under its final name
     """
 
-    def __init__(self, dest_dir: str, name: str, compression: str = "none", spool_dir: str | None = None,
-                 strict: bool = False):
+    def __init__(
+        self,
+        dest_dir: str,
+        name: str,
+        compression: str = "none",
+        spool_dir: str | None = None,
+        strict: bool = False,
+    ):
         self.dest = storage.join(dest_dir, name)
         self.name = name
         spool = spool_dir or storage.local_spool_dir(dest_dir)
@@ -104,7 +110,7 @@ class ShardWriter:
         self.examples = 0
         self.items = 0  # inputs taken by `add`: written or skipped
         self.strict = strict
-        self.skipped: list[Skipped] = []
+        self.skipped: list[SkippedInput] = []
 
     def add(self, item: Encoded) -> None:
         """Writes one encoded input, or notes it as skipped with its reason.
@@ -118,7 +124,7 @@ class ShardWriter:
             return
         if self.strict:
             raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
-        self.skipped.append(Skipped(item.input, item.skip_reason or "unknown"))
+        self.skipped.append(SkippedInput(item.input, item.skip_reason or "unknown"))
 
     def write(self, record: bytes) -> None:
         header, footer = frame_parts(record)
@@ -153,14 +159,14 @@ class ShardDone:
     """The done-record of one committed shard."""
 
     info: ShardInfo
-    skipped: tuple[Skipped, ...]
+    skipped: tuple[SkippedInput, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ShardDone:
-        return cls(ShardInfo.from_json(obj["shard"]), tuple(Skipped(**s) for s in obj["skipped"]))
+        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -237,7 +243,14 @@ class ResumeJournal:
         storage.write_atomic(self.plan_path, json.dumps(plan, sort_keys=True).encode(), overwrite=True)
 
     def mark_done(self, done: ShardDone) -> None:
-        storage.write_atomic(self._done_path(done.info.name), json.dumps(done.to_json()).encode(), overwrite=True)
+        # Not fsynced: the shard it records is, and a done-record lost or emptied by a power
+        # loss only makes --resume rewrite that shard (`completed` checks every record).
+        storage.write_atomic(
+            self._done_path(done.info.name),
+            json.dumps(done.to_json()).encode(),
+            overwrite=True,
+            durable=False,
+        )
 
     def completed(self, n_shards: int) -> dict[int, ShardDone]:
         """Shards whose done-record and file agree; everything else of this split is removed."""
@@ -247,7 +260,8 @@ class ResumeJournal:
             record_name = f".{name}.done"
             if record_name in listing and name in listing:
                 record = self._read_done(name)
-                if record and record.info.name == name and storage.size(storage.join(self.dest, name)) == record.info.bytes:
+                size = storage.size(storage.join(self.dest, name))
+                if record and record.info.name == name and size == record.info.bytes:
                     done[i] = record
                     continue
             # A shard renamed into place before its done-record was written, a stale one, or a
@@ -312,7 +326,8 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
             with contextlib.suppress(DestinationError):
                 plan = state.load_plan()
                 committed = manifest.splits[split]
-                if plan and plan.get("options") == committed.options and plan["n_shards"] == len(committed.shards):
+                options = {k: v for k, v in committed.options.items() if k != "engine"}  # not in the plan
+                if plan and plan.get("options") == options and plan["n_shards"] == len(committed.shards):
                     removed.append(os.path.basename(state.plan_path))
                     removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) == split]
     for name in dict.fromkeys(removed):

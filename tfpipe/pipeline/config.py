@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.service.stage import ProcessingMode
-from tfpipe.validation import check_bool, check_choice, check_int, check_str
+from tfpipe.service.address import DEFAULT_CONNECT_TIMEOUT
+from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, ProcessingMode
+from tfpipe.validation import check_bool, check_choice, check_int, check_seconds, check_str
 
 AUTOTUNE = -1
 CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
@@ -86,6 +87,11 @@ class PipelineConfig:
         shard's name in corruption errors for that.
       processing_mode: tf.data service sharding: "parallel_epochs" or "dynamic".
       job_name: tf.data service job name, to share one job between consumers.
+      service_connect_timeout: seconds to wait for the tf.data service dispatcher to answer
+        at `build()` before raising; None waits as long as TensorFlow does (forever).
+      service_peer_timeout: while the client waits for data, seconds the dispatcher or a
+        worker may stay unreachable before the epoch ends with an error naming it; None
+        reads the service without the watchdog (TensorFlow then waits forever).
     """
 
     split: str | None = None
@@ -108,6 +114,8 @@ class PipelineConfig:
     verify_shards: bool = True
     processing_mode: ProcessingMode = "parallel_epochs"
     job_name: str | None = None
+    service_connect_timeout: float | None = DEFAULT_CONNECT_TIMEOUT
+    service_peer_timeout: float | None = DEFAULT_PEER_TIMEOUT
 
     def __post_init__(self) -> None:
         for name in ("deterministic", "drop_remainder"):
@@ -135,6 +143,9 @@ class PipelineConfig:
             raise field_error(ConfigError, "cache", f"one of {CACHE_CHOICES}", self.cache)
         check_choice("processing_mode", self.processing_mode, ProcessingMode)
         check_str("job_name", self.job_name, optional=True)
+        for name in ("service_connect_timeout", "service_peer_timeout"):
+            if getattr(self, name) is not None:
+                check_seconds(name, getattr(self, name), "None or seconds > 0")
         if self.skip_corrupt and not self.verify_shards:
             raise ConfigError(
                 "skip_corrupt=True needs verify_shards=True: a shard that ends early can only be "

@@ -302,7 +302,9 @@ def service_stage(p: StagePlan) -> StageFn:
         # Options applied after this stage never reach the workers: hand them over here.
         cfg = p.config
         return tf_service.distribute(ds, p.service, processing_mode=cfg.processing_mode,
-                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by))
+                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by),
+                                     connect_timeout=cfg.service_connect_timeout,
+                                     peer_timeout=cfg.service_peer_timeout)
 
     return service
 

@@ -14,16 +14,39 @@ Example:
   [0, 1, 2, 3, 4]
 """
 
-from tfpipe.service.address import (DEFAULT_CONNECT_TIMEOUT, ServiceAddress, ServiceError,
-                                    wait_for)
+from tfpipe.service.address import DEFAULT_CONNECT_TIMEOUT, ServiceAddress, ServiceError, wait_for
+from tfpipe.service.servers import (
+    DEFAULT_HOST,
+    DispatcherConfig,
+    Server,
+    WorkerConfig,
+    check_exposure,
+    check_port_free,
+    reachable_addresses,
+    serve,
+    start,
+    start_dispatcher,
+    start_worker,
+)
 from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, DistributeConfig, distribute
-from tfpipe.service.servers import (DEFAULT_HOST, DispatcherConfig, Server, WorkerConfig,
-                                    check_exposure, check_port_free, reachable_addresses,
-                                    serve, start, start_dispatcher, start_worker)
 
 __all__ = [
-    "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_HOST", "DEFAULT_PEER_TIMEOUT", "DispatcherConfig",
-    "DistributeConfig", "Server", "ServiceAddress", "ServiceError", "WorkerConfig",
-    "check_exposure", "check_port_free", "distribute", "reachable_addresses", "serve", "start",
-    "start_dispatcher", "start_worker", "wait_for",
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_HOST",
+    "DEFAULT_PEER_TIMEOUT",
+    "DispatcherConfig",
+    "DistributeConfig",
+    "Server",
+    "ServiceAddress",
+    "ServiceError",
+    "WorkerConfig",
+    "check_exposure",
+    "check_port_free",
+    "distribute",
+    "reachable_addresses",
+    "serve",
+    "start",
+    "start_dispatcher",
+    "start_worker",
+    "wait_for",
 ]

@@ -30,8 +30,10 @@ ATTEMPT_SECONDS = 5.0
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
 _ADDRESS_FORM = "'grpc://HOST:PORT' or 'HOST:PORT' (e.g. 'grpc://127.0.0.1:5050')"
-_RPC = {"dispatcher": "/tensorflow.data.DispatcherService/GetWorkers",
-        "worker": "/tensorflow.data.WorkerService/GetWorkerTasks"}
+_RPC = {
+    "dispatcher": "/tensorflow.data.DispatcherService/GetWorkers",
+    "worker": "/tensorflow.data.WorkerService/GetWorkerTasks",
+}
 
 
 class ServiceError(TfpipeError):
@@ -109,9 +111,14 @@ def check_host(field: str, host: object) -> None:
             raise field_error(ConfigError, field, "a hostname or IP address", host) from None
         return
     if ip.is_unspecified:
-        raise field_error(ConfigError, field, "the address clients reach this server at, not a "
-                          "wildcard (TensorFlow already listens on all interfaces; a wildcard "
-                          "cannot be advertised)", host)
+        raise field_error(
+            ConfigError,
+            field,
+            "the address clients reach this server at, not a "
+            "wildcard (TensorFlow already listens on all interfaces; a wildcard "
+            "cannot be advertised)",
+            host,
+        )
 
 
 # ---- probes ----
@@ -137,8 +144,9 @@ class Answer:
         return self.kind == "ok"
 
 
-def probe_all(peers: Sequence[tuple[Role, ServiceAddress]], deadline: float,
-              stop: threading.Event | None = None) -> list[Answer] | None:
+def probe_all(
+    peers: Sequence[tuple[Role, ServiceAddress]], deadline: float, stop: threading.Event | None = None
+) -> list[Answer] | None:
     """Asks every peer at once whether it is a tf.data service server of its role.
 
     Returns:
@@ -183,8 +191,7 @@ def _answer(role: Role, future: object, deadline: float) -> Answer:
         return Answer("down", tail)
     if code == grpc.StatusCode.UNAVAILABLE:  # an HTTP/2 parse failure: not a gRPC server
         return Answer("other", f"it answers, but not in gRPC ({tail})")
-    return Answer("other", f"it answers gRPC ({code.name}), but not as a tf.data service "
-                           f"{role} ({tail})")
+    return Answer("other", f"it answers gRPC ({code.name}), but not as a tf.data service {role} ({tail})")
 
 
 def worker_addresses(payload: bytes) -> list[str]:
@@ -200,8 +207,10 @@ def worker_addresses(payload: bytes) -> list[str]:
             if field == 1 and isinstance(value, bytes):
                 out += [v.decode() for f, v in _fields(value) if f == 1 and isinstance(v, bytes)]
     except (IndexError, ValueError) as e:  # truncated, or not UTF-8
-        raise ServiceError(f"Expected a tf.data service GetWorkersResponse from the dispatcher. "
-                           f"Received: {payload[:40]!r} ({e})") from None
+        raise ServiceError(
+            f"Expected a tf.data service GetWorkersResponse from the dispatcher. "
+            f"Received: {payload[:40]!r} ({e})"
+        ) from None
     return out
 
 
@@ -216,11 +225,11 @@ def _fields(buf: bytes) -> Iterator[tuple[int, bytes | int]]:
             yield field, value
         elif wire in (1, 5):
             size = 8 if wire == 1 else 4
-            yield field, buf[i:i + size]
+            yield field, buf[i : i + size]
             i += size
         elif wire == 2:
             size, i = _varint(buf, i)
-            yield field, buf[i:i + size]
+            yield field, buf[i : i + size]
             i += size
         else:
             raise ValueError(f"unsupported wire type {wire}")
@@ -237,8 +246,14 @@ def _varint(buf: bytes, i: int) -> tuple[int, int]:
         shift += 7
 
 
-def wait_for(address: ServiceAddress, timeout: float, field: str = "service", *,
-             role: Role = "dispatcher", stop: threading.Event | None = None) -> bool:
+def wait_for(
+    address: ServiceAddress,
+    timeout: float,
+    field: str = "service",
+    *,
+    role: Role = "dispatcher",
+    stop: threading.Event | None = None,
+) -> bool:
     """Waits until `address` answers as a tf.data service `role`, for at most `timeout` s.
 
     A refused or silent port is retried (the server may be starting); a port that answers as
@@ -263,9 +278,10 @@ def wait_for(address: ServiceAddress, timeout: float, field: str = "service", *,
             return True
         remaining = deadline - time.monotonic()
         if answer.kind == "other" or remaining <= 0:
-            raise ConfigError(f"{field} must be the address of a running tf.data service {role}. "
-                              f"Received: {field}={address.target!r}, "
-                              + _failure(answer, role, address, timeout))
+            raise ConfigError(
+                f"{field} must be the address of a running tf.data service {role}. "
+                f"Received: {field}={address.target!r}, " + _failure(answer, role, address, timeout)
+            )
         if stop is None:
             time.sleep(min(delay, remaining))
         elif stop.wait(min(delay, remaining)):
@@ -277,11 +293,14 @@ def _failure(answer: Answer, role: Role, address: ServiceAddress, timeout: float
     if answer.kind == "down":
         return f"which did not accept a connection within {timeout:g} s ({answer.detail})"
     if answer.kind == "silent":
-        return (f"which accepted connections but gave no gRPC answer within {timeout:g} s: "
-                f"something else holds that port, or the {role} is overloaded")
+        return (
+            f"which accepted connections but gave no gRPC answer within {timeout:g} s: "
+            f"something else holds that port, or the {role} is overloaded"
+        )
     if role == "dispatcher":
         worker = probe_all([("worker", address)], 2.0)
         if worker and worker[0].ok:
-            return ("which is a tf.data service worker: pass the dispatcher's address (the "
-                    "worker's --dispatcher)")
+            return (
+                "which is a tf.data service worker: pass the dispatcher's address (the worker's --dispatcher)"
+            )
     return f"where {answer.detail}"

@@ -65,8 +65,12 @@ class DispatcherConfig:
         if self.work_dir is not None and (not isinstance(self.work_dir, str) or not self.work_dir):
             raise field_error(ConfigError, "work_dir", "None or a directory path", self.work_dir)
         if self.fault_tolerant and self.work_dir is None:
-            raise field_error(ConfigError, "fault_tolerant", "False or None when work_dir is not "
-                              "set (the journal lives in work_dir)", self.fault_tolerant)
+            raise field_error(
+                ConfigError,
+                "fault_tolerant",
+                "False or None when work_dir is not set (the journal lives in work_dir)",
+                self.fault_tolerant,
+            )
         check_bool("allow_remote", self.allow_remote)
 
     @property
@@ -161,18 +165,23 @@ def check_port_free(port: int) -> None:
                         "there would split clients and workers with the first. Stop that "
                         f"process or choose another port (--port). Received: port={port}"
                     ) from None
-                raise ConfigError(f"Cannot listen on port {port}: {e.strerror}. "
-                                  f"Received: port={port}") from None
+                raise ConfigError(
+                    f"Cannot listen on port {port}: {e.strerror}. Received: port={port}"
+                ) from None
 
 
 def _holder(port: int) -> str:
-    """" by pid N (command line)" for the processes listening on `port`, when visible."""
+    """ " by pid N (command line)" for the processes listening on `port`, when visible."""
     import psutil
 
     try:
-        pids = sorted({c.pid for c in psutil.net_connections("tcp")
-                       if c.pid and c.laddr and c.laddr.port == port
-                       and c.status == psutil.CONN_LISTEN})
+        pids = sorted(
+            {
+                c.pid
+                for c in psutil.net_connections("tcp")
+                if c.pid and c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+            }
+        )
     except (psutil.Error, OSError):
         return ""
     names = []
@@ -241,8 +250,10 @@ class Server:
     @property
     def exposure(self) -> str:
         """Who can reach it, in one line: the socket and this machine's addresses."""
-        return (f"{self.listening_on} on every interface, no authentication; reachable at "
-                f"{', '.join(reachable_addresses())} and any address routed to this machine")
+        return (
+            f"{self.listening_on} on every interface, no authentication; reachable at "
+            f"{', '.join(reachable_addresses())} and any address routed to this machine"
+        )
 
     def stop(self) -> None:
         """Stops the server; safe to call more than once.
@@ -263,8 +274,9 @@ class Server:
     def __enter__(self) -> Server:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -272,9 +284,14 @@ class Server:
         return f"Server(role={self.role!r}, target={self.target!r}, {state})"
 
 
-def start_dispatcher(port: int = 0, advertise_host: str = DEFAULT_HOST,
-                     work_dir: str | None = None, fault_tolerant: bool | None = None, *,
-                     allow_remote: bool = False) -> Server:
+def start_dispatcher(
+    port: int = 0,
+    advertise_host: str = DEFAULT_HOST,
+    work_dir: str | None = None,
+    fault_tolerant: bool | None = None,
+    *,
+    allow_remote: bool = False,
+) -> Server:
     """Starts a tf.data service dispatcher in this process; see `DispatcherConfig`.
 
     Raises:
@@ -283,9 +300,14 @@ def start_dispatcher(port: int = 0, advertise_host: str = DEFAULT_HOST,
     return start(DispatcherConfig(port, advertise_host, work_dir, fault_tolerant, allow_remote))
 
 
-def start_worker(dispatcher: str, port: int = 0, advertise_host: str = DEFAULT_HOST,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT, *,
-                 allow_remote: bool = False) -> Server:
+def start_worker(
+    dispatcher: str,
+    port: int = 0,
+    advertise_host: str = DEFAULT_HOST,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    *,
+    allow_remote: bool = False,
+) -> Server:
     """Starts a tf.data service worker in this process and registers it with `dispatcher`.
 
     Raises:
@@ -312,24 +334,44 @@ def _start_unchecked(config: DispatcherConfig | WorkerConfig) -> Server:
     check_port_free(config.port)  # again: a worker may have waited for its dispatcher
     try:
         if isinstance(config, DispatcherConfig):
-            return Server(config, svc.DispatchServer(svc.DispatcherConfig(
-                port=config.port, work_dir=config.work_dir,
-                fault_tolerant_mode=config.fault_tolerant_mode)))
+            return Server(
+                config,
+                svc.DispatchServer(
+                    svc.DispatcherConfig(
+                        port=config.port,
+                        work_dir=config.work_dir,
+                        fault_tolerant_mode=config.fault_tolerant_mode,
+                    )
+                ),
+            )
         host = bracket(config.advertise_host)
         # TF substitutes the bound ports into the advertised addresses; its default is localhost.
-        return Server(config, svc.WorkerServer(svc.WorkerConfig(
-            dispatcher_address=config.dispatcher_address.address, port=config.port,
-            worker_address=f"{host}:%port%", data_transfer_address=f"{host}:%dts_port%")))
+        return Server(
+            config,
+            svc.WorkerServer(
+                svc.WorkerConfig(
+                    dispatcher_address=config.dispatcher_address.address,
+                    port=config.port,
+                    worker_address=f"{host}:%port%",
+                    data_transfer_address=f"{host}:%dts_port%",
+                )
+            ),
+        )
     except (tf_.errors.OpError, RuntimeError) as e:  # the pybind layer raises RuntimeError
         why = str(e.message if isinstance(e, tf_.errors.OpError) else e).strip()
-        raise ConfigError(f"The tf.data service {_role(config)} did not start: "
-                          f"{why.splitlines()[0][:300]}. Received: {config!r}") from None
+        raise ConfigError(
+            f"The tf.data service {_role(config)} did not start: "
+            f"{why.splitlines()[0][:300]}. Received: {config!r}"
+        ) from None
 
 
-def serve(config: DispatcherConfig | WorkerConfig, *,
-          on_ready: Callable[[Server], None] | None = None,
-          on_waiting: Callable[[ServiceAddress], None] | None = None,
-          stop: bool = True) -> Server:
+def serve(
+    config: DispatcherConfig | WorkerConfig,
+    *,
+    on_ready: Callable[[Server], None] | None = None,
+    on_waiting: Callable[[ServiceAddress], None] | None = None,
+    stop: bool = True,
+) -> Server:
     """Runs a server until SIGINT or SIGTERM, then stops it. Call from the main thread.
 
     Args:

@@ -13,6 +13,7 @@ that time is simply waited for, as TensorFlow intends.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
@@ -80,8 +81,7 @@ class DistributeConfig:
 
     def __post_init__(self) -> None:
         check_choice("processing_mode", self.processing_mode, ProcessingMode)
-        if self.job_name is not None and (not isinstance(self.job_name, str)
-                                          or not self.job_name.strip()):
+        if self.job_name is not None and (not isinstance(self.job_name, str) or not self.job_name.strip()):
             raise field_error(ConfigError, "job_name", "None or a non-empty string", self.job_name)
         check_choice("compression", self.compression, Compression)
         mor = self.max_outstanding_requests
@@ -133,8 +133,15 @@ def distribute(
       ConfigError: a malformed address or option, a py_function in `ds`, a call inside
         `tf.function`, or no dispatcher answering within `connect_timeout`.
     """
-    config = DistributeConfig(processing_mode, job_name, compression, max_outstanding_requests,
-                              target_workers, connect_timeout, peer_timeout)
+    config = DistributeConfig(
+        processing_mode,
+        job_name,
+        compression,
+        max_outstanding_requests,
+        target_workers,
+        connect_timeout,
+        peer_timeout,
+    )
     from tfpipe import _tf
 
     tf_ = _tf.tf()
@@ -145,12 +152,16 @@ def distribute(
     if config.connect_timeout is not None:
         wait_for(address, config.connect_timeout)
     policy = svc.ShardingPolicy.DYNAMIC if processing_mode == "dynamic" else svc.ShardingPolicy.OFF
-    out = ds.apply(svc.distribute(
-        processing_mode=policy, service=address.target, job_name=job_name,
-        max_outstanding_requests=max_outstanding_requests,
-        compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[compression],
-        target_workers=target_workers.upper(),
-    ))
+    out = ds.apply(
+        svc.distribute(
+            processing_mode=policy,
+            service=address.target,
+            job_name=job_name,
+            max_outstanding_requests=max_outstanding_requests,
+            compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[compression],
+            target_workers=target_workers.upper(),
+        )
+    )
     # The service dataset starts a new graph: without this its options would be the defaults.
     out = out.with_options(ds.options())
     if config.peer_timeout is None:
@@ -166,15 +177,19 @@ def _check_offloadable(ds: tf.data.Dataset) -> None:
     from tfpipe import _tf
 
     if not _tf.tf().executing_eagerly():
-        raise ConfigError("distribute() must be called eagerly, outside tf.function: it checks "
-                          "the dataset and the dispatcher from Python. Received: a call while "
-                          "building a graph")
+        raise ConfigError(
+            "distribute() must be called eagerly, outside tf.function: it checks "
+            "the dataset and the dispatcher from Python. Received: a call while "
+            "building a graph"
+        )
     python_ops = _python_ops(ds)
     if python_ops:
-        raise ConfigError("The dataset given to distribute() must be pure TensorFlow: tf.data "
-                          "service workers in other processes cannot call back into this Python "
-                          f"process. Received: a dataset using {python_ops} "
-                          "(tf.py_function/numpy_function)")
+        raise ConfigError(
+            "The dataset given to distribute() must be pure TensorFlow: tf.data "
+            "service workers in other processes cannot call back into this Python "
+            f"process. Received: a dataset using {python_ops} "
+            "(tf.py_function/numpy_function)"
+        )
 
 
 _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
@@ -186,8 +201,9 @@ def _python_ops(ds: tf.data.Dataset) -> list[str]:
 
     tf_ = _tf.tf()
     # The same serialization registration does; `_variant_tensor` is how TF itself gets it.
-    graph = tf_.raw_ops.DatasetToGraphV2(input_dataset=ds._variant_tensor,
-                                         external_state_policy=0, strip_device_assignment=True)
+    graph = tf_.raw_ops.DatasetToGraphV2(
+        input_dataset=ds._variant_tensor, external_state_policy=0, strip_device_assignment=True
+    )
     graph_def = tf_.compat.v1.GraphDef.FromString(graph.numpy())
     nodes = list(graph_def.node)
     for fn in graph_def.library.function:
@@ -237,7 +253,8 @@ class _Watch:
                 f"Lost the tf.data service {' and '.join(lost)}: unreachable for at least "
                 f"{self.timeout:g} s while this client waited for data from dispatcher "
                 f"{self.dispatcher.address}. Restart it at the same address within "
-                "peer_timeout (distribute(peer_timeout=...)) to continue, or raise the timeout. "
+                "peer_timeout (distribute(peer_timeout=...), build(service_peer_timeout=...)) to "
+                "continue, or raise the timeout. "
                 f"Received: peer_timeout={self.timeout:g}"
             )
 
@@ -246,10 +263,8 @@ def _parsed(addresses: list[str]) -> set[ServiceAddress]:
     """The worker addresses that parse; one TF could not be reached at is not probed."""
     out = set()
     for text in addresses:
-        try:
+        with contextlib.suppress(ConfigError):
             out.add(ServiceAddress.parse(text, "worker"))
-        except ConfigError:
-            pass
     return out
 
 
@@ -260,8 +275,9 @@ def _watched(ds: tf.data.Dataset, watch: _Watch) -> Iterator[Any]:
     box: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
     stop = threading.Event()
     cancel = cancellation.CancellationManager()
-    threading.Thread(target=_read, args=(ds, box, stop, cancel), daemon=True,
-                     name="tfpipe-service-reader").start()
+    threading.Thread(
+        target=_read, args=(ds, box, stop, cancel), daemon=True, name="tfpipe-service-reader"
+    ).start()
     try:
         while True:
             try:
@@ -282,8 +298,7 @@ def _watched(ds: tf.data.Dataset, watch: _Watch) -> Iterator[Any]:
         cancel.start_cancel()
 
 
-def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threading.Event,
-          cancel: Any) -> None:
+def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threading.Event, cancel: Any) -> None:
     def put(item: tuple[str, Any]) -> bool:
         while not stop.is_set():
             try:
@@ -305,7 +320,7 @@ def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threadin
                 return
             if not put(("element", element)):
                 return
-    except Exception as e:  # noqa: BLE001 - handed to the consumer, which raises it
+    except Exception as e:
         put(("error", e))
 
 
@@ -326,8 +341,9 @@ def _cancellable_next(it: Any, cancel: Any) -> Callable[[], Any]:
 
     def get() -> Any:
         try:
-            flat = execute.execute_with_cancellation(b"IteratorGetNext", len(types), [resource],
-                                                     attrs, context.context(), cancel)
+            flat = execute.execute_with_cancellation(
+                b"IteratorGetNext", len(types), [resource], attrs, context.context(), cancel
+            )
         except errors.OutOfRangeError:
             raise StopIteration from None
         return structure.from_compatible_tensor_list(spec, flat)

@@ -34,10 +34,20 @@ GOOGLE_STORAGE_HOSTS = ("www.googleapis.com", "storage.googleapis.com")
 Route = Literal["tls", "plain"]
 CONTROL_PREFIX = "/__localgcs/"
 # Headers that describe one hop; the proxy re-frames every body with a plain Content-Length.
-_HOP_HEADERS = frozenset({
-    "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer",
-    "transfer-encoding", "upgrade", "expect", "content-length",
-})
+_HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "content-length",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +67,15 @@ class ProxiedRequest:
     forwarded: bool = True
 
 
-def http_request(port: int, method: str, path: str, body: bytes = b"",
-                 headers: list[tuple[str, str]] | None = None, host: str | None = None,
-                 timeout: float = 60.0) -> tuple[int, list[tuple[str, str]], bytes]:
+def http_request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: list[tuple[str, str]] | None = None,
+    host: str | None = None,
+    timeout: float = 60.0,
+) -> tuple[int, list[tuple[str, str]], bytes]:
     """One request to 127.0.0.1:port on a fresh connection (the emulator speaks HTTP/1.0)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -82,8 +98,10 @@ def _json_reply(status: int, obj: object) -> tuple[int, list[tuple[str, str]], b
 
 
 def _gcs_error(status: int, message: str, reason: str) -> tuple[int, list[tuple[str, str]], bytes]:
-    return _json_reply(status, {"error": {"code": status, "message": message,
-                                          "errors": [{"reason": reason, "message": message}]}})
+    return _json_reply(
+        status,
+        {"error": {"code": status, "message": message, "errors": [{"reason": reason, "message": message}]}},
+    )
 
 
 class _ProxyState:
@@ -102,7 +120,7 @@ class _ProxyState:
     def control(self, method: str, path: str, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         """The parent's API: faults (add, read, cancel) and the request log."""
         url = urlsplit(path)
-        what = url.path[len(CONTROL_PREFIX):].strip("/").split("/")
+        what = url.path[len(CONTROL_PREFIX) :].strip("/").split("/")
         with self.lock:
             if what == ["faults"] and method == "POST":
                 rule = {**json.loads(body), "served": 0, "id": len(self.rules) + 1}
@@ -131,16 +149,19 @@ class _ProxyState:
     def take_fault(self, route: Route, method: str, path: str) -> dict | None:
         with self.lock:
             for rule in self.rules.values():
-                if (rule["served"] < rule["count"]
-                        and (not rule["methods"] or method in rule["methods"])
-                        and (not rule["path_contains"] or rule["path_contains"] in path)
-                        and (not rule["route"] or rule["route"] == route)):
+                if (
+                    rule["served"] < rule["count"]
+                    and (not rule["methods"] or method in rule["methods"])
+                    and (not rule["path_contains"] or rule["path_contains"] in path)
+                    and (not rule["route"] or rule["route"] == route)
+                ):
                     rule["served"] += 1
                     return rule
         return None
 
-    def handle(self, route: Route, method: str, host: str, path: str,
-               headers: list[tuple[str, str]], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def handle(
+        self, route: Route, method: str, host: str, path: str, headers: list[tuple[str, str]], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         rule = self.take_fault(route, method, path)
         if rule is not None and not rule["lose_reply"]:
             self.record(ProxiedRequest(route, method, host, path, rule["status"], True, False))
@@ -155,8 +176,9 @@ class _ProxyState:
         self.record(ProxiedRequest(route, method, host, path, reply[0]))
         return reply
 
-    def forward(self, method: str, host: str, path: str, headers: list[tuple[str, str]],
-                body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def forward(
+        self, method: str, host: str, path: str, headers: list[tuple[str, str]], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         query = parse_qs(urlsplit(path).query)
         upload_id = query.get("upload_id", [None])[0]
         want = query.get("ifGenerationMatch", [None])[0]
@@ -171,8 +193,11 @@ class _ProxyState:
             *target, want = self.resumable[upload_id]
         with self.write_lock if target else contextlib.nullcontext():
             if target and (current := self.generation(*target)) != int(want):
-                return _gcs_error(412, f"ifGenerationMatch={want} but gs://{target[0]}/{target[1]}"
-                                       f" is at generation {current}", "conditionNotMet")
+                return _gcs_error(
+                    412,
+                    f"ifGenerationMatch={want} but gs://{target[0]}/{target[1]} is at generation {current}",
+                    "conditionNotMet",
+                )
             status, out, data = http_request(self.emulator_port, method, path, body, headers, host)
         if method == "PUT" and upload_id:
             out = self._fix_resume_range(upload_id, status, out, body)
@@ -183,8 +208,9 @@ class _ProxyState:
                 self.resumable[parse_qs(urlsplit(v).query)["upload_id"][0]] = (*target, int(want))
         return status, out, data
 
-    def _fix_resume_range(self, upload_id: str, status: int, headers: list[tuple[str, str]],
-                          body: bytes) -> list[tuple[str, str]]:
+    def _fix_resume_range(
+        self, upload_id: str, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> list[tuple[str, str]]:
         """Drops the emulator's `Range: bytes=0-0` when it holds no byte of the upload.
 
         GCS sends no Range header then; the emulator's claim of one byte makes TF resume at
@@ -275,11 +301,14 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._reply(*self.server.state.control(self.command, path, body))
             return
         status, headers, data = self.server.state.handle(
-            route, self.command, host, path, list(self.headers.items()), body)
+            route, self.command, host, path, list(self.headers.items()), body
+        )
         if self.tls_host:
             # The emulator builds Location from Host as http://; keep TF inside the tunnel.
-            headers = [(k, v.replace(f"http://{host}/", f"https://{host}/", 1)
-                        if k.lower() == "location" else v) for k, v in headers]
+            headers = [
+                (k, v.replace(f"http://{host}/", f"https://{host}/", 1) if k.lower() == "location" else v)
+                for k, v in headers
+            ]
         self._reply(status, headers, data)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_request
@@ -298,11 +327,13 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         return self.rfile.read(n) if n else b""
 
     def _refuse(self, host: str) -> None:
-        self.server.state.record(ProxiedRequest("plain", self.command, host, self.path, 403,
-                                                False, False))
+        self.server.state.record(ProxiedRequest("plain", self.command, host, self.path, 403, False, False))
         self.close_connection = True
-        self._reply(403, [], f"LocalGCS proxy serves only {', '.join(GOOGLE_STORAGE_HOSTS)}; "
-                             f"refused {host}\n".encode())
+        self._reply(
+            403,
+            [],
+            f"LocalGCS proxy serves only {', '.join(GOOGLE_STORAGE_HOSTS)}; refused {host}\n".encode(),
+        )
 
     def _reply(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
         self.send_response(status)
@@ -323,6 +354,7 @@ def _exit_when_stdin_closes(owned_dir: str | None = None) -> None:
     `owned_dir`, the LocalGCS temp dir (certificates, logs), is removed on the way out: a
     SIGKILLed parent cannot remove it itself.
     """
+
     def watch() -> None:
         sys.stdin.buffer.read()
         if owned_dir:

@@ -57,7 +57,7 @@ from tfpipe.testing._gcs_proxy import (
     http_request,
 )
 
-__all__ = ["LocalGCS", "FaultRule", "ProxiedRequest", "GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV"]
+__all__ = ["GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV", "FaultRule", "LocalGCS", "ProxiedRequest"]
 _STARTUP_TIMEOUT_S = 30.0
 
 
@@ -68,41 +68,58 @@ def _make_certs(directory: str) -> tuple[str, str, str]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tfpipe LocalGCS test CA")])
     ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = dict(content_commitment=False, key_encipherment=False, data_encipherment=False,
-                 key_agreement=False, encipher_only=False, decipher_only=False)
+    usage = {
+        "content_commitment": False,
+        "key_encipherment": False,
+        "data_encipherment": False,
+        "key_agreement": False,
+        "encipher_only": False,
+        "decipher_only": False,
+    }
     ca = (
-        x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-        .not_valid_before(start).not_valid_after(end)
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                     **usage), critical=True)
+        .add_extension(
+            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage), critical=True
+        )
         .add_extension(ca_ski, critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, GOOGLE_STORAGE_HOSTS[0])]))
-        .issuer_name(ca_name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
-        .add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName(h) for h in GOOGLE_STORAGE_HOSTS]), critical=False)
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_STORAGE_HOSTS]), critical=False
+        )
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-                       critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     pem = serialization.Encoding.PEM
-    contents = (ca.public_bytes(pem), cert.public_bytes(pem), key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    contents = (
+        ca.public_bytes(pem),
+        cert.public_bytes(pem),
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     paths = tuple(os.path.join(directory, n) for n in ("ca.pem", "server.pem", "server.key"))
-    for path, content in zip(paths, contents):
+    for path, content in zip(paths, contents, strict=True):
         with open(path, "wb") as f:
             f.write(content)
     return paths  # type: ignore[return-value]
@@ -177,16 +194,30 @@ class LocalGCS:
             self.ca_file, cert, key = _make_certs(self._tmp.name)
             for _ in range(3):  # the probed free port can be taken before the emulator binds it
                 self.emulator_port = _free_port()
-                self._emulator = self._spawn("emulator", [
-                    "-c", _EMULATOR_CHILD, "start", "--host", "127.0.0.1",
-                    "--port", str(self.emulator_port), "--in-memory", "-q"])
+                self._emulator = self._spawn(
+                    "emulator",
+                    [
+                        "-c",
+                        _EMULATOR_CHILD,
+                        "start",
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(self.emulator_port),
+                        "--in-memory",
+                        "-q",
+                    ],
+                )
                 if self._wait_emulator():
                     break
                 self._emulator = _end(self._emulator)
             else:
                 raise RuntimeError("gcp-storage-emulator found no free port in 3 attempts")
-            self._proxy = self._spawn("proxy", [_gcs_proxy.__file__, str(self.emulator_port),
-                                                cert, key, self._tmp.name], stdout=True)
+            self._proxy = self._spawn(
+                "proxy",
+                [_gcs_proxy.__file__, str(self.emulator_port), cert, key, self._tmp.name],
+                stdout=True,
+            )
             self.proxy_port = self._wait_proxy()
         except BaseException:
             self.stop()
@@ -204,8 +235,12 @@ class LocalGCS:
 
     def _spawn(self, name: str, args: list[str], stdout: bool = False) -> subprocess.Popen[bytes]:
         with open(self._log_path(name), "wb") as log:
-            return subprocess.Popen([sys.executable, *args], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE if stdout else log, stderr=log)
+            return subprocess.Popen(
+                [sys.executable, *args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE if stdout else log,
+                stderr=log,
+            )
 
     def _log_path(self, name: str) -> str:
         return os.path.join(self._tmp.name, f"{name}.log")  # type: ignore[union-attr]
@@ -226,9 +261,11 @@ class LocalGCS:
             if self._emulator.poll() is not None:  # type: ignore[union-attr]
                 break
             time.sleep(0.05)
-        raise RuntimeError(f"gcp-storage-emulator did not start on 127.0.0.1:{self.emulator_port}"
-                           f" within {_STARTUP_TIMEOUT_S:.0f} s. Its output:\n"
-                           f"{self._log_text('emulator')}")
+        raise RuntimeError(
+            f"gcp-storage-emulator did not start on 127.0.0.1:{self.emulator_port}"
+            f" within {_STARTUP_TIMEOUT_S:.0f} s. Its output:\n"
+            f"{self._log_text('emulator')}"
+        )
 
     def _wait_proxy(self) -> int:
         with selectors.DefaultSelector() as sel:
@@ -279,9 +316,11 @@ class LocalGCS:
         saved = {k: os.environ.get(k) for k in new}
         late = [k for k in new if k.startswith("GCS_") and saved[k] != new[k]]
         if late and "tensorflow" in sys.modules:
-            warnings.warn(f"TensorFlow was imported before {', '.join(late)} were set; its gs:// "
-                          "filesystem keeps its defaults for them (set TF_GCS_TEST_ENV first)",
-                          stacklevel=3)
+            warnings.warn(
+                f"TensorFlow was imported before {', '.join(late)} were set; its gs:// "
+                "filesystem keeps its defaults for them (set TF_GCS_TEST_ENV first)",
+                stacklevel=3,
+            )
         os.environ.update(new)
         storage.reset_client()
         try:
@@ -297,17 +336,28 @@ class LocalGCS:
     def create_bucket(self, name: str) -> str:
         """Creates bucket `name` in the emulator; returns "gs://name"."""
         status, _, data = http_request(
-            self.emulator_port, "POST", "/storage/v1/b?project=tfpipe-local",
-            json.dumps({"name": name}).encode(), [("Content-Type", "application/json")])
+            self.emulator_port,
+            "POST",
+            "/storage/v1/b?project=tfpipe-local",
+            json.dumps({"name": name}).encode(),
+            [("Content-Type", "application/json")],
+        )
         if status != 200:
             raise RuntimeError(f"creating bucket {name!r} failed: HTTP {status} {data[:300]!r}")
         return f"gs://{name}"
 
     # -- faults and the request log --
 
-    def inject_faults(self, status: int = 503, count: int = 1, *,
-                      methods: tuple[str, ...] | None = None, path_contains: str | None = None,
-                      route: Route | None = None, lose_reply: bool = False) -> FaultRule:
+    def inject_faults(
+        self,
+        status: int = 503,
+        count: int = 1,
+        *,
+        methods: tuple[str, ...] | None = None,
+        path_contains: str | None = None,
+        route: Route | None = None,
+        lose_reply: bool = False,
+    ) -> FaultRule:
         """Answers the next `count` matching requests with HTTP `status`.
 
         Args:
@@ -326,12 +376,22 @@ class LocalGCS:
         if route not in (None, "tls", "plain"):
             raise ValueError(f"route must be 'tls', 'plain' or None. Received: route={route!r}")
         if not 400 <= status <= 599 or count < 1:
-            raise ValueError(f"Expected an HTTP error status (400-599) and count >= 1. "
-                             f"Received: status={status!r}, count={count!r}")
-        rule = self._control("POST", "faults", {
-            "status": status, "count": count, "route": route, "lose_reply": lose_reply,
-            "methods": [m.upper() for m in methods] if methods else None,
-            "path_contains": path_contains})
+            raise ValueError(
+                f"Expected an HTTP error status (400-599) and count >= 1. "
+                f"Received: status={status!r}, count={count!r}"
+            )
+        rule = self._control(
+            "POST",
+            "faults",
+            {
+                "status": status,
+                "count": count,
+                "route": route,
+                "lose_reply": lose_reply,
+                "methods": [m.upper() for m in methods] if methods else None,
+                "path_contains": path_contains,
+            },
+        )
         return FaultRule(self, rule)
 
     def clear_faults(self) -> None:
@@ -357,8 +417,14 @@ class LocalGCS:
 
     def _control(self, method: str, what: str, obj: object = None) -> Any:
         body = json.dumps(obj).encode() if obj is not None else b""
-        status, _, data = http_request(self.proxy_port, method, CONTROL_PREFIX + what, body,
-                                       [("Content-Type", "application/json")], timeout=10.0)
+        status, _, data = http_request(
+            self.proxy_port,
+            method,
+            CONTROL_PREFIX + what,
+            body,
+            [("Content-Type", "application/json")],
+            timeout=10.0,
+        )
         if status != 200:
             raise RuntimeError(f"LocalGCS control {method} {what}: HTTP {status} {data[:300]!r}")
         return json.loads(data)

@@ -1,0 +1,25 @@
+"""tfpipe on Apache Beam: `tfpipe convert --engine beam`, and `WriteDataset` for your own pipelines.
+
+Apache Beam is an optional extra (`pip install "tfpipe[beam]"`). Importing this package does
+not import it; using `WriteDataset` or the Beam engine does, and says which extra to install
+when it is missing.
+
+Example:
+  >>> import apache_beam as beam, tfpipe.beam
+  >>> with beam.Pipeline() as p:
+  ...     p | beam.Create(rows) | tfpipe.beam.WriteDataset("gs://bucket/clicks", label="clicked")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["WriteDataset"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WriteDataset":
+        from tfpipe.beam.write import WriteDataset
+
+        return WriteDataset
+    raise AttributeError(f"module 'tfpipe.beam' has no attribute {name!r}")

@@ -1,0 +1,135 @@
+"""The plan's shard tasks as self-contained units of work for Beam workers.
+
+A worker shares nothing with the driver but the storage, so each `ShardTask` travels as a
+small hidden JSON file in the destination (`save_task`) and the pipeline carries only its
+path: a plan of millions of images never travels inside the job graph. JSON, not pickle:
+nobody who can write to the destination can make a worker run code.
+
+A table shard's rows are read from the files that hold them alone (`FileRows`), located by
+the per-file row counts of the table's first pass, as the same chunks the local engine reads.
+
+`run_task` writes one shard with the local engine's `write_shard` (same bytes), then its
+done-record. Running it twice is harmless: the commit finds the same bytes and succeeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from tfpipe import storage
+from tfpipe.convert.encode import ImageItem, Piece, TableTask
+from tfpipe.convert.engine import write_shard
+from tfpipe.convert.plan import ShardTask
+from tfpipe.convert.sources import ImageInputs
+from tfpipe.convert.tables import read_chunks
+from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
+from tfpipe.schema import Schema
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileRows:
+    """The rows of one table shard: (file, index of the file's first written row) of each file
+    holding some of them, and how to read those files as the local engine does."""
+
+    files: tuple[tuple[str, int], ...]
+    fmt: str
+    schema: Schema
+    kinds: dict[str, str]
+    chunk_rows: int
+    encoding: str
+    drop_label: str | None
+
+    def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
+        end = first + count
+        for path, file_first in self.files:
+            chunks = read_chunks(
+                (path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label
+            )
+            for frame, offset, _ in chunks:
+                start = file_first + offset
+                if start >= end:
+                    chunks.close()
+                    return
+                lo, hi = max(first, start), min(end, start + len(frame))
+                if lo < hi:
+                    rows = frame.iloc[lo - start : hi - start]
+                    yield Piece(shard, lo, TableTask(rows, lo, self.schema, path))
+
+
+def file_rows(
+    files: tuple[str, ...], rows: tuple[int, ...], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
+
+
+def task_to_json(task: ShardTask) -> dict[str, Any]:
+    inputs = task.inputs
+    if isinstance(inputs, ImageInputs):
+        body = {"kind": "images", **dataclasses.asdict(inputs)}
+    elif isinstance(inputs, FileRows):
+        body = {"kind": "rows", **dataclasses.asdict(inputs), "schema": inputs.schema.to_json()}
+    else:
+        raise TypeError(f"Expected ImageInputs or FileRows. Received: {type(inputs).__name__}")
+    fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
+    return fields | {"inputs": body}
+
+
+def task_from_json(obj: dict[str, Any]) -> ShardTask:
+    body = dict(obj["inputs"])
+    if body.pop("kind") == "images":
+        inputs: Any = ImageInputs(tuple(ImageItem(**i) for i in body.pop("items")), **body)
+    else:
+        files = tuple((str(p), int(i)) for p, i in body.pop("files"))
+        inputs = FileRows(files, schema=Schema.from_json(body.pop("schema")), **body)
+    return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
+
+
+def save_task(task: ShardTask) -> str:
+    """Writes the task as a hidden temporary of its shard (swept if a run dies); returns its path."""
+    path = storage.join(task.dest, storage.temp_name(task.name) + ".task.json")
+    storage.write_atomic(path, json.dumps(task_to_json(task)).encode(), overwrite=True)
+    return path
+
+
+def run_task(path: str, split: str) -> ShardDone:
+    """A worker's step: writes the shard of the task at `path`, then its done-record."""
+    task = task_from_json(json.loads(storage.read_bytes(path)))
+    fault_point("started", task.name)
+    done = write_shard(task)
+    fault_point("committed", task.name)
+    ResumeJournal(task.dest, split, task.compression).mark_done(done)
+    pause_point("shard-committed")
+    return done
+
+
+FAULT_ENV = "TFPIPE_TEST_FAIL_ONCE"
+
+
+def fault_point(point: str, shard: str) -> None:
+    """A test hook: the first attempt that reaches `point` of a chosen shard fails.
+
+    TFPIPE_TEST_FAIL_ONCE="DIR;started:train-00001-of-00004,committed:train-00002-of-00004"
+    fails the first attempt at each listed point; a marker file in DIR (seen by every worker
+    process) records it, so the runner's retry passes. Without the variable it does nothing.
+    """
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return
+    folder, _, points = spec.partition(";")
+    if f"{point}:{shard}" not in points.split(","):
+        return
+    try:
+        os.close(os.open(os.path.join(folder, f"{point}-{shard}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    raise RuntimeError(f"injected fault at {point} of {shard} ({FAULT_ENV})")
