@@ -68,15 +68,19 @@ class ImagenetOptions:
     Attributes:
       image_size: output height and width.
       dtype: "uint8" (default; normalise on the accelerator), "bfloat16" or "float32".
+        Measured against uint8 (`benchmarks/measure_defaults.py image`, under load):
+        bfloat16 normalised 0.92x [0.54, 1.58] at 1.05x [0.88, 1.26] the CPU per image,
+        float32 normalised 0.84x [0.65, 1.08] at 1.11x [0.98, 1.25].
       normalize: subtract `mean` and divide by `std` on the host. None: True for float dtypes.
       mean, std: per-channel RGB statistics on the 0-255 scale.
       label_offset: subtracted from the stored label so labels start at 0. None: the
         manifest's value for its label feature; for records without a manifest, 1 for the
         imagenet_to_gcs key `image/class/label` (said in a warning and in
         `Pipeline.describe()`); otherwise 0 (labels as stored, e.g. TFDS's 0-based `label`).
-      resize_method: bilinear (default; measured 575 img/s against 385 for bicubic, the
-        reference's choice, with benchmarks/measure_defaults.py) or another tf.image.resize
-        method.
+      resize_method: bilinear (default) or another tf.image.resize method. Measured against
+        bicubic, the reference's choice (`benchmarks/measure_defaults.py image`, paired
+        rounds under load): bicubic ran 0.84x [0.62, 1.12] at 1.29x [1.02, 1.64] the CPU per
+        image.
       crop_fraction: eval centre-crop fraction of the shorter side (0.875 = 224/256).
       area_range, aspect_ratio_range, max_attempts, min_object_covered: the random crop.
       flip: random horizontal flip in training.
