@@ -52,8 +52,9 @@ class PipelineConfig:
         else "test", else the only split.
       seed: seeds file order, record shuffle and augmentation. None: fresh randomness.
       deterministic: produce elements in a fixed order (with `seed`, runs repeat exactly).
-        None: False when training, True in eval. Measured: non-deterministic training ran
-        548-691 img/s against 390-608 deterministic (alternating runs).
+        None: False when training (no order is needed, so a slow record never holds up the
+        others), True in eval. Measured (threads sweep): deterministic=True 1.18x [0.98,
+        1.43], CPU 0.94x [0.86, 1.04]: no cost now that each image takes one map.
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
       shuffle_buffer: records in the shuffle buffer (training). Not a speed knob: 10,000 is
@@ -79,12 +80,17 @@ class PipelineConfig:
         the tensorflow/tpu reference's value for GCS. Capped so all open files' buffers
         take at most 1/8 of `ram_budget`.
       read_parallelism, map_parallelism, prefetch: AUTOTUNE (-1) or a fixed count
-        (read_parallelism at most the files in the cycle).
-      private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured:
-        2 or 4 threads gave 543 and 565 img/s against 536 shared, i.e. no gain; set it when
-        the training step also runs on the CPU and the two should not compete.
-      max_intra_op_parallelism: threads one tf.data op may use. Measured: 1 gave 536 img/s
-        against 447 with TF's default (ops already run in parallel across records).
+        (read_parallelism at most the files in the cycle). Measured (threads sweep):
+        map_parallelism=2 0.96x [0.70, 1.33], CPU 1.00x [0.93, 1.07]; prefetch=2 0.89x
+        [0.70, 1.14], CPU 1.02x [0.94, 1.09]: no fixed value beats AUTOTUNE.
+      private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured
+        (threads sweep): 2 threads 1.14x [0.79, 1.65], CPU 0.97x [0.89, 1.04]; 4 threads
+        1.20x [0.67, 2.15], CPU 0.97x [0.89, 1.05]: no difference measured. Set it when the
+        training step also runs on the CPU and the two should not compete.
+      max_intra_op_parallelism: threads one tf.data op may use. Measured (threads sweep):
+        TF's default (0) took 1.17x [1.14, 1.20] the CPU per image and ran 0.84x [0.73,
+        0.96]; records already run in parallel, and splitting one op costs more than it
+        gains.
       cpu_budget: cores the autotuner assumes; 0 = all.
       skip_corrupt: drop corrupt records and undecodable images, counting them (see
         `tfpipe.pipeline.skipped`). False: raise an error naming the shard. Network and
