@@ -1,23 +1,18 @@
-"""Measures the PipelineConfig / preset defaults that AUTOTUNE does not decide.
+"""Measures the PipelineConfig / preset defaults that AUTOTUNE does not decide, in paired rounds.
 
-Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/measure_defaults.py
-(reuses the datasets benchmarks/conftest.py makes; run the benchmarks once first, or this
-script makes them). Prints one line per setting: examples/s, best of 2 runs, each a 6 s
-window after 2 s warm-up, measured with tfpipe.bench.producer.measure.
+Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/measure_defaults.py [SWEEP ...]
+(SWEEP: threads, read, image, verify; none: all, about 8 minutes on 2 cores). It reuses the
+datasets benchmarks/conftest.py makes (800 ImageNet-like JPEGs in 8 shards, batch 128,
+image_size 224; a 200k-row 40-column table at batch 1024), making them when missing.
 
-Results on the project machine (2 cores, local disk, 800 ImageNet-like JPEGs in 8 shards,
-batch 128, image_size 224; a 200k-row 40-column table at batch 1024) are quoted in the
-comments of tfpipe/pipeline/config.py, tfpipe/pipeline/corrupt.py and
-tfpipe/presets/imagenet.py. The run they quote (2026-11-22; the machine was shared, so
-expect +-20% between runs):
+Each sweep times the default and every alternative once per round, alternating the order
+(benchmarks/paired.py), and prints one table row per alternative: its throughput ratio to the
+default with a 95% interval, cores busy and CPU ms per example of both. A ratio whose interval
+holds 1.0 is "no difference measured". The figures are quoted in the comments of
+tfpipe/pipeline/config.py and tfpipe/presets/imagenet.py and in benchmarks/RESULTS.md.
 
-  cycle_length 2/4/8/16             627 / 478 / 533 / 483 img/s
-  reader_buffer 256K/1M/8M/32M      675 / 637 / 653 / 611 img/s
-  max_intra_op_parallelism 1 / TF   536 / 447 img/s
-  private_threadpool_size 2 / 4     543 / 565 img/s (shared pool: 536)
-  uint8 bilinear / uint8 bicubic    575 / 385 img/s
-  float32 / bfloat16 normalised     339 / 478 img/s
-  table verify_shards on / off      72k / 137k rows/s (alternating re-runs: 37-91k / 56-151k)
+The read sweep runs with cache="none": with the default cache the records are read from
+memory after the first epoch, so read settings cannot matter there.
 """
 
 from __future__ import annotations
@@ -26,22 +21,57 @@ import os
 import sys
 import tempfile
 
+import paired
+
 import tfpipe
-from tfpipe.bench.producer import measure
 
-SECONDS, WARMUP, RUNS = 6.0, 2.0, 2
+SECONDS = float(os.environ.get("TFPIPE_BENCH_SECONDS", "4"))
+WARMUP = float(os.environ.get("TFPIPE_BENCH_WARMUP", "2"))
+RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "4"))
+COMMAND = "TFPIPE_BENCH_DATA={} python benchmarks/measure_defaults.py {}"
+
+SWEEPS: dict[str, tuple[str, dict[str, dict]]] = {
+    "threads": ("images", {
+        "default": {},
+        "max_intra_op_parallelism=0 (TF's)": {"max_intra_op_parallelism": 0},
+        "private_threadpool_size=2": {"private_threadpool_size": 2},
+        "private_threadpool_size=4": {"private_threadpool_size": 4},
+        "deterministic=True": {"deterministic": True},
+        "map_parallelism=2": {"map_parallelism": 2},
+        "prefetch=2": {"prefetch": 2},
+    }),
+    "read": ("images", {
+        "default": {"cache": "none"},
+        "cycle_length=4": {"cache": "none", "cycle_length": 4},
+        "reader_buffer=256 KiB": {"cache": "none", "reader_buffer": 256 << 10},
+        "block_length=4": {"cache": "none", "block_length": 4},
+        "verify_shards=False": {"cache": "none", "verify_shards": False},
+        "cache=auto (memory)": {},
+    }),
+    "image": ("images", {
+        "default": {},
+        "resize_method=bicubic": {"resize_method": "bicubic"},
+        "dtype=bfloat16": {"dtype": "bfloat16"},
+        "dtype=float32": {"dtype": "float32"},
+    }),
+    "verify": ("table", {
+        "default": {},
+        "verify_shards=False": {"verify_shards": False},
+        "cache=none": {"cache": "none"},
+    }),
+}
 
 
-def rate(make, per_element: int) -> float:
-    return max(measure(make, examples_per_element=per_element, seconds=SECONDS, warmup=WARMUP).examples_per_sec
-               for _ in range(RUNS))
-
-
-def sweep(title: str, data: str, batch: int, variants: dict[str, dict]) -> None:
-    print(f"\n{title}")
-    for name, kwargs in variants.items():
-        value = rate(lambda kwargs=kwargs: tfpipe.build(data, batch_size=batch, **kwargs), batch)
-        print(f"  {name:<34} {value:>10,.0f} /s", flush=True)
+def sweep(name: str, data: str, batch: int, variants: dict[str, dict]) -> list[paired.Row]:
+    print(f"\n{name} ({data}, batch {batch})", flush=True)
+    makers = {label: (lambda kw=kw: tfpipe.build(data, batch_size=batch, **kw))
+              for label, kw in variants.items()}
+    results = paired.rounds(makers, examples_per_element=batch, n_rounds=RUNS, seconds=SECONDS,
+                            warmup=WARMUP, on_window=paired.print_window)
+    base = "default" + (" (cache=none)" if name == "read" else "")
+    return [paired.row(results, label, "default", target=f"{name}: {label} vs {base}", goal=None,
+                       command=COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), name))
+            for label in variants if label != "default"]
 
 
 def main() -> None:
@@ -49,41 +79,17 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(__file__))
     import conftest  # the benchmark datasets
 
-    images = conftest._convert(_images(root, conftest), os.path.join(root, "imagenet"),
-                               format="imagenet", num_shards=8)
-    _, table = _table(root, conftest)
-    only = set(sys.argv[1:])
-
-    def want(name: str) -> bool:
-        return not only or name in only
-
-    if want("cycle_length"):
-        sweep("cycle_length (imagenet, 8 shards)", images, 128,
-              {f"cycle_length={c}": {"cycle_length": c} for c in (2, 4, 8, 16)})
-    if want("reader_buffer"):
-        sweep("reader_buffer (imagenet)", images, 128,
-              {f"reader_buffer={b >> 10} KiB": {"reader_buffer": b} for b in (256 << 10, 1 << 20, 8 << 20, 32 << 20)})
-    if want("threads"):
-        sweep("threading (imagenet)", images, 128, {
-            "max_intra_op_parallelism=1": {"max_intra_op_parallelism": 1},
-            "max_intra_op_parallelism=0 (TF)": {"max_intra_op_parallelism": 0},
-            "private_threadpool_size=2": {"private_threadpool_size": 2},
-            "private_threadpool_size=4": {"private_threadpool_size": 4},
-        })
-    if want("image"):
-        sweep("image output (imagenet)", images, 128, {
-            "uint8 bilinear (default)": {},
-            "uint8 bicubic": {"resize_method": "bicubic"},
-            "float32 normalized": {"dtype": "float32"},
-            "bfloat16 normalized": {"dtype": "bfloat16"},
-            "deterministic=True": {"deterministic": True},
-        })
-    if want("verify"):
-        sweep("verify_shards (table, batch 1024)", table, 1024, {
-            "verify_shards=True": {"verify_shards": True},
-            "verify_shards=False": {"verify_shards": False},
-            "cache=none": {"cache": "none"},
-        })
+    data = {
+        "images": (conftest._convert(_images(root, conftest), os.path.join(root, "imagenet"),
+                                     format="imagenet", num_shards=8), 128),
+        "table": (_table(root, conftest)[1], 1024),
+    }
+    wanted = sys.argv[1:] or list(SWEEPS)
+    rows: list[paired.Row] = []
+    for name in wanted:
+        kind, variants = SWEEPS[name]
+        rows += sweep(name, *data[kind], variants)
+    print("\n" + paired.table(rows))
 
 
 def _images(root: str, conftest) -> str:

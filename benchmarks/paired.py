@@ -13,7 +13,9 @@ round from two windows taken seconds apart, and summarised as the geometric mean
 with a 95% Student-t interval on the log ratio: a claim holds when the whole interval clears
 the target.
 
-Used by benchmarks/test_pipeline_speed.py and benchmarks/measure_defaults.py.
+Used by benchmarks/test_pipeline_speed.py and benchmarks/measure_defaults.py, which print
+their results as one table (`Row`, `table`): target, ratio, 95% interval, cores busy, CPU ms
+per example, command.
 """
 
 from __future__ import annotations
@@ -118,3 +120,73 @@ def summary(results: Mapping[str, list[Window]]) -> dict[str, dict[str, float]]:
         }
         for name, ws in results.items()
     }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Row:
+    """One line of a results table: a contender against its baseline, paired by round.
+
+    Attributes:
+      target: what is claimed, e.g. "uint8, identical records, vs the baseline >= 1.3x".
+      goal: the ratio the mean must reach (None: reported only).
+      speed: throughput ratio contender / baseline.
+      cpu: CPU-per-example ratio contender / baseline (below 1: less work per example).
+      cores, cores_baseline: median cores busy of each.
+      cpu_ms, cpu_ms_baseline: median CPU ms per example of each.
+      command: the command that produced it.
+    """
+
+    target: str
+    goal: float | None
+    speed: Interval
+    cpu: Interval
+    cores: float
+    cores_baseline: float
+    cpu_ms: float
+    cpu_ms_baseline: float
+    command: str
+
+    @property
+    def verdict(self) -> str:
+        if self.goal is None:
+            return "-"
+        if self.speed.low >= self.goal:
+            return "met"
+        return "met (mean)" if self.speed.mean >= self.goal else "MISSED"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "goal": self.goal, "verdict": self.verdict,
+                "speed_ratio": self.speed.to_json(), "cpu_ratio": self.cpu.to_json(),
+                "cores_busy": self.cores, "cores_busy_baseline": self.cores_baseline,
+                "cpu_ms_per_example": self.cpu_ms, "cpu_ms_per_example_baseline": self.cpu_ms_baseline,
+                "command": self.command}
+
+
+def row(results: Mapping[str, list[Window]], name: str, baseline: str, *, target: str,
+        goal: float | None, command: str) -> Row:
+    """The table row of `name` against `baseline` (medians and paired ratios over rounds)."""
+    med = summary({k: results[k] for k in (name, baseline)})
+    return Row(target, goal, speed_ratio(results, name, baseline), cpu_ratio(results, name, baseline),
+               med[name]["cores_busy"], med[baseline]["cores_busy"], med[name]["cpu_ms_per_example"],
+               med[baseline]["cpu_ms_per_example"], command)
+
+
+def table(rows: list[Row]) -> str:
+    """A Markdown table of rows (ratios with their 95% interval; "met" means the whole
+    interval clears the goal, "met (mean)" only the geometric mean)."""
+    lines = ["| target | ratio | 95% interval | verdict | cores busy (baseline) "
+             "| CPU ms/example (baseline) | CPU ratio | command |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r.target} | {r.speed.mean:.2f}x | [{r.speed.low:.2f}, {r.speed.high:.2f}] "
+            f"(n={r.speed.rounds}) | {r.verdict} | {r.cores:.2f} ({r.cores_baseline:.2f}) "
+            f"| {r.cpu_ms:.3f} ({r.cpu_ms_baseline:.3f}) "
+            f"| {r.cpu.mean:.2f}x [{r.cpu.low:.2f}, {r.cpu.high:.2f}] | `{r.command}` |")
+    return "\n".join(lines)
+
+
+def print_window(r: int, name: str, w: Window) -> None:
+    """A progress line per timed window (pass as `rounds(..., on_window=print_window)`)."""
+    print(f"  round {r}: {name:<28} {w.examples_per_sec:>10,.0f}/s  {w.cpu_ms_per_example:7.3f} CPU ms/ex"
+          f"  {w.cores_busy:4.2f} cores", flush=True)

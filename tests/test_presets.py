@@ -53,6 +53,55 @@ def test_imagenet_float_output_is_the_normalised_uint8_output(image_ds):
     np.testing.assert_allclose(f32, (plain - np.array(MEAN_RGB)) / np.array(STDDEV_RGB), rtol=1e-4, atol=1e-4)
 
 
+def test_imagenet_normalisation_per_channel_at_every_pixel(image_ds):
+    # The row-long scale/shift constants must line up with every pixel's channel, at any size.
+    common = {"batch_size": 37, "training": False, "image_size": 23, "dtype": "float32"}
+    plain = next(iter(tfpipe.build(image_ds, normalize=False, **common)))[0].numpy()
+    f32 = next(iter(tfpipe.build(image_ds, **common)))[0].numpy()
+    for c in range(3):
+        expected = (plain[..., c] - MEAN_RGB[c]) / STDDEV_RGB[c]
+        np.testing.assert_allclose(f32[..., c], expected, rtol=1e-5, atol=1e-5)
+    bf16 = next(iter(tfpipe.build(image_ds, **(common | {"dtype": "bfloat16"}))))[0]
+    bf16 = bf16.numpy().astype(np.float32)
+    np.testing.assert_allclose(bf16, f32, rtol=2**-8, atol=2**-8)  # bfloat16 keeps 8 significant bits
+
+
+def test_mixed_bfloat16_model_normalises_uint8_input_as_its_first_layer(image_ds):
+    """The README's recipe: uint8 batches in, Normalization in float32 as the first layer of a
+    mixed_bfloat16 model; the same values as host normalisation up to uint8 rounding."""
+    import keras
+
+    common = {"batch_size": 37, "training": False, "image_size": 16}
+    images = next(iter(tfpipe.build(image_ds, **common)))[0]
+    host = next(iter(tfpipe.build(image_ds, dtype="float32", **common)))[0].numpy()
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        inputs = keras.Input((16, 16, 3), dtype="uint8")
+        x = keras.layers.Normalization(mean=MEAN_RGB, variance=[s * s for s in STDDEV_RGB],
+                                       dtype="float32")(inputs)
+        conv = keras.layers.Conv2D(2, 3)
+        model = keras.Model(inputs, [x, conv(x)])
+        normalised, out = model(images)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    assert images.dtype == tf.uint8 and normalised.dtype == "float32" and out.dtype == "bfloat16"
+    assert conv.compute_dtype == "bfloat16"
+    # uint8 is the float resize output rounded: at most half a level apart, over std.
+    np.testing.assert_allclose(np.asarray(normalised), host, atol=0.5 / min(STDDEV_RGB) + 1e-5)
+
+
+def test_images_are_parsed_inside_the_decode_map(image_ds):
+    p = tfpipe.pipeline.plan(image_ds, batch_size=4, image_size=16)
+    # The parse stage passes (record, source) through; decode parses and decodes in one map.
+    assert p.dataset("parse").element_spec == p.dataset("repeat").element_spec
+    images, labels = p.dataset("decode").element_spec
+    assert images.shape.as_list() == [16, 16, 3] and labels.dtype == tf.int32
+    counted = tfpipe.pipeline.plan(image_ds, batch_size=4, image_size=16, skip_corrupt=True)
+    # skip_corrupt drops bad images by their parsed features, so it parses first.
+    assert isinstance(counted.dataset("parse").element_spec[0], dict)
+
+
 def test_imagenet_eval_is_a_center_crop(image_ds):
     # Eval output depends on nothing random: two builds agree exactly.
     a = [x.numpy() for x, _ in tfpipe.build(image_ds, batch_size=8, training=False, image_size=16)]

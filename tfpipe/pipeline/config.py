@@ -1,10 +1,14 @@
 """PipelineConfig: every knob of `build()`, frozen and validated.
 
-Defaults marked "measured" come from benchmarks/measure_defaults.py on the project machine
-(2 cores shared with other jobs, local disk, 800 ImageNet-like 470x390 JPEGs in 8 shards at
-batch 128 and image_size 224; a 200k-row 40-column table at batch 1024). Run-to-run noise on
-that machine was about +-20%, so "flat" below means "no difference beyond that". Knobs left
-to AUTOTUNE are the ones where tf.data's autotuner is the better judge.
+Defaults marked "measured" come from `benchmarks/measure_defaults.py SWEEP` in paired,
+alternating rounds (benchmarks/paired.py) on the project machine: 2 cores, local disk, 800
+ImageNet-like ~470x390 JPEGs in 8 shards at batch 128 and image_size 224; a 200k-row
+40-column table at batch 1024. A figure reads "throughput ratio [95% interval], CPU ratio
+[95% interval]" against the default: CPU time per example barely moves when other jobs take
+cores, throughput does. The read, verify and image sweeps ran while other jobs loaded the
+machine (load 5-6 on 2 cores), so their throughput intervals are wide and the CPU ratio
+decides; the full tables are in benchmarks/RESULTS.md. Knobs left to AUTOTUNE are the ones
+where tf.data's autotuner is the better judge.
 """
 
 from __future__ import annotations
@@ -48,8 +52,9 @@ class PipelineConfig:
         else "test", else the only split.
       seed: seeds file order, record shuffle and augmentation. None: fresh randomness.
       deterministic: produce elements in a fixed order (with `seed`, runs repeat exactly).
-        None: False when training, True in eval. Measured: non-deterministic training ran
-        548-691 img/s against 390-608 deterministic (alternating runs).
+        None: False when training (no order is needed, so a slow record never holds up the
+        others), True in eval. Measured (threads sweep): deterministic=True 1.18x [0.98,
+        1.43], CPU 0.94x [0.86, 1.04]: no cost now that each image takes one map.
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
       shuffle_buffer: records in the shuffle buffer (training). Not a speed knob: 10,000 is
@@ -57,34 +62,45 @@ class PipelineConfig:
         quarter of `ram_budget` given the manifest's mean record size.
       cache: "auto" caches the serialized records in memory when the manifest says they fit
         in half of `ram_budget`; "memory"; "disk:<path>" (a file prefix); "none". The cache
-        sits before shuffle and augmentation, never after a random one.
+        sits before shuffle and augmentation, never after a random one. Measured (read
+        sweep): cached images took 0.91x [0.82, 1.00] the CPU of reading the files again.
       ram_budget: bytes tf.data may use for buffers (autotune.ram_budget) and "auto" caching.
         0: half of this machine's physical memory.
       cycle_length: files read concurrently by the training interleave. Measured flat on
-        local disk (2, 4, 8, 16: 478-627 img/s). 16 is for GCS, where each open file hides
-        request latency; that was not measurable here (no real GCS), so it is a judgement.
+        local disk (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x
+        [0.97, 1.11]). 16 is for GCS, where each open file hides request latency; that was
+        not measurable here (no real GCS), so it is a judgement.
         Eval reads the shards one after another in manifest order (the next ones are opened
         ahead), so predictions line up with the source.
-      block_length: consecutive records taken from each file in turn (training).
-      reader_buffer: bytes of read-ahead per open file. Measured flat on local disk
-        (256 KiB..32 MiB: 611-675 img/s); 8 MiB is the tensorflow/tpu reference's value for
-        GCS. Capped so all open files' buffers take at most 1/8 of `ram_budget`.
+      block_length: consecutive records taken from each file in turn (training). 1 mixes
+        files the most; measured no gain from more (read sweep, cache="none":
+        block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]).
+      reader_buffer: bytes of read-ahead per open file. Measured flat on local disk (read
+        sweep, cache="none": 256 KiB 1.05x [0.71, 1.55], CPU 0.98x [0.91, 1.06]); 8 MiB is
+        the tensorflow/tpu reference's value for GCS. Capped so all open files' buffers
+        take at most 1/8 of `ram_budget`.
       read_parallelism, map_parallelism, prefetch: AUTOTUNE (-1) or a fixed count
-        (read_parallelism at most the files in the cycle).
-      private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured:
-        2 or 4 threads gave 543 and 565 img/s against 536 shared, i.e. no gain; set it when
-        the training step also runs on the CPU and the two should not compete.
-      max_intra_op_parallelism: threads one tf.data op may use. Measured: 1 gave 536 img/s
-        against 447 with TF's default (ops already run in parallel across records).
+        (read_parallelism at most the files in the cycle). Measured (threads sweep):
+        map_parallelism=2 0.96x [0.70, 1.33], CPU 1.00x [0.93, 1.07]; prefetch=2 0.89x
+        [0.70, 1.14], CPU 1.02x [0.94, 1.09]: no fixed value beats AUTOTUNE.
+      private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured
+        (threads sweep): 2 threads 1.14x [0.79, 1.65], CPU 0.97x [0.89, 1.04]; 4 threads
+        1.20x [0.67, 2.15], CPU 0.97x [0.89, 1.05]: no difference measured. Set it when the
+        training step also runs on the CPU and the two should not compete.
+      max_intra_op_parallelism: threads one tf.data op may use. Measured (threads sweep):
+        TF's default (0) took 1.17x [1.14, 1.20] the CPU per image and ran 0.84x [0.73,
+        0.96]; records already run in parallel, and splitting one op costs more than it
+        gains.
       cpu_budget: cores the autotuner assumes; 0 = all.
       skip_corrupt: drop corrupt records and undecodable images, counting them (see
         `tfpipe.pipeline.skipped`). False: raise an error naming the shard. Network and
         storage errors are never counted as corruption: they are raised. Needs
         `verify_shards=True`.
       verify_shards: check each shard was read to its end (needed to name a corrupt shard).
-        Measured: free on images (decode dominates); on the 40-column table it cost between
-        nothing and 40% in alternating runs (still 9x per-row parsing). False trades the
-        shard's name in corruption errors for that.
+        Measured free on images (read sweep, cache="none": False 0.80x [0.29, 2.17], CPU
+        0.99x [0.88, 1.11]); on the 40-column table (verify sweep) False took 0.77x [0.60,
+        0.98] the CPU per row, throughput 1.14x [0.62, 2.11]. False trades the shard's name
+        in corruption errors for that.
       processing_mode: tf.data service sharding: "parallel_epochs" or "dynamic".
       job_name: tf.data service job name, to share one job between consumers.
       service_connect_timeout: seconds to wait for the tf.data service dispatcher to answer

@@ -6,6 +6,9 @@ Order (all stages are always present; a disabled one is the identity):
   batched presets (tabular):   batch, parse, decode, map
   per-record presets (images): parse, decode, batch, map
   then [service], prefetch.
+Per-record presets parse inside the decode map ("parse" is then the identity), and that map
+fuses with the batch: one map per record, as in the baseline pipeline, with no stage and no
+thread hand-off between parse, decode and batch.
 With record sharding (fewer files than input pipelines) "shard" moves after "interleave",
 because it must split records, not files. Training interleaves files; eval reads them in
 manifest order, so element i of the eval dataset is record i of the source.
@@ -88,6 +91,14 @@ class StagePlan:
     def verify(self) -> bool:
         """Check each shard was read to its end: needs a manifest count or an uncompressed size."""
         return self.config.verify_shards and (self.source.manifest is not None or self.source.compression == "")
+
+    @property
+    def parse_in_decode(self) -> bool:
+        """Per-record presets parse inside the decode map, so each record takes one map, as
+        in the baseline pipeline, and the decode map fuses with the batch (tf.data's
+        map_and_batch_fusion). skip_corrupt's filter needs parsed features before decode."""
+        counting = self.counter is not None and self.decoder.check is not None
+        return not self.decoder.batched and not counting
 
     @property
     def cycle(self) -> int:
@@ -207,19 +218,27 @@ def repeat_stage(p: StagePlan) -> StageFn:
 
 
 def batch_stage(p: StagePlan) -> StageFn:
+    """Batches; after a per-record decode map a plain batch, which tf.data fuses with that map
+    (map_and_batch_fusion: each image is written straight into its batch, no stage between)."""
     def batch(ds: Any) -> Any:
-        return ds.batch(p.batch_size, drop_remainder=bool(p.config.drop_remainder),
-                        num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+        drop = bool(p.config.drop_remainder)
+        if p.parse_in_decode:
+            return ds.batch(p.batch_size, drop_remainder=drop)
+        return ds.batch(p.batch_size, drop_remainder=drop, num_parallel_calls=p.config.map_parallelism,
+                        deterministic=p.deterministic)
 
     return batch
 
 
 def parse_stage(p: StagePlan) -> StageFn:
-    """`(record, source) -> (features, source)`: one record, or a batch of them."""
+    """`(record, source) -> (features, source)`: one record, or a batch of them. The identity
+    when the decode map parses (`StagePlan.parse_in_decode`)."""
     dec = p.decoder
 
     def parse(ds: Any) -> Any:
         tf_ = tf()
+        if p.parse_in_decode:
+            return ds
         parse_fn = tf_.io.parse_example if dec.batched else tf_.io.parse_single_example
         return ds.map(plain(lambda records, source: (parse_fn(records, dec.spec), source)),
                       num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
@@ -228,12 +247,15 @@ def parse_stage(p: StagePlan) -> StageFn:
 
 
 def decode_stage(p: StagePlan) -> StageFn:
-    """The preset's decode of `(features, source)`, with the corrupt-image check around it and,
-    for random augmentation one record at a time, a seed per record."""
+    """The preset's decode of `(features, source)` (or of `(record, source)`, parsed first, when
+    `parse_in_decode`), with the corrupt-image check around it and, for random augmentation one
+    record at a time, a seed per record."""
     cfg, dec, counter = p.config, p.decoder, p.counter
     counting = counter is not None and dec.check is not None
 
     def run(features: Any, source: Any, seed: Any) -> Any:
+        if p.parse_in_decode:  # `features` is still the serialized record
+            features = tf().io.parse_single_example(features, dec.spec)
         features = corrupt.checked(features, source, dec, counter)
         out = dec.decode(features, seed, source if dec.needs_source else None)
         return corrupt.count_decoded(out, counter) if counting else out

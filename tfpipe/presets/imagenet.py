@@ -6,13 +6,24 @@ IDCT of everything outside the crop; random horizontal flip; resize. Eval: centr
 0.875 of the shorter side, then the resize. Both as in the tensorflow/tpu ResNet reference.
 
 Output dtype. The default is uint8, normalised on the accelerator, as the tensorflow/tpu
-reference does: a uint8 batch is a quarter of the float32 bytes to copy, batch and transfer,
-and it is the fastest (measured at 224: uint8 575 img/s, bfloat16 478, float32 339 with
-benchmarks/measure_defaults.py; host normalisation costs ~1.5 ms per image on this CPU). For
+reference does: a uint8 batch is a quarter of the float32 bytes to copy, batch and transfer
+(the README shows a mixed-bfloat16 Keras model that normalises it in its first layer). For
 float or bfloat16 with mean/std normalisation on the host (as the baseline
 tensorflow/tpu-style pipeline feeds mixed-bfloat16 training), pass `dtype="bfloat16"` (or
 "float32"); `normalize` then defaults to True. Normalisation runs per record on the resized
-float pixels, inside the parallel decode map.
+float pixels, inside the decode map, as one multiply and one add with row-long constants
+(see `_normalization_rows`): it costs about what the uint8 rounding does. Measured with
+`python benchmarks/micro_ops.py normalize` (one thread, CPU ms per 224 image for resize,
+flip, output dtype and batch): uint8 0.47, bfloat16 normalised 0.42, float32 normalised 0.42,
+float32 unnormalised 0.40, the baseline's bicubic float32 0.70; the former per-channel
+broadcast took 0.89 for bfloat16.
+
+Decode options, measured with `python benchmarks/micro_ops.py decode` on random-resized-crop
+windows of ImageNet-like photos: TF's default dct_method is already libjpeg's INTEGER_FAST
+(PSNR 46.5 dB at 224 against INTEGER_ACCURATE, which cost 2% more CPU);
+fancy_upscaling=False saved nothing measurable and costs 5 dB. Decoding at 1/2 scale
+(`ratio=2`) needs a crop window at least twice the output on both sides: 3 of 160 windows at
+224 on ~470x390 photos, so it is not used.
 
 Augmentation uses stateless random ops seeded per record (see tfpipe/pipeline/stages.py), so
 `seed=` with `deterministic=True` repeats exactly.
@@ -57,15 +68,19 @@ class ImagenetOptions:
     Attributes:
       image_size: output height and width.
       dtype: "uint8" (default; normalise on the accelerator), "bfloat16" or "float32".
+        Measured against uint8 (`benchmarks/measure_defaults.py image`, under load):
+        bfloat16 normalised 0.92x [0.54, 1.58] at 1.05x [0.88, 1.26] the CPU per image,
+        float32 normalised 0.84x [0.65, 1.08] at 1.11x [0.98, 1.25].
       normalize: subtract `mean` and divide by `std` on the host. None: True for float dtypes.
       mean, std: per-channel RGB statistics on the 0-255 scale.
       label_offset: subtracted from the stored label so labels start at 0. None: the
         manifest's value for its label feature; for records without a manifest, 1 for the
         imagenet_to_gcs key `image/class/label` (said in a warning and in
         `Pipeline.describe()`); otherwise 0 (labels as stored, e.g. TFDS's 0-based `label`).
-      resize_method: bilinear (default; measured 575 img/s against 385 for bicubic, the
-        reference's choice, with benchmarks/measure_defaults.py) or another tf.image.resize
-        method.
+      resize_method: bilinear (default) or another tf.image.resize method. Measured against
+        bicubic, the reference's choice (`benchmarks/measure_defaults.py image`, paired
+        rounds under load): bicubic ran 0.84x [0.62, 1.12] at 1.29x [1.02, 1.64] the CPU per
+        image.
       crop_fraction: eval centre-crop fraction of the shorter side (0.875 = 224/256).
       area_range, aspect_ratio_range, max_attempts, min_object_covered: the random crop.
       flip: random horizontal flip in training.
@@ -183,9 +198,7 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> 
     """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast."""
     size = opts.image_size
     out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
-    mean = tf_.constant(opts.mean, tf_.float32)
-    inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
-    shift = -mean * inv_std  # (x - mean) / std as x * inv_std + shift: one broadcast fewer
+    scale, shift = _normalization_rows(tf_, opts)
 
     def decode(features: Any, seed: Any, source: Any) -> Any:
         encoded = features[opts.image_key]
@@ -204,16 +217,27 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> 
         if opts.dtype == "uint8":
             image = tf_.cast(image + (0.5 if opts.resize_method != "nearest" else 0.0), tf_.uint8)
         else:
-            # Per record, inside the parallel decode map: measured 1.5x faster than one
-            # pass over each whole batch in the final map (377 vs 250 img/s at 224).
             if opts.normalized:
-                image = tf_.nn.bias_add(image * inv_std, shift)
+                image = image * scale + shift
             image = tf_.cast(image, out_dtype)
         image = tf_.ensure_shape(image, [size, size, 3])
         label = tf_.cast(features[opts.label_key] - offset, tf_.int32)
         return image, label
 
     return decode
+
+
+def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
+    """(x - mean) / std as `x * scale + shift`, with scale and shift one image row long
+    ([1, S, 3]). TF's CPU kernels broadcast a [3] vector over the channel axis element by
+    element; row-long constants run at the speed of same-shape ops. Measured with
+    `python benchmarks/micro_ops.py normalize` (resize, flip, cast to bfloat16 and batch, one
+    thread): 0.42 ms per 224 image, against 0.89 ms with the [3] vector."""
+    size = opts.image_size
+    inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
+    shift = -tf_.constant(opts.mean, tf_.float32) * inv_std
+    return (tf_.reshape(tf_.tile(inv_std, [size]), [1, size, 3]),
+            tf_.reshape(tf_.tile(shift, [size]), [1, size, 3]))
 
 
 def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, str, bool]:
