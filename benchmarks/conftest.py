@@ -55,8 +55,13 @@ def imagenet_shards(image_folder: str, bench_dir: str) -> str:
 
 @pytest.fixture(scope="session")
 def resized_shards(image_folder: str, bench_dir: str) -> str:
-    return _convert(image_folder, os.path.join(bench_dir, f"imagenet-{RESIZE_SHORTER}"),
-                    format="imagenet", num_shards=8, resize_shorter=RESIZE_SHORTER)
+    return _convert(
+        image_folder,
+        os.path.join(bench_dir, f"imagenet-{RESIZE_SHORTER}"),
+        format="imagenet",
+        num_shards=8,
+        resize_shorter=RESIZE_SHORTER,
+    )
 
 
 @pytest.fixture(scope="session")

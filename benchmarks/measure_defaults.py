@@ -31,47 +31,75 @@ RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "4"))
 COMMAND = "TFPIPE_BENCH_DATA={} python benchmarks/measure_defaults.py {}"
 
 SWEEPS: dict[str, tuple[str, dict[str, dict]]] = {
-    "threads": ("images", {
-        "default": {},
-        "max_intra_op_parallelism=0 (TF's)": {"max_intra_op_parallelism": 0},
-        "private_threadpool_size=2": {"private_threadpool_size": 2},
-        "private_threadpool_size=4": {"private_threadpool_size": 4},
-        "deterministic=True": {"deterministic": True},
-        "map_parallelism=2": {"map_parallelism": 2},
-        "prefetch=2": {"prefetch": 2},
-    }),
-    "read": ("images", {
-        "default": {"cache": "none"},
-        "cycle_length=4": {"cache": "none", "cycle_length": 4},
-        "reader_buffer=256 KiB": {"cache": "none", "reader_buffer": 256 << 10},
-        "block_length=4": {"cache": "none", "block_length": 4},
-        "verify_shards=False": {"cache": "none", "verify_shards": False},
-        "cache=auto (memory)": {},
-    }),
-    "image": ("images", {
-        "default": {},
-        "resize_method=bicubic": {"resize_method": "bicubic"},
-        "dtype=bfloat16": {"dtype": "bfloat16"},
-        "dtype=float32": {"dtype": "float32"},
-    }),
-    "verify": ("table", {
-        "default": {},
-        "verify_shards=False": {"verify_shards": False},
-        "cache=none": {"cache": "none"},
-    }),
+    "threads": (
+        "images",
+        {
+            "default": {},
+            "max_intra_op_parallelism=0 (TF's)": {"max_intra_op_parallelism": 0},
+            "private_threadpool_size=2": {"private_threadpool_size": 2},
+            "private_threadpool_size=4": {"private_threadpool_size": 4},
+            "deterministic=True": {"deterministic": True},
+            "map_parallelism=2": {"map_parallelism": 2},
+            "prefetch=2": {"prefetch": 2},
+        },
+    ),
+    "read": (
+        "images",
+        {
+            "default": {"cache": "none"},
+            "cycle_length=4": {"cache": "none", "cycle_length": 4},
+            "reader_buffer=256 KiB": {"cache": "none", "reader_buffer": 256 << 10},
+            "block_length=4": {"cache": "none", "block_length": 4},
+            "verify_shards=False": {"cache": "none", "verify_shards": False},
+            "cache=auto (memory)": {},
+        },
+    ),
+    "image": (
+        "images",
+        {
+            "default": {},
+            "resize_method=bicubic": {"resize_method": "bicubic"},
+            "dtype=bfloat16": {"dtype": "bfloat16"},
+            "dtype=float32": {"dtype": "float32"},
+        },
+    ),
+    "verify": (
+        "table",
+        {
+            "default": {},
+            "verify_shards=False": {"verify_shards": False},
+            "cache=none": {"cache": "none"},
+        },
+    ),
 }
 
 
 def sweep(name: str, data: str, batch: int, variants: dict[str, dict]) -> list[paired.Row]:
     print(f"\n{name} ({data}, batch {batch})", flush=True)
-    makers = {label: (lambda kw=kw: tfpipe.build(data, batch_size=batch, **kw))
-              for label, kw in variants.items()}
-    results = paired.rounds(makers, examples_per_element=batch, n_rounds=RUNS, seconds=SECONDS,
-                            warmup=WARMUP, on_window=paired.print_window)
+    makers = {
+        label: (lambda kw=kw: tfpipe.build(data, batch_size=batch, **kw)) for label, kw in variants.items()
+    }
+    results = paired.rounds(
+        makers,
+        examples_per_element=batch,
+        n_rounds=RUNS,
+        seconds=SECONDS,
+        warmup=WARMUP,
+        on_window=paired.print_window,
+    )
     base = "default" + (" (cache=none)" if name == "read" else "")
-    return [paired.row(results, label, "default", target=f"{name}: {label} vs {base}", goal=None,
-                       command=COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), name))
-            for label in variants if label != "default"]
+    return [
+        paired.row(
+            results,
+            label,
+            "default",
+            target=f"{name}: {label} vs {base}",
+            goal=None,
+            command=COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), name),
+        )
+        for label in variants
+        if label != "default"
+    ]
 
 
 def main() -> None:
@@ -80,8 +108,12 @@ def main() -> None:
     import conftest  # the benchmark datasets
 
     data = {
-        "images": (conftest._convert(_images(root, conftest), os.path.join(root, "imagenet"),
-                                     format="imagenet", num_shards=8), 128),
+        "images": (
+            conftest._convert(
+                _images(root, conftest), os.path.join(root, "imagenet"), format="imagenet", num_shards=8
+            ),
+            128,
+        ),
         "table": (_table(root, conftest)[1], 1024),
     }
     wanted = sys.argv[1:] or list(SWEEPS)

@@ -78,9 +78,15 @@ def windows(tf, encoded: list) -> list:
     out = []
     for i, e in enumerate(encoded):
         begin, size, _ = tf.image.stateless_sample_distorted_bounding_box(
-            tf.io.extract_jpeg_shape(e), box, seed=[i, 0], min_object_covered=0.1,
-            aspect_ratio_range=(3 / 4, 4 / 3), area_range=(0.08, 1.0), max_attempts=10,
-            use_image_if_no_bounding_boxes=True)
+            tf.io.extract_jpeg_shape(e),
+            box,
+            seed=[i, 0],
+            min_object_covered=0.1,
+            aspect_ratio_range=(3 / 4, 4 / 3),
+            area_range=(0.08, 1.0),
+            max_attempts=10,
+            use_image_if_no_bounding_boxes=True,
+        )
         out.append(tf.stack([begin[0], begin[1], size[0], size[1]]))
     return out
 
@@ -100,14 +106,17 @@ def normalize(tf, encoded: list) -> None:
 
     tails = {
         "uint8 (tfpipe default)": lambda x: tf.cast(resized(x) + 0.5, tf.uint8),
-        "bfloat16 normalised, row-long constants (tfpipe)":
-            lambda x: tf.cast(resized(x) * row_scale + row_shift, tf.bfloat16),
+        "bfloat16 normalised, row-long constants (tfpipe)": lambda x: tf.cast(
+            resized(x) * row_scale + row_shift, tf.bfloat16
+        ),
         "float32 normalised, row-long constants (tfpipe)": lambda x: resized(x) * row_scale + row_shift,
-        "bfloat16 normalised, [3] broadcast (before)":
-            lambda x: tf.cast(tf.nn.bias_add(resized(x) * inv, shift), tf.bfloat16),
+        "bfloat16 normalised, [3] broadcast (before)": lambda x: tf.cast(
+            tf.nn.bias_add(resized(x) * inv, shift), tf.bfloat16
+        ),
         "float32 unnormalised, bilinear": lambda x: resized(x),
-        "uint8 through QuantizedResizeBilinear":
-            lambda x: quantized_resize(tf, tf.image.flip_left_right(x), size),
+        "uint8 through QuantizedResizeBilinear": lambda x: quantized_resize(
+            tf, tf.image.flip_left_right(x), size
+        ),
         "float32, bicubic + cast (the baseline's)": lambda x: tf.cast(resized(x, "bicubic"), tf.float32),
     }
     opts = tf.data.Options()
@@ -135,8 +144,9 @@ def normalize(tf, encoded: list) -> None:
 def quantized_resize(tf, x, size: int):
     """Bilinear resize that stays uint8 (TF's quantized kernel), for comparison."""
     q = tf.bitcast(x, tf.quint8)[None]
-    out = tf.raw_ops.QuantizedResizeBilinear(images=q, size=[size, size], min=0.0, max=255.0,
-                                             half_pixel_centers=True)[0]
+    out = tf.raw_ops.QuantizedResizeBilinear(
+        images=q, size=[size, size], min=0.0, max=255.0, half_pixel_centers=True
+    )[0]
     return tf.bitcast(out[0], tf.uint8)
 
 
@@ -147,9 +157,11 @@ def decode(tf, encoded: list) -> None:
         "INTEGER_ACCURATE": {"dct_method": "INTEGER_ACCURATE"},
         "fancy_upscaling=False": {"fancy_upscaling": False},
     }
+
     def make(kw: dict):
-        return tf.function(lambda e, w: tf.image.resize(
-            tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw), [224, 224]))
+        return tf.function(
+            lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3, **kw), [224, 224])
+        )
 
     fns = {k: make(kw) for k, kw in variants.items()}
     ms = alternate(fns, list(zip(encoded, wins, strict=True)))
@@ -182,26 +194,31 @@ def quality(tf, encoded: list) -> None:
     def centre(x):
         h, w = x.shape[0], x.shape[1]
         c = int(0.875 * min(h, w))
-        return x[(h - c + 1) // 2:(h - c + 1) // 2 + c, (w - c + 1) // 2:(w - c + 1) // 2 + c]
+        return x[(h - c + 1) // 2 : (h - c + 1) // 2 + c, (w - c + 1) // 2 : (w - c + 1) // 2 + c]
 
     pixels = [resized_pixels(e) for e in encoded]
     settings = [(95, "4:2:0"), (90, "4:2:0"), (85, "4:2:0"), (75, "4:2:0"), (90, "4:4:4")]
     variants = {f"q{q} {sub}": [encode(p, q, sub) for p in pixels] for q, sub in settings}
     variants = {"original (no re-encode)": list(encoded)} | variants
-    train = tf.function(lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3),
-                                                     [224, 224]))
+    train = tf.function(
+        lambda e, w: tf.image.resize(tf.io.decode_and_crop_jpeg(e, w, channels=3), [224, 224])
+    )
     wins = {k: windows(tf, v) for k, v in variants.items()}
     fns = {k: (lambda i, k=k: train(variants[k][i], wins[k][i])) for k in variants}
     ms = alternate(fns, [(i,) for i in range(len(encoded))])
-    print("\n--resize-shorter 256 re-encoding: mean KB, train decode + crop + resize CPU ms per image, "
-          "PSNR at 224 (eval centre crop) vs the resized pixels before encoding")
+    print(
+        "\n--resize-shorter 256 re-encoding: mean KB, train decode + crop + resize CPU ms per image, "
+        "PSNR at 224 (eval centre crop) vs the resized pixels before encoding"
+    )
     for k, data in variants.items():
         kb = statistics.fmean(len(d) for d in data) / 1000
         if k.startswith("original"):
             print(f"  {k:<24} {kb:6.1f} KB  {ms[k]:6.3f} ms")
             continue
-        q = statistics.fmean(psnr(centre(tf.io.decode_jpeg(d, channels=3).numpy()), centre(p))
-                             for d, p in zip(data, pixels, strict=True))
+        q = statistics.fmean(
+            psnr(centre(tf.io.decode_jpeg(d, channels=3).numpy()), centre(p))
+            for d, p in zip(data, pixels, strict=True)
+        )
         print(f"  {k:<24} {kb:6.1f} KB  {ms[k]:6.3f} ms  PSNR {q:5.1f} dB")
 
 

@@ -29,8 +29,22 @@ from typing import Any
 from tfpipe.bench.producer import measure
 
 # Two-sided 95% Student-t quantiles by degrees of freedom (scipy is not a dependency).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
 
 
 def t95(df: int) -> float:
@@ -62,28 +76,40 @@ class Interval:
         return f"{self.mean:.3f}x [{self.low:.3f}, {self.high:.3f}] (n={self.rounds})"
 
     def to_json(self) -> dict[str, float]:
-        return {"mean": round(self.mean, 4), "ci95_low": round(self.low, 4),
-                "ci95_high": round(self.high, 4), "rounds": self.rounds}
+        return {
+            "mean": round(self.mean, 4),
+            "ci95_low": round(self.low, 4),
+            "ci95_high": round(self.high, 4),
+            "rounds": self.rounds,
+        }
 
 
-def timed_window(make: Callable[[], Any], *, examples_per_element: int, seconds: float,
-                 warmup: float) -> Window:
+def timed_window(
+    make: Callable[[], Any], *, examples_per_element: int, seconds: float, warmup: float
+) -> Window:
     """Measures one steady-state window of `make()`'s dataset, with its CPU cost (which
     `tfpipe.bench.producer.measure` takes from the process's CPU time over the window)."""
     rate = measure(make, examples_per_element=examples_per_element, seconds=seconds, warmup=warmup)
     return Window(rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
 
 
-def rounds(makers: Mapping[str, Callable[[], Any]], *, examples_per_element: int, n_rounds: int,
-           seconds: float, warmup: float,
-           on_window: Callable[[int, str, Window], None] | None = None) -> dict[str, list[Window]]:
+def rounds(
+    makers: Mapping[str, Callable[[], Any]],
+    *,
+    examples_per_element: int,
+    n_rounds: int,
+    seconds: float,
+    warmup: float,
+    on_window: Callable[[int, str, Window], None] | None = None,
+) -> dict[str, list[Window]]:
     """Times every contender once per round, alternating the order between rounds."""
     names = list(makers)
     out: dict[str, list[Window]] = {name: [] for name in names}
     for r in range(n_rounds):
         for name in names if r % 2 == 0 else reversed(names):
-            window = timed_window(makers[name], examples_per_element=examples_per_element,
-                                  seconds=seconds, warmup=warmup)
+            window = timed_window(
+                makers[name], examples_per_element=examples_per_element, seconds=seconds, warmup=warmup
+            )
             out[name].append(window)
             if on_window:
                 on_window(r, name, window)
@@ -100,14 +126,14 @@ def ratio(values_a: list[float], values_b: list[float]) -> Interval:
 
 def speed_ratio(results: Mapping[str, list[Window]], name: str, baseline: str) -> Interval:
     """Throughput of `name` over `baseline`, paired by round."""
-    return ratio([w.examples_per_sec for w in results[name]],
-                 [w.examples_per_sec for w in results[baseline]])
+    return ratio([w.examples_per_sec for w in results[name]], [w.examples_per_sec for w in results[baseline]])
 
 
 def cpu_ratio(results: Mapping[str, list[Window]], name: str, baseline: str) -> Interval:
     """CPU per example of `name` over `baseline` (below 1: `name` does less work per example)."""
-    return ratio([w.cpu_ms_per_example for w in results[name]],
-                 [w.cpu_ms_per_example for w in results[baseline]])
+    return ratio(
+        [w.cpu_ms_per_example for w in results[name]], [w.cpu_ms_per_example for w in results[baseline]]
+    )
 
 
 def summary(results: Mapping[str, list[Window]]) -> dict[str, dict[str, float]]:
@@ -155,38 +181,66 @@ class Row:
         return "met (mean)" if self.speed.mean >= self.goal else "MISSED"
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "goal": self.goal, "verdict": self.verdict,
-                "speed_ratio": self.speed.to_json(), "cpu_ratio": self.cpu.to_json(),
-                "cores_busy": self.cores, "cores_busy_baseline": self.cores_baseline,
-                "cpu_ms_per_example": self.cpu_ms, "cpu_ms_per_example_baseline": self.cpu_ms_baseline,
-                "command": self.command}
+        return {
+            "target": self.target,
+            "goal": self.goal,
+            "verdict": self.verdict,
+            "speed_ratio": self.speed.to_json(),
+            "cpu_ratio": self.cpu.to_json(),
+            "cores_busy": self.cores,
+            "cores_busy_baseline": self.cores_baseline,
+            "cpu_ms_per_example": self.cpu_ms,
+            "cpu_ms_per_example_baseline": self.cpu_ms_baseline,
+            "command": self.command,
+        }
 
 
-def row(results: Mapping[str, list[Window]], name: str, baseline: str, *, target: str,
-        goal: float | None, command: str) -> Row:
+def row(
+    results: Mapping[str, list[Window]],
+    name: str,
+    baseline: str,
+    *,
+    target: str,
+    goal: float | None,
+    command: str,
+) -> Row:
     """The table row of `name` against `baseline` (medians and paired ratios over rounds)."""
     med = summary({k: results[k] for k in (name, baseline)})
-    return Row(target, goal, speed_ratio(results, name, baseline), cpu_ratio(results, name, baseline),
-               med[name]["cores_busy"], med[baseline]["cores_busy"], med[name]["cpu_ms_per_example"],
-               med[baseline]["cpu_ms_per_example"], command)
+    return Row(
+        target,
+        goal,
+        speed_ratio(results, name, baseline),
+        cpu_ratio(results, name, baseline),
+        med[name]["cores_busy"],
+        med[baseline]["cores_busy"],
+        med[name]["cpu_ms_per_example"],
+        med[baseline]["cpu_ms_per_example"],
+        command,
+    )
 
 
 def table(rows: list[Row]) -> str:
     """A Markdown table of rows (ratios with their 95% interval; "met" means the whole
     interval clears the goal, "met (mean)" only the geometric mean)."""
-    lines = ["| target | ratio | 95% interval | verdict | cores busy (baseline) "
-             "| CPU ms/example (baseline) | CPU ratio | command |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| target | ratio | 95% interval | verdict | cores busy (baseline) "
+        "| CPU ms/example (baseline) | CPU ratio | command |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(
             f"| {r.target} | {r.speed.mean:.2f}x | [{r.speed.low:.2f}, {r.speed.high:.2f}] "
             f"(n={r.speed.rounds}) | {r.verdict} | {r.cores:.2f} ({r.cores_baseline:.2f}) "
             f"| {r.cpu_ms:.3f} ({r.cpu_ms_baseline:.3f}) "
-            f"| {r.cpu.mean:.2f}x [{r.cpu.low:.2f}, {r.cpu.high:.2f}] | `{r.command}` |")
+            f"| {r.cpu.mean:.2f}x [{r.cpu.low:.2f}, {r.cpu.high:.2f}] | `{r.command}` |"
+        )
     return "\n".join(lines)
 
 
 def print_window(r: int, name: str, w: Window) -> None:
     """A progress line per timed window (pass as `rounds(..., on_window=print_window)`)."""
-    print(f"  round {r}: {name:<28} {w.examples_per_sec:>10,.0f}/s  {w.cpu_ms_per_example:7.3f} CPU ms/ex"
-          f"  {w.cores_busy:4.2f} cores", flush=True)
+    print(
+        f"  round {r}: {name:<28} {w.examples_per_sec:>10,.0f}/s  {w.cpu_ms_per_example:7.3f} CPU ms/ex"
+        f"  {w.cores_busy:4.2f} cores",
+        flush=True,
+    )

@@ -71,12 +71,18 @@ def compare(benchmark, src: str, tmp: str, **options: object) -> dict[str, float
             if engine not in best or got[0] < best[engine][0]:
                 best[engine] = got
         fixed.append(_fixed())
-    info = {"load_avg_1m_before": round(load, 2), "cores": os.cpu_count(),
-            "beam_empty_pipeline_s": round(min(fixed), 2)}
+    info = {
+        "load_avg_1m_before": round(load, 2),
+        "cores": os.cpu_count(),
+        "beam_empty_pipeline_s": round(min(fixed), 2),
+    }
     for engine, (wall, cpu, n) in best.items():
-        info |= {f"{engine}_wall_s": round(wall, 2), f"{engine}_cpu_s": round(cpu, 2),
-                 f"{engine}_items_per_s": round(n / wall, 1),
-                 f"{engine}_cpu_ms_per_item": round(1000 * cpu / n, 3)}
+        info |= {
+            f"{engine}_wall_s": round(wall, 2),
+            f"{engine}_cpu_s": round(cpu, 2),
+            f"{engine}_items_per_s": round(n / wall, 1),
+            f"{engine}_cpu_ms_per_item": round(1000 * cpu / n, 3),
+        }
     info["beam_over_local_wall"] = round(best["beam"][0] / best["local"][0], 2)
     pipelines = 2 if options.get("label") else 1  # a table's first pass is a pipeline of its own
     less_startup = best["beam"][0] - pipelines * min(fixed)
@@ -87,18 +93,33 @@ def compare(benchmark, src: str, tmp: str, **options: object) -> dict[str, float
 
 
 def test_images_pass_through(benchmark, image_folder, tmp_path):
-    info = benchmark.pedantic(compare, args=(benchmark, image_folder, str(tmp_path)),
-                              kwargs={"num_shards": 8}, rounds=1, iterations=1)
+    info = benchmark.pedantic(
+        compare,
+        args=(benchmark, image_folder, str(tmp_path)),
+        kwargs={"num_shards": 8},
+        rounds=1,
+        iterations=1,
+    )
     assert info["beam_over_local_wall"] <= TARGET, info
 
 
 def test_images_resize_shorter(benchmark, image_folder, tmp_path):
-    info = benchmark.pedantic(compare, args=(benchmark, image_folder, str(tmp_path)),
-                              kwargs={"num_shards": 8, "resize_shorter": 256}, rounds=1, iterations=1)
+    info = benchmark.pedantic(
+        compare,
+        args=(benchmark, image_folder, str(tmp_path)),
+        kwargs={"num_shards": 8, "resize_shorter": 256},
+        rounds=1,
+        iterations=1,
+    )
     assert info["beam_over_local_wall"] <= TARGET, info
 
 
 def test_table_40_columns(benchmark, table_40, tmp_path):
-    info = benchmark.pedantic(compare, args=(benchmark, table_40[0], str(tmp_path)),
-                              kwargs={"num_shards": 8, "label": "label"}, rounds=1, iterations=1)
+    info = benchmark.pedantic(
+        compare,
+        args=(benchmark, table_40[0], str(tmp_path)),
+        kwargs={"num_shards": 8, "label": "label"},
+        rounds=1,
+        iterations=1,
+    )
     assert info["beam_over_local_wall"] <= TARGET, info

@@ -31,7 +31,10 @@ SECONDS, WARMUP = DEFAULTS.seconds, DEFAULTS.warmup
 
 
 def _report(name: str, **numbers: float) -> None:
-    print(f"\n[{name}] " + ", ".join(f"{k}={v:,.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items()))
+    print(
+        f"\n[{name}] "
+        + ", ".join(f"{k}={v:,.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
+    )
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,10 @@ def _cli(cache_home: str, out: str) -> tuple[float, dict]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "tfpipe", "bench", "--pipeline=imagenet", "--json", out, "--quiet"],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     wall = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr
@@ -55,7 +61,9 @@ def _cli(cache_home: str, out: str) -> tuple[float, dict]:
 
 def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> None:
     first_wall, first = _cli(cache_home, str(tmp_path / "first.json"))
-    cached_wall, cached = benchmark.pedantic(lambda: _cli(cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1)
+    cached_wall, cached = benchmark.pedantic(
+        lambda: _cli(cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1
+    )
     info = {
         "first_run_sec": first_wall,
         "first_generation_sec": first["dataset"]["generated_sec"],
@@ -70,7 +78,10 @@ def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> N
     benchmark.extra_info.update(info)
     _report("default run", **info)
     assert first["dataset"]["generated_sec"] > 0 and cached["dataset"]["generated_sec"] == 0
-    assert first["dataset"]["synthetic"] and first["dataset"]["examples"] == SyntheticSpec.default("imagenet").examples
+    assert (
+        first["dataset"]["synthetic"]
+        and first["dataset"]["examples"] == SyntheticSpec.default("imagenet").examples
+    )
     assert first_wall < 120, f"first default run took {first_wall:.1f} s; the target is under 2 minutes"
 
 
@@ -91,7 +102,11 @@ def _producer(benchmark, make, per_element: int, name: str) -> float:
     rates: list[float] = []
 
     def once() -> None:
-        rates.append(producer.measure(make, examples_per_element=per_element, seconds=SECONDS, warmup=WARMUP).examples_per_sec)
+        rates.append(
+            producer.measure(
+                make, examples_per_element=per_element, seconds=SECONDS, warmup=WARMUP
+            ).examples_per_sec
+        )
 
     benchmark.pedantic(once, rounds=3, iterations=1)
     best, median = max(rates), sorted(rates)[1]
@@ -112,10 +127,13 @@ def test_producer_imagenet_baseline(benchmark, imagenet_pipe, imagenet) -> None:
     files = list(imagenet_pipe.files) * 50
 
     def make():
-        return recipe.recipe_dataset(files, batch_size=imagenet_pipe.batch_size, image_size=224,
-                                     compression=imagenet.tf_compression).repeat()
+        return recipe.recipe_dataset(
+            files, batch_size=imagenet_pipe.batch_size, image_size=224, compression=imagenet.tf_compression
+        ).repeat()
 
-    eps = _producer(benchmark, make, imagenet_pipe.batch_size, "producer imagenet baseline (tensorflow/tpu-style)")
+    eps = _producer(
+        benchmark, make, imagenet_pipe.batch_size, "producer imagenet baseline (tensorflow/tpu-style)"
+    )
     assert eps > 0
 
 
@@ -130,8 +148,12 @@ def test_producer_tabular(benchmark, cache_home) -> None:
 def test_generate_and_convert_default_imagenet(benchmark, tmp_path) -> None:
     spec = SyntheticSpec.default("imagenet")
     seconds = benchmark.pedantic(lambda: ensure_dataset(spec, str(tmp_path))[1], rounds=1, iterations=1)
-    benchmark.extra_info.update({"images": spec.examples, "seconds": seconds, "images_per_sec": spec.examples / seconds})
-    _report("generate + convert", images=spec.examples, seconds=seconds, images_per_sec=spec.examples / seconds)
+    benchmark.extra_info.update(
+        {"images": spec.examples, "seconds": seconds, "images_per_sec": spec.examples / seconds}
+    )
+    _report(
+        "generate + convert", images=spec.examples, seconds=seconds, images_per_sec=spec.examples / seconds
+    )
 
 
 @pytest.mark.parametrize(
@@ -148,20 +170,34 @@ def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: flo
         # Aim the step time at the band; retry (at most twice) only when the host's speed
         # changed so the simulation's own producer phases put the prediction in another band.
         for _ in range(3):
-            rate = producer.measure(pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP)
+            rate = producer.measure(
+                pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP
+            )
             consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
-            results.append(simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP))
+            results.append(
+                simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP)
+            )
             if verdict.band(results[-1].predicted_input_wait) == band:
                 break
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     sim = results[-1]
     benchmark.extra_info.update(
-        {"step_time_ms": sim.step_time_ms, "producer_eps": sim.producer_examples_per_sec,
-         "predicted": sim.predicted_input_wait, "measured": sim.measured_input_wait, "steps": sim.steps,
-         "attempts": len(results)}
+        {
+            "step_time_ms": sim.step_time_ms,
+            "producer_eps": sim.producer_examples_per_sec,
+            "predicted": sim.predicted_input_wait,
+            "measured": sim.measured_input_wait,
+            "steps": sim.steps,
+            "attempts": len(results),
+        }
     )
-    _report(f"simulate {band}", step_ms=sim.step_time_ms, producer_eps=sim.producer_examples_per_sec,
-            predicted=sim.predicted_input_wait, measured=sim.measured_input_wait)
+    _report(
+        f"simulate {band}",
+        step_ms=sim.step_time_ms,
+        producer_eps=sim.producer_examples_per_sec,
+        predicted=sim.predicted_input_wait,
+        measured=sim.measured_input_wait,
+    )
     assert verdict.band(sim.predicted_input_wait) == band
     assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05

@@ -41,8 +41,7 @@ SECONDS = float(os.environ.get("TFPIPE_BENCH_SECONDS", "5"))
 WARMUP = float(os.environ.get("TFPIPE_BENCH_WARMUP", "2"))
 RUNS = int(os.environ.get("TFPIPE_BENCH_RUNS", "6"))
 BATCH = 128
-COMMAND = ('TFPIPE_BENCH_DATA={} python -m pytest benchmarks/test_pipeline_speed.py '
-           '-q -s -o addopts="" -k {}')
+COMMAND = 'TFPIPE_BENCH_DATA={} python -m pytest benchmarks/test_pipeline_speed.py -q -s -o addopts="" -k {}'
 
 
 def files_of(root: str) -> list[str]:
@@ -50,16 +49,25 @@ def files_of(root: str) -> list[str]:
 
 
 def run_rounds(makers: dict, per_element: int) -> dict[str, list[paired.Window]]:
-    return paired.rounds(makers, examples_per_element=per_element, n_rounds=RUNS, seconds=SECONDS,
-                         warmup=WARMUP, on_window=paired.print_window)
+    return paired.rounds(
+        makers,
+        examples_per_element=per_element,
+        n_rounds=RUNS,
+        seconds=SECONDS,
+        warmup=WARMUP,
+        on_window=paired.print_window,
+    )
 
 
 def publish(benchmark, name: str, rows: list[paired.Row], results: dict) -> None:
     """Prints the table and keeps it with the raw medians (pytest-benchmark extra_info, and
     TFPIPE_BENCH_RESULTS/<name>.md and .json when that variable is set)."""
     text = paired.table(rows)
-    data = {"rows": [r.to_json() for r in rows], "medians": paired.summary(results),
-            "settings": {"rounds": RUNS, "seconds": SECONDS, "warmup": WARMUP}}
+    data = {
+        "rows": [r.to_json() for r in rows],
+        "medians": paired.summary(results),
+        "settings": {"rounds": RUNS, "seconds": SECONDS, "warmup": WARMUP},
+    }
     benchmark.extra_info.update(data)
     print("\n" + text)
     out = os.environ.get("TFPIPE_BENCH_RESULTS")
@@ -90,8 +98,11 @@ def test_imagenet_train_vs_recipe(benchmark, imagenet_shards, resized_shards):
         row("tfpipe uint8", "uint8, identical records, >= 1.3x", 1.3),
         row("tfpipe bfloat16", "bfloat16 normalised, identical records, >= 1.25x", 1.25),
         row("tfpipe float32", "float32 normalised, identical records, >= 1.25x", 1.25),
-        row("tfpipe uint8, resized",
-            "uint8, --resize-shorter 256 records vs the baseline on the originals, >= 2.0x", 2.0),
+        row(
+            "tfpipe uint8, resized",
+            "uint8, --resize-shorter 256 records vs the baseline on the originals, >= 2.0x",
+            2.0,
+        ),
     ]
     publish(benchmark, "imagenet", rows, results)
     uint8_cores = rows[0].cores
@@ -113,13 +124,19 @@ def test_tabular_batched_parse_vs_per_row_and_csv(benchmark, table_40):
             return features, features.pop(label)
 
         ds = tf.data.Dataset.from_tensor_slices(files).interleave(
-            tf.data.TFRecordDataset, num_parallel_calls=autotune)
-        return ds.map(parse, num_parallel_calls=autotune).batch(1024, drop_remainder=True).repeat().prefetch(autotune)
+            tf.data.TFRecordDataset, num_parallel_calls=autotune
+        )
+        return (
+            ds.map(parse, num_parallel_calls=autotune)
+            .batch(1024, drop_remainder=True)
+            .repeat()
+            .prefetch(autotune)
+        )
 
     def csv_dataset():
         return tf.data.experimental.make_csv_dataset(
-            csv, batch_size=1024, label_name=label, num_epochs=None, shuffle=True,
-            num_parallel_reads=autotune)
+            csv, batch_size=1024, label_name=label, num_epochs=None, shuffle=True, num_parallel_reads=autotune
+        )
 
     makers = {
         "per-row parse": per_row,
@@ -129,10 +146,22 @@ def test_tabular_batched_parse_vs_per_row_and_csv(benchmark, table_40):
     results = benchmark.pedantic(run_rounds, args=(makers, 1024), rounds=1, iterations=1)
     command = COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), "tabular")
     rows = [
-        paired.row(results, "tfpipe", "per-row parse", command=command,
-                   target="tabular batched parse vs per-row parse_single_example, >= 10x", goal=10.0),
-        paired.row(results, "tfpipe", "make_csv_dataset", command=command,
-                   target="tabular vs make_csv_dataset on the same CSV (reported)", goal=None),
+        paired.row(
+            results,
+            "tfpipe",
+            "per-row parse",
+            command=command,
+            target="tabular batched parse vs per-row parse_single_example, >= 10x",
+            goal=10.0,
+        ),
+        paired.row(
+            results,
+            "tfpipe",
+            "make_csv_dataset",
+            command=command,
+            target="tabular vs make_csv_dataset on the same CSV (reported)",
+            goal=None,
+        ),
     ]
     publish(benchmark, "tabular", rows, results)
     assert rows[0].speed.mean >= 10.0, paired.table(rows)
@@ -160,13 +189,23 @@ RSS_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("budget_mb", [
-    2048,
-    pytest.param(128, marks=pytest.mark.xfail(strict=False, reason=(
-        "Missed at tiny budgets: TensorFlow's runtime adds ~85 MB beyond tf.data's buffers "
-        "(measured: the cached 2 GiB run grows 171 MB for 87 MB of data), so streaming at a "
-        "128 MiB budget grows 158-179 MB with MALLOC_ARENA_MAX=2 and 276-328 MB without."))),
-])
+@pytest.mark.parametrize(
+    "budget_mb",
+    [
+        2048,
+        pytest.param(
+            128,
+            marks=pytest.mark.xfail(
+                strict=False,
+                reason=(
+                    "Missed at tiny budgets: TensorFlow's runtime adds ~85 MB beyond tf.data's buffers "
+                    "(measured: the cached 2 GiB run grows 171 MB for 87 MB of data), so streaming at a "
+                    "128 MiB budget grows 158-179 MB with MALLOC_ARENA_MAX=2 and 276-328 MB without."
+                ),
+            ),
+        ),
+    ],
+)
 def test_peak_rss_under_ram_budget_with_auto_cache(benchmark, imagenet_shards, budget_mb):
     """Peak RSS growth over the process after `import tensorflow` (its ~0.7 GB of code and
     arenas are not the pipeline's) stays under ram_budget. 2 GiB fits the ~85 MB dataset, so
@@ -183,8 +222,13 @@ def test_peak_rss_under_ram_budget_with_auto_cache(benchmark, imagenet_shards, b
     batches = 3 * examples // 128  # three epochs: the cache is filled and then re-read
 
     def run(env: dict[str, str]) -> dict:
-        out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, imagenet_shards, str(budget), str(batches)],
-                             capture_output=True, text=True, check=True, env=os.environ | env)
+        out = subprocess.run(
+            [sys.executable, "-c", RSS_SCRIPT, imagenet_shards, str(budget), str(batches)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=os.environ | env,
+        )
         result = json.loads(out.stdout.strip().splitlines()[-1])
         return result | {"growth_mb": (result["peak"] - result["base"]) >> 20}
 
@@ -192,9 +236,14 @@ def test_peak_rss_under_ram_budget_with_auto_cache(benchmark, imagenet_shards, b
         return run({}), run({"MALLOC_ARENA_MAX": "2"})
 
     default, arenas2 = benchmark.pedantic(both, rounds=1, iterations=1)
-    benchmark.extra_info.update({"budget_mb": budget_mb, "cache": arenas2["cache"],
-                                 "growth_mb_default_malloc": default["growth_mb"],
-                                 "growth_mb_malloc_arena_max_2": arenas2["growth_mb"]})
+    benchmark.extra_info.update(
+        {
+            "budget_mb": budget_mb,
+            "cache": arenas2["cache"],
+            "growth_mb_default_malloc": default["growth_mb"],
+            "growth_mb_malloc_arena_max_2": arenas2["growth_mb"],
+        }
+    )
     print("\n" + json.dumps(benchmark.extra_info))
     assert arenas2["cache"] == ("memory" if budget_mb == 2048 else "none")
     assert arenas2["growth_mb"] < budget_mb, benchmark.extra_info

@@ -16,10 +16,32 @@ from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS
 
 tf = pytest.importorskip("tensorflow")
 
-IMAGE_STAGES = ["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
-                "parse", "decode", "batch", "map", "prefetch"]
-TABLE_STAGES = ["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
-                "batch", "parse", "decode", "map", "prefetch"]
+IMAGE_STAGES = [
+    "list_files",
+    "shard",
+    "interleave",
+    "cache",
+    "shuffle",
+    "repeat",
+    "parse",
+    "decode",
+    "batch",
+    "map",
+    "prefetch",
+]
+TABLE_STAGES = [
+    "list_files",
+    "shard",
+    "interleave",
+    "cache",
+    "shuffle",
+    "repeat",
+    "batch",
+    "parse",
+    "decode",
+    "map",
+    "prefetch",
+]
 
 
 def table_ids(ds) -> list[int]:
@@ -84,19 +106,25 @@ def test_model_fit_on_converted_images(image_ds):
     import keras
 
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((32, 32, 3), dtype="uint8"),
-        keras.layers.Rescaling(1 / 255),  # uint8 output: normalise on the accelerator
-        keras.layers.Conv2D(4, 3, strides=2, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(3),
-    ])
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3), dtype="uint8"),
+            keras.layers.Rescaling(1 / 255),  # uint8 output: normalise on the accelerator
+            keras.layers.Conv2D(4, 3, strides=2, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(3),
+        ]
+    )
+    model.compile(
+        optimizer="adam",
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     train = tfpipe.build(image_ds, batch_size=8, image_size=32, seed=1)
     val = tfpipe.build(image_ds, batch_size=8, image_size=32, training=False)
-    history = model.fit(train, epochs=2, steps_per_epoch=steps_per_epoch(image_ds, 8),
-                        validation_data=val, verbose=0)
+    history = model.fit(
+        train, epochs=2, steps_per_epoch=steps_per_epoch(image_ds, 8), validation_data=val, verbose=0
+    )
     assert len(history.history["loss"]) == 2
     assert all(np.isfinite(history.history["loss"]))
     result = model.evaluate(val, verbose=0, return_dict=True)
@@ -106,14 +134,26 @@ def test_model_fit_on_converted_images(image_ds):
 def test_model_fit_on_converted_table(table_ds):
     import keras
 
-    ds = tfpipe.build(table_ds, batch_size=8, features=["float32_0", "float64_0", "float32_1"],
-                      mask_suffix="_missing", seed=3)
+    ds = tfpipe.build(
+        table_ds,
+        batch_size=8,
+        features=["float32_0", "float64_0", "float32_1"],
+        mask_suffix="_missing",
+        seed=3,
+    )
     features, _ = ds.element_spec
-    assert set(features) == {"float32_0", "float64_0", "float32_1", "float32_0_missing",
-                             "float64_0_missing", "float32_1_missing"}
+    assert set(features) == {
+        "float32_0",
+        "float64_0",
+        "float32_1",
+        "float32_0_missing",
+        "float64_0_missing",
+        "float32_1_missing",
+    }
     inputs = {k: keras.Input((), name=k, dtype=v.dtype.name) for k, v in features.items()}
-    x = keras.layers.Concatenate()([keras.ops.expand_dims(keras.ops.cast(v, "float32"), -1)
-                                    for v in inputs.values()])
+    x = keras.layers.Concatenate()(
+        [keras.ops.expand_dims(keras.ops.cast(v, "float32"), -1) for v in inputs.values()]
+    )
     model = keras.Model(inputs, keras.layers.Dense(3)(x))
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(ds, epochs=1, steps_per_epoch=4, verbose=0)
@@ -133,7 +173,9 @@ def test_foreign_imagenet_records_without_manifest(foreign_ds):
         # imagenet_to_gcs labels are 1-based; the preset's default offset makes them 0-based.
         assert labels.min() == 0 and labels.max() == 2
     # One shard of a named set is a partial read: refused, naming what is missing.
-    with pytest.raises(tfpipe.TfpipeError, match=r"1 of the 3 shards named train-NNNNN-of-00003.*missing indices \[1, 2\]"):
+    with pytest.raises(
+        tfpipe.TfpipeError, match=r"1 of the 3 shards named train-NNNNN-of-00003.*missing indices \[1, 2\]"
+    ):
         plan(files[0], batch_size=4, training=False, image_size=16)
     shifted = tfpipe.build(files, batch_size=4, training=False, image_size=16, label_offset=0)
     assert min(int(y.numpy().min()) for _, y in shifted) == 1
@@ -142,8 +184,7 @@ def test_foreign_imagenet_records_without_manifest(foreign_ds):
 # Recorded with TF 2.21 and Pillow's JPEG encoder on this project's machine kind. A change
 # here means seeded runs no longer reproduce old ones: say so in the changelog.
 GOLDEN_LABELS = [[2, 0, 1, 1], [1, 2, 1, 0], [1, 2, 2, 2]]
-GOLDEN_SUMS = [[48898, 89917, 106757, 63640], [101358, 74394, 82158, 109515],
-               [109297, 109332, 68051, 109442]]
+GOLDEN_SUMS = [[48898, 89917, 106757, 63640], [101358, 74394, 82158, 109515], [109297, 109332, 68051, 109442]]
 
 
 def golden_batches(image_ds):
@@ -194,8 +235,9 @@ def test_renamed_skip_counts_keep_a_deprecated_alias():
 
 def test_unverified_reads_yield_the_same_records_and_sources(table_ds, image_ds):
     """verify_shards=False reads plainly; the elements, their order and their sources match."""
-    assert table_ids(tfpipe.build(table_ds, batch_size=8, training=False, verify_shards=False)) == \
-        table_ids(tfpipe.build(table_ds, batch_size=8, training=False))
+    assert table_ids(tfpipe.build(table_ds, batch_size=8, training=False, verify_shards=False)) == table_ids(
+        tfpipe.build(table_ds, batch_size=8, training=False)
+    )
     for data, options in ((image_ds, {"image_size": 16}), (table_ds, {})):
         read = {}
         for verify in (True, False):

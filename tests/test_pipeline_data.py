@@ -24,8 +24,9 @@ def ids(ds) -> list[int]:
 
 
 def context(pipelines: int, index: int, replicas: int | None = None):
-    return tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=index,
-                                      num_replicas_in_sync=replicas or pipelines)
+    return tf.distribute.InputContext(
+        num_input_pipelines=pipelines, input_pipeline_id=index, num_replicas_in_sync=replicas or pipelines
+    )
 
 
 # ---- sharding across input pipelines ----
@@ -38,8 +39,9 @@ def test_input_context_shards_by_file(table_ds):
         assert p.shard_by == "file" and p.batch_size == 4 and p.global_batch_size == 8
         assert len(p.files) == 2
         parts.append(ids(p.dataset()))
-        assert p.options().experimental_distribute.auto_shard_policy == \
-            tf.data.experimental.AutoShardPolicy.OFF
+        assert (
+            p.options().experimental_distribute.auto_shard_policy == tf.data.experimental.AutoShardPolicy.OFF
+        )
     assert not set(parts[0]) & set(parts[1])
     assert sorted(parts[0] + parts[1]) == list(range(N_ROWS))
     # Training: each pipeline keeps to its own files across epochs.
@@ -115,8 +117,9 @@ def test_corrupt_foreign_shard_is_found_by_size(foreign_ds, tmp_path):
         for _ in tfpipe.build(str(tmp_path / "train-*"), batch_size=4, training=False, image_size=16):
             pass
     assert path in str(e.value)
-    ds = tfpipe.build(str(tmp_path / "train-*"), batch_size=4, training=False, image_size=16,
-                      skip_corrupt=True)
+    ds = tfpipe.build(
+        str(tmp_path / "train-*"), batch_size=4, training=False, image_size=16, skip_corrupt=True
+    )
     for _ in ds:
         pass
     counts = skipped(ds)
@@ -140,7 +143,8 @@ def test_undecodable_image_error_names_shard_and_file(tmp_path):
     message = str(e.value)
     # Decoding runs in parallel, so either bad record may be met first.
     assert ("train-00000-of-00002" in message and "img_004.JPEG" in message) or (
-        "train-00001-of-00002" in message and "img_007.JPEG" in message)
+        "train-00001-of-00002" in message and "img_007.JPEG" in message
+    )
 
 
 def test_skip_corrupt_images_counts_them(tmp_path):
@@ -180,11 +184,14 @@ def test_missing_manifest_and_files(tmp_path, image_ds):
 
 
 def test_preset_keys_absent_from_records(table_ds, image_ds, foreign_ds):
-    with pytest.raises(DataError, match=r"Preset 'imagenet' needs feature\(s\) \['image/encoded'.*manifest schema"):
+    with pytest.raises(
+        DataError, match=r"Preset 'imagenet' needs feature\(s\) \['image/encoded'.*manifest schema"
+    ):
         tfpipe.build(table_ds, preset="imagenet", batch_size=4)
     with pytest.raises(DataError, match="first record of"):
-        tfpipe.build(os.path.join(foreign_ds, "train-*"), preset="imagenet", batch_size=4,
-                     image_key="image/jpeg")
+        tfpipe.build(
+            os.path.join(foreign_ds, "train-*"), preset="imagenet", batch_size=4, image_key="image/jpeg"
+        )
     with pytest.raises(DataError, match=r"parses feature 'image/class/synset' as int64.*hold bytes"):
         tfpipe.build(image_ds, preset="imagenet", batch_size=4, label_key="image/class/synset")
 
@@ -196,10 +203,15 @@ def test_batch_size_must_be_positive(image_ds, batch_size):
 
 
 def test_config_validation_names_field_and_value(image_ds):
-    for kwargs, field in [({"cache": "ram"}, "cache"), ({"cycle_length": 0}, "cycle_length"),
-                          ({"seed": "7"}, "seed"), ({"processing_mode": "x"}, "processing_mode"),
-                          ({"map_parallelism": 0}, "map_parallelism"), ({"deterministic": 1}, "deterministic"),
-                          ({"cache": "disk:"}, "cache")]:
+    for kwargs, field in [
+        ({"cache": "ram"}, "cache"),
+        ({"cycle_length": 0}, "cycle_length"),
+        ({"seed": "7"}, "seed"),
+        ({"processing_mode": "x"}, "processing_mode"),
+        ({"map_parallelism": 0}, "map_parallelism"),
+        ({"deterministic": 1}, "deterministic"),
+        ({"cache": "disk:"}, "cache"),
+    ]:
         with pytest.raises(ConfigError, match=f"{field} must be .* Received: {field}="):
             PipelineConfig(**kwargs)
     with pytest.raises(ConfigError, match=r"Unknown option.*'imagesize'.*'imagenet'"):
@@ -233,10 +245,14 @@ def test_reads_gs_dataset_and_glob(image_ds, foreign_ds, gcs_bucket):
 
     dest = gcs_bucket + "/imagenet"
     for name in os.listdir(image_ds):
-        storage.write_atomic(storage.join(dest, name), pathlib.Path(os.path.join(image_ds, name)).read_bytes())
+        storage.write_atomic(
+            storage.join(dest, name), pathlib.Path(os.path.join(image_ds, name)).read_bytes()
+        )
     for name in os.listdir(foreign_ds):
-        storage.write_atomic(storage.join(gcs_bucket, "foreign", name),
-                             pathlib.Path(os.path.join(foreign_ds, name)).read_bytes())
+        storage.write_atomic(
+            storage.join(gcs_bucket, "foreign", name),
+            pathlib.Path(os.path.join(foreign_ds, name)).read_bytes(),
+        )
     ds = tfpipe.build(dest, batch_size=8, training=False, image_size=16)
     labels = np.concatenate([y.numpy() for _, y in ds])
     assert np.bincount(labels).tolist() == [13, 12, 12]
@@ -264,5 +280,7 @@ def test_gzip_shards_read_and_corruption_is_named(table_ds, tmp_path):
     assert path in str(e.value)
     with open(path, "wb") as f:
         f.write(bytes(data[: len(data) // 2]))
-    with pytest.raises(DataError, match=f"{path} holds {len(data) // 2} bytes where the manifest says {len(data)}"):
+    with pytest.raises(
+        DataError, match=f"{path} holds {len(data) // 2} bytes where the manifest says {len(data)}"
+    ):
         tfpipe.build(dest, batch_size=8, training=False)

@@ -37,7 +37,9 @@ def one_line(e: pytest.ExceptionInfo) -> str:
 def gcs_table(table_ds, gcs_bucket):
     dest = gcs_bucket + "/table"
     for name in os.listdir(table_ds):
-        storage.write_atomic(storage.join(dest, name), pathlib.Path(os.path.join(table_ds, name)).read_bytes())
+        storage.write_atomic(
+            storage.join(dest, name), pathlib.Path(os.path.join(table_ds, name)).read_bytes()
+        )
     return dest
 
 
@@ -74,20 +76,32 @@ def test_transient_network_error_is_retried_and_reads_every_record_once(local_gc
 def test_swapped_gcs_shard_is_caught_by_size_while_reading(gcs_table, image_ds):
     manifest = tfpipe.Manifest.load(gcs_table)
     shards = manifest.splits["train"].shards
-    a, b = next((a, b) for a in range(4) for b in range(4)
-                if a != b and shards[a].examples == shards[b].examples and shards[a].bytes != shards[b].bytes)
-    storage.write_atomic(storage.join(gcs_table, shards[a].name),
-                         storage.read_bytes(storage.join(gcs_table, shards[b].name)), overwrite=True)
+    a, b = next(
+        (a, b)
+        for a in range(4)
+        for b in range(4)
+        if a != b and shards[a].examples == shards[b].examples and shards[a].bytes != shards[b].bytes
+    )
+    storage.write_atomic(
+        storage.join(gcs_table, shards[a].name),
+        storage.read_bytes(storage.join(gcs_table, shards[b].name)),
+        overwrite=True,
+    )
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
         ids(tfpipe.build(gcs_table, batch_size=8, training=False))
-    assert (f"holds {shards[a].examples} records in {shards[b].bytes} bytes, where the manifest says "
-            f"{shards[a].examples} records in {shards[a].bytes} bytes") in str(e.value)
+    assert (
+        f"holds {shards[a].examples} records in {shards[b].bytes} bytes, where the manifest says "
+        f"{shards[a].examples} records in {shards[a].bytes} bytes"
+    ) in str(e.value)
 
 
 @pytest.mark.gcs
 def test_missing_bucket_is_a_tfpipe_error(local_gcs):
-    for data in ("gs://tfpipe-no-such-bucket-0/data", "gs://tfpipe-no-such-bucket-0/data/train-*",
-                 ["gs://tfpipe-no-such-bucket-0/data/train-00000-of-00001"]):
+    for data in (
+        "gs://tfpipe-no-such-bucket-0/data",
+        "gs://tfpipe-no-such-bucket-0/data/train-*",
+        ["gs://tfpipe-no-such-bucket-0/data/train-00000-of-00001"],
+    ):
         with pytest.raises(TfpipeError) as e:
             tfpipe.build(data, batch_size=4)
         assert "tfpipe-no-such-bucket-0" in one_line(e)
@@ -111,7 +125,9 @@ def test_fifo_is_refused_not_read(photos_ds, tmp_path):
 
 
 def test_disk_cache_directory_is_checked_at_build(table_ds, tmp_path):
-    with pytest.raises(ConfigError, match="cache='disk:/nonexistent/x/c': the directory '/nonexistent/x' does not exist") as e:
+    with pytest.raises(
+        ConfigError, match="cache='disk:/nonexistent/x/c': the directory '/nonexistent/x' does not exist"
+    ) as e:
         tfpipe.build(table_ds, batch_size=8, cache="disk:/nonexistent/x/c")
     one_line(e)
     ok = tfpipe.build(table_ds, batch_size=8, training=False, cache=f"disk:{tmp_path}/c")
@@ -119,12 +135,18 @@ def test_disk_cache_directory_is_checked_at_build(table_ds, tmp_path):
 
 
 def test_training_batch_larger_than_the_data_is_refused(table_ds, tmp_path):
-    with pytest.raises(DataError, match=r"gets 37 records .* fewer than one batch of 64: every batch would repeat"):
+    with pytest.raises(
+        DataError, match=r"gets 37 records .* fewer than one batch of 64: every batch would repeat"
+    ):
         tfpipe.build(table_ds, batch_size=64)
     ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)
-    with pytest.raises(DataError, match=r"Input pipeline 1 of 2 gets \d+ records .* fewer than one batch of 20"):
+    with pytest.raises(
+        DataError, match=r"Input pipeline 1 of 2 gets \d+ records .* fewer than one batch of 20"
+    ):
         tfpipe.build(table_ds, batch_size=40, input_context=ctx)
-    assert int(tfpipe.build(table_ds, batch_size=64, training=False).cardinality()) == 1  # eval: one partial batch
+    assert (
+        int(tfpipe.build(table_ds, batch_size=64, training=False).cardinality()) == 1
+    )  # eval: one partial batch
     # Foreign files have no count, but their bytes bound it.
     path = str(tmp_path / "rows.tfrecord")
     write_tf_examples(path, [{"x": i, "y": i % 2} for i in range(5)])
@@ -139,51 +161,60 @@ def test_read_parallelism_above_the_file_count_works(table_ds):
 # ---- options: types and bounds ----
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"flip": "no"}, "flip"),
-    ({"label_offset": True}, "label_offset"),
-    ({"crop_fraction": "a"}, "crop_fraction"),
-    ({"area_range": (0.5,)}, "area_range"),
-    ({"area_range": "ab"}, "area_range"),
-    ({"aspect_ratio_range": (1, "x")}, "aspect_ratio_range"),
-    ({"mean": (1, 2)}, "mean"),
-    ({"normalize": "yes", "dtype": "float32"}, "normalize"),
-    ({"max_attempts": 2.5}, "max_attempts"),
-    ({"min_object_covered": None}, "min_object_covered"),
-    ({"image_key": 3}, "image_key"),
-    ({"dtype": ["uint8"]}, "dtype"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"flip": "no"}, "flip"),
+        ({"label_offset": True}, "label_offset"),
+        ({"crop_fraction": "a"}, "crop_fraction"),
+        ({"area_range": (0.5,)}, "area_range"),
+        ({"area_range": "ab"}, "area_range"),
+        ({"aspect_ratio_range": (1, "x")}, "aspect_ratio_range"),
+        ({"mean": (1, 2)}, "mean"),
+        ({"normalize": "yes", "dtype": "float32"}, "normalize"),
+        ({"max_attempts": 2.5}, "max_attempts"),
+        ({"min_object_covered": None}, "min_object_covered"),
+        ({"image_key": 3}, "image_key"),
+        ({"dtype": ["uint8"]}, "dtype"),
+    ],
+)
 def test_imagenet_options_are_type_checked(image_ds, options, field):
     with pytest.raises(ConfigError, match=f"^{field} must be .* Received: {field}=") as e:
         plan(image_ds, batch_size=4, **options)
     one_line(e)
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"int_labels": "no"}, "int_labels"),
-    ({"mask_suffix": 3}, "mask_suffix"),
-    ({"label": 7}, "label"),
-    ({"features": "row_id"}, "features"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"int_labels": "no"}, "int_labels"),
+        ({"mask_suffix": 3}, "mask_suffix"),
+        ({"label": 7}, "label"),
+        ({"features": "row_id"}, "features"),
+    ],
+)
 def test_tabular_options_are_type_checked(table_ds, options, field):
     with pytest.raises(ConfigError, match=f"^{field} must be .* Received: {field}=") as e:
         plan(table_ds, batch_size=4, **options)
     one_line(e)
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"reader_buffer": 2**35}, "reader_buffer"),
-    ({"shuffle_buffer": 2**31}, "shuffle_buffer"),
-    ({"private_threadpool_size": 10**6}, "private_threadpool_size"),
-    ({"cycle_length": 10**6}, "cycle_length"),
-    ({"block_length": 2**40}, "block_length"),
-    ({"prefetch": 2**40}, "prefetch"),
-    ({"read_parallelism": 10**6}, "read_parallelism"),
-    ({"verify_shards": "no"}, "verify_shards"),
-    ({"split": 3}, "split"),
-    ({"processing_mode": ["dynamic"]}, "processing_mode"),
-    ({"job_name": 5}, "job_name"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"reader_buffer": 2**35}, "reader_buffer"),
+        ({"shuffle_buffer": 2**31}, "shuffle_buffer"),
+        ({"private_threadpool_size": 10**6}, "private_threadpool_size"),
+        ({"cycle_length": 10**6}, "cycle_length"),
+        ({"block_length": 2**40}, "block_length"),
+        ({"prefetch": 2**40}, "prefetch"),
+        ({"read_parallelism": 10**6}, "read_parallelism"),
+        ({"verify_shards": "no"}, "verify_shards"),
+        ({"split": 3}, "split"),
+        ({"processing_mode": ["dynamic"]}, "processing_mode"),
+        ({"job_name": 5}, "job_name"),
+    ],
+)
 def test_config_fields_are_type_checked_and_bounded(options, field):
     with pytest.raises(ConfigError, match=f"^{field} must be .* Received: {field}=") as e:
         PipelineConfig(**options)

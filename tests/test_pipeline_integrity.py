@@ -35,8 +35,10 @@ def ids(ds) -> list[int]:
 def shard_row_ids(root: str) -> list[list[int]]:
     """Each shard's row ids, read straight from the files in manifest order."""
     spec = {"row_id": tf.io.FixedLenFeature([], tf.int64)}
-    return [[int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(path)]
-            for path in tfpipe.Manifest.load(root).shard_paths("train")]
+    return [
+        [int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(path)]
+        for path in tfpipe.Manifest.load(root).shard_paths("train")
+    ]
 
 
 # ---- item 1: globs and lists of tfpipe's own shards use the manifest ----
@@ -44,8 +46,9 @@ def shard_row_ids(root: str) -> list[list[int]]:
 
 def test_glob_and_list_of_own_shards_read_through_the_manifest(photos_ds):
     assert tfpipe.Manifest.load(photos_ds).label_offset == 0  # the "images" layout: 0-based
-    expected = labels_of(tfpipe.build(photos_ds, preset="imagenet", batch_size=64, training=False,
-                                      image_size=16))
+    expected = labels_of(
+        tfpipe.build(photos_ds, preset="imagenet", batch_size=64, training=False, image_size=16)
+    )
     files = sorted(glob.glob(os.path.join(photos_ds, "train-*")))
     shuffled = random.Random(3).sample(files, len(files))
     for data in (os.path.join(photos_ds, "train-*"), shuffled):
@@ -79,8 +82,15 @@ def test_tfds_style_label_key_is_read_as_stored(tmp_path):
     write_tf_examples(path, rows)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DefaultWarning)
-        p = plan(path, preset="imagenet", batch_size=4, training=False, image_size=16,
-                 image_key="image", label_key="label")
+        p = plan(
+            path,
+            preset="imagenet",
+            batch_size=4,
+            training=False,
+            image_size=16,
+            image_key="image",
+            label_key="label",
+        )
     assert labels_of(p.dataset()) == [i % 3 for i in range(11)]
     assert "read as stored (label_offset=0)" in p.describe()
 
@@ -92,10 +102,13 @@ def test_foreign_default_offset_below_zero_is_an_error(tmp_path):
     write_tf_examples(path, rows)
     with pytest.warns(DefaultWarning, match="label_offset=1"):
         ds = tfpipe.build(path, batch_size=4, training=False, image_size=16)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="Labels below 0 after subtracting label_offset=1"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="Labels below 0 after subtracting label_offset=1"
+    ):
         labels_of(ds)
-    assert sorted(set(labels_of(tfpipe.build(path, batch_size=4, training=False, image_size=16,
-                                             label_offset=0)))) == [0, 1, 2]
+    assert sorted(
+        set(labels_of(tfpipe.build(path, batch_size=4, training=False, image_size=16, label_offset=0)))
+    ) == [0, 1, 2]
 
 
 # ---- item 6: eval keeps the source order ----
@@ -116,8 +129,11 @@ def test_eval_yields_records_in_manifest_order(table_ds):
 def test_eval_images_line_up_with_the_source(image_ds):
     files = tfpipe.Manifest.load(image_ds).shard_paths("train")
     spec = {"image/class/label": tf.io.FixedLenFeature([], tf.int64)}
-    stored = [int(tf.io.parse_single_example(r, spec)["image/class/label"]) - 1
-              for f in files for r in tf.data.TFRecordDataset(f)]
+    stored = [
+        int(tf.io.parse_single_example(r, spec)["image/class/label"]) - 1
+        for f in files
+        for r in tf.data.TFRecordDataset(f)
+    ]
     assert labels_of(tfpipe.build(image_ds, batch_size=5, training=False, image_size=16)) == stored
 
 
@@ -142,11 +158,11 @@ def test_eval_cardinality_from_the_manifest(table_ds, image_ds):
 def test_keras_evaluate_does_not_run_out_of_data(table_ds):
     import keras
 
-    val = tfpipe.build(table_ds, batch_size=8, training=False, features=["float32_0"],
-                       mask_suffix="_missing")
+    val = tfpipe.build(table_ds, batch_size=8, training=False, features=["float32_0"], mask_suffix="_missing")
     inputs = {k: keras.Input((), name=k, dtype=v.dtype.name) for k, v in val.element_spec[0].items()}
-    x = keras.layers.Concatenate()([keras.ops.expand_dims(keras.ops.cast(v, "float32"), -1)
-                                    for v in inputs.values()])
+    x = keras.layers.Concatenate()(
+        [keras.ops.expand_dims(keras.ops.cast(v, "float32"), -1) for v in inputs.values()]
+    )
     model = keras.Model(inputs, keras.layers.Dense(3)(x))
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     with warnings.catch_warnings(record=True) as caught:
@@ -165,7 +181,9 @@ def test_interrupted_conversion_is_not_read_through_a_glob(table_ds, tmp_path):
     os.remove(root / "tfpipe.json")
     os.remove(root / "train-00001-of-00004")
     os.remove(root / "train-00003-of-00004")
-    with pytest.raises(DataError, match=r"2 of the 4 shards named train-NNNNN-of-00004 .*missing indices \[1, 3\]"):
+    with pytest.raises(
+        DataError, match=r"2 of the 4 shards named train-NNNNN-of-00004 .*missing indices \[1, 3\]"
+    ):
         tfpipe.build(str(root / "train-*"), batch_size=8, training=False)
     with pytest.raises(ManifestError, match=r"did not finish.*--resume") as e:
         tfpipe.build(str(root), batch_size=8)
@@ -173,7 +191,9 @@ def test_interrupted_conversion_is_not_read_through_a_glob(table_ds, tmp_path):
 
 
 def test_partial_glob_of_a_manifest_split_names_the_missing_shards(table_ds):
-    with pytest.raises(DataError, match=r"holds 2 of the 4 shards of split 'train' .*missing shard indices \[0, 2\]"):
+    with pytest.raises(
+        DataError, match=r"holds 2 of the 4 shards of split 'train' .*missing shard indices \[0, 2\]"
+    ):
         tfpipe.build(os.path.join(table_ds, "train-0000[13]-*"), batch_size=8, training=False)
 
 
@@ -201,7 +221,9 @@ def test_shard_swapped_for_a_same_count_sibling_is_refused(image_ds, tmp_path):
     a, b = same_count_siblings(root)
     paths = tfpipe.Manifest.load(root).shard_paths("train")
     shutil.copy(paths[b], paths[a])
-    with pytest.raises(DataError, match=f"{paths[a]} holds {os.path.getsize(paths[b])} bytes where the manifest says"):
+    with pytest.raises(
+        DataError, match=f"{paths[a]} holds {os.path.getsize(paths[b])} bytes where the manifest says"
+    ):
         tfpipe.build(root, batch_size=4, training=False, image_size=16)
 
 
@@ -251,5 +273,7 @@ def test_wrong_count_in_a_gzip_shard_is_found_by_its_trailer(table_ds, tmp_path)
     pathlib.Path(manifest_path).write_text(json.dumps(obj))
     with pytest.raises(tf.errors.InvalidArgumentError) as e:
         ids(tfpipe.build(root, batch_size=8, training=False))
-    assert (f"{shard['name']} reads cleanly to its end but holds {shard['examples'] + 1} records, "
-            f"where the manifest says {shard['examples']}") in str(e.value)
+    assert (
+        f"{shard['name']} reads cleanly to its end but holds {shard['examples'] + 1} records, "
+        f"where the manifest says {shard['examples']}"
+    ) in str(e.value)

@@ -78,8 +78,9 @@ def test_mixed_bfloat16_model_normalises_uint8_input_as_its_first_layer(image_ds
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:
         inputs = keras.Input((16, 16, 3), dtype="uint8")
-        x = keras.layers.Normalization(mean=MEAN_RGB, variance=[s * s for s in STDDEV_RGB],
-                                       dtype="float32")(inputs)
+        x = keras.layers.Normalization(mean=MEAN_RGB, variance=[s * s for s in STDDEV_RGB], dtype="float32")(
+            inputs
+        )
         conv = keras.layers.Conv2D(2, 3)
         model = keras.Model(inputs, [x, conv(x)])
         normalised, out = model(images)
@@ -159,8 +160,7 @@ def test_tabular_errors(table_ds):
 def test_user_preset_is_a_spec_plus_a_map_fn(table_ds):
     preset = Preset(
         name="ids_only",
-        spec={"row_id": tf.io.FixedLenFeature([], tf.int64),
-              "label": tf.io.FixedLenFeature([], tf.int64)},
+        spec={"row_id": tf.io.FixedLenFeature([], tf.int64), "label": tf.io.FixedLenFeature([], tf.int64)},
         map_fn=lambda f, training: (f["row_id"] * 2, tf.cast(f["label"], tf.int32)),
     )
     register_preset(preset)

@@ -48,7 +48,11 @@ _DEPRECATED = {"Skipped": ("SkipCounts", SkipCounts)}
 def __getattr__(name: str) -> Any:
     if name in _DEPRECATED:
         new, value = _DEPRECATED[name]
-        warnings.warn(f"tfpipe.pipeline.{name} is deprecated and will be removed in the next release; "
-                      f"use tfpipe.pipeline.{new}.", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"tfpipe.pipeline.{name} is deprecated and will be removed in the next release; "
+            f"use tfpipe.pipeline.{new}.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return value
     raise AttributeError(f"module 'tfpipe.pipeline' has no attribute {name!r}")

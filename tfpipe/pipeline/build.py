@@ -77,14 +77,19 @@ class Pipeline:
     def describe(self) -> str:
         """A few lines saying what this pipeline reads and what it decided."""
         src = self.source
-        what = (f"split {src.split!r} of {src.where} (manifest)" if src.manifest is not None
-                else f"{src.where} (no manifest)")
+        what = (
+            f"split {src.split!r} of {src.where} (manifest)"
+            if src.manifest is not None
+            else f"{src.where} (no manifest)"
+        )
         records = f"{self.examples} records" if self.examples is not None else "records: unknown count"
         mode = "training" if self.training else "eval, in source order"
         lines = [
             f"tfpipe pipeline: preset {self.preset.name!r}, {what}",
-            (f"  {len(self.files)} file(s), {records}, batch {self.batch_size} ({mode}), "
-             f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"),
+            (
+                f"  {len(self.files)} file(s), {records}, batch {self.batch_size} ({mode}), "
+                f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"
+            ),
         ]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
@@ -104,8 +109,9 @@ class Pipeline:
         """The tf.data.Options every dataset of this pipeline gets."""
         return make_options(self.config, self.shard_by, threadpool_size)
 
-    def dataset(self, upto: str | int | None = None, *, threadpool_size: int | None = None,
-                options: bool = True) -> Any:
+    def dataset(
+        self, upto: str | int | None = None, *, threadpool_size: int | None = None, options: bool = True
+    ) -> Any:
         """Applies `stages[:upto]` (a stage name: through that stage; a count; None: all),
         then the tf.data.Options (`threadpool_size` overrides private_threadpool_size)."""
         ds = None
@@ -150,7 +156,9 @@ def skipped(ds: Any) -> SkipCounts:
     return counter.read()
 
 
-def _split_kwargs(config: PipelineConfig | None, kwargs: dict[str, Any]) -> tuple[PipelineConfig, dict[str, Any]]:
+def _split_kwargs(
+    config: PipelineConfig | None, kwargs: dict[str, Any]
+) -> tuple[PipelineConfig, dict[str, Any]]:
     if config is not None and not isinstance(config, PipelineConfig):
         raise ConfigError(f"config must be a PipelineConfig. Received: {type(config).__name__}")
     names = PipelineConfig.field_names()
@@ -193,8 +201,11 @@ def _default_preset(src: sources.ResolvedData) -> str:
 
 
 def _check_keys(decoder: Decoder, src: sources.ResolvedData, preset_name: str) -> None:
-    how = ("checked against the manifest schema" if src.manifest is not None
-           else f"checked against the first record of {src.files[0]}")
+    how = (
+        "checked against the manifest schema"
+        if src.manifest is not None
+        else f"checked against the first record of {src.files[0]}"
+    )
     missing = [k for k in decoder.required if k not in src.keys]
     if missing:
         raise DataError(
@@ -229,9 +240,17 @@ def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData) -> int:
     return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
 
 
-def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, batch_size: int,
-         training: bool = True, input_context: Any = None, service: str | None = None,
-         config: PipelineConfig | None = None, **preset_options: Any) -> Pipeline:
+def plan(
+    data: str | Sequence[str],
+    *,
+    preset: str | PresetLike | None = None,
+    batch_size: int,
+    training: bool = True,
+    input_context: Any = None,
+    service: str | None = None,
+    config: PipelineConfig | None = None,
+    **preset_options: Any,
+) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
 
     Args: as for `build()`.
@@ -251,26 +270,55 @@ def plan(data: str | Sequence[str], *, preset: str | PresetLike | None = None, b
     n, i = _pipelines(input_context)
     share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, n)
-    _check_enough(share.examples, share.at_most, per_replica, training=training,
-                  drop=bool(cfg.drop_remainder), where=src.where, n=n, i=i)
+    _check_enough(
+        share.examples,
+        share.at_most,
+        per_replica,
+        training=training,
+        drop=bool(cfg.drop_remainder),
+        where=src.where,
+        n=n,
+        i=i,
+    )
     read_records, why_unknown = _known_length(share, cfg, service)
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
     cache = _resolve_cache(cfg, src, share.cache_bytes)
     counter = SkipCounter() if cfg.skip_corrupt else None
     stage_plan = StagePlan(
-        source=src, files=src.files, sizes=src.sizes, counts=src.counts, read_files=len(share.files),
-        read_records=read_records, decoder=decoder, config=cfg,
-        training=training, batch_size=per_replica, num_shards=n, shard_index=i,
-        shard_by=share.shard_by, cache=cache, shuffle_buffer=_shuffle_buffer(cfg, src),
-        service=service, counter=counter,
+        source=src,
+        files=src.files,
+        sizes=src.sizes,
+        counts=src.counts,
+        read_files=len(share.files),
+        read_records=read_records,
+        decoder=decoder,
+        config=cfg,
+        training=training,
+        batch_size=per_replica,
+        num_shards=n,
+        shard_index=i,
+        shard_by=share.shard_by,
+        cache=cache,
+        shuffle_buffer=_shuffle_buffer(cfg, src),
+        service=service,
+        counter=counter,
     )
     files = tuple(src.files[j] for j in share.files)
     return Pipeline(
-        stages=make_stages(stage_plan), training=training, batch_size=per_replica,
-        global_batch_size=batch_size, config=cfg, preset=preset_obj,
-        files=files if share.shard_by == "file" else tuple(src.files), shard_by=share.shard_by,
-        cache=cache, examples=share.examples, decoder=decoder, source=src, counter=counter,
+        stages=make_stages(stage_plan),
+        training=training,
+        batch_size=per_replica,
+        global_batch_size=batch_size,
+        config=cfg,
+        preset=preset_obj,
+        files=files if share.shard_by == "file" else tuple(src.files),
+        shard_by=share.shard_by,
+        cache=cache,
+        examples=share.examples,
+        decoder=decoder,
+        source=src,
+        counter=counter,
         notes=notes,
     )
 
@@ -299,10 +347,12 @@ def _sharding_notes(share: FileShare, n: int) -> tuple[str, ...]:
     if share.shard_by != "record":
         return ()
     files = len(share.files)
-    message = (f"{files} file(s) for {n} input pipelines: sharding by record instead "
-               f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
-               f"reads cost {n}x and file order is not shuffled. Write at least {n} shards "
-               "(tfpipe convert --num-shards) to shard by file.")
+    message = (
+        f"{files} file(s) for {n} input pipelines: sharding by record instead "
+        f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
+        f"reads cost {n}x and file order is not shuffled. Write at least {n} shards "
+        "(tfpipe convert --num-shards) to shard by file."
+    )
     _warn(message, ShardingWarning)
     return (message,)
 
@@ -319,12 +369,14 @@ def _known_length(share: FileShare, cfg: PipelineConfig, service: str | None) ->
     return share.read_records, ""
 
 
-def _bind(preset: str | PresetLike | None, src: sources.ResolvedData, training: bool,
-          options: dict[str, Any]) -> tuple[PresetLike, Decoder]:
+def _bind(
+    preset: str | PresetLike | None, src: sources.ResolvedData, training: bool, options: dict[str, Any]
+) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
-    ctx = PresetContext(manifest=src.manifest, schema=src.schema, keys=src.keys,
-                        training=training, where=src.where)
+    ctx = PresetContext(
+        manifest=src.manifest, schema=src.schema, keys=src.keys, training=training, where=src.where
+    )
     decoder = preset_obj.bind(ctx, options)
     _check_keys(decoder, src, preset_obj.name)
     for message in decoder.warnings:
@@ -342,8 +394,17 @@ def _warn(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
-def _check_enough(examples: int | None, most: int | None, batch: int, *, training: bool,
-                  drop: bool, where: str, n: int, i: int) -> None:
+def _check_enough(
+    examples: int | None,
+    most: int | None,
+    batch: int,
+    *,
+    training: bool,
+    drop: bool,
+    where: str,
+    n: int,
+    i: int,
+) -> None:
     """Refuses data with fewer records than one batch where that cannot work: no batch at all
     (eval with drop_remainder), or, in training, batches that repeat records and a batch
     buffer far beyond the data (a huge batch_size grows memory until the machine runs out)."""
@@ -352,8 +413,13 @@ def _check_enough(examples: int | None, most: int | None, batch: int, *, trainin
         if examples == 0 or ((training or drop) and examples < batch):
             raise DataError(
                 f"{whose} {examples} records from {where}, fewer than one batch of {batch}"
-                + (" with drop_remainder=True: it would yield no batches" if drop and not training
-                   else ": every batch would repeat records" if training else "")
+                + (
+                    " with drop_remainder=True: it would yield no batches"
+                    if drop and not training
+                    else ": every batch would repeat records"
+                    if training
+                    else ""
+                )
                 + ". Use a smaller batch_size or more data."
             )
     elif most is not None and (training or drop) and most < batch:
@@ -367,7 +433,9 @@ def _check_enough(examples: int | None, most: int | None, batch: int, *, trainin
 
 def _check_service(service: Any, cfg: PipelineConfig) -> None:
     if service is not None and (not isinstance(service, str) or "://" not in service):
-        raise ConfigError(f"service must be a dispatcher address like 'grpc://host:port'. Received: {service!r}")
+        raise ConfigError(
+            f"service must be a dispatcher address like 'grpc://host:port'. Received: {service!r}"
+        )
     if service is not None and cfg.skip_corrupt:
         raise ConfigError(
             "skip_corrupt=True counts in this process, but service= runs the pipeline on tf.data "
@@ -382,7 +450,7 @@ def _check_cache_dir(cache: str) -> None:
         return
     from tfpipe import storage
 
-    prefix = cache[len("disk:"):]
+    prefix = cache[len("disk:") :]
     if storage.is_gcs(prefix):
         try:
             storage.listdir(prefix.rsplit("/", 1)[0])
@@ -391,15 +459,25 @@ def _check_cache_dir(cache: str) -> None:
         return
     parent = os.path.dirname(prefix) or "."
     if not os.path.isdir(parent):
-        raise ConfigError(f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
-                          "writes files named <path>.index and <path>.data-*).")
+        raise ConfigError(
+            f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
+            "writes files named <path>.index and <path>.data-*)."
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable.")
 
 
-def build(data: str | Sequence[str], *, preset: str | PresetLike | None = None, batch_size: int,
-          training: bool = True, input_context: Any = None, service: str | None = None,
-          config: PipelineConfig | None = None, **preset_options: Any) -> Any:
+def build(
+    data: str | Sequence[str],
+    *,
+    preset: str | PresetLike | None = None,
+    batch_size: int,
+    training: bool = True,
+    input_context: Any = None,
+    service: str | None = None,
+    config: PipelineConfig | None = None,
+    **preset_options: Any,
+) -> Any:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
 
     Args:
@@ -435,13 +513,21 @@ def build(data: str | Sequence[str], *, preset: str | PresetLike | None = None, 
       >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=1024)
       >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
     """
-    return plan(data, preset=preset, batch_size=batch_size, training=training,
-                input_context=input_context, service=service, config=config,
-                **preset_options).dataset()
+    return plan(
+        data,
+        preset=preset,
+        batch_size=batch_size,
+        training=training,
+        input_context=input_context,
+        service=service,
+        config=config,
+        **preset_options,
+    ).dataset()
 
 
-def steps_per_epoch(data: str | Sequence[str], batch_size: int, *, split: str | None = None,
-                    drop_remainder: bool = True) -> int:
+def steps_per_epoch(
+    data: str | Sequence[str], batch_size: int, *, split: str | None = None, drop_remainder: bool = True
+) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
     `data` is a dataset directory, or a glob or list of all the shards of one of its splits.

@@ -141,14 +141,21 @@ class PipelineConfig:
         check_str("split", self.split, optional=True)
         check_int("seed", self.seed, None, optional=True)
         for name, low, high in (
-            ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER), ("cycle_length", 1, MAX_CYCLE_LENGTH),
-            ("block_length", 1, MAX_BLOCK_LENGTH), ("reader_buffer", 1, MAX_READER_BUFFER),
-            ("ram_budget", 0, None), ("private_threadpool_size", 0, MAX_THREADS),
-            ("max_intra_op_parallelism", 0, MAX_THREADS), ("cpu_budget", 0, None),
+            ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER),
+            ("cycle_length", 1, MAX_CYCLE_LENGTH),
+            ("block_length", 1, MAX_BLOCK_LENGTH),
+            ("reader_buffer", 1, MAX_READER_BUFFER),
+            ("ram_budget", 0, None),
+            ("private_threadpool_size", 0, MAX_THREADS),
+            ("max_intra_op_parallelism", 0, MAX_THREADS),
+            ("cpu_budget", 0, None),
         ):
             check_int(name, getattr(self, name), low, high)
-        for name, high in (("read_parallelism", MAX_THREADS), ("map_parallelism", MAX_THREADS),
-                           ("prefetch", MAX_PREFETCH)):
+        for name, high in (
+            ("read_parallelism", MAX_THREADS),
+            ("map_parallelism", MAX_THREADS),
+            ("prefetch", MAX_PREFETCH),
+        ):
             value = getattr(self, name)
             if value != AUTOTUNE:
                 check_int(name, value, 1, high, what=f"AUTOTUNE (-1) or an int in [1, {high}]")

@@ -77,6 +77,7 @@ class SkipCounter:
     def __init__(self) -> None:
         tf_ = tf()
         with tf_.init_scope(), tf_.device("/cpu:0"):
+
             def var(name: str) -> Any:
                 return tf_.Variable(0, dtype=tf_.int64, trainable=False, name=f"tfpipe_skipped_{name}")
 
@@ -114,9 +115,20 @@ SOURCE_SLICE = 1024
 _GOING, _DONE, _RETRY, _CORRUPT, _MISMATCH, _UNSTABLE = range(6)  # bad verdicts last
 
 
-def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: int,
-               verify: bool, counter: SkipCounter | None, source: Any,
-               group: int = VERIFY_GROUP, counts_known: bool = True, grouped: bool = False) -> Any:
+def read_shard(
+    path: Any,
+    size: Any,
+    count: Any,
+    *,
+    compression: str,
+    buffer: int,
+    verify: bool,
+    counter: SkipCounter | None,
+    source: Any,
+    group: int = VERIFY_GROUP,
+    counts_known: bool = True,
+    grouped: bool = False,
+) -> Any:
     """The interleave function: one shard's `(record, source)` pairs, checked to the end of the file.
 
     TFRecordDataset's errors do not name the file, and `ignore_errors()` (the only way to go on
@@ -157,8 +169,9 @@ def read_shard(path: Any, size: Any, count: Any, *, compression: str, buffer: in
     return checked if grouped else checked.unbatch()
 
 
-def _verified_groups(tf_: Any, path: Any, compression: str, buffer: int, group: int, judge: _Judge,
-                     source: Any) -> Any:
+def _verified_groups(
+    tf_: Any, path: Any, compression: str, buffer: int, group: int, judge: _Judge, source: Any
+) -> Any:
     """Up to READ_ATTEMPTS reads of a shard as groups `(records, sources)`, each record once,
     every read's end judged by `judge` (see `read_shard`)."""
 
@@ -173,33 +186,48 @@ def _verified_groups(tf_: Any, path: Any, compression: str, buffer: int, group: 
         pos_r, pos_b, yielded, last_stop, attempt = state
         records, is_end = element
         n = tf_.size(records, out_type=tf_.int64)
-        fresh = records[tf_.clip_by_value(yielded - pos_r, 0, n):]  # yielded by an earlier read
+        fresh = records[tf_.clip_by_value(yielded - pos_r, 0, n) :]  # yielded by an earlier read
         pos_b += tf_.reduce_sum(tf_.cast(tf_.strings.length(records), tf_.int64) + 16)
         pos_r += n
         code = judge.verdict(is_end, pos_r, pos_b, yielded, last_stop, attempt)
         retry = tf_.equal(code, _RETRY)
-        state = (tf_.where(retry, zero, pos_r), tf_.where(retry, zero, pos_b),
-                 tf_.maximum(yielded, pos_r), tf_.where(retry, pos_r, last_stop),
-                 attempt + tf_.cast(retry, tf_.int64))
+        state = (
+            tf_.where(retry, zero, pos_r),
+            tf_.where(retry, zero, pos_b),
+            tf_.maximum(yielded, pos_r),
+            tf_.where(retry, pos_r, last_stop),
+            attempt + tf_.cast(retry, tf_.int64),
+        )
         keep = tf_.logical_or(tf_.logical_not(is_end), retry)
         return state, (fresh, tf_.fill(tf_.shape(fresh), source), keep)
 
     start = (zero, zero, zero, tf_.constant(-1, tf_.int64), zero)
-    checked = (tf_.data.Dataset.range(READ_ATTEMPTS).flat_map(plain(one_read))
-               .scan(start, plain(step)).take_while(plain(lambda *e: e[-1])))
+    checked = (
+        tf_.data.Dataset.range(READ_ATTEMPTS)
+        .flat_map(plain(one_read))
+        .scan(start, plain(step))
+        .take_while(plain(lambda *e: e[-1]))
+    )
     return checked.map(plain(lambda records, sources, _: (records, sources)))
 
 
 class _Judge:
     """The end-of-read verdict of `read_shard` and what follows from it (graph code)."""
 
-    def __init__(self, tf_: Any, path: Any, size: Any, count: Any, compression: str,
-                 counter: SkipCounter | None, counts_known: bool) -> None:
+    def __init__(
+        self,
+        tf_: Any,
+        path: Any,
+        size: Any,
+        count: Any,
+        compression: str,
+        counter: SkipCounter | None,
+        counts_known: bool,
+    ) -> None:
         self.tf, self.path, self.size, self.count = tf_, path, size, count
         self.gzip, self.counter, self.counts_known = compression != "", counter, counts_known
 
-    def verdict(self, is_end: Any, pos_r: Any, pos_b: Any, yielded: Any, last_stop: Any,
-                attempt: Any) -> Any:
+    def verdict(self, is_end: Any, pos_r: Any, pos_b: Any, yielded: Any, last_stop: Any, attempt: Any) -> Any:
         """The step's code. Only a read that ends short takes the branch that probes the file
         and raises or counts, so a good group costs a comparison and one cond."""
         tf_ = self.tf
@@ -209,9 +237,11 @@ class _Judge:
 
         def judge() -> Any:
             again = tf_.logical_and(attempt > 0, tf_.equal(pos_r, last_stop))
-            code = tf_.where(self.ends_cleanly(pos_b), _MISMATCH,
-                             tf_.where(again, _CORRUPT,
-                                       tf_.where(attempt >= READ_ATTEMPTS - 1, _UNSTABLE, _RETRY)))
+            code = tf_.where(
+                self.ends_cleanly(pos_b),
+                _MISMATCH,
+                tf_.where(again, _CORRUPT, tf_.where(attempt >= READ_ATTEMPTS - 1, _UNSTABLE, _RETRY)),
+            )
             with tf_.control_dependencies(self._raise_or_count(code, pos_r, pos_b, yielded, last_stop)):
                 return tf_.identity(code)
 
@@ -225,56 +255,94 @@ class _Judge:
         if self.gzip:
             # gzip's trailer holds the uncompressed length mod 2**32 (RFC 1952).
             data = tf_.io.read_file(self.path)
-            tail = tf_.cast(tf_.io.decode_raw(tf_.strings.substr(
-                data, tf_.maximum(tf_.strings.length(data) - 4, 0), 4), tf_.uint8), tf_.int64)
-            isize = tf_.reduce_sum(tail * tf_.constant([1, 1 << 8, 1 << 16, 1 << 24], tf_.int64)[: tf_.size(tail)])
+            tail = tf_.cast(
+                tf_.io.decode_raw(
+                    tf_.strings.substr(data, tf_.maximum(tf_.strings.length(data) - 4, 0), 4), tf_.uint8
+                ),
+                tf_.int64,
+            )
+            isize = tf_.reduce_sum(
+                tail * tf_.constant([1, 1 << 8, 1 << 16, 1 << 24], tf_.int64)[: tf_.size(tail)]
+            )
             return tf_.logical_and(tf_.strings.length(data) >= 18, tf_.equal(pos_b % (1 << 32), isize))
         rest = tf_.data.FixedLengthRecordDataset(self.path, 1, header_bytes=pos_b, buffer_size=64)
         return tf_.equal(rest.take(1).reduce(tf_.constant(0, tf_.int64), plain(lambda n, _: n + 1)), 0)
 
     def _raise_or_count(self, code: Any, pos_r: Any, pos_b: Any, yielded: Any, last_stop: Any) -> list[Any]:
         tf_, path = self.tf, self.path
-        unstable = _format(tf_, (
-            "Reading TFRecord shard {} failed at a different place on each of "
-            f"{READ_ATTEMPTS} reads (records {{}} then {{}}): a network or storage error, not "
-            "corruption, that outlasted TensorFlow's own retries each time. Nothing was skipped "
-            "or counted. Retry later, or raise GCS_RETRY_CONFIG_MAX_RETRIES."), path, last_stop, pos_r)
-        out = [tf_.debugging.Assert(tf_.not_equal(code, _MISMATCH), [self._mismatch(pos_r, pos_b)]),
-               tf_.debugging.Assert(tf_.not_equal(code, _UNSTABLE), [unstable])]
+        unstable = _format(
+            tf_,
+            (
+                "Reading TFRecord shard {} failed at a different place on each of "
+                f"{READ_ATTEMPTS} reads (records {{}} then {{}}): a network or storage error, not "
+                "corruption, that outlasted TensorFlow's own retries each time. Nothing was skipped "
+                "or counted. Retry later, or raise GCS_RETRY_CONFIG_MAX_RETRIES."
+            ),
+            path,
+            last_stop,
+            pos_r,
+        )
+        out = [
+            tf_.debugging.Assert(tf_.not_equal(code, _MISMATCH), [self._mismatch(pos_r, pos_b)]),
+            tf_.debugging.Assert(tf_.not_equal(code, _UNSTABLE), [unstable]),
+        ]
         bad = tf_.equal(code, _CORRUPT)
         if self.counter is None:
-            read = (("read {} of {} records", pos_r, self.count) if self.counts_known
-                    else ("read {} records ({} of {} bytes)", pos_r, pos_b, self.size))
-            corrupt = _format(tf_, (
-                "Corrupt TFRecord shard {}: " + read[0] + ", then hit bad data (CRC mismatch or "
-                "truncation) at the same record on a re-read. Re-convert the shard, or pass "
-                "skip_corrupt=True to skip the rest of it and count the loss."), path, *read[1:])
+            read = (
+                ("read {} of {} records", pos_r, self.count)
+                if self.counts_known
+                else ("read {} records ({} of {} bytes)", pos_r, pos_b, self.size)
+            )
+            corrupt = _format(
+                tf_,
+                (
+                    "Corrupt TFRecord shard {}: " + read[0] + ", then hit bad data (CRC mismatch or "
+                    "truncation) at the same record on a re-read. Re-convert the shard, or pass "
+                    "skip_corrupt=True to skip the rest of it and count the loss."
+                ),
+                path,
+                *read[1:],
+            )
             out.append(tf_.debugging.Assert(tf_.logical_not(bad), [corrupt]))
             return out
         flag, zero = tf_.cast(bad, tf_.int64), tf_.constant(0, tf_.int64)
         lost_bytes = zero if self.gzip else tf_.where(self.count < 0, tf_.maximum(self.size - pos_b, 0), zero)
-        out.append(tf_.group(
-            self.counter.corrupt_shards.assign_add(flag),
-            self.counter.records_lost.assign_add(flag * tf_.maximum(self.count - yielded, 0)),
-            self.counter.bytes_lost.assign_add(flag * lost_bytes),
-        ))
+        out.append(
+            tf_.group(
+                self.counter.corrupt_shards.assign_add(flag),
+                self.counter.records_lost.assign_add(flag * tf_.maximum(self.count - yielded, 0)),
+                self.counter.bytes_lost.assign_add(flag * lost_bytes),
+            )
+        )
         return out
 
     def _mismatch(self, pos_r: Any, pos_b: Any) -> Any:
         tf_, path = self.tf, self.path
         if not self.counts_known:
-            return _format(tf_, ("TFRecord shard {} ends cleanly at {} bytes, but held {} bytes when "
-                                 "build() listed it: it changed while being read."), path, pos_b, self.size)
+            return _format(
+                tf_,
+                (
+                    "TFRecord shard {} ends cleanly at {} bytes, but held {} bytes when "
+                    "build() listed it: it changed while being read."
+                ),
+                path,
+                pos_b,
+                self.size,
+            )
         if self.gzip:
             found, args = "holds {} records, where the manifest says {}", (pos_r, self.count)
         else:
             found = "holds {} records in {} bytes, where the manifest says {} records in {} bytes"
             args = (pos_r, pos_b, self.count, self.size)
-        return _format(tf_, "TFRecord shard {} reads cleanly to its end but " + found + _NOT_LISTED, path, *args)
+        return _format(
+            tf_, "TFRecord shard {} reads cleanly to its end but " + found + _NOT_LISTED, path, *args
+        )
 
 
-_NOT_LISTED = (": it is not the file the manifest lists (replaced, or the manifest is wrong). "
-               "Re-convert, or check with `tfpipe inspect --verify`.")
+_NOT_LISTED = (
+    ": it is not the file the manifest lists (replaced, or the manifest is wrong). "
+    "Re-convert, or check with `tfpipe inspect --verify`."
+)
 
 
 def _format(tf_: Any, template: str, *args: Any) -> Any:
@@ -313,9 +381,15 @@ def checked(features: Any, source: Any, dec: Decoder, counter: SkipCounter | Non
     if counter is None:
         where = source if dec.needs_source else "(unknown shard)"
         extra = dec.describe(features) if dec.describe is not None else []
-        dep = tf_.debugging.Assert(dec.check(features), [
-            BAD_IMAGE, where, *extra,
-            "- re-convert the data, or pass skip_corrupt=True to skip and count such records."])
+        dep = tf_.debugging.Assert(
+            dec.check(features),
+            [
+                BAD_IMAGE,
+                where,
+                *extra,
+                "- re-convert the data, or pass skip_corrupt=True to skip and count such records.",
+            ],
+        )
     else:
         dep = counter.decode_attempts.assign_add(1)
     with tf_.control_dependencies([dep]):  # the check must pass before decode starts

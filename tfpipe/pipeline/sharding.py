@@ -56,8 +56,9 @@ class FileShare:
     cache_bytes: int | None
 
 
-def share_files(sizes: Sequence[int], counts: Sequence[int], pipelines: int, index: int, *,
-                compressed: bool) -> FileShare:
+def share_files(
+    sizes: Sequence[int], counts: Sequence[int], pipelines: int, index: int, *, compressed: bool
+) -> FileShare:
     """How input pipeline `index` of `pipelines` shares files of these sizes and record counts
     (UNKNOWN: not known): by file when there are at least as many files as pipelines, else by
     record. A pure function of its arguments."""
@@ -67,7 +68,10 @@ def share_files(sizes: Sequence[int], counts: Sequence[int], pipelines: int, ind
     sizes_known = UNKNOWN not in mine_sizes
     read_records = sum(mine_counts) if UNKNOWN not in mine_counts else None
     examples = None if read_records is None else share(read_records, shard_by, pipelines, index)
-    at_most = (share(sum(mine_sizes) // RECORD_FRAMING, shard_by, pipelines, index)
-               if sizes_known and not compressed else None)
+    at_most = (
+        share(sum(mine_sizes) // RECORD_FRAMING, shard_by, pipelines, index)
+        if sizes_known and not compressed
+        else None
+    )
     cache_bytes = sum(mine_sizes) // (pipelines if shard_by == "record" else 1) if sizes_known else None
     return FileShare(shard_by, tuple(idx), examples, at_most, read_records, cache_bytes)

@@ -75,7 +75,7 @@ class ResolvedData:
 
 
 def default_split(manifest: Manifest, training: bool) -> str:
-    """"train" for training; "validation", "test" or the only split for eval."""
+    """ "train" for training; "validation", "test" or the only split for eval."""
     names = list(manifest.splits)
     wanted = ("train",) if training else ("validation", "test")
     for name in wanted:
@@ -149,17 +149,24 @@ def _storage_errors(where: str) -> Iterator[None]:
 
 def _no_dataset_message(data: str, path: str) -> str:
     if not _is_dir(path):
-        return (f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord "
-                f"files. Received: {data!r}, which does not exist.")
+        return (
+            f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord "
+            f"files. Received: {data!r}, which does not exist."
+        )
     names = storage.listdir(path)
     if any(n.startswith(storage.HIDDEN_PREFIX) and ".tmp-" in n for n in names) or any(
-            SHARD_NAME.match(n) for n in names):
-        return (f"{data!r} has no {MANIFEST_NAME} but holds shards: a `tfpipe convert` into it did "
-                "not finish (the manifest is written last, and a partial dataset is never read). "
-                "Finish it with `tfpipe convert SRC DEST --resume` (resume=True).")
-    return (f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord files. "
-            f"Received: {data!r}, which has no {MANIFEST_NAME}. Convert with `tfpipe convert`, or "
-            "pass the TFRecord files another tool wrote (a list, or a glob matching every shard).")
+        SHARD_NAME.match(n) for n in names
+    ):
+        return (
+            f"{data!r} has no {MANIFEST_NAME} but holds shards: a `tfpipe convert` into it did "
+            "not finish (the manifest is written last, and a partial dataset is never read). "
+            "Finish it with `tfpipe convert SRC DEST --resume` (resume=True)."
+        )
+    return (
+        f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord files. "
+        f"Received: {data!r}, which has no {MANIFEST_NAME}. Convert with `tfpipe convert`, or "
+        "pass the TFRecord files another tool wrote (a list, or a glob matching every shard)."
+    )
 
 
 def _is_file(path: str) -> bool:
@@ -243,11 +250,15 @@ def _manifest_of(files: list[str], where: str) -> Manifest | None:
     return Manifest.load(parents[0])
 
 
-def _listed_in_manifest(files: list[str], manifest: Manifest, *, where: str, split: str | None,
-                        training: bool) -> ResolvedData:
+def _listed_in_manifest(
+    files: list[str], manifest: Manifest, *, where: str, split: str | None, training: bool
+) -> ResolvedData:
     mpath = storage.join(manifest.root, MANIFEST_NAME)
-    index = {_norm(storage.join(manifest.root, s.name)): (name, i)
-             for name, info in manifest.splits.items() for i, s in enumerate(info.shards)}
+    index = {
+        _norm(storage.join(manifest.root, s.name)): (name, i)
+        for name, info in manifest.splits.items()
+        for i, s in enumerate(info.shards)
+    }
     unlisted = [f for f in files if _norm(f) not in index]
     if unlisted:
         raise DataError(
@@ -257,8 +268,10 @@ def _listed_in_manifest(files: list[str], manifest: Manifest, *, where: str, spl
         )
     splits = list(dict.fromkeys(index[_norm(f)][0] for f in files))
     if len(splits) > 1:
-        raise DataError(f"{where} mixes shards of splits {splits} of {mpath}: pass one split's "
-                        "shards, or the directory with split=...")
+        raise DataError(
+            f"{where} mixes shards of splits {splits} of {mpath}: pass one split's "
+            "shards, or the directory with split=..."
+        )
     name = splits[0]
     if split is not None and split != name:
         raise DataError(f"split={split!r}, but {where} holds shards of split {name!r} of {mpath}.")
@@ -294,8 +307,10 @@ def check_complete_sets(files: list[str], where: str) -> None:
         pattern = f"{stem}-{'N' * len(total)}-of-{total}{ext}"
         beyond = sorted(i for i in indices if i >= int(total))
         if beyond:
-            raise DataError(f"{where}: shard indices {_few(beyond)} of {pattern} in {parent} are out "
-                            f"of range: the names say {int(total)} shards (0..{int(total) - 1}).")
+            raise DataError(
+                f"{where}: shard indices {_few(beyond)} of {pattern} in {parent} are out "
+                f"of range: the names say {int(total)} shards (0..{int(total) - 1})."
+            )
         missing = sorted(set(range(int(total))) - indices)
         if missing:
             raise DataError(
@@ -305,7 +320,9 @@ def check_complete_sets(files: list[str], where: str) -> None:
             )
 
 
-def check_files(files: Sequence[str], what: str, expected_sizes: Sequence[int] | None = None) -> list[int] | None:
+def check_files(
+    files: Sequence[str], what: str, expected_sizes: Sequence[int] | None = None
+) -> list[int] | None:
     """Checks that `files` exist; local ones must be regular files (a FIFO or a device would
     block the reader) of the expected size. Returns local sizes (None for gs:// files)."""
     if any(storage.is_gcs(f) for f in files):
@@ -319,20 +336,32 @@ def check_files(files: Sequence[str], what: str, expected_sizes: Sequence[int] |
             missing.append(f)
             continue
         if not stat.S_ISREG(st.st_mode):
-            kind = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket",
-                    stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}
-            raise DataError(f"{f} ({what}) is {kind.get(stat.S_IFMT(st.st_mode), 'not a regular file')}: "
-                            "expected a regular TFRecord file.")
+            kind = {
+                stat.S_IFDIR: "a directory",
+                stat.S_IFIFO: "a FIFO",
+                stat.S_IFSOCK: "a socket",
+                stat.S_IFCHR: "a character device",
+                stat.S_IFBLK: "a block device",
+            }
+            raise DataError(
+                f"{f} ({what}) is {kind.get(stat.S_IFMT(st.st_mode), 'not a regular file')}: "
+                "expected a regular TFRecord file."
+            )
         sizes.append(st.st_size)
         if expected_sizes is not None and st.st_size != expected_sizes[i]:
             wrong.append(f"{f} holds {st.st_size} bytes where the manifest says {expected_sizes[i]}")
     if missing:
-        raise DataError(f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
-                        + (" ..." if len(missing) > 5 else ""))
+        raise DataError(
+            f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
+            + (" ..." if len(missing) > 5 else "")
+        )
     if wrong:
-        raise DataError(f"{len(wrong)} shard file(s) {what} are not the files it describes: "
-                        + "; ".join(wrong[:3]) + (" ..." if len(wrong) > 3 else "")
-                        + ". Re-convert, or check with `tfpipe inspect --verify`.")
+        raise DataError(
+            f"{len(wrong)} shard file(s) {what} are not the files it describes: "
+            + "; ".join(wrong[:3])
+            + (" ..." if len(wrong) > 3 else "")
+            + ". Re-convert, or check with `tfpipe inspect --verify`."
+        )
     return sizes
 
 
@@ -429,8 +458,14 @@ def _infer_schema(record: bytes, path: str) -> Schema:
         raise DataError(f"{path}: record 0 is a tf.train.Example with no features")
     # A `<col>/missing` int64 beside `<col>` is a tfpipe null mask: fold it into the field.
     names = {f.name for f in fields}
-    masked = {f.name[: -len(MISSING_SUFFIX)] for f in fields
-              if f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in names}
-    fields = [dataclasses.replace(f, has_mask=f.name in masked) for f in fields
-              if not (f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in masked)]
+    masked = {
+        f.name[: -len(MISSING_SUFFIX)]
+        for f in fields
+        if f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in names
+    }
+    fields = [
+        dataclasses.replace(f, has_mask=f.name in masked)
+        for f in fields
+        if not (f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in masked)
+    ]
     return Schema(tuple(fields))

@@ -35,8 +35,20 @@ if TYPE_CHECKING:
     from tfpipe.pipeline.sources import ResolvedData
     from tfpipe.presets import Decoder
 
-StageName = Literal["list_files", "shard", "interleave", "cache", "shuffle", "repeat",
-                    "batch", "parse", "decode", "map", "service", "prefetch"]
+StageName = Literal[
+    "list_files",
+    "shard",
+    "interleave",
+    "cache",
+    "shuffle",
+    "repeat",
+    "batch",
+    "parse",
+    "decode",
+    "map",
+    "service",
+    "prefetch",
+]
 Group = Literal["read", "parse", "decode", "batch", "final"]
 StageFn = Callable[[Any], Any]
 
@@ -61,19 +73,19 @@ class StagePlan:
     """Everything the stage factories read, decided by `plan()`."""
 
     source: ResolvedData
-    files: tuple[str, ...]          # all files; the "shard" stage picks this pipeline's
+    files: tuple[str, ...]  # all files; the "shard" stage picks this pipeline's
     sizes: tuple[int, ...]
     counts: tuple[int, ...]
-    read_files: int                 # files this pipeline reads after sharding
-    read_records: int | None        # records the interleave yields, when known for sure
+    read_files: int  # files this pipeline reads after sharding
+    read_records: int | None  # records the interleave yields, when known for sure
     decoder: Decoder
-    config: PipelineConfig          # with deterministic and drop_remainder resolved
+    config: PipelineConfig  # with deterministic and drop_remainder resolved
     training: bool
-    batch_size: int                 # per pipeline
-    num_shards: int                 # input pipelines
+    batch_size: int  # per pipeline
+    num_shards: int  # input pipelines
     shard_index: int
     shard_by: ShardBy
-    cache: str                      # resolved: "none", "memory" or "disk:<path>"
+    cache: str  # resolved: "none", "memory" or "disk:<path>"
     shuffle_buffer: int
     service: str | None
     counter: corrupt.SkipCounter | None
@@ -90,7 +102,9 @@ class StagePlan:
     @property
     def verify(self) -> bool:
         """Check each shard was read to its end: needs a manifest count or an uncompressed size."""
-        return self.config.verify_shards and (self.source.manifest is not None or self.source.compression == "")
+        return self.config.verify_shards and (
+            self.source.manifest is not None or self.source.compression == ""
+        )
 
     @property
     def parse_in_decode(self) -> bool:
@@ -119,8 +133,11 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     interleave = Stage("interleave", interleave_stage(p), "read")
     # With record sharding "shard" splits the records the interleave yields, not the files.
     read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
-    read += [Stage("cache", cache_stage(p), "read"), Stage("shuffle", shuffle_stage(p), "read"),
-             Stage("repeat", repeat_stage(p), "read")]
+    read += [
+        Stage("cache", cache_stage(p), "read"),
+        Stage("shuffle", shuffle_stage(p), "read"),
+        Stage("repeat", repeat_stage(p), "read"),
+    ]
     parse = Stage("parse", parse_stage(p), "parse")
     decode = Stage("decode", decode_stage(p), "decode")
     batch = Stage("batch", batch_stage(p), "batch")
@@ -134,16 +151,19 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
 
 def list_files_stage(p: StagePlan) -> StageFn:
     """Every file with its size and record count (the first stage: its input is ignored)."""
+
     def list_files(_: Any) -> Any:
         tf_ = tf()
         return tf_.data.Dataset.from_tensor_slices(
-            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64)))
+            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64))
+        )
 
     return list_files
 
 
 def shard_stage(p: StagePlan) -> StageFn:
     """This input pipeline's files (file sharding) or records (record sharding)."""
+
     def shard(ds: Any) -> Any:
         return ds if p.shard_by == "none" else ds.shard(p.num_shards, p.shard_index)
 
@@ -161,9 +181,18 @@ def interleave_stage(p: StagePlan) -> StageFn:
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
-            path, size, count, compression=src.compression, buffer=buffer, verify=p.verify,
-            counter=p.counter, source=path if p.decoder.needs_source else "", group=group,
-            counts_known=src.manifest is not None, grouped=grouped)
+            path,
+            size,
+            count,
+            compression=src.compression,
+            buffer=buffer,
+            verify=p.verify,
+            counter=p.counter,
+            source=path if p.decoder.needs_source else "",
+            group=group,
+            counts_known=src.manifest is not None,
+            grouped=grouped,
+        )
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
@@ -172,17 +201,25 @@ def interleave_stage(p: StagePlan) -> StageFn:
             # file at a time still reads in the background and opens the next two files
             # ahead (tf.data prefetches 2 * cycle_length inputs); the elements are groups of
             # records, so each open file reads ahead 3 groups (2 * block_length + 1).
-            ds = ds.interleave(plain(lambda *f: read(*f, grouped=True)), cycle_length=1,
-                               block_length=1, num_parallel_calls=tf_.data.AUTOTUNE,
-                               deterministic=True).unbatch()
+            ds = ds.interleave(
+                plain(lambda *f: read(*f, grouped=True)),
+                cycle_length=1,
+                block_length=1,
+                num_parallel_calls=tf_.data.AUTOTUNE,
+                deterministic=True,
+            ).unbatch()
         else:
             if not p.ordered_read and p.read_files > 1:
                 ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
             # tf.data refuses more parallel calls than files in the cycle.
             calls = cfg.read_parallelism if cfg.read_parallelism < 0 else min(cfg.read_parallelism, p.cycle)
-            ds = ds.interleave(plain(lambda *f: read(*f, grouped=False)), cycle_length=p.cycle,
-                               block_length=cfg.block_length, num_parallel_calls=calls,
-                               deterministic=p.deterministic or p.ordered_read)
+            ds = ds.interleave(
+                plain(lambda *f: read(*f, grouped=False)),
+                cycle_length=p.cycle,
+                block_length=cfg.block_length,
+                num_parallel_calls=calls,
+                deterministic=p.deterministic or p.ordered_read,
+            )
         if p.read_records is not None:
             # Keras then knows the steps of an epoch (no "ran out of data", a progress total).
             ds = ds.apply(tf_.data.experimental.assert_cardinality(p.read_records))
@@ -193,10 +230,11 @@ def interleave_stage(p: StagePlan) -> StageFn:
 
 def cache_stage(p: StagePlan) -> StageFn:
     """The serialized records in memory or on disk, before shuffle and augmentation."""
+
     def cache(ds: Any) -> Any:
         if p.cache == "none":
             return ds
-        return ds.cache(p.cache[len("disk:"):] if p.cache.startswith("disk:") else "")
+        return ds.cache(p.cache[len("disk:") :] if p.cache.startswith("disk:") else "")
 
     return cache
 
@@ -220,12 +258,17 @@ def repeat_stage(p: StagePlan) -> StageFn:
 def batch_stage(p: StagePlan) -> StageFn:
     """Batches; after a per-record decode map a plain batch, which tf.data fuses with that map
     (map_and_batch_fusion: each image is written straight into its batch, no stage between)."""
+
     def batch(ds: Any) -> Any:
         drop = bool(p.config.drop_remainder)
         if p.parse_in_decode:
             return ds.batch(p.batch_size, drop_remainder=drop)
-        return ds.batch(p.batch_size, drop_remainder=drop, num_parallel_calls=p.config.map_parallelism,
-                        deterministic=p.deterministic)
+        return ds.batch(
+            p.batch_size,
+            drop_remainder=drop,
+            num_parallel_calls=p.config.map_parallelism,
+            deterministic=p.deterministic,
+        )
 
     return batch
 
@@ -240,8 +283,11 @@ def parse_stage(p: StagePlan) -> StageFn:
         if p.parse_in_decode:
             return ds
         parse_fn = tf_.io.parse_example if dec.batched else tf_.io.parse_single_example
-        return ds.map(plain(lambda records, source: (parse_fn(records, dec.spec), source)),
-                      num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+        return ds.map(
+            plain(lambda records, source: (parse_fn(records, dec.spec), source)),
+            num_parallel_calls=p.config.map_parallelism,
+            deterministic=p.deterministic,
+        )
 
     return parse
 
@@ -270,11 +316,15 @@ def decode_stage(p: StagePlan) -> StageFn:
             # a record does not depend on which thread runs it, so seed + deterministic repeats.
             seeds = tf_.data.Dataset.random(seed=cfg.seed).batch(2)
             ds = tf_.data.Dataset.zip((ds, seeds))
-            ds = ds.map(plain(lambda element, seed: run(*element, seed)), num_parallel_calls=par,
-                        deterministic=det)
+            ds = ds.map(
+                plain(lambda element, seed: run(*element, seed)), num_parallel_calls=par, deterministic=det
+            )
         else:
-            ds = ds.map(plain(lambda features, source: run(features, source, None)),
-                        num_parallel_calls=par, deterministic=det)
+            ds = ds.map(
+                plain(lambda features, source: run(features, source, None)),
+                num_parallel_calls=par,
+                deterministic=det,
+            )
         if counting:
             ds = ds.ignore_errors()  # the backstop for images that pass the check yet fail decode
         return ds
@@ -289,8 +339,9 @@ def map_stage(p: StagePlan) -> StageFn:
     def final_map(ds: Any) -> Any:
         if finalize is None:
             return ds
-        return ds.map(plain(finalize), num_parallel_calls=p.config.map_parallelism,
-                      deterministic=p.deterministic)
+        return ds.map(
+            plain(finalize), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic
+        )
 
     return final_map
 
@@ -301,10 +352,15 @@ def service_stage(p: StagePlan) -> StageFn:
 
         # Options applied after this stage never reach the workers: hand them over here.
         cfg = p.config
-        return tf_service.distribute(ds, p.service, processing_mode=cfg.processing_mode,
-                                     job_name=cfg.job_name, options=make_options(cfg, p.shard_by),
-                                     connect_timeout=cfg.service_connect_timeout,
-                                     peer_timeout=cfg.service_peer_timeout)
+        return tf_service.distribute(
+            ds,
+            p.service,
+            processing_mode=cfg.processing_mode,
+            job_name=cfg.job_name,
+            options=make_options(cfg, p.shard_by),
+            connect_timeout=cfg.service_connect_timeout,
+            peer_timeout=cfg.service_peer_timeout,
+        )
 
     return service
 

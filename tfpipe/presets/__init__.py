@@ -133,9 +133,7 @@ class Preset:
 
     def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
         if options:
-            raise ConfigError(
-                f"Preset {self.name!r} takes no options. Received: {sorted(options)}"
-            )
+            raise ConfigError(f"Preset {self.name!r} takes no options. Received: {sorted(options)}")
         spec = dict(self.spec(ctx) if callable(self.spec) else self.spec)
         map_fn, training = self.map_fn, ctx.training
         return Decoder(

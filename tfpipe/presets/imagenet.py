@@ -117,17 +117,37 @@ class ImagenetOptions:
         fix("mean", check_numbers("mean", self.mean, 3, "3 per-channel values"))
         fix("std", check_numbers("std", self.std, 3, "3 per-channel values > 0", lambda v: min(v) > 0))
         check_int("label_offset", self.label_offset, None, optional=True)
-        fix("crop_fraction", check_number("crop_fraction", self.crop_fraction, "a number in (0, 1]",
-                                          lambda v: 0 < v <= 1))
-        fix("area_range", check_numbers("area_range", self.area_range, 2,
-                                        "a pair (low, high) with 0 < low <= high <= 1",
-                                        lambda v: 0 < v[0] <= v[1] <= 1))
-        fix("aspect_ratio_range", check_numbers("aspect_ratio_range", self.aspect_ratio_range, 2,
-                                                "a pair (low, high) with 0 < low <= high",
-                                                lambda v: 0 < v[0] <= v[1]))
+        fix(
+            "crop_fraction",
+            check_number("crop_fraction", self.crop_fraction, "a number in (0, 1]", lambda v: 0 < v <= 1),
+        )
+        fix(
+            "area_range",
+            check_numbers(
+                "area_range",
+                self.area_range,
+                2,
+                "a pair (low, high) with 0 < low <= high <= 1",
+                lambda v: 0 < v[0] <= v[1] <= 1,
+            ),
+        )
+        fix(
+            "aspect_ratio_range",
+            check_numbers(
+                "aspect_ratio_range",
+                self.aspect_ratio_range,
+                2,
+                "a pair (low, high) with 0 < low <= high",
+                lambda v: 0 < v[0] <= v[1],
+            ),
+        )
         check_int("max_attempts", self.max_attempts, 1, MAX_CROP_ATTEMPTS)
-        fix("min_object_covered", check_number("min_object_covered", self.min_object_covered,
-                                               "a number in [0, 1]", lambda v: 0 <= v <= 1))
+        fix(
+            "min_object_covered",
+            check_number(
+                "min_object_covered", self.min_object_covered, "a number in [0, 1]", lambda v: 0 <= v <= 1
+            ),
+        )
         check_bool("flip", self.flip)
         check_str("image_key", self.image_key)
         check_str("label_key", self.label_key)
@@ -135,7 +155,6 @@ class ImagenetOptions:
     @property
     def normalized(self) -> bool:
         return self.dtype != "uint8" if self.normalize is None else self.normalize
-
 
 
 def _jpeg_complete(encoded: Any) -> Any:
@@ -236,8 +255,10 @@ def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
     size = opts.image_size
     inv_std = 1.0 / tf_.constant(opts.std, tf_.float32)
     shift = -tf_.constant(opts.mean, tf_.float32) * inv_std
-    return (tf_.reshape(tf_.tile(inv_std, [size]), [1, size, 3]),
-            tf_.reshape(tf_.tile(shift, [size]), [1, size, 3]))
+    return (
+        tf_.reshape(tf_.tile(inv_std, [size]), [1, size, 3]),
+        tf_.reshape(tf_.tile(shift, [size]), [1, size, 3]),
+    )
 
 
 def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, str, bool]:
@@ -249,21 +270,41 @@ def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, st
     """
     key = opts.label_key
     if opts.label_offset is not None:
-        return opts.label_offset, f"label_offset={opts.label_offset} (given) is subtracted from {key!r}", False
+        return (
+            opts.label_offset,
+            f"label_offset={opts.label_offset} (given) is subtracted from {key!r}",
+            False,
+        )
     if ctx.manifest is not None:
         if key == (ctx.manifest.schema.label or IMAGENET_TO_GCS_LABEL_KEY):
             offset = ctx.manifest.label_offset
             return offset, f"label_offset={offset} from the manifest is subtracted from {key!r}", False
-        return 0, (f"labels in {key!r} are read as stored (label_offset=0): the manifest's offset "
-                   f"describes {ctx.manifest.schema.label!r}"), False
+        return (
+            0,
+            (
+                f"labels in {key!r} are read as stored (label_offset=0): the manifest's offset "
+                f"describes {ctx.manifest.schema.label!r}"
+            ),
+            False,
+        )
     if key == IMAGENET_TO_GCS_LABEL_KEY:
-        return FOREIGN_LABEL_OFFSET, (
-            f"the records at {ctx.where} have no tfpipe manifest: labels in {key!r} are taken as "
-            f"the imagenet_to_gcs layout's 1-based labels and shifted by label_offset="
-            f"{FOREIGN_LABEL_OFFSET} (1..N -> 0..N-1). Pass label_offset=0 if they are 0-based."
-        ), True
-    return 0, (f"labels in {key!r} are read as stored (label_offset=0): the imagenet_to_gcs "
-               f"offset {FOREIGN_LABEL_OFFSET} applies only to {IMAGENET_TO_GCS_LABEL_KEY!r}"), False
+        return (
+            FOREIGN_LABEL_OFFSET,
+            (
+                f"the records at {ctx.where} have no tfpipe manifest: labels in {key!r} are taken as "
+                f"the imagenet_to_gcs layout's 1-based labels and shifted by label_offset="
+                f"{FOREIGN_LABEL_OFFSET} (1..N -> 0..N-1). Pass label_offset=0 if they are 0-based."
+            ),
+            True,
+        )
+    return (
+        0,
+        (
+            f"labels in {key!r} are read as stored (label_offset=0): the imagenet_to_gcs "
+            f"offset {FOREIGN_LABEL_OFFSET} applies only to {IMAGENET_TO_GCS_LABEL_KEY!r}"
+        ),
+        False,
+    )
 
 
 def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
@@ -271,9 +312,11 @@ def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
 
     def guard(images: Any, labels: Any) -> Any:
         ok = tf_.reduce_all(labels >= 0)
-        message = (f"Labels below 0 after subtracting label_offset={offset} from {key!r} in the "
-                   f"records at {where}: expected stored labels >= {offset}. Pass the label_offset "
-                   "the records use (label_offset=...). Smallest label after the offset:")
+        message = (
+            f"Labels below 0 after subtracting label_offset={offset} from {key!r} in the "
+            f"records at {where}: expected stored labels >= {offset}. Pass the label_offset "
+            "the records use (label_offset=...). Smallest label after the offset:"
+        )
         check = tf_.debugging.Assert(ok, [message, tf_.reduce_min(labels)])
         with tf_.control_dependencies([check]):
             return images, tf_.identity(labels)

@@ -41,8 +41,11 @@ class TabularOptions:
     def __post_init__(self) -> None:
         check_str("label", self.label, optional=True)
         if self.features is not None:
-            if (isinstance(self.features, (str, bytes)) or not isinstance(self.features, (list, tuple))
-                    or not all(isinstance(c, str) and c for c in self.features)):
+            if (
+                isinstance(self.features, (str, bytes))
+                or not isinstance(self.features, (list, tuple))
+                or not all(isinstance(c, str) and c for c in self.features)
+            ):
                 raise field_error(ConfigError, "features", "a list of column names", self.features)
             object.__setattr__(self, "features", tuple(self.features))
         check_str("mask_suffix", self.mask_suffix)
@@ -101,8 +104,10 @@ class TabularPreset:
 def _to_int32(tf_: Any, labels: Any, column: str, where: str) -> Any:
     """int64 labels as int32, refusing values a cast would wrap around."""
     fits = tf_.reduce_all((labels >= -(2**31)) & (labels < 2**31))
-    message = (f"Label column {column!r} at {where} holds values outside int32, which "
-               "int_labels=True would wrap around; pass int_labels=False. Received min/max:")
+    message = (
+        f"Label column {column!r} at {where} holds values outside int32, which "
+        "int_labels=True would wrap around; pass int_labels=False. Received min/max:"
+    )
     check = tf_.debugging.Assert(fits, [message, tf_.reduce_min(labels), tf_.reduce_max(labels)])
     with tf_.control_dependencies([check]):
         return tf_.cast(labels, tf_.int32)
