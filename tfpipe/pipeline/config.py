@@ -6,8 +6,9 @@ ImageNet-like ~470x390 JPEGs in 8 shards at batch 128 and image_size 224; a 200k
 40-column table at batch 1024. A figure reads "throughput ratio [95% interval], CPU ratio
 [95% interval]" against the default: CPU time per example barely moves when other jobs take
 cores, throughput does. The read, verify and image sweeps ran while other jobs loaded the
-machine (load 5-6 on 2 cores), so their throughput intervals are wide and the CPU ratio
-decides; the full tables are in benchmarks/RESULTS.md. Knobs left to AUTOTUNE are the ones
+machine (load 3-6 on 2 cores), so their throughput intervals are wide and the CPU ratio
+decides; the threads sweep ran on the quiet machine. The full tables are in
+benchmarks/RESULTS.md. Knobs left to AUTOTUNE are the ones
 where tf.data's autotuner is the better judge.
 """
 
@@ -53,8 +54,8 @@ class PipelineConfig:
       seed: seeds file order, record shuffle and augmentation. None: fresh randomness.
       deterministic: produce elements in a fixed order (with `seed`, runs repeat exactly).
         None: False when training (no order is needed, so a slow record never holds up the
-        others), True in eval. Measured (threads sweep): deterministic=True 1.18x [0.98,
-        1.43], CPU 0.94x [0.86, 1.04]: no cost now that each image takes one map.
+        others), True in eval. Measured (threads sweep, quiet machine): deterministic=True
+        0.96x [0.87, 1.06], CPU 1.04x [0.95, 1.15].
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
       shuffle_buffer: records in the shuffle buffer (training). Not a speed knob: 10,000 is
@@ -80,17 +81,17 @@ class PipelineConfig:
         the tensorflow/tpu reference's value for GCS. Capped so all open files' buffers
         take at most 1/8 of `ram_budget`.
       read_parallelism, map_parallelism, prefetch: AUTOTUNE (-1) or a fixed count
-        (read_parallelism at most the files in the cycle). Measured (threads sweep):
-        map_parallelism=2 0.96x [0.70, 1.33], CPU 1.00x [0.93, 1.07]; prefetch=2 0.89x
-        [0.70, 1.14], CPU 1.02x [0.94, 1.09]: no fixed value beats AUTOTUNE.
+        (read_parallelism at most the files in the cycle). Measured (threads sweep, quiet
+        machine): map_parallelism=2 0.98x [0.91, 1.07], CPU 1.02x [0.95, 1.09]; prefetch=2
+        0.97x [0.83, 1.14], CPU 1.03x [0.89, 1.19]: no fixed value beats AUTOTUNE.
       private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured
-        (threads sweep): 2 threads 1.14x [0.79, 1.65], CPU 0.97x [0.89, 1.04]; 4 threads
-        1.20x [0.67, 2.15], CPU 0.97x [0.89, 1.05]: no difference measured. Set it when the
-        training step also runs on the CPU and the two should not compete.
-      max_intra_op_parallelism: threads one tf.data op may use. Measured (threads sweep):
-        TF's default (0) took 1.17x [1.14, 1.20] the CPU per image and ran 0.84x [0.73,
-        0.96]; records already run in parallel, and splitting one op costs more than it
-        gains.
+        (threads sweep, quiet machine): 2 threads 0.99x [0.86, 1.14], 4 threads 0.96x [0.84,
+        1.10], both at 1.95-1.96 cores busy like the shared pool. Set it when the training
+        step also runs on the CPU and the two should not compete.
+      max_intra_op_parallelism: threads one tf.data op may use. Measured (threads sweep,
+        quiet machine): TF's default (0) ran 0.82x [0.72, 0.94] at 1.12x [1.00, 1.26] the
+        CPU per image (under load: 1.17x [1.14, 1.20]); records already run in parallel,
+        and splitting one op costs more than it gains.
       cpu_budget: cores the autotuner assumes; 0 = all.
       skip_corrupt: drop corrupt records and undecodable images, counting them (see
         `tfpipe.pipeline.skipped`). False: raise an error naming the shard. Network and
