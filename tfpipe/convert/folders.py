@@ -92,7 +92,7 @@ def _check_name(folder: str, name: str) -> None:
         ) from None
 
 
-def _stat(path: str) -> os.stat_result:
+def _stat(path: str, expected: str = "image files and folders") -> os.stat_result:
     """The stat of what `path` points to; refuses anything but a file or a folder."""
     try:
         st = os.stat(path)
@@ -103,9 +103,7 @@ def _stat(path: str) -> os.stat_result:
             raise DataError(f"{path}: a broken symbolic link (to {os.readlink(path)!r})") from None
         raise
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-        raise DataError(
-            f"{path}: expected image files and folders. Received: {storage.file_kind(st.st_mode)}"
-        )
+        raise DataError(f"{path}: expected {expected}. Received: {storage.file_kind(st.st_mode)}")
     return st
 
 
@@ -192,12 +190,7 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
             raise DataError(
                 f"Expected a source folder or table file. Received: {src!r}, which does not exist"
             )
-        mode = _stat(src).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise DataError(
-                f"{src}: expected a source folder or table file. Received: {storage.file_kind(mode)}"
-            )
-        if stat.S_ISREG(mode):
+        if stat.S_ISREG(_stat(src, "a source folder or table file").st_mode):
             with open(src, "rb") as f:
                 head = f.read(4)
             if head == b"PAR1":
