@@ -23,6 +23,10 @@ class DestinationError(TfpipeError):
     """The conversion destination holds a finished or a partial dataset."""
 
 
+class MissingExtraError(TfpipeError, ImportError):
+    """An optional dependency that the requested feature needs is not installed."""
+
+
 def field_error(cls: type[TfpipeError], field: str, expected: str, value: object) -> TfpipeError:
     """Builds the standard message for an invalid config field."""
     return cls(f"{field} must be {expected}. Received: {field}={value!r}")

@@ -5,13 +5,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import MissingExtraError
+
+__all__ = ["INSTALL_HINT", "MissingExtraError", "require_beam"]
 
 INSTALL_HINT = 'pip install "tfpipe[beam]"'
-
-
-class MissingExtraError(TfpipeError, ImportError):
-    """An optional dependency that the requested feature needs is not installed."""
 
 
 def require_beam() -> ModuleType:

@@ -1,0 +1,88 @@
+"""Installing tfpipe beside any TensorFlow distribution leaves exactly one: pip's own resolver,
+asked for a dry run against the package index, as a user's `pip install` would be.
+
+Needs the package index. Offline, these tests skip, except under CI (the CI variable set),
+where an unreachable index fails them.
+"""
+
+import concurrent.futures
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+from packaging.utils import canonicalize_name
+
+from tfpipe import _tf
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TF_DISTRIBUTIONS = {canonicalize_name(n) for n in _tf.DISTRIBUTIONS}
+
+pytestmark = pytest.mark.index
+
+# (what the user has or asks for, tfpipe's extras) -> the one TensorFlow distribution expected.
+CASES = [
+    *[
+        (spec, extras, expected)
+        for spec, expected in (
+            ("tensorflow-tpu==2.20.0", "tensorflow-tpu"),  # a Cloud TPU VM
+            ("tensorflow-cpu==2.20.*", "tensorflow-cpu"),
+            ("tensorflow==2.21.*", "tensorflow"),
+        )
+        for extras in ((), ("beam",), ("profile",))
+    ],
+    (None, ("tpu",), "tensorflow-tpu"),
+    (None, ("cpu",), "tensorflow-cpu"),
+    (None, ("tensorflow",), "tensorflow"),
+    (None, (), None),  # plain tfpipe installs no TensorFlow at all
+]
+
+
+def resolve(spec, extras, tmp_path):
+    """The distributions `pip install [spec] tfpipe[extras]` would install, name -> version."""
+    report = tmp_path / f"report-{abs(hash((spec, extras)))}.json"
+    target = f"{ROOT}[{','.join(extras)}]" if extras else str(ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet"]
+        + ["--disable-pip-version-check", "--report", str(report)]
+        + ([spec] if spec else [])
+        + [target],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if out.returncode != 0:
+        unreachable = any(
+            s in out.stderr
+            for s in ("Failed to establish a new connection", "Temporary failure in name resolution")
+        )
+        if unreachable and not os.environ.get("CI"):
+            pytest.skip(f"the package index is unreachable: {out.stderr.strip().splitlines()[-1]}")
+        pytest.fail(f"pip could not resolve {spec} {target}:\n{out.stderr}")
+    installs = json.loads(report.read_text())["install"]
+    return {canonicalize_name(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
+
+
+@pytest.fixture(scope="module")
+def resolved(tmp_path_factory):
+    """Every case resolved once, two pip processes at a time (each is ~10 s, mostly CPU)."""
+    tmp = tmp_path_factory.mktemp("resolve")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        futures = {(s, e): pool.submit(resolve, s, e, tmp) for s, e, _ in CASES}
+        return {key: f.result() for key, f in futures.items()}
+
+
+@pytest.mark.parametrize(("spec", "extras", "expected"), CASES)
+def test_exactly_one_tensorflow_distribution(resolved, spec, extras, expected):
+    installs = resolved[spec, extras]
+    assert canonicalize_name("tfpipe") in installs
+    tf = sorted(n for n in installs if n in TF_DISTRIBUTIONS)
+    assert tf == ([expected] if expected else []), (spec, extras, tf)
+    if expected:
+        assert _tf._release(installs[expected]) in _tf.SUPPORTED
+    if expected == "tensorflow-tpu":
+        assert "libtpu" in installs  # the TPU runtime comes from its own wheel
+    for extra, package in (("beam", "apache-beam"), ("profile", "xprof")):
+        assert (package in installs) == (extra in extras)
