@@ -30,6 +30,8 @@ CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
 # 3 s before the first record, 10**9 over a minute, 2**31 segfaults); a private thread pool
 # starts its threads at once (4096 took 17 s, 10**6 hangs). The interleave buffers
 # 2 * block_length + 1 records per open file, and opens `cycle_length` files with a worker each.
+# TF 2.20 behaves the same at and past each bound (`python tools/tf_bounds.py` on both: the
+# bounds themselves run, 2**35 bytes and 2**31 slots segfault).
 MAX_READER_BUFFER = 1 << 30
 MAX_SHUFFLE_BUFFER = 10_000_000
 MAX_THREADS = 1024
