@@ -193,7 +193,7 @@ def test_raw_xplanes_of_every_host_go_to_xprof_together(tmp_path) -> None:
         (run / f"{host}.xplane.pb").symlink_to(PROFILES / "gpu-multi-worker-v100x8.xplane.pb")
     p = profiles.read(str(tmp_path))
     assert p.hosts[0].files == tuple(str(run / f"{h}.xplane.pb") for h in ("10.0.0.2_6003", "10.0.0.3_6003"))
-    assert p.cores == 16 and p.step_time_ms == pytest.approx(21.3, rel=0.01)
+    assert p.cores == 16 and p.host_count == 2 and p.step_time_ms == pytest.approx(21.3, rel=0.01)
     assert p.xprof_version == XPROF and p.format == f"xplane, analysed by xprof {XPROF}"
     assert len(list(run.iterdir())) == 2  # xprof's cache file went to a temporary folder, not here
 
@@ -323,3 +323,60 @@ def test_import_tfpipe_and_bench_need_no_xprof() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+# ---- the rules, on given numbers ----
+
+
+def steps(*ms: float, percent: float = 0.0) -> tuple[profiles.Step, ...]:
+    return tuple(profiles.Step(str(i), t, t * percent / 100, percent) for i, t in enumerate(ms))
+
+
+def host(name: str, ms: tuple[profiles.Step, ...], device: str = "TPU v4", batch: int | None = None):
+    return profiles.HostAnalysis(name, (f"{name}.xplane.pb",), "test", device, "TPU", 4, 1, batch, ms, "")
+
+
+def test_only_a_short_last_step_is_partial() -> None:
+    from tfpipe.bench.profiles.analysis import split_partial
+
+    kept, dropped = split_partial("h", steps(100, 102, 49.9))
+    assert len(kept) == 2 and dropped == profiles.DroppedStep("h", "2", 49.9, 100)
+    assert split_partial("h", steps(100, 102, 50.0)) == (steps(100, 102, 50.0), None)  # half: not shorter
+    assert split_partial("h", steps(10, 100, 100))[1] is None  # a short first step is not partial
+    assert split_partial("h", steps(3.0))[1] is None  # one step: no median to be short against
+
+
+def test_hosts_of_one_run_combine_slowest_step_and_largest_wait() -> None:
+    from tfpipe.bench.profiles.analysis import summarize
+
+    a = host("a", steps(100, 100, 100, 40, percent=10))
+    b = host("b", steps(120, 121, 119, percent=2), device="TPU")  # an input-pipeline file: "TPU" only
+    p = summarize("logs", "run", ("run",), (a, b), None)
+    assert (
+        p.step_time_ms == 120
+        and p.input_wait == pytest.approx(0.10)
+        and p.verdict == "moderately_input_bound"
+    )
+    assert p.steps == 3 and p.device == "TPU v4" and p.cores == 8 and p.host_count == 2
+    assert [d.step_ms for d in p.dropped] == [40] and p.fed_step_time_ms == pytest.approx(108)
+    with pytest.raises(profiles.ProfileError, match=r"its hosts name different devices, \['GPU', 'TPU v4'\]"):
+        summarize("logs", "run", ("run",), (a, host("c", steps(100), device="GPU")), None)
+    with pytest.raises(profiles.ProfileError, match=r"record different global batches, \[512, 1024\]"):
+        summarize(
+            "logs", "run", ("run",), (host("a", steps(1), batch=1024), host("b", steps(1), batch=512)), None
+        )
+
+
+def test_a_run_that_only_waited_holds_no_compute_time() -> None:
+    from tfpipe.bench.consumer import from_profile
+    from tfpipe.bench.profiles.analysis import summarize
+
+    p = summarize("logs", None, (), (host("a", steps(50, 50, percent=100)),), None)
+    with pytest.raises(
+        profiles.ProfileError, match=r"waited for input 100% of each step.*Use --step-time-ms"
+    ):
+        from_profile(p, 1024, 1, "imagenet")
+    fed = from_profile(
+        summarize("logs", None, (), (host("a", steps(50, 50, percent=20)),), None), 1024, 4, "imagenet"
+    )
+    assert fed.step_time_ms == pytest.approx(40) and fed.examples_per_sec == pytest.approx(256 / 0.040)

@@ -136,7 +136,8 @@ class Profile:
 
     @property
     def device(self) -> str:
-        return self.hosts[0].device or self.hosts[0].hardware
+        """The most specific name the hosts give ("TPU v2" over an input-pipeline file's "TPU")."""
+        return max((h.device or h.hardware for h in self.hosts), key=len)
 
     @property
     def cores(self) -> int | None:
@@ -145,9 +146,9 @@ class Profile:
 
     @property
     def host_count(self) -> int:
-        """Hosts in the profile: host files read, or the Profiler's count when it says more."""
+        """Hosts in the profile: one file per host, or the Profiler's count when it says more."""
         said = max((h.host_count or 0) for h in self.hosts)
-        return max(len(self.hosts), said)
+        return max(sum(len(h.files) for h in self.hosts), said)
 
     @property
     def batch_size(self) -> int | None:
@@ -199,7 +200,9 @@ def summarize(
                 "training run, e.g. Keras TensorBoard(profile_batch=(10, 15)). The Profiler says: "
                 f"{h.conclusion!r}"
             )
-    devices = sorted({h.device for h in hosts})
+    named = {h.device or h.hardware for h in hosts}
+    # An input-pipeline file names only the kind ("TPU"), an overview page the model ("TPU v2").
+    devices = sorted(d for d in named if not any(o != d and o.startswith(d) for o in named))
     if len(devices) > 1:
         raise ProfileError(f"{where}: its hosts name different devices, {devices}; expected one run")
     batches = sorted({h.batch_size for h in hosts if h.batch_size})

@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -98,8 +99,9 @@ def _stage(path: str, tmp: str, index: int) -> str:
     os.makedirs(folder)
     local = os.path.join(folder, name)
     if storage.is_gcs(path):
-        with open(local, "wb") as f:
-            f.write(storage.read_bytes(path))
+        # A TPU host's XSpace can run to gigabytes: streamed to disk, never held in memory.
+        with storage.open_read(path) as src, open(local, "wb") as dst:
+            shutil.copyfileobj(src, dst, 8 << 20)
     else:
         os.symlink(os.path.abspath(path), local)
     return local
