@@ -63,6 +63,7 @@ def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -
         "synthetic",
         "generated in",
         "(approximate)",
+        "on Cloud TPU v4-8 (4 chips, 1 host)",  # the default consumer is a TPU host
     ):
         assert needle in out, needle
     datasets = os.listdir(os.path.join(cache_home, "tfpipe", "datasets"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
     assert obj["compare"]["baseline_examples_per_sec"] == 210.0
     with pytest.deprecated_call():
         assert report.comparison.recipe_examples_per_sec == 210.0
-    assert obj["schema_version"] == 2
+    assert obj["schema_version"] == 3
+    assert obj["profile"] is None and obj["consumer"]["source"] == "reference"
 
 
 def test_cpu_cost_per_example_and_cores_needed_from_it() -> None:
@@ -245,10 +247,45 @@ def test_reference_table_rows_cite_sources() -> None:
         assert row.url.startswith("https://") and row.source and row.derivation
         assert row.examples_per_sec > 0
         assert "approximate" in row.label
-    assert reference.default_for("imagenet").name == "resnet50-a100"
+    # The mission is TPU step time: with no consumer, imagenet compares against a TPU host.
+    assert reference.default_for("imagenet").name == "resnet50-tpu-v4"
+    assert "TPU" in reference.default_for("imagenet").accelerator
     assert reference.default_for("tabular").preset == "tabular"
     with pytest.raises(ConfigError, match=r"accelerator must be one of .*Received: accelerator='tpu-v9'"):
         reference.lookup("tpu-v9")
+
+
+# The TPU rows' figures, recomputed from the MLPerf training logs they cite (Google's
+# result_0.txt, read by hand): (examples in a block, ms from block start to end of training,
+# chips in the submission). One TPU host has 4 chips.
+MLPERF_BLOCKS = {
+    # v0.7 tpu-v3-32-TF2.0 ResNet: 4 epochs, block_start 1595499516492 to eval_start 1595499673767.
+    "resnet50-tpu-v3": (4 * 1_281_167, 1595499673767 - 1595499516492, 16),
+    # v1.0 tpu-v4-128-TF ResNet: 4 epochs, block_start 1620425314827 to block_stop 1620425338044.
+    "resnet50-tpu-v4": (4 * 1_281_167, 1620425338044 - 1620425314827, 64),
+    # v0.7 tpu-v3-32-TF2.0 BERT: 1,117 steps of 448, block_start 1594329972397 to block_stop 1594330486814.
+    "bert-large-tpu-v3": (1117 * 448, 1594330486814 - 1594329972397, 16),
+    # v1.0 tpu-v4-128-TF BERT: 56 steps of 3,072, block_start 1621052356591 to block_stop 1621052370570.
+    "bert-large-tpu-v4": (56 * 3072, 1621052370570 - 1621052356591, 64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLPERF_BLOCKS))
+def test_tpu_rows_are_four_chips_of_the_mlperf_logs(name) -> None:
+    examples, ms, chips = MLPERF_BLOCKS[name]
+    row = reference.lookup(name)
+    per_chip = examples / (ms / 1000) / chips
+    assert row.examples_per_sec == pytest.approx(4 * per_chip, rel=0.002)
+    assert row.url.startswith("https://github.com/mlcommons/training_results_v")
+    said = re.search(r"([\d,.]+) per chip", row.derivation)
+    assert said and float(said.group(1).replace(",", "")) == pytest.approx(per_chip, rel=0.002)
+    assert "(4 chips, 1 host)" in row.accelerator
+
+
+def test_the_text_rows_cannot_be_a_pipelines_consumer() -> None:
+    assert {r.preset for r in reference.rows()} == {"imagenet", "tabular", "text"}
+    with pytest.raises(ConfigError, match=r"BERT-large .*which no tfpipe pipeline reads.*--step-time-ms"):
+        BenchConfig(accelerator="bert-large-tpu-v4")
 
 
 @pytest.mark.parametrize("bad", [0, -3, "abc", "nan", "inf", "", None, True, 1e-300, 0.0099])
@@ -270,6 +307,10 @@ def test_bench_config_validation() -> None:
         ConfigError, match=r"at most one consumer.*step_time_ms=5.0, accelerator='resnet50-a100'"
     ):
         BenchConfig(step_time_ms=5.0, accelerator="resnet50-a100")
+    with pytest.raises(ConfigError, match=r"model='resnet50', from_profile='gs://b/logs'"):
+        BenchConfig(model="resnet50", from_profile="gs://b/logs")
+    with pytest.raises(ConfigError, match=r"from_profile must be None or a non-empty path"):
+        BenchConfig(from_profile="")
     with pytest.raises(ConfigError, match="batch_size=100, hosts=3"):
         BenchConfig(batch_size=100, hosts=3)
     with pytest.raises(ConfigError, match=r"model must be one of .*Received: model='mlp'"):

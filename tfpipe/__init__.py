@@ -8,6 +8,7 @@ Example:
   >>> manifest = tfpipe.convert("images/", "gs://bucket/imagenet")
   >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=256)
   >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 256))
+  >>> strategy = tfpipe.strategy()  # TPUStrategy on a TPU VM, else GPUs, else the default
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _EXPORTS = {
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "TfpipeError": "tfpipe.errors",
+    "strategy": "tfpipe.devices",
 }
 
 # `convert` and `bench` are functions that share their names with the subpackages holding them.
@@ -45,6 +47,7 @@ __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 if TYPE_CHECKING:
     from tfpipe.bench import BenchConfig, Report
     from tfpipe.convert import ConvertConfig, ShardConfig
+    from tfpipe.devices import strategy
     from tfpipe.errors import TfpipeError
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch

@@ -17,6 +17,9 @@ IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
 TABLE_MODELS = ("mlp", "small_mlp")
 MODELS = IMAGE_MODELS + TABLE_MODELS
 
+# The consumer's sources a config may name, at most one; with none, the preset's reference row.
+CONSUMERS = ("step_time_ms", "model", "accelerator", "from_profile")
+
 # Per-host batch when none is given: a common per-accelerator batch for each kind of model.
 DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024}
 
@@ -36,11 +39,17 @@ class BenchConfig:
       pipeline: the preset, "imagenet" or "tabular".
       data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it.
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
-        None uses 128 for imagenet and 1024 for tabular.
+        None uses 128 for imagenet and 1024 for tabular; with `from_profile`, the profiled
+        run's batch when the profile records it (else it must be given).
       step_time_ms: the consumer's measured step time for the global batch, in milliseconds.
       model: a Keras model to time a train step of on the best local device.
       accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`), taken
-        as each host's consumer rate. With none of the three, the preset's row is used.
+        as each host's consumer rate.
+      from_profile: a TensorFlow Profiler profile of the real training run (a TensorBoard log
+        dir, a plugins/profile/<run> folder or one file; local or gs://): the consumer is the
+        global batch per (step time - input wait), as the Profiler measured them. With none of
+        the four consumers, the preset's reference row is used.
+      profile_run: the run folder of `from_profile` to read; None reads the newest.
       seconds: the steady-state window timed for each measurement.
       warmup_seconds: time run before each window and excluded; None scales with `seconds`.
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
@@ -63,6 +72,8 @@ class BenchConfig:
     step_time_ms: float | None = None
     model: str | None = None
     accelerator: str | None = None
+    from_profile: str | None = None
+    profile_run: str | None = None
     seconds: float = 3.0
     warmup_seconds: float | None = None
     simulate: bool = False
@@ -91,11 +102,20 @@ class BenchConfig:
         if self.step_time_ms is not None:
             check_step_time_ms(self.step_time_ms)
             self._check_consumer_rate()
-        given = [n for n in ("step_time_ms", "model", "accelerator") if getattr(self, n) is not None]
+        given = [n for n in CONSUMERS if getattr(self, n) is not None]
         if len(given) > 1:
             raise ConfigError(
-                "Give at most one consumer: step_time_ms, model or accelerator. "
+                "Give at most one consumer: step_time_ms, model, accelerator or from_profile. "
                 f"Received: {', '.join(f'{n}={getattr(self, n)!r}' for n in given)}"
+            )
+        for name in ("from_profile", "profile_run"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise field_error(ConfigError, name, "None or a non-empty path or name", value)
+        if self.profile_run is not None and self.from_profile is None:
+            raise ConfigError(
+                "profile_run (--profile-run) picks a run of from_profile (--from-profile), which is "
+                f"not given. Received: profile_run={self.profile_run!r}, from_profile=None"
             )
         if self.model is not None:
             allowed = IMAGE_MODELS if self.pipeline == "imagenet" else TABLE_MODELS
@@ -107,6 +127,14 @@ class BenchConfig:
             from tfpipe.bench import reference
 
             row = reference.lookup(self.accelerator)
+            if row.preset not in PIPELINES:
+                raise ConfigError(
+                    f"accelerator {row.name!r} is a reference for {row.model} ({row.preset} data), "
+                    "which no tfpipe pipeline reads, so it cannot be the consumer here; its figure is "
+                    "for --step-time-ms (global batch / examples per second). For pipeline="
+                    f"{self.pipeline!r} use one of "
+                    f"{[r.name for r in reference.rows() if r.preset == self.pipeline]}"
+                )
             if row.preset != self.pipeline:
                 raise ConfigError(
                     f"accelerator {row.name!r} is a {row.preset} reference; for pipeline="
@@ -136,16 +164,14 @@ class BenchConfig:
     def _check_consumer_rate(self) -> None:
         """Refuses a step time that implies more examples/s than any host takes in."""
         assert self.step_time_ms is not None
-        rate = self.host_batch / (self.step_time_ms / 1000.0)
-        cap = MAX_CONSUMER_EPS[self.pipeline]
-        if rate > cap:
-            raise ConfigError(
-                f"step_time_ms={self.step_time_ms:g} (--step-time-ms) for a global batch of "
-                f"{self.global_batch} means {rate:.3g} examples/s per host, beyond what any "
-                f"accelerator host takes in ({cap:.0e}/s for the {self.pipeline} pipeline). "
-                "Expected the milliseconds of one training step of the global batch. "
-                f"Received: step_time_ms={self.step_time_ms!r}"
-            )
+        check_consumer_rate(
+            self.step_time_ms,
+            self.global_batch,
+            self.hosts,
+            self.pipeline,
+            what=f"step_time_ms={self.step_time_ms:g} (--step-time-ms)",
+            received=f"step_time_ms={self.step_time_ms!r}",
+        )
 
     @property
     def global_batch(self) -> int:
@@ -163,6 +189,20 @@ class BenchConfig:
         # Measured on the default synthetic imagenet data (1 s bins over 9 s, 2 runs): the rate
         # is flat from the second after the first batch, so half the window, at least 1 s.
         return max(1.0, 0.5 * self.seconds)
+
+
+def check_consumer_rate(
+    step_time_ms: float, global_batch: int, hosts: int, pipeline: str, *, what: str, received: str
+) -> None:
+    """Refuses a step time that implies more examples/s per host than any host takes in."""
+    rate = global_batch // hosts / (step_time_ms / 1000.0)
+    cap = MAX_CONSUMER_EPS[pipeline]
+    if rate > cap:
+        raise ConfigError(
+            f"{what} for a global batch of {global_batch} means {rate:.3g} examples/s per host, beyond "
+            f"what any accelerator host takes in ({cap:.0e}/s for the {pipeline} pipeline). "
+            f"Expected the milliseconds of one training step of the global batch. Received: {received}"
+        )
 
 
 def check_step_time_ms(value: object) -> float:

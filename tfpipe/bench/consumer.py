@@ -1,21 +1,26 @@
-"""The consumer: how fast the accelerator takes examples, from one of three sources.
+"""The consumer: how fast the accelerator takes examples, from one of four sources.
 
-1. `--step-time-ms`: measured by the user (e.g. from a TPU profile) for the global batch.
-2. `--model`: a Keras model's train step timed on the best local device (TPU, then GPU, then
+1. `--from-profile`: the user's profiled training run, as the TensorFlow Profiler measured it:
+   the global batch per (step time - input wait), the accelerator's rate when it is fed.
+2. `--step-time-ms`: measured by the user for the global batch.
+3. `--model`: a Keras model's train step timed on the best local device (TPU, then GPU, then
    CPU) with its input already on the device.
-3. `--accelerator` or the preset's default: a published throughput from the reference table.
+4. `--accelerator` or the preset's default: a published throughput from the reference table.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
+import warnings
 from typing import Any, Literal
 
+from tfpipe import devices
 from tfpipe.bench import reference
-from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, BenchConfig
+from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, BenchConfig, check_consumer_rate
+from tfpipe.bench.fmt import percent
+from tfpipe.bench.profiles import Profile, ProfileError
 from tfpipe.bench.report import Consumer
 from tfpipe.errors import ConfigError
 
@@ -50,42 +55,84 @@ class Device:
     kind: Literal["TPU", "GPU", "CPU"]
     name: str
     strategy: Any
-
-
-def _tpu_expected() -> bool:
-    # TPUClusterResolver may wait on the GCE metadata server when there is no TPU, so only try
-    # when something says a TPU is there: a TPU VM's device files or the usual variables.
-    return bool(
-        os.environ.get("TPU_NAME")
-        or os.environ.get("COLAB_TPU_ADDR")
-        or os.path.exists("/dev/accel0")
-        or os.path.exists("/dev/vfio/0")
-    )
+    cores: int = 1
 
 
 def discover_device() -> Device:
-    """The best local device: a TPU (connected as tensorflow/tpu's scripts do), else GPUs, else
-    the CPU."""
-    from tfpipe._tf import tf
+    """The best local device, as `tfpipe.strategy()` chooses it: a TPU, else the GPUs, else the
+    CPU. A TPU is looked for only where a TPU VM's device files or variables say one is."""
+    choice = devices.choose()
+    return Device(choice.kind, choice.name, choice.strategy, choice.replicas)
 
-    tf_ = tf()
-    if _tpu_expected():
-        try:
-            resolver = tf_.distribute.cluster_resolver.TPUClusterResolver(
-                tpu=os.environ.get("TPU_NAME", "local")
-            )
-            tf_.config.experimental_connect_to_cluster(resolver)
-            tf_.tpu.experimental.initialize_tpu_system(resolver)
-            strategy = tf_.distribute.TPUStrategy(resolver)
-            return Device("TPU", f"TPU ({strategy.num_replicas_in_sync} cores)", strategy)
-        except Exception:
-            pass
-    gpus = tf_.config.list_physical_devices("GPU")
-    if gpus:
-        if len(gpus) > 1:
-            return Device("GPU", f"{len(gpus)} GPUs", tf_.distribute.MirroredStrategy())
-        return Device("GPU", gpus[0].name, tf_.distribute.OneDeviceStrategy("/gpu:0"))
-    return Device("CPU", "CPU", tf_.distribute.get_strategy())
+
+def config_for_profile(cfg: BenchConfig, profile: Profile) -> BenchConfig:
+    """`cfg` with the profiled run's global batch, checked against the profile.
+
+    Raises:
+      ConfigError: no batch size anywhere, a batch that contradicts the profile's, fewer
+        `hosts` than the profile holds, or a consumer rate beyond any host.
+      ProfileError: the profile holds no compute time (see `from_profile`).
+    """
+    recorded = profile.batch_size
+    if cfg.batch_size is None and recorded is None:
+        raise ConfigError(
+            f"--from-profile needs the profiled run's global batch (--batch-size): the profile "
+            f"{profile.path!r} does not record it (only older TPU profiles do). Pass the global "
+            "batch the profiled run trained with. Received: batch_size=None"
+        )
+    if cfg.batch_size is not None and recorded is not None and cfg.batch_size != recorded:
+        raise ConfigError(
+            f"batch_size={cfg.batch_size} (--batch-size), but the profile {profile.path!r} records a "
+            f"global batch of {recorded}. The step time belongs to that batch: leave --batch-size "
+            "out, or pass the batch the profiled run trained with"
+        )
+    if profile.host_count > cfg.hosts:
+        names = ", ".join(h.host for h in profile.hosts)
+        raise ConfigError(
+            f"the profile {profile.path!r} holds {profile.host_count} hosts ({names}), but hosts="
+            f"{cfg.hosts} (--hosts). Expected --hosts {profile.host_count}, or more when not every "
+            "host of the run was profiled"
+        )
+    checked = dataclasses.replace(cfg, batch_size=cfg.batch_size or recorded)
+    from_profile(profile, checked.global_batch, checked.hosts, checked.pipeline)  # refuses now, not later
+    return checked
+
+
+def from_profile(profile: Profile, global_batch: int, hosts: int, pipeline: str) -> Consumer:
+    """The accelerator's rate when it is fed: the global batch per (step time - input wait), of
+    which each host supplies global_batch / hosts.
+
+    Raises:
+      ProfileError: the run waited for input the whole step, so the profile holds no compute
+        time to take.
+      ConfigError: the rate is beyond any accelerator host (a wrong --batch-size).
+    """
+    fed = profile.fed_step_time_ms
+    if not fed > 0.0:
+        raise ProfileError(
+            f"The profiled run waited for input {percent(profile.input_wait)} of each step, so the "
+            f"profile {profile.path!r} holds no time the accelerator spent computing: it cannot say "
+            "how fast the accelerator takes input. Use --step-time-ms or --model"
+        )
+    check_consumer_rate(
+        fed,
+        global_batch,
+        hosts,
+        pipeline,
+        what=f"the profiled step without its input wait ({fed:.3g} ms, --from-profile)",
+        received=f"batch_size={global_batch}, from_profile={profile.path!r}",
+    )
+    host_batch = global_batch // hosts
+    cores = f", {profile.cores} cores" if profile.cores else ""
+    return Consumer(
+        examples_per_sec=host_batch / (fed / 1000.0),
+        step_time_ms=fed,
+        source="profile",
+        description=f"your profiled run on {profile.device}{cores}: {profile.steps} steps of "
+        f"{profile.step_time_ms:,.1f} ms, {percent(profile.input_wait)} of it waiting for input, so "
+        f"{fed:,.1f} ms per step when fed, for a global batch of {global_batch}",
+        device=profile.device,
+    )
 
 
 def build_model(name: str, element_spec: Any, num_classes: int) -> Any:
@@ -233,21 +280,31 @@ def from_model(
     step is timed, not the input pipeline.
     """
     setup = model_on_device(name, pipeline, num_classes=num_classes, device=device)
-    step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     per_host = pipeline.batch_size
+    note = devices.tpu_batch_note(per_host, setup.device.cores) if setup.device.kind == "TPU" else None
+    if note:
+        warnings.warn(f"--model {name}: {note}", devices.TpuBatchWarning, stacklevel=2)
+    step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     consumer = Consumer(
         examples_per_sec=per_host / step,
         step_time_ms=step * 1000.0,
         source="model",
         description=f"{name} train step on {setup.device.name}, batch {per_host}, input on device "
-        f"(model.fit, mean of {steps} steps after warm-up)",
+        f"(model.fit, mean of {steps} steps after warm-up)" + (f"; {note}" if note else ""),
         device=setup.device.name,
     )
     return consumer, setup.device
 
 
-def resolve(config: BenchConfig, pipeline: Any, *, num_classes: int) -> tuple[Consumer, Device | None]:
-    """The consumer the config asks for; the preset's reference row when it asks for none."""
+def resolve(
+    config: BenchConfig, pipeline: Any, *, num_classes: int, profile: Profile | None = None
+) -> tuple[Consumer, Device | None]:
+    """The consumer the config asks for; the preset's reference row when it asks for none.
+
+    `profile` is `config.from_profile` already read (bench reads it before timing anything).
+    """
+    if profile is not None:
+        return from_profile(profile, config.global_batch, config.hosts, config.pipeline), None
     if config.step_time_ms is not None:
         return from_step_time(config.step_time_ms, config.global_batch, config.host_batch), None
     if config.model is not None:

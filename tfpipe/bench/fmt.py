@@ -35,3 +35,11 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"
+
+
+def percent(share: float) -> str:
+    """A share (0..1) as a percentage with the digits that matter: `81%`, `4.2%`, `0.02%`, `0%`."""
+    p = 100.0 * share
+    if p >= 10 or round(p, 2) == 0:
+        return f"{p:.0f}%"
+    return f"{p:.1f}%" if p >= 1 else f"{p:.2f}%"

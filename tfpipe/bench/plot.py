@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, rate_short
+from tfpipe.bench.fmt import VERDICT_TITLE, percent, rate_short
 from tfpipe.bench.report import Report
 from tfpipe.bench.verdict import rate_at
 from tfpipe.errors import ConfigError
@@ -38,14 +38,14 @@ def write_plot(report: Report, path: str) -> str:
     _stage_panel(ax1, report)
     _scaling_panel(ax2, report)
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
-    fig.text(
-        0.01,
-        0.01,
-        textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ..."),
-        fontsize=8,
-        color="#444444",
-    )
-    fig.tight_layout(rect=(0, 0.03, 1, 0.95))
+    lines = [textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ...")]
+    if report.profile is not None:
+        from tfpipe.bench.render import profile_sentences
+
+        lines = [*(profile_sentences(report) or ()), *lines]
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
+    # Room below for the footer lines, above for a two-line title.
+    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110)
     storage.write_atomic(path, png.getvalue(), overwrite=True)
@@ -60,7 +60,13 @@ def _title(report: Report) -> str:
     )
     if report.measured_input_wait is not None:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
+    if report.profile is not None:
+        title += f"\nyour profiled run waited {percent(report.profile.input_wait)} (measured by the Profiler)"
     return title
+
+
+def _consumer_label(report: Report) -> str:
+    return "accelerator when fed (profile)" if report.consumer.source == "profile" else "consumer"
 
 
 def _stage_panel(ax1: Any, report: Report) -> None:
@@ -92,7 +98,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     ax1.text(
         consumer,
         len(values) - 0.45,
-        f" consumer {rate_short(consumer)}/s",
+        f" {_consumer_label(report)} {rate_short(consumer)}/s",
         fontsize=9,
         ha="left",
         va="bottom",
@@ -135,7 +141,11 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
                 rate_short(r), (c, r), textcoords="offset points", xytext=(-4, 9), ha="right", fontsize=9
             )
     ax2.axhline(
-        consumer, color=_CONSUMER, linestyle="--", linewidth=1.6, label=f"consumer {rate_short(consumer)}/s"
+        consumer,
+        color=_CONSUMER,
+        linestyle="--",
+        linewidth=1.6,
+        label=f"{_consumer_label(report)} {rate_short(consumer)}/s",
     )
     if needed:
         _cores_needed_note(ax2, report, shown, x_max)

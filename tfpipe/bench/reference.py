@@ -22,7 +22,8 @@ class ReferenceRow:
       name: the key `--accelerator` takes, e.g. "resnet50-a100".
       model: the model trained.
       accelerator: the hardware the number is for (one GPU, or one TPU host of 4 chips).
-      preset: the tfpipe preset whose data the model trains on.
+      preset: the tfpipe preset whose data the model trains on; "text" for models no tfpipe
+        pipeline feeds (their figures serve --step-time-ms).
       examples_per_sec: training throughput, examples per second.
       precision: numeric precision and batch size used.
       framework: software the number was measured with.
@@ -74,6 +75,11 @@ def lookup(name: str) -> ReferenceRow:
         if row.name == name:
             return row
     raise ConfigError(f"accelerator must be one of {names()}. Received: accelerator={name!r}")
+
+
+def defaults() -> dict[str, str]:
+    """Preset -> the name of the row it uses when no consumer is given."""
+    return dict(_table()[0])
 
 
 def default_for(preset: str) -> ReferenceRow:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, rate
+from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, percent, rate
 from tfpipe.bench.report import Report
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
@@ -20,7 +20,8 @@ def renderables(report: Report) -> list[Any]:
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    for label, value in _measured_rows(report) + _verdict_rows(report) + _check_rows(report):
+    rows = _measured_rows(report) + _profile_rows(report) + _verdict_rows(report) + _check_rows(report)
+    for label, value in rows:
         summary.add_row(label, value)
     color = _COLOR[report.verdict]
     return [
@@ -64,6 +65,63 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     ]
     if c.url:
         rows.append(("", Text(c.url, style="dim")))
+    return rows
+
+
+def profile_sentences(report: Report) -> tuple[str, str] | None:
+    """The measured and the predicted input wait side by side, for a --from-profile report:
+    what the Profiler measured on the user's run, and what tfpipe predicts for its pipeline."""
+    p = report.profile
+    if p is None:
+        return None
+    measured = (
+        f"Your profiled run waited {percent(p.input_wait)} of each step for input (measured by the Profiler)."
+    )
+    predicted = (
+        f"tfpipe's pipeline on this host makes {rate(report.producer.examples_per_sec)}/s against the "
+        f"{rate(report.consumer.examples_per_sec)}/s the accelerator takes when fed: predicted wait "
+        f"{percent(report.predicted_input_wait)} ({VERDICT_TITLE[report.verdict].lower()})."
+    )
+    return measured, predicted
+
+
+def _profile_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows for --from-profile: the Profiler's figures and the prediction beside them."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    sentences = profile_sentences(report)
+    if sentences is None or report.profile is None:
+        return []
+    p = report.profile
+    where = escape(p.path) + (f", run {escape(p.run)}" if p.run else "")
+    if len(p.runs) > 1:
+        where += f" (newest of {len(p.runs)})" if p.run == p.runs[-1] else f" (of {len(p.runs)})"
+    cores = f", {p.cores} cores" if p.cores else ""
+    hosts = f", {len(p.hosts)} hosts" if len(p.hosts) > 1 else ""
+    detail = (
+        f"{escape(p.device)}{cores}{hosts}: {p.steps} steps of {p.step_time_ms:,.1f} ms mean "
+        f"({p.step_time_min_ms:,.1f}-{p.step_time_max_ms:,.1f} ms, sd {p.step_time_std_ms:,.1f}); "
+        f"{escape(p.format)}; {where}"
+    )
+    rows: list[tuple[str, Any]] = [
+        ("Profiled run", Text(sentences[0], style="bold")),
+        ("", detail),
+    ]
+    for d in p.dropped:
+        rows.append(
+            (
+                "",
+                Text(
+                    f"Dropped step {d.step} of {d.host} ({d.step_ms:,.2f} ms): a partial last step, "
+                    f"shorter than half the median step ({d.median_ms:,.1f} ms)",
+                    style="yellow",
+                ),
+            )
+        )
+    if p.conclusion:
+        rows.append(("", Text(f"The Profiler: {p.conclusion}", style="dim")))
+    rows.append(("Predicted", Text(sentences[1], style="bold")))
     return rows
 
 

@@ -5,8 +5,8 @@ described). These top-level keys are a contract and keep their meaning across ve
 `verdict`, `predicted_input_wait`, `measured_input_wait`, `batch_size`,
 `producer.examples_per_sec`, `consumer.examples_per_sec`, `consumer.source`,
 `bottleneck.stage`, `stages[].name`, `stages[].examples_per_sec`, `scaling[].cores`,
-`scaling[].examples_per_sec` and `recommendations`. A change that breaks one raises
-`SCHEMA_VERSION`.
+`scaling[].examples_per_sec`, `recommendations` and (from version 3) `profile.input_wait`,
+`profile.step_time_ms`. A change that breaks one raises `SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from tfpipe._version import __version__
+from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.verdict import (
     Band,
     Bottleneck,
@@ -29,9 +30,11 @@ from tfpipe.bench.verdict import (
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
 # cores_needed_from_cpu; compare.recipe_examples_per_sec became baseline_examples_per_sec.
-SCHEMA_VERSION = 2
+# 3: `profile` (the Profiler's figures of the user's run, --from-profile) and consumer.source
+# "profile".
+SCHEMA_VERSION = 3
 
-ConsumerSource = Literal["step_time", "model", "reference"]
+ConsumerSource = Literal["step_time", "model", "reference", "profile"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -110,7 +113,8 @@ class Consumer:
     Attributes:
       examples_per_sec: examples one host's accelerator(s) consume per second.
       step_time_ms: time of one step on one host's batch.
-      source: "step_time" (given by the user), "model" (timed here) or "reference" (published).
+      source: "step_time" (given by the user), "model" (timed here), "reference" (published)
+        or "profile" (the user's profiled run, less its input wait).
       description: what the number is, in words.
       device: the device a model was timed on, if any.
       url: the source of a reference number, if any.
@@ -243,6 +247,7 @@ class Report:
     profile_dir: str | None = None
     environment: dict[str, Any] = dataclasses.field(default_factory=dict)
     elapsed_sec: float = 0.0
+    profile: Profile | None = None
 
     @property
     def per_host_batch_size(self) -> int:
@@ -309,6 +314,7 @@ class Report:
             "compare": None
             if self.comparison is None
             else _round_all(dataclasses.asdict(self.comparison) | {"ratio": self.comparison.ratio}),
+            "profile": None if self.profile is None else profile_json(self.profile),
             "profile_dir": self.profile_dir,
             "environment": dict(self.environment),
             "elapsed_sec": _r(self.elapsed_sec),
@@ -316,6 +322,32 @@ class Report:
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def profile_json(p: Profile) -> dict[str, Any]:
+    """The `profile` object of the JSON: the Profiler's figures of the user's run."""
+    return {
+        "path": p.path,
+        "run": p.run,
+        "runs": list(p.runs),
+        "format": p.format,
+        "hosts": [h.host for h in p.hosts],
+        "files": [f for h in p.hosts for f in h.files],
+        "device": p.device,
+        "cores": p.cores,
+        "steps": p.steps,
+        "step_time_ms": _r(p.step_time_ms),
+        "step_time_std_ms": _r(p.step_time_std_ms),
+        "step_time_min_ms": _r(p.step_time_min_ms),
+        "step_time_max_ms": _r(p.step_time_max_ms),
+        "input_wait": _r(p.input_wait),
+        "verdict": p.verdict,
+        "conclusion": p.conclusion,
+        "fed_step_time_ms": _r(p.fed_step_time_ms),
+        "batch_size": p.batch_size,
+        "dropped_partial_steps": [_round_all(dataclasses.asdict(d)) for d in p.dropped],
+        "xprof_version": p.xprof_version,
+    }
 
 
 def schema() -> dict[str, Any]:
@@ -349,6 +381,7 @@ def conclude(
     profile_dir: str | None = None,
     environment: dict[str, Any] | None = None,
     elapsed_sec: float = 0.0,
+    profile: Profile | None = None,
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice.
 
@@ -369,7 +402,8 @@ def conclude(
         profile_dir=profile_dir,
         environment=dict(environment or {}),
         elapsed_sec=elapsed_sec,
-        **_analyse(pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores),
+        profile=profile,
+        **_analyse(pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile),
     )
 
 
@@ -382,6 +416,7 @@ def _analyse(
     stages: tuple[StageRate, ...],
     scaling: tuple[ScalingPoint, ...],
     worker_cores: int | None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice."""
     from tfpipe.bench import verdict as v
@@ -406,6 +441,7 @@ def _analyse(
         service=service,
         data_on_gcs=dataset.path.startswith("gs://"),
         preset=pipeline,
+        profiled_wait=None if profile is None else profile.input_wait,
     )
     return {
         "predicted_input_wait": wait,

@@ -49,7 +49,10 @@ def bench(
     Raises:
       ConfigError: an option is invalid, or the batch is larger than the data.
       DataError: `data` does not exist, is raw data (a table, an image folder), or holds no
-        such split. All are raised before anything is timed.
+        such split; or `from_profile` cannot give a training step time (ProfileError: no
+        profile there, corrupt, CPU-only, no training steps). All are raised before anything
+        is timed.
+      MissingExtraError: `from_profile` needs xprof (`pip install "tfpipe[profile]"`).
 
     Example:
       >>> report = tfpipe.bench(pipeline="imagenet", step_time_ms=80, batch_size=256)
@@ -61,18 +64,25 @@ def bench(
 
     if cfg.profile:
         output.check_folder(cfg.profile, "profile (--profile)")
-    source = data.resolve(cfg, say)
-    manifest = source.manifest
-
     from tfpipe.bench import consumer as consumers
 
+    profile = None
+    if cfg.from_profile is not None:
+        # First: a profile that cannot give a step time should cost seconds, not a bench.
+        from tfpipe.bench import profiles
+
+        say(f"Reading the profile {cfg.from_profile}")
+        profile = profiles.read(cfg.from_profile, cfg.profile_run)
+        cfg = consumers.config_for_profile(cfg, profile)
+    source = data.resolve(cfg, say)
+    manifest = source.manifest
     pipe = _plan(cfg, source, say)
     num_classes = consumers.num_classes_for(manifest.class_names if manifest else (), 0)
     stages, scaling = _time_producer(pipe, cfg, say)
     full = stages[-1].rate
 
     say("Finding the consumer's rate")
-    consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes)
+    consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
 
     comparison = None
     if cfg.compare:
@@ -95,6 +105,7 @@ def bench(
         profile_dir=cfg.profile,
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
+        profile=profile,
     )
 
 

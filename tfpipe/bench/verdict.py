@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from tfpipe.bench.fmt import rate
+from tfpipe.bench.fmt import percent, rate
 from tfpipe.errors import ConfigError, field_error
 
 Band = Literal["not_input_bound", "moderately_input_bound", "highly_input_bound"]
@@ -304,18 +304,38 @@ def recommend(
     service: ServiceEstimate,
     data_on_gcs: bool = False,
     preset: str = "imagenet",
+    profiled_wait: float | None = None,
 ) -> tuple[Recommendation, ...]:
-    """Advice, each piece tied to a finding. Pure: the same numbers give the same advice."""
+    """Advice, each piece tied to a finding. Pure: the same numbers give the same advice.
+
+    `profiled_wait` is the input wait the Profiler measured on the user's own run
+    (--from-profile), when the consumer came from it.
+    """
     out: list[Recommendation] = []
     ratio = producer_eps / consumer_eps if consumer_eps > 0 else math.inf
+    if profiled_wait is not None and band(profiled_wait) != "not_input_bound" and wait < profiled_wait:
+        out.append(
+            Recommendation(
+                "pipeline_would_help",
+                f"Your profiled run waited {percent(profiled_wait)} of each step for input with its own "
+                f"pipeline; tfpipe's pipeline on this host predicts {percent(wait)} against the same "
+                "accelerator.",
+                "Train on tfpipe.build(...) (see the README), then profile a few steps again to confirm.",
+            )
+        )
     if verdict == "not_input_bound":
+        keep = (
+            "No change needed: this pipeline keeps up with your accelerator's profiled step."
+            if profiled_wait is not None
+            else "No change needed. Re-run with the consumer you will train on "
+            "(--from-profile with a profile of your run, or --model) before buying more CPU."
+        )
         out.append(
             Recommendation(
                 "keeps_up",
                 f"The pipeline produces {rate(producer_eps)} examples/s, {ratio:.1f}x what the "
                 f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
-                "No change needed. Re-run with the consumer you will train on "
-                "(--step-time-ms from a profile, or --model) before buying more CPU.",
+                keep,
             )
         )
         return tuple(out)

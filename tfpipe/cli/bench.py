@@ -8,7 +8,8 @@ import sys
 from tfpipe.cli import add_common
 
 EXAMPLES = """examples:
-  tfpipe bench --pipeline=imagenet                     # generated data vs ResNet-50 on A100
+  tfpipe bench --pipeline=imagenet                     # generated data vs a TPU v4 host
+  tfpipe bench --from-profile gs://bucket/logs --data gs://bucket/imagenet --batch-size 1024 --hosts 4
   tfpipe bench --data gs://bucket/imagenet --step-time-ms 95 --batch-size 1024 --hosts 4
   tfpipe bench --accelerator resnet50-tpu-v4 --simulate --plot bench.png --json bench.json
   tfpipe bench --model small_cnn --fit --batch-size 64
@@ -81,7 +82,8 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--batch-size",
         type=_positive(int),
-        help="global batch (default: 128 imagenet, 1024 tabular, per host)",
+        help="global batch (default: 128 imagenet, 1024 tabular, per host; with --from-profile, the "
+        "profiled run's, from the profile when it records it)",
     )
     g.add_argument(
         "--hosts",
@@ -96,6 +98,13 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
 
     who = g.add_mutually_exclusive_group()
     who.add_argument(
+        "--from-profile",
+        metavar="PATH",
+        help="consumer: your training run's TensorFlow Profiler profile (TensorBoard log dir, "
+        "plugins/profile/<run> folder or file; local or gs://): its step time less the input wait "
+        'the Profiler measured. Needs pip install "tfpipe[profile]" for .xplane.pb files',
+    )
+    who.add_argument(
         "--step-time-ms",
         type=_step_time,
         metavar="MS",
@@ -109,7 +118,13 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
     who.add_argument(
         "--accelerator",
         metavar="NAME",
-        help="consumer: a published throughput (see --list-accelerators); default: the preset's row",
+        help="consumer: a published throughput (see --list-accelerators); default: the preset's row "
+        "(imagenet: a TPU v4 host)",
+    )
+    g.add_argument(
+        "--profile-run",
+        metavar="NAME",
+        help="with --from-profile: the run folder (plugins/profile/NAME) to read (default: the newest)",
     )
     g.add_argument(
         "--list-accelerators", action="store_true", help="print the reference table with sources and exit"
@@ -189,6 +204,8 @@ def run(args: argparse.Namespace) -> int:
         step_time_ms=args.step_time_ms,
         model=args.model,
         accelerator=args.accelerator,
+        from_profile=args.from_profile,
+        profile_run=args.profile_run,
         seconds=args.seconds,
         warmup_seconds=args.warmup,
         simulate=args.simulate,
@@ -231,10 +248,15 @@ def _list_accelerators(out) -> None:  # out: rich.console.Console
     from rich.markup import escape
 
     from tfpipe.bench import reference
+    from tfpipe.bench.config import PIPELINES
 
     out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
+    defaults = {name: preset for preset, name in reference.defaults().items()}
     for r in reference.rows():
-        out.print(f"\n[bold]{r.name}[/]  ({r.preset})  {r.examples_per_sec:,.0f} examples/s")
+        use = f"default for --pipeline={defaults[r.name]}" if r.name in defaults else r.preset
+        if r.preset not in PIPELINES:
+            use = f"{r.preset}: no tfpipe pipeline reads it; its figure serves --step-time-ms"
+        out.print(f"\n[bold]{r.name}[/]  ({use})  {r.examples_per_sec:,.0f} examples/s")
         out.print(
             f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}"
         )
