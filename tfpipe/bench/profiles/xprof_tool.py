@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.beam.deps import MissingExtraError
 from tfpipe.bench.profiles.analysis import ProfileError
 from tfpipe.bench.profiles.tables import UnknownFormat
+from tfpipe.errors import MissingExtraError
 
 INSTALL_HINT = 'pip install "tfpipe[profile]"'
 # The xprof release line whose output tfpipe was written and tested against.
