@@ -111,3 +111,27 @@ def test_tpu_batch_per_core_multiple_of_128(host_batch, cores, note) -> None:
 def test_strategy_is_public() -> None:
     assert "strategy" in tfpipe.__all__ and "strategy" in dir(tfpipe)
     assert tfpipe.strategy is devices.strategy
+
+
+def test_a_tpu_that_looks_attached_but_cannot_be_reached_is_an_error_not_the_cpu() -> None:
+    # TPU_NAME says a TPU is here; this machine has none, so connecting fails. The bench must not
+    # time the CPU instead and call it the TPU.
+    code = (
+        "from tfpipe import devices\n"
+        "try:\n"
+        "    devices.choose()\n"
+        "except devices.TpuUnavailableError as e:\n"
+        "    print('refused |', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=os.environ | {"TPU_NAME": "local", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(
+        "refused | A TPU looks attached (TPU_NAME=local), but TensorFlow could not connect to TPU 'local'."
+    )
+    assert "Received: " in out.stdout
