@@ -117,7 +117,7 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
     assert obj["compare"]["baseline_examples_per_sec"] == 210.0
     with pytest.deprecated_call():
         assert report.comparison.recipe_examples_per_sec == 210.0
-    assert obj["schema_version"] == 3
+    assert obj["schema_version"] == 4
     assert obj["profile"] is None and obj["consumer"]["source"] == "reference"
 
 

@@ -64,6 +64,11 @@ class BenchConfig:
         `max_cores`.
       split: the split of `data` to read; None reads "train". Only for tfpipe datasets.
       synthetic_examples: size of the generated dataset; None uses the preset's default.
+      cache: the pipeline's cache, as training will set it: "auto" (build()'s default: memory
+        when the whole split fits the RAM budget), "memory", "none" or "disk:<path>". A sample
+        that fits in memory is cached after its first epoch while the real dataset may not be;
+        pass "none" to time the reading of every epoch. The storage figures are measured
+        uncached either way.
     """
 
     pipeline: PipelineName = "imagenet"
@@ -86,8 +91,12 @@ class BenchConfig:
     worker_cores: int | None = None
     split: str | None = None
     synthetic_examples: int | None = None
+    cache: str = "auto"
 
     def __post_init__(self) -> None:
+        from tfpipe.pipeline.config import check_cache
+
+        check_cache(self.cache)
         if self.pipeline not in PIPELINES:
             raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
         check_int("hosts", self.hosts, 1, what="an integer >= 1")

@@ -72,10 +72,18 @@ def _consumer_label(report: Report) -> str:
 def _stage_panel(ax1: Any, report: Report) -> None:
     """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
     consumer = report.consumer.examples_per_sec
-    labels, values, colors = [], [], []
+    labels, values, colors, notes = [], [], [], []
+    st = report.storage
+    if st is not None and st.cached:
+        # The read prefix below reads the cache; this bar is what the storage itself gives.
+        labels.append(f"storage\nread without the {st.cache} cache")
+        values.append(st.examples_per_sec)
+        colors.append(_OK if st.examples_per_sec >= consumer else _SLOW)
+        notes.append(_mb(st.mb_per_sec))
     for i, s in enumerate(report.stages):
         labels.append(("" if i == 0 else "+ ") + s.name + "\n" + ", ".join(s.stages))
         values.append(s.rate.examples_per_sec)
+        notes.append(_mb(st.mb_per_sec) if i == 0 and st is not None and not st.cached else "")
         if s.name == report.bottleneck.stage:
             colors.append(_WORST)
         else:
@@ -91,9 +99,9 @@ def _stage_panel(ax1: Any, report: Report) -> None:
         ax1.set_xlim(low / 3, top * 4)
     else:
         ax1.set_xlim(0, top * 1.3)
-    for yi, v in zip(y, values, strict=True):
+    for yi, v, note in zip(y, values, notes, strict=True):
         x = v * (1.08 if log else 1.0) + (0 if log else top * 0.01)
-        ax1.text(x, yi, rate_short(v), va="center", fontsize=9)
+        ax1.text(x, yi, rate_short(v) + note, va="center", fontsize=9)
     ax1.axvline(consumer, color=_CONSUMER, linestyle="--", linewidth=1.6)
     ax1.text(
         consumer,
@@ -112,6 +120,10 @@ def _stage_panel(ax1: Any, report: Report) -> None:
         fontsize=10,
     )
     ax1.grid(axis="x", alpha=0.3)
+
+
+def _mb(mb_per_sec: float | None) -> str:
+    return "" if mb_per_sec is None else f" ({mb_per_sec:,.1f} MB/s)"
 
 
 def _scaling_panel(ax2: Any, report: Report) -> None:

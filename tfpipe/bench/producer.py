@@ -216,19 +216,35 @@ def measure_prefixes(
         if progress:
             progress(f"Timing prefix {k + 1}/{len(points)}: {name} ({', '.join(added)})")
         last = k + 1 == len(points)
-        per_element = pipeline.examples_per_element(upto)
-        batched = per_element > 1 or any(s.group == "batch" for s in pipeline.stages[:upto])
-        rate = measure(
-            (lambda upto=upto: pipeline.dataset(upto))
-            if batched
-            else (lambda upto=upto: transport(pipeline.dataset(upto))),
-            examples_per_element=per_element if batched else TRANSPORT_BATCH,
+        rate = measure_prefix(
+            pipeline,
+            upto,
             seconds=seconds,
             warmup=warmup,
             on_window=_profiler(profile_dir) if (last and profile_dir) else None,
         )
         out.append(StageRate(name, added, upto, rate))
     return out
+
+
+def measure_prefix(
+    pipeline: Pipeline,
+    upto: int,
+    *,
+    seconds: float,
+    warmup: float,
+    on_window: Callable[[bool], None] | None = None,
+) -> Rate:
+    """The steady-state rate of the first `upto` stages of `pipeline` (see `measure`)."""
+    per_element = pipeline.examples_per_element(upto)
+    batched = per_element > 1 or any(s.group == "batch" for s in pipeline.stages[:upto])
+    return measure(
+        (lambda: pipeline.dataset(upto)) if batched else (lambda: transport(pipeline.dataset(upto))),
+        examples_per_element=per_element if batched else TRANSPORT_BATCH,
+        seconds=seconds,
+        warmup=warmup,
+        on_window=on_window,
+    )
 
 
 def measure_scaling(

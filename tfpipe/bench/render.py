@@ -65,6 +65,32 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     ]
     if c.url:
         rows.append(("", Text(c.url, style="dim")))
+    if report.storage is not None:
+        rows += _storage_rows(report)
+    return rows
+
+
+def _storage_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows: what reading without a cache gives, and the first epoch's rate."""
+    s = report.storage
+    assert s is not None
+    where = "gs://" if s.location == "gcs" else "local files"
+    text = f"{where}, read without a cache: {rate(s.examples_per_sec)} examples/s"
+    if s.mb_per_sec is not None:
+        text += f" = {s.mb_per_sec:,.1f} MB/s"
+    if s.requests_per_sec is not None:
+        text += f", ~{s.requests_per_sec:,.1f} requests/s (estimated: one GET per 64 MiB block)"
+    if s.needed_mb_per_sec is not None:
+        text += f"; the consumer needs {s.needed_mb_per_sec:,.1f} MB/s"
+    rows: list[tuple[str, Any]] = [("Storage", text)]
+    if s.first_epoch_examples_per_sec is not None:
+        rows.append(
+            (
+                "First epoch",
+                f"{rate(s.first_epoch_examples_per_sec)} examples/s while it fills the {s.cache} cache "
+                "from storage; the steady state above reads the cache",
+            )
+        )
     return rows
 
 

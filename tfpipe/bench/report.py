@@ -5,8 +5,9 @@ described). These top-level keys are a contract and keep their meaning across ve
 `verdict`, `predicted_input_wait`, `measured_input_wait`, `batch_size`,
 `producer.examples_per_sec`, `consumer.examples_per_sec`, `consumer.source`,
 `bottleneck.stage`, `stages[].name`, `stages[].examples_per_sec`, `scaling[].cores`,
-`scaling[].examples_per_sec`, `recommendations` and (from version 3) `profile.input_wait`,
-`profile.step_time_ms`. A change that breaks one raises `SCHEMA_VERSION`.
+`scaling[].examples_per_sec`, `recommendations`, (from version 3) `profile.input_wait`,
+`profile.step_time_ms` and (from version 4) `storage.mb_per_sec`, `storage.requests_per_sec`.
+A change that breaks one raises `SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 from tfpipe._version import __version__
 from tfpipe.bench.profiles.analysis import Profile
+from tfpipe.bench.reading import Storage
 from tfpipe.bench.verdict import (
     Band,
     Bottleneck,
@@ -32,7 +34,9 @@ SCHEMA = "tfpipe.bench.report"
 # cores_needed_from_cpu; compare.recipe_examples_per_sec became baseline_examples_per_sec.
 # 3: `profile` (the Profiler's figures of the user's run, --from-profile) and consumer.source
 # "profile".
-SCHEMA_VERSION = 3
+# 4: `storage` (the uncached read: examples/s, MB/s, requests/s, the first epoch) and the
+# "storage_bound" and "first_epoch_input_bound" recommendations.
+SCHEMA_VERSION = 4
 
 ConsumerSource = Literal["step_time", "model", "reference", "profile"]
 
@@ -248,6 +252,7 @@ class Report:
     environment: dict[str, Any] = dataclasses.field(default_factory=dict)
     elapsed_sec: float = 0.0
     profile: Profile | None = None
+    storage: Storage | None = None
 
     @property
     def per_host_batch_size(self) -> int:
@@ -315,6 +320,7 @@ class Report:
             if self.comparison is None
             else _round_all(dataclasses.asdict(self.comparison) | {"ratio": self.comparison.ratio}),
             "profile": None if self.profile is None else profile_json(self.profile),
+            "storage": None if self.storage is None else storage_json(self.storage, self.consumer),
             "profile_dir": self.profile_dir,
             "environment": dict(self.environment),
             "elapsed_sec": _r(self.elapsed_sec),
@@ -350,6 +356,22 @@ def profile_json(p: Profile) -> dict[str, Any]:
     }
 
 
+def storage_json(s: Storage, consumer: Consumer) -> dict[str, Any]:
+    """The `storage` object of the JSON: what reading without a cache gives."""
+    from tfpipe.bench.verdict import predicted_wait
+
+    first = s.first_epoch_examples_per_sec
+    return _round_all(
+        dataclasses.asdict(s)
+        | {
+            "cached": s.cached,
+            "first_epoch_predicted_input_wait": None
+            if first is None
+            else predicted_wait(first, consumer.examples_per_sec),
+        }
+    )
+
+
 def schema() -> dict[str, Any]:
     """The JSON Schema of `Report.to_json()`."""
     text = resources.files("tfpipe.bench").joinpath("report.schema.json").read_text(encoding="utf-8")
@@ -382,6 +404,7 @@ def conclude(
     environment: dict[str, Any] | None = None,
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
+    storage: Storage | None = None,
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice.
 
@@ -403,7 +426,10 @@ def conclude(
         environment=dict(environment or {}),
         elapsed_sec=elapsed_sec,
         profile=profile,
-        **_analyse(pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile),
+        storage=storage,
+        **_analyse(
+            pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile, storage
+        ),
     )
 
 
@@ -417,13 +443,20 @@ def _analyse(
     scaling: tuple[ScalingPoint, ...],
     worker_cores: int | None,
     profile: Profile | None = None,
+    storage: Storage | None = None,
 ) -> dict[str, Any]:
-    """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice."""
+    """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
+
+    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU
+    helps: the bottleneck is the read stage, named as the storage.
+    """
     from tfpipe.bench import verdict as v
 
     wait = v.predicted_wait(producer.examples_per_sec, consumer.examples_per_sec)
     band = v.band(wait)
-    neck = v.bottleneck([(s.name, s.rate.examples_per_sec) for s in stages])
+    rates = [(s.name, s.rate.examples_per_sec) for s in stages]
+    storage_bound = v.storage_bound(storage, consumer.examples_per_sec)
+    neck = v.stage_cost(rates, stages[0].name) if storage_bound and stages else v.bottleneck(rates)
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
     cores = v.cores_needed(consumer.examples_per_sec, curve)
     most = max(scaling, key=lambda p: p.cores)
@@ -442,6 +475,7 @@ def _analyse(
         data_on_gcs=dataset.path.startswith("gs://"),
         preset=pipeline,
         profiled_wait=None if profile is None else profile.input_wait,
+        storage=storage,
     )
     return {
         "predicted_input_wait": wait,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe.bench import data, output, producer
+from tfpipe.bench import data, output, producer, reading
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.report import (
     Comparison,
@@ -80,9 +80,19 @@ def bench(
     num_classes = consumers.num_classes_for(manifest.class_names if manifest else (), 0)
     stages, scaling = _time_producer(pipe, cfg, say)
     full = stages[-1].rate
+    read, first_epoch = _time_storage(pipe, stages, cfg, source, say)
 
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
+    storage = reading.figures(
+        location="gcs" if source.root.startswith("gs://") else "local",
+        cache=pipe.cache,
+        read=read,
+        sizes=_sizes(pipe),
+        examples=pipe.examples,
+        consumer_eps=consumer.examples_per_sec,
+        first_epoch=first_epoch,
+    )
 
     comparison = None
     if cfg.compare:
@@ -106,15 +116,18 @@ def bench(
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
         profile=profile,
+        storage=storage,
     )
 
 
-def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback) -> Any:
-    """The pipeline build() would make for this host, from the data `source` names."""
+def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback, *, cache: str | None = None) -> Any:
+    """The pipeline build() would make for this host, from the data `source` names (with
+    `cache` in place of the config's, when given)."""
     from tfpipe._tf import tf
     from tfpipe.pipeline import plan
 
-    say(f"Planning the {cfg.pipeline} pipeline")
+    if cache is None:
+        say(f"Planning the {cfg.pipeline} pipeline")
     context = None
     if cfg.hosts > 1:
         # One input pipeline per host, as strategy.distribute_datasets_from_function gives each.
@@ -128,7 +141,40 @@ def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback) -> Any:
         training=True,
         input_context=context,
         split=source.split,
+        cache=cfg.cache if cache is None else cache,
     )
+
+
+def _time_storage(
+    pipe: Any, stages: tuple[StageRate, ...], cfg: BenchConfig, source: data.BenchData, say: StatusCallback
+) -> tuple[Any, Any]:
+    """The read prefix without a cache (what the storage gives), and when the pipeline caches,
+    the whole pipeline without it (the first epoch, which fills the cache from storage).
+
+    Returns:
+      (the uncached read prefix's Rate, the first epoch's Rate or None).
+    """
+    read_name = producer.prefix_points(pipe.stages)[0][0]
+    if pipe.cache == "none":
+        return stages[0].rate, None
+    uncached = _plan(cfg, source, say, cache="none")
+    upto = next(upto for name, upto, _ in producer.prefix_points(uncached.stages) if name == read_name)
+    say(f"Timing the {read_name} prefix without the {pipe.cache} cache: what the storage gives")
+    read = producer.measure_prefix(uncached, upto, seconds=cfg.seconds, warmup=cfg.warmup)
+    say("Timing the whole pipeline without its cache: the first epoch")
+    first = producer.measure(
+        uncached.dataset,
+        examples_per_element=uncached.examples_per_element(),
+        seconds=cfg.seconds,
+        warmup=cfg.warmup,
+    )
+    return read, first
+
+
+def _sizes(pipe: Any) -> list[int]:
+    """Bytes of each file the pipeline reads."""
+    size_of = dict(zip(pipe.source.files, pipe.source.sizes, strict=True))
+    return [size_of[f] for f in pipe.files]
 
 
 def _time_producer(

@@ -10,10 +10,13 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from tfpipe.bench.fmt import percent, rate
 from tfpipe.errors import ConfigError, field_error
+
+if TYPE_CHECKING:
+    from tfpipe.bench.reading import Storage
 
 Band = Literal["not_input_bound", "moderately_input_bound", "highly_input_bound"]
 
@@ -80,6 +83,21 @@ def bottleneck(stages: Sequence[tuple[str, float]]) -> Bottleneck:
     """
     if not stages:
         return Bottleneck("", 0.0, 0.0, 0.0, 0.0)
+    costs = _added_costs(stages)
+    i = max(range(len(stages)), key=lambda k: (costs[k], -k))
+    return _at(stages, costs, i)
+
+
+def stage_cost(stages: Sequence[tuple[str, float]], name: str) -> Bottleneck:
+    """The prefix called `name`, described as `bottleneck` describes the costliest one."""
+    names = [n for n, _ in stages]
+    if name not in names:
+        raise ConfigError(f"Expected a stage prefix named one of {names}. Received: {name!r}")
+    return _at(stages, _added_costs(stages), names.index(name))
+
+
+def _added_costs(stages: Sequence[tuple[str, float]]) -> list[float]:
+    """Seconds per example each prefix adds to the one before it."""
     for name, eps in stages:
         if not eps > 0 or not math.isfinite(eps):
             raise ConfigError(f"Stage {name!r}: expected a positive throughput. Received: {eps!r}")
@@ -90,11 +108,20 @@ def bottleneck(stages: Sequence[tuple[str, float]]) -> Bottleneck:
         # A later prefix measured slightly faster than an earlier one is noise, not negative cost.
         costs.append(max(0.0, per_example - previous))
         previous = max(previous, per_example)
-    total = max(previous, 1e-30)
-    i = max(range(len(stages)), key=lambda k: (costs[k], -k))
+    return costs
+
+
+def _at(stages: Sequence[tuple[str, float]], costs: list[float], i: int) -> Bottleneck:
+    total = max(max(1.0 / eps for _, eps in stages), 1e-30)
     prev_eps = stages[i - 1][1] if i > 0 else math.inf
     drop = 0.0 if prev_eps == math.inf else max(0.0, 1.0 - stages[i][1] / prev_eps)
     return Bottleneck(stages[i][0], stages[i][1], costs[i] * 1000.0, min(1.0, costs[i] / total), drop)
+
+
+def storage_bound(storage: Storage | None, consumer_eps: float) -> bool:
+    """True when reading from storage, as every epoch does without a cache, cannot feed the
+    consumer: no CPU added to the later stages helps."""
+    return storage is not None and not storage.cached and storage.examples_per_sec < consumer_eps
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -305,14 +332,19 @@ def recommend(
     data_on_gcs: bool = False,
     preset: str = "imagenet",
     profiled_wait: float | None = None,
+    storage: Storage | None = None,
 ) -> tuple[Recommendation, ...]:
     """Advice, each piece tied to a finding. Pure: the same numbers give the same advice.
 
     `profiled_wait` is the input wait the Profiler measured on the user's own run
-    (--from-profile), when the consumer came from it.
+    (--from-profile), when the consumer came from it. `storage` is what reading without a
+    cache gives: storage-bound advice when it cannot feed the consumer, and a word on the
+    first epoch when a cache hides the storage after it.
     """
     out: list[Recommendation] = []
     ratio = producer_eps / consumer_eps if consumer_eps > 0 else math.inf
+    if storage is not None:
+        out += _storage_advice(storage, consumer_eps)
     if profiled_wait is not None and band(profiled_wait) != "not_input_bound" and wait < profiled_wait:
         out.append(
             Recommendation(
@@ -341,10 +373,60 @@ def recommend(
         return tuple(out)
 
     stage_advice = _stage_advice(bottleneck, preset=preset, data_on_gcs=data_on_gcs)
-    if stage_advice is not None:
+    if stage_advice is not None and not storage_bound(storage, consumer_eps):
         out.append(stage_advice)
     out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps)
     return tuple(out)
+
+
+def _storage_advice(storage: Storage, consumer_eps: float) -> list[Recommendation]:
+    """Storage-bound: reading alone cannot feed the consumer. Or, with a cache, the first epoch
+    (which reads the storage to fill it) cannot."""
+    where = "gs://" if storage.location == "gcs" else "local storage"
+    reads = f"{rate(storage.examples_per_sec)} examples/s"
+    if storage.mb_per_sec is not None:
+        reads = f"{storage.mb_per_sec:,.1f} MB/s ({reads}"
+        if storage.requests_per_sec is not None:
+            reads += f", ~{storage.requests_per_sec:,.1f} requests/s"
+        reads += ")"
+    needs = (
+        f"{storage.needed_mb_per_sec:,.1f} MB/s ({rate(consumer_eps)} examples/s)"
+        if storage.needed_mb_per_sec is not None
+        else f"{rate(consumer_eps)} examples/s"
+    )
+    more = (
+        "read more shards at once (cycle_length and read_parallelism: each open shard is one "
+        "stream, and one stream's bandwidth is limited), use larger shards (TensorFlow reads "
+        "gs:// in 64 MiB requests, each paying the first-byte latency), cache the records on a "
+        'local SSD (cache="disk:/mnt/ssd/cache") or in memory (cache="memory") when they fit, '
+        "and keep the bucket in the training hosts' region"
+        if storage.location == "gcs"
+        else "read more shards at once (cycle_length and read_parallelism), put the shards on "
+        'faster disks, or cache the records in memory (cache="memory") when they fit'
+    )
+    if storage_bound(storage, consumer_eps):
+        return [
+            Recommendation(
+                "storage_bound",
+                f"Storage-bound: reading from {where} gives {reads}, the consumer needs {needs}. "
+                "No CPU added to the later stages helps.",
+                more[0].upper() + more[1:] + ".",
+            )
+        ]
+    first = storage.first_epoch_examples_per_sec
+    if first is not None and first < consumer_eps:
+        return [
+            Recommendation(
+                "first_epoch_input_bound",
+                f"The first epoch reads the storage to fill the {storage.cache} cache: "
+                f"{rate(first)} examples/s against the consumer's {rate(consumer_eps)}/s, a "
+                f"predicted wait of {percent(predicted_wait(first, consumer_eps))} for that epoch "
+                f"(reading from {where} gives {reads}). Later epochs read the cache.",
+                "Over many epochs this costs little. For a short run, or where the full dataset "
+                f"will not fit the cache, treat it as storage-bound: {more}.",
+            )
+        ]
+    return []
 
 
 def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> Recommendation | None:

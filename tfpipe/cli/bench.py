@@ -78,6 +78,14 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
         "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
     )
     g.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
+    g.add_argument(
+        "--cache",
+        default="auto",
+        metavar="none|memory|auto|disk:PATH",
+        help="the pipeline's cache, as training will set it (default: auto, build()'s: memory when "
+        "the whole split fits). A small sample fits where the real data may not: pass none to time "
+        "reading every epoch. Storage (MB/s, requests/s) is measured uncached either way",
+    )
     g.add_argument("--workdir", help="where the generated dataset is cached (default: the user cache dir)")
     g.add_argument(
         "--batch-size",
@@ -199,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline=args.pipeline,
         data=args.data,
         split=args.split,
+        cache=args.cache,
         batch_size=args.batch_size,
         hosts=args.hosts,
         step_time_ms=args.step_time_ms,

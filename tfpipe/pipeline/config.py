@@ -41,6 +41,15 @@ MAX_BLOCK_LENGTH = 1024
 MAX_PREFETCH = 1024
 
 
+def check_cache(value: object, field: str = "cache") -> str:
+    """Returns `value` if it is a cache setting: "auto", "memory", "none" or "disk:<path>"."""
+    if not isinstance(value, str) or not (
+        value in ("auto", "memory", "none") or (value.startswith("disk:") and len(value) > len("disk:"))
+    ):
+        raise field_error(ConfigError, field, f"one of {CACHE_CHOICES}", value)
+    return value
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """How `build()` assembles and tunes the tf.data pipeline.
@@ -162,11 +171,7 @@ class PipelineConfig:
             value = getattr(self, name)
             if value != AUTOTUNE:
                 check_int(name, value, 1, high, what=f"AUTOTUNE (-1) or an int in [1, {high}]")
-        if not isinstance(self.cache, str) or not (
-            self.cache in ("auto", "memory", "none")
-            or (self.cache.startswith("disk:") and len(self.cache) > len("disk:"))
-        ):
-            raise field_error(ConfigError, "cache", f"one of {CACHE_CHOICES}", self.cache)
+        check_cache(self.cache)
         check_choice("processing_mode", self.processing_mode, ProcessingMode)
         check_str("job_name", self.job_name, optional=True)
         for name in ("service_connect_timeout", "service_peer_timeout"):

@@ -1,0 +1,124 @@
+"""The storage stage: how fast records come off storage, in examples/s, MB/s and requests/s.
+
+The read prefix of a caching pipeline reads its records from the cache after the first epoch,
+which says nothing about the storage. So the storage figures come from the read prefix of the
+same pipeline planned with `cache="none"`: what the first epoch reads at, and what every epoch
+reads at when the data does not fit the cache.
+
+Requests are not counted (TensorFlow's GCS filesystem keeps no counter); they follow from how
+it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB by default)
+from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
+tests/test_bench_storage.py checks that figure against the requests the local GCS twin served.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from tfpipe.bench.report import Rate
+
+# TensorFlow's GCS filesystem reads a file in blocks of this many MiB, one request each
+# (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable overrides it).
+GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
+GCS_DEFAULT_BLOCK_MB = 64
+MB = 1e6
+
+Location = Literal["gcs", "local"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Storage:
+    """What the storage gives the read stage, measured without a cache.
+
+    Attributes:
+      location: "gcs" for gs:// data, else "local".
+      cache: the pipeline's resolved cache ("none", "memory" or "disk:<path>"). Unless "none",
+        the steady state reads from the cache and the storage feeds only the first epoch.
+      examples_per_sec: the uncached read prefix's records per second.
+      mb_per_sec: the bytes those records take on storage, in MB (10**6 bytes) per second.
+      requests_per_sec: GET requests per second those reads cost on gs:// (estimated from the
+        read pattern, see the module doc); None for local files.
+      bytes_per_example: mean stored bytes per record: the files' bytes over their records.
+      needed_mb_per_sec: MB/s the consumer's examples/s take off storage.
+      The three byte figures are None for files without a manifest (no record count).
+      cpu_ms_per_example: the uncached read prefix's CPU cost per record.
+      first_epoch_examples_per_sec: the whole pipeline without its cache, the rate of the first
+        epoch; None when the pipeline does not cache (the producer's rate is the first epoch's).
+    """
+
+    location: Location
+    cache: str
+    examples_per_sec: float
+    mb_per_sec: float | None
+    requests_per_sec: float | None
+    bytes_per_example: float | None
+    needed_mb_per_sec: float | None
+    cpu_ms_per_example: float
+    first_epoch_examples_per_sec: float | None = None
+
+    @property
+    def cached(self) -> bool:
+        return self.cache != "none"
+
+
+def gcs_block_bytes() -> int:
+    """TensorFlow's GCS read block in bytes: the variable's MiB when set, else 64 MiB."""
+    raw = os.environ.get(GCS_BLOCK_MB_VARIABLE, "")
+    try:
+        mb = int(raw) if raw else GCS_DEFAULT_BLOCK_MB
+    except ValueError:
+        mb = GCS_DEFAULT_BLOCK_MB
+    return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
+
+
+def requests_per_file(sizes: Sequence[int], block: int) -> float:
+    """Mean GET requests TensorFlow makes to read one of these files whole."""
+    if not sizes:
+        return 0.0
+    return sum(max(1, math.ceil(s / block)) for s in sizes) / len(sizes)
+
+
+def figures(
+    *,
+    location: Location,
+    cache: str,
+    read: Rate,
+    sizes: Sequence[int],
+    examples: int | None,
+    consumer_eps: float,
+    first_epoch: Rate | None = None,
+    block: int | None = None,
+) -> Storage:
+    """The Storage figures from the uncached read prefix's rate and the files it reads.
+
+    Args:
+      location: where the files are.
+      cache: the pipeline's resolved cache.
+      read: the read prefix's rate with cache="none".
+      sizes: bytes of each file the pipeline reads.
+      examples: records in those files; None when unknown (files without a manifest).
+      consumer_eps: examples/s the consumer takes (per host).
+      first_epoch: the whole pipeline's rate with cache="none", when the pipeline caches.
+      block: GCS read block in bytes; None reads the variable (see gcs_block_bytes).
+    """
+    per_example = sum(sizes) / examples if examples and sizes else None
+    requests = None
+    if location == "gcs" and per_example is not None and examples:
+        files_per_sec = read.examples_per_sec * len(sizes) / examples
+        requests = files_per_sec * requests_per_file(sizes, block or gcs_block_bytes())
+    return Storage(
+        location=location,
+        cache=cache,
+        examples_per_sec=read.examples_per_sec,
+        mb_per_sec=None if per_example is None else read.examples_per_sec * per_example / MB,
+        requests_per_sec=requests,
+        bytes_per_example=per_example,
+        needed_mb_per_sec=None if per_example is None else consumer_eps * per_example / MB,
+        cpu_ms_per_example=read.cpu_ms_per_example,
+        first_epoch_examples_per_sec=None if first_epoch is None else first_epoch.examples_per_sec,
+    )
