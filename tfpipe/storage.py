@@ -19,6 +19,7 @@ import filecmp
 import fnmatch
 import os
 import random
+import re
 import stat as stat_mod
 import tempfile
 import time
@@ -55,11 +56,58 @@ def basename(path: str) -> str:
     return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
+class InvalidPath(TfpipeError, ValueError):
+    """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
+
+
+_BUCKET_PART = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+
+
+def bucket_problem(bucket: str) -> str | None:
+    """Why GCS would refuse `bucket` as a bucket name, or None (cloud.google.com/storage/docs/
+    buckets#naming: 3-63 characters of lowercase letters, digits, -, _ and dots, starting and
+    ending with a letter or digit; up to 222 with dots, 63 between them; not an IP address;
+    not starting with "goog" or holding "google")."""
+    if not 3 <= len(bucket) <= (222 if "." in bucket else 63):
+        return "it must be 3 to 63 characters long (222 with dots)"
+    if bucket != bucket.lower():
+        return "it must be lowercase (GCS bucket names have no capitals)"
+    if not all(_BUCKET_PART.fullmatch(part) for part in bucket.split(".")):
+        return (
+            "it may hold only lowercase letters, digits, -, _ and dots, start and end with a "
+            "letter or digit, and have at most 63 characters between dots"
+        )
+    if _IPV4.fullmatch(bucket):
+        return "it must not be an IP address"
+    if bucket.startswith("goog") or "google" in bucket or "g00gle" in bucket:
+        return 'it must not start with "goog" or hold "google"'
+    return None
+
+
+def check_url(path: str) -> None:
+    """Refuses a `gs:` path that names no bucket, or a bucket name GCS would refuse.
+
+    `gs://`, `gs:/b` or `gs:b` would otherwise be taken as a local folder named `gs:`.
+
+    Raises:
+      InvalidPath: naming the path and the rule it breaks.
+    """
+    text = str(path)
+    if text[:3].lower() != "gs:":
+        return
+    bucket = text[len(GCS_PREFIX) :].split("/", 1)[0] if text.startswith(GCS_PREFIX) else ""
+    if not bucket:
+        raise InvalidPath(f"Expected gs://BUCKET/PATH. Received: {text!r}, which names no bucket")
+    problem = bucket_problem(bucket)
+    if problem:
+        raise InvalidPath(f"{text}: {bucket!r} is not a valid GCS bucket name: {problem}.")
+
+
 def _split_gcs(path: str) -> tuple[str, str]:
+    check_url(path)
     rest = path[len(GCS_PREFIX) :]
     bucket, _, name = rest.partition("/")
-    if not bucket:
-        raise TfpipeError(f"Expected gs://bucket/path. Received: {path!r}")
     return bucket, name
 
 
@@ -157,39 +205,105 @@ def exists(path: str) -> bool:
 def listdir(path: str) -> list[str]:
     """Names (not paths) directly under `path`, hidden ones included, sorted."""
     if is_gcs(path):
-        return sorted({name for name, _, _ in gcs_entries(path)})
+        return sorted({name for name, _, _, _ in gcs_entries(path)})
     if not os.path.isdir(path):
         return []
     return sorted(os.listdir(path))
 
 
-def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int]]:
-    """(name, is_dir, size) under a gs:// `path`, sorted.
+def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int, str]]:
+    """(name, is_dir, size, identity) under a gs:// `path`, sorted.
 
-    GCS has no directories: a common prefix counts as one. With `recursive`, every object
-    under `path` is listed by its name relative to `path`, and no prefix is. Folder
-    placeholder objects (names ending in "/") are left out.
+    GCS has no directories: a common prefix counts as one (its identity is ""). With
+    `recursive`, every object under `path` is listed by its name relative to `path`, and no
+    prefix is. Folder placeholder objects (names ending in "/") are left out. An object's
+    identity is as `identity` gives it, from the listing.
 
     Raises:
       FileNotFoundError: the bucket does not exist.
     """
     bucket, prefix = _split_gcs(path.rstrip("/") + "/")
 
-    def entries() -> list[tuple[str, bool, int]]:
+    def entries() -> list[tuple[str, bool, int, str]]:
         it = _client().list_blobs(
             bucket, prefix=prefix, delimiter=None if recursive else "/", retry=_no_client_retry()
         )
-        out = [(b.name[len(prefix) :], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
-        out += [(p[len(prefix) :].rstrip("/"), True, 0) for p in it.prefixes]
+        out = [
+            (b.name[len(prefix) :], False, int(b.size or 0), _blob_identity(b))
+            for b in it
+            if not b.name.endswith("/")
+        ]
+        out += [(p[len(prefix) :].rstrip("/"), True, 0, "") for p in it.prefixes]
         return sorted(e for e in out if e[0])
 
     return _gcs(entries, f"list {path}", path)
 
 
+def _blob_identity(blob) -> str:  # blob: google.cloud.storage.Blob
+    crc = base64.b64decode(blob.crc32c).hex() if blob.crc32c else "none"
+    return f"size={int(blob.size or 0)} generation={blob.generation} crc32c={crc}"
+
+
+def identity(path: str, checksum: bool = False) -> str:
+    """What identifies a version of an input, so `--resume` refuses one that changed.
+
+    Locally: its size and modification time (`size=... mtime_ns=...`), plus with `checksum`
+    the crc32c of its bytes (read whole for it). On gs://: its size, generation (a new one on
+    every write) and the crc32c GCS keeps, all from the object's metadata.
+
+    Raises:
+      FileNotFoundError: no such file or object.
+    """
+    if is_gcs(path):
+
+        def stat() -> str:
+            blob = _blob(path)
+            blob.reload(retry=_no_client_retry())
+            return _blob_identity(blob)
+
+        return _gcs(stat, f"stat {path}", path)
+    st = os.stat(path)
+    out = f"size={st.st_size} mtime_ns={st.st_mtime_ns}"
+    if checksum:
+        import google_crc32c
+
+        crc = google_crc32c.Checksum()
+        with _open_regular(path) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                crc.update(chunk)
+        out += f" crc32c={crc.digest().hex()}"
+    return out
+
+
+def has_wildcards(path: str) -> bool:
+    return any(c in str(path) for c in "*?[")
+
+
 def glob(pattern: str) -> list[str]:
-    """Files matching a glob in the last path component (`dir/train-*`), sorted."""
-    parent, _, pat = str(pattern).rstrip("/").rpartition("/")
-    return [join(parent, n) for n in listdir(parent) if fnmatch.fnmatchcase(n, pat)]
+    """Files matching a glob whose wildcards (`*`, `?`, `[...]`) may be in any path component
+    (`data/d*/train-*`), sorted. `*` does not cross a `/`; hidden names match only a pattern
+    that starts with a dot, as in a shell."""
+    pattern = str(pattern).rstrip("/")
+    if not is_gcs(pattern):
+        import glob as globlib
+
+        return sorted(p for p in globlib.glob(pattern) if not os.path.isdir(p))
+    bucket, name = _split_gcs(pattern)
+    first = min((name.find(c) for c in "*?[" if c in name), default=len(name))
+    prefix = name[:first].rsplit("/", 1)[0] + "/" if "/" in name[:first] else ""
+    parts = name.split("/")
+
+    def matches(object_name: str) -> bool:
+        names = object_name.split("/")
+        return len(names) == len(parts) and all(
+            fnmatch.fnmatchcase(n, p) and (not n.startswith(".") or p.startswith("."))
+            for n, p in zip(names, parts, strict=True)
+        )
+
+    base = f"{GCS_PREFIX}{bucket}/{prefix}".rstrip("/")
+    return sorted(
+        f"{base}/{rel}" for rel, _, _, _ in gcs_entries(base, recursive=True) if matches(prefix + rel)
+    )
 
 
 def size(path: str) -> int:
@@ -506,3 +620,10 @@ def iter_lines(path: str) -> Iterator[str]:
     with open_read(path) as f:
         for line in f:
             yield line.decode("utf-8")
+
+
+def same_version(a: str, b: str) -> bool:
+    """Whether two `identity` strings name the same version: the same size and modification
+    time (or generation). A content checksum is compared only where both have one."""
+    fa, fb = dict(f.split("=", 1) for f in a.split()), dict(f.split("=", 1) for f in b.split())
+    return all(fa[k] == fb[k] for k in fa.keys() & fb.keys())
