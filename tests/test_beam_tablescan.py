@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert import tables
+from tfpipe.convert import tableread, tables
 from tfpipe.convert.sources import files_holding
 from tfpipe.errors import DataError
 
@@ -20,7 +20,7 @@ def folder(tmp_path, frames):
 
 
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
-    listing = tables.list_table(src, "csv")
+    listing = tableread.list_table(src, "csv")
     options = tables.TableOptions(chunk_rows, label, missing, missing_label)
     scans = [tablescan.scan_file(f, "csv", options, f == listing.files[0]) for f in listing.files]
     scan = tablescan.merge(src, "csv", listing, scans, options)

@@ -89,9 +89,7 @@ def test_null_values_name_what_is_missing_for_every_column_or_one(tmp_path):
             "Temp": [67, 72, 74, 62, 56],
         }
     ).to_csv(src, index=False)
-    run = cli(
-        src, tmp_path / "out", "--null-values", "Ozone=NA", "--null-values=-,N/A", "--missing", "fill"
-    )
+    run = cli(src, tmp_path / "out", "--null-values", "Ozone=NA", "--null-values=-,N/A", "--missing", "fill")
     assert run.returncode == 0, run.stderr
     recs, m = records(tmp_path / "out")
     assert m.schema["Ozone"].dtype == "int64" and m.schema["Wind"].dtype == "float32"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfpipe.convert import parquetfile
 from tfpipe.convert import tables as local
 from tfpipe.convert.infer import Column, Problems
 from tfpipe.errors import DataError
@@ -114,7 +115,7 @@ def _fold_column(have: Column, new: dict[str, Any]) -> bool:
 
 
 def merge(
-    src: str, fmt: str, listing: local.parquetfile.Dataset, scans: list[FileScan], options: local.TableOptions
+    src: str, fmt: str, listing: parquetfile.Dataset, scans: list[FileScan], options: local.TableOptions
 ) -> local.TableScan:
     """The TableScan of all files, from their scans in file order (see the module doc).
 

@@ -30,7 +30,7 @@ from typing import NamedTuple
 from tfpipe import storage
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
-from tfpipe.convert.tables import TABLE_SUFFIXES
+from tfpipe.convert.tableread import TABLE_SUFFIXES
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-from tfpipe.convert import folders, tables
+from tfpipe.convert import folders, tableread, tables
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.errors import DataError
@@ -173,9 +173,9 @@ class TableRows:
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end = first + count
-        reading = tables.Reading(self.fmt, self.encoding, self.null_values, self.kinds, self.partitions)
+        reading = tableread.Reading(self.fmt, self.encoding, self.null_values, self.kinds, self.partitions)
         for path, file_first in self.files:
-            chunks = tables.read_chunks((path,), reading, self.chunk_rows, self.drop_label)
+            chunks = tableread.read_chunks((path,), reading, self.chunk_rows, self.drop_label)
             for frame, offset, _ in chunks:
                 if file_first + offset >= end:
                     chunks.close()
