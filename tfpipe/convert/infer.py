@@ -124,15 +124,13 @@ class Column:
 
     def _count_text(self, nonnull: Any, kind: str, path: str) -> None:
         """Counts what the notes need: values pandas would read as numbers or as missing."""
-        import pandas as pd
-
         self.texts += len(nonnull)
         if kind in ("int", "float"):
             self.numeric_like += len(nonnull)
         if kind != "string":
             return
         na = nonnull.isin(values.PANDAS_NA_TEXT).to_numpy(dtype=bool)
-        number = pd.to_numeric(nonnull, errors="coerce").notna().to_numpy(dtype=bool) & ~na
+        number = nonnull.str.fullmatch(values.LOOSE_NUMBER).to_numpy(dtype=bool)
         self.na_like += int(na.sum())
         self.numeric_like += int(number.sum())
         if self.first_na is None and na.any():

@@ -92,9 +92,6 @@ class TableScan:
     notes: tuple[str, ...] = ()
     identities: tuple[str, ...] = ()
 
-    def partition(self, path: str) -> parquetfile.Partition | None:
-        return self.partitions[self.files.index(path)] if self.partitions else None
-
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
 

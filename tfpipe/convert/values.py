@@ -82,15 +82,23 @@ def typed(text: Any, kind: str) -> Any:
     """
     import pandas as pd
 
-    if kind == "int":
-        return pd.to_numeric(text.str.strip(), errors="raise").astype("Int64")
-    if kind in ("float", "null"):
-        return pd.to_numeric(text.str.strip(), errors="raise").astype("Float64")
+    if kind in ("int", "float", "null"):
+        dtype = "Int64" if kind == "int" else "Float64"
+        try:
+            return text.astype(dtype)  # Arrow's cast: ~7x faster than to_numeric
+        except (ValueError, TypeError, ArithmeticError):  # pyarrow's ArrowInvalid is a ValueError
+            return pd.to_numeric(text.str.strip(), errors="raise").astype(dtype)  # "+6", " 5"
     if kind == "bool":
-        return text.map(
-            {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
-        ).astype("boolean")
+        return text.map(_BOOLS).astype("boolean")
     return text.astype("string")
+
+
+_BOOLS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
+LOOSE_NUMBER = (
+    rf"{_SPACE}[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?{_SPACE}"
+    rf"|{_SPACE}[+-]?(?i:inf(?:inity)?){_SPACE}"
+)
+"""What pandas reads as a number, codes with leading zeros and bare exponents included."""
 
 
 def beyond_int64_text(nonnull: Any) -> tuple[int, Any] | None:
