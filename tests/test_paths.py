@@ -11,7 +11,6 @@ import pytest
 import tfpipe
 from tfpipe import storage
 from tfpipe.pipeline import sources
-from tfpipe.storage import InvalidPath
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -80,10 +79,10 @@ def test_a_gs_path_without_a_bucket_writes_no_local_folder(tmp_path):
 )
 def test_bucket_names_are_checked_before_any_request(tmp_path, url, rule):
     pd.DataFrame({"x": [1]}).to_csv(tmp_path / "t.csv", index=False)
-    with pytest.raises(InvalidPath, match=rule):
+    with pytest.raises(storage.InvalidPath, match=rule):
         tfpipe.convert(str(tmp_path / "t.csv"), url)
     if url.startswith("gs://"):
-        with pytest.raises(InvalidPath, match=rule):
+        with pytest.raises(storage.InvalidPath, match=rule):
             storage.exists(url)  # every gs:// operation checks the name first
 
 
