@@ -134,3 +134,19 @@ def test_csv_options_are_refused_for_parquet_data_columns(tmp_path, hive):
         tfpipe.convert(str(root), str(tmp_path / "b"), column_types={"x": "string"})
     m = tfpipe.convert(str(root), str(tmp_path / "c"), label="y", column_types={"zip": "int"}, workers=1)
     assert m.schema["zip"].dtype == "int64"
+
+
+@pytest.mark.gcs
+def test_a_hive_folder_on_gcs_converts_as_the_local_one(tmp_path, hive, gcs_bucket):
+    from tfpipe import storage
+
+    root, _ = hive
+    for d, _, names in os.walk(root):
+        for name in names:
+            rel = os.path.relpath(os.path.join(d, name), root).replace(os.sep, "/")
+            storage.write_atomic(f"{gcs_bucket}/hive/{rel}", (root / rel).read_bytes())
+    local = tfpipe.convert(str(root), str(tmp_path / "local"), label="y", num_shards=2, workers=1)
+    remote = tfpipe.convert(f"{gcs_bucket}/hive", str(tmp_path / "gcs"), label="y", num_shards=2, workers=1)
+    assert [s.checksum for s in remote.split("train").shards] == [
+        s.checksum for s in local.split("train").shards
+    ]
