@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert import tables
+from tfpipe.convert import tableread, tables
 from tfpipe.convert.sources import files_holding
 from tfpipe.errors import DataError
 
@@ -20,11 +20,10 @@ def folder(tmp_path, frames):
 
 
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
-    files = tuple(tables.table_files(src, "csv"))
-    scans = [
-        tablescan.scan_file(f, "csv", chunk_rows, label, missing_label, "utf-8", f == files[0]) for f in files
-    ]
-    scan = tablescan.merge(src, "csv", files, scans, label, missing, missing_label, "utf-8", chunk_rows)
+    listing = tableread.list_table(src, "csv")
+    options = tables.TableOptions(chunk_rows, label, missing, missing_label)
+    scans = [tablescan.scan_file(f, "csv", options, f == listing.files[0]) for f in listing.files]
+    scan = tablescan.merge(src, "csv", listing, scans, options)
     return scan, scans
 
 
@@ -46,7 +45,8 @@ CASES = {
 def test_fold_equals_the_single_pass(tmp_path, case):
     src = folder(tmp_path, CASES[case])
     drop = {"label": "y", "missing_label": "drop"} if case == "dropped null labels" else {}
-    local = tables.scan(src, "csv", 4, drop.get("label"), "fill", drop.get("missing_label", "error"), "utf-8")
+    options = tables.TableOptions(4, drop.get("label"), "fill", drop.get("missing_label", "error"))
+    local = tables.scan(src, "csv", options)
     scan, scans = by_files(src, **drop)
     assert scan == local  # file_rows included: both engines place rows in shards alike
     assert sum(s.kept for s in scans) == local.rows
@@ -63,7 +63,7 @@ def test_fold_equals_the_single_pass(tmp_path, case):
 def test_a_conflict_gives_the_single_pass_error(tmp_path, frames, message):
     src = folder(tmp_path, frames)
     with pytest.raises(DataError, match=message) as local:
-        tables.scan(src, "csv", 4, None, "error", "error", "utf-8")
+        tables.scan(src, "csv", tables.TableOptions(4))
     with pytest.raises(DataError) as folded:
         by_files(src, missing="error")
     assert str(folded.value) == str(local.value)

@@ -101,25 +101,25 @@ MAKERS = {"images": image_tree, "images_header": image_tree, "csv": csv_folder, 
 
 EXPECTED = {
     "csv": {
-        "tfpipe.json": "bc9b3f28a113b6d07216b9b6abb5e497b99a51ca51161b9d26c1383f7019672e",
+        "tfpipe.json": "c0a448df11c943bbe5e2c13b05e073d5f7e7b172deef1678ad8d333443e6f7dc",
         "train-00000-of-00004.gz": "189fa9e600b85b8c6d209ea657cca4d40d2237a1f578b35b267cae709b91fa09",
         "train-00001-of-00004.gz": "c520e76973ede50ad2ee8daadd215e60ce15f56aa0b014c2e058247c02d73dd3",
         "train-00002-of-00004.gz": "aa302b8ecf056514fe886ca67da34a82d5a981ab3bedfda545940872beeb7f5a",
         "train-00003-of-00004.gz": "d3baa0762ace39a435bd311741b3ddeae4fdd6b0dab8f7aef3e3c0c322baa8bb",
     },
     "images": {
-        "tfpipe.json": "d8442aca1897b2d94f06519ecac2a0690133bfa08ba3f0e099e14e42a1940c3a",
+        "tfpipe.json": "50c2b6661c20c1a9968457f2ac3b9304be09fb8be005c7081a15c18ffa83de80",
         "train-00000-of-00003": "bf7416908a4cafc6b3f3c001323c0320c02787b868716649241b9970dfbc892b",
         "train-00001-of-00003": "199189a4435e867472badfc1b9cb02119f5668216abb09692a5d4cd120e91693",
         "train-00002-of-00003": "5bba37b351f8b9f4991fbfb3d7540a2aa1a7ecae184019c0a113b2b47987f838",
     },
     "images_header": {
-        "tfpipe.json": "97bf8371aab83371cc27570482a2f03e2e80dd1761a1cdbb1b1fd84c6bf103e2",
+        "tfpipe.json": "93266b1fac57237d02bc2c6b67cf2dfa79c777e895f9bf6fcb15a1c1f1c03ccb",
         "train-00000-of-00002": "5cc5099c74017d64a75fa2db2d4604fc3953cf8275d10eb9a1e171f9c7e354a5",
         "train-00001-of-00002": "e12b2f8c9c718c8059afd784c240fdc2aaff593136e76704e3ccf1372e3d5523",
     },
     "parquet": {
-        "tfpipe.json": "80f0f9c37b29fb9188f03bb6b88cd83c1d5ad43c4aceffa669ae465a35037b8f",
+        "tfpipe.json": "b8526c330b3154d182570393a947e69234b7873152dcb6a1c3de166f5f00730f",
         "validation-00000-of-00004": "62e19f5a8509f7cb77a6fb927295ff95a0052d15dd6d981afc7eb250f1f50abf",
         "validation-00001-of-00004": "fccbfaeb455018cb305344b1038b4ad9bf4f1efc31ddf41e050a4fc9ebda920c",
         "validation-00002-of-00004": "5368ddb764fb625e31725a177a0f087f9c9a5f132b70b01da00e7a74119444f1",

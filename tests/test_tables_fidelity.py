@@ -367,7 +367,7 @@ def test_parquet_files_that_disagree_on_a_type_are_refused(tmp_path):
 
 def test_the_second_pass_refuses_a_table_that_changed(tmp_path):
     (tmp_path / "t.csv").write_text("a\n1\n2\n3\n")
-    scan = tables.scan(str(tmp_path / "t.csv"), "csv", 2, None, "error")
+    scan = tables.scan(str(tmp_path / "t.csv"), "csv", tables.TableOptions(chunk_rows=2))
     with open(tmp_path / "t.csv", "a") as f:
         f.write("4\n")
     with pytest.raises(DataError, match=r"t.csv: expected the 3 rows the first pass read. Received: more"):

@@ -86,6 +86,9 @@ class Split:
     source: str = ""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    notes: tuple[
+        str, ...
+    ] = ()  # how the source was read where it differs from pandas (a column kept as text)
 
     @property
     def examples(self) -> int:
@@ -105,7 +108,7 @@ class Split:
             "source": self.source,
             "options": self.options,
             "seconds": round(self.seconds, 3),
-        }
+        } | ({"notes": list(self.notes)} if self.notes else {})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Split:
@@ -121,6 +124,7 @@ class Split:
             source=str(obj.get("source", "")),
             options=dict(obj.get("options", {})),
             seconds=float(obj.get("seconds", 0.0)),
+            notes=tuple(str(n) for n in obj.get("notes", [])),
         )
 
 

@@ -109,6 +109,12 @@ class Schema:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise DataError(f"Schema has duplicate feature names: {dupes}")
+        clash = sorted(f.mask_name for f in self.fields if f.has_mask and f.mask_name in names)
+        if clash:
+            raise DataError(
+                f"Schema has feature(s) {clash} named like the null mask of another feature: one "
+                "would overwrite the other in every record. Rename them."
+            )
         if self.label is not None and self.label not in names:
             raise DataError(f"Label column {self.label!r} is not in the schema. Received columns: {names}")
 

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
 
 from tfpipe.errors import TfpipeError
+from tfpipe.gcsnames import InvalidPath as InvalidPath  # re-exported
+from tfpipe.gcsnames import check_url
 
 T = TypeVar("T")
 GCS_PREFIX = "gs://"
@@ -56,10 +58,9 @@ def basename(path: str) -> str:
 
 
 def _split_gcs(path: str) -> tuple[str, str]:
+    check_url(path)
     rest = path[len(GCS_PREFIX) :]
     bucket, _, name = rest.partition("/")
-    if not bucket:
-        raise TfpipeError(f"Expected gs://bucket/path. Received: {path!r}")
     return bucket, name
 
 
@@ -157,39 +158,105 @@ def exists(path: str) -> bool:
 def listdir(path: str) -> list[str]:
     """Names (not paths) directly under `path`, hidden ones included, sorted."""
     if is_gcs(path):
-        return sorted({name for name, _, _ in gcs_entries(path)})
+        return sorted({name for name, _, _, _ in gcs_entries(path)})
     if not os.path.isdir(path):
         return []
     return sorted(os.listdir(path))
 
 
-def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int]]:
-    """(name, is_dir, size) under a gs:// `path`, sorted.
+def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int, str]]:
+    """(name, is_dir, size, identity) under a gs:// `path`, sorted.
 
-    GCS has no directories: a common prefix counts as one. With `recursive`, every object
-    under `path` is listed by its name relative to `path`, and no prefix is. Folder
-    placeholder objects (names ending in "/") are left out.
+    GCS has no directories: a common prefix counts as one (its identity is ""). With
+    `recursive`, every object under `path` is listed by its name relative to `path`, and no
+    prefix is. Folder placeholder objects (names ending in "/") are left out. An object's
+    identity is as `identity` gives it, from the listing.
 
     Raises:
       FileNotFoundError: the bucket does not exist.
     """
     bucket, prefix = _split_gcs(path.rstrip("/") + "/")
 
-    def entries() -> list[tuple[str, bool, int]]:
+    def entries() -> list[tuple[str, bool, int, str]]:
         it = _client().list_blobs(
             bucket, prefix=prefix, delimiter=None if recursive else "/", retry=_no_client_retry()
         )
-        out = [(b.name[len(prefix) :], False, int(b.size or 0)) for b in it if not b.name.endswith("/")]
-        out += [(p[len(prefix) :].rstrip("/"), True, 0) for p in it.prefixes]
+        out = [
+            (b.name[len(prefix) :], False, int(b.size or 0), _blob_identity(b))
+            for b in it
+            if not b.name.endswith("/")
+        ]
+        out += [(p[len(prefix) :].rstrip("/"), True, 0, "") for p in it.prefixes]
         return sorted(e for e in out if e[0])
 
     return _gcs(entries, f"list {path}", path)
 
 
+def _blob_identity(blob) -> str:  # blob: google.cloud.storage.Blob
+    crc = base64.b64decode(blob.crc32c).hex() if blob.crc32c else "none"
+    return f"size={int(blob.size or 0)} generation={blob.generation} crc32c={crc}"
+
+
+def identity(path: str, checksum: bool = False) -> str:
+    """What identifies a version of an input, so `--resume` refuses one that changed.
+
+    Locally: its size and modification time (`size=... mtime_ns=...`), plus with `checksum`
+    the crc32c of its bytes (read whole for it). On gs://: its size, generation (a new one on
+    every write) and the crc32c GCS keeps, all from the object's metadata.
+
+    Raises:
+      FileNotFoundError: no such file or object.
+    """
+    if is_gcs(path):
+
+        def stat() -> str:
+            blob = _blob(path)
+            blob.reload(retry=_no_client_retry())
+            return _blob_identity(blob)
+
+        return _gcs(stat, f"stat {path}", path)
+    st = os.stat(path)
+    out = f"size={st.st_size} mtime_ns={st.st_mtime_ns}"
+    if checksum:
+        import google_crc32c
+
+        crc = google_crc32c.Checksum()
+        with _open_regular(path) as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                crc.update(chunk)
+        out += f" crc32c={crc.digest().hex()}"
+    return out
+
+
+def has_wildcards(path: str) -> bool:
+    return any(c in str(path) for c in "*?[")
+
+
 def glob(pattern: str) -> list[str]:
-    """Files matching a glob in the last path component (`dir/train-*`), sorted."""
-    parent, _, pat = str(pattern).rstrip("/").rpartition("/")
-    return [join(parent, n) for n in listdir(parent) if fnmatch.fnmatchcase(n, pat)]
+    """Files matching a glob whose wildcards (`*`, `?`, `[...]`) may be in any path component
+    (`data/d*/train-*`), sorted. `*` does not cross a `/`; hidden names match only a pattern
+    that starts with a dot, as in a shell."""
+    pattern = str(pattern).rstrip("/")
+    if not is_gcs(pattern):
+        import glob as globlib
+
+        return sorted(p for p in globlib.glob(pattern) if not os.path.isdir(p))
+    bucket, name = _split_gcs(pattern)
+    first = min((name.find(c) for c in "*?[" if c in name), default=len(name))
+    prefix = name[:first].rsplit("/", 1)[0] + "/" if "/" in name[:first] else ""
+    parts = name.split("/")
+
+    def matches(object_name: str) -> bool:
+        names = object_name.split("/")
+        return len(names) == len(parts) and all(
+            fnmatch.fnmatchcase(n, p) and (not n.startswith(".") or p.startswith("."))
+            for n, p in zip(names, parts, strict=True)
+        )
+
+    base = f"{GCS_PREFIX}{bucket}/{prefix}".rstrip("/")
+    return sorted(
+        f"{base}/{rel}" for rel, _, _, _ in gcs_entries(base, recursive=True) if matches(prefix + rel)
+    )
 
 
 def size(path: str) -> int:
@@ -506,3 +573,10 @@ def iter_lines(path: str) -> Iterator[str]:
     with open_read(path) as f:
         for line in f:
             yield line.decode("utf-8")
+
+
+def same_version(a: str, b: str) -> bool:
+    """Whether two `identity` strings name the same version: the same size and modification
+    time (or generation). A content checksum is compared only where both have one."""
+    fa, fb = dict(f.split("=", 1) for f in a.split()), dict(f.split("=", 1) for f in b.split())
+    return all(fa[k] == fb[k] for k in fa.keys() & fb.keys())

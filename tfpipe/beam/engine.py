@@ -25,9 +25,10 @@ from tfpipe.beam.deps import require_beam
 from tfpipe.beam.shards import run_task, save_task
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.plan import ConvertPlan
-from tfpipe.convert.run import Tick
+from tfpipe.convert.progress import Tick
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables import TableScan, table_files
+from tfpipe.convert.tableread import list_table
+from tfpipe.convert.tables import TableOptions, TableScan, check_options
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, TfpipeError
 
@@ -106,16 +107,10 @@ def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
 
 
 def _scan_to_file(
-    element: tuple[str, str],
-    fmt: str,
-    chunk_rows: int,
-    label: str | None,
-    missing_label: str,
-    encoding: str,
-    first: str,
+    element: tuple[str, str, dict[str, str | None] | None], fmt: str, options: TableOptions, first: str
 ) -> None:
-    path, out = element
-    scan = tablescan.scan_file(path, fmt, chunk_rows, label, missing_label, encoding, path == first)
+    path, out, partition = element
+    scan = tablescan.scan_file(path, fmt, options, path == first, partition)
     storage.write_atomic(out, json.dumps(scan.to_json()).encode(), overwrite=True)
 
 
@@ -140,37 +135,23 @@ class BeamEngine:
         self.cfg, self.options, self.progress = cfg, pipeline_options(options, cfg.n_workers), progress
         self.dest, self.split = dest, split
 
-    def scan_table(
-        self,
-        src: str,
-        fmt: str,
-        chunk_rows: int,
-        label: str | None,
-        missing: str,
-        missing_label: str = "error",
-        encoding: str = "utf-8",
-    ) -> TableScan:
+    def scan_table(self, src: str, fmt: str, options: TableOptions) -> TableScan:
         """`tables.scan` as a Beam stage, one file per worker, with each file's rows to write."""
-        files = tuple(table_files(src, fmt))
+        listing = list_table(src, fmt)
+        check_options(src, fmt, options, listing)
+        files = listing.files
         outs = [
             storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
             for i in range(len(files))
         ]
-        scan_one = functools.partial(
-            _scan_to_file,
-            fmt=fmt,
-            chunk_rows=chunk_rows,
-            label=label,
-            missing_label=missing_label,
-            encoding=encoding,
-            first=files[0],
-        )
+        scan_one = functools.partial(_scan_to_file, fmt=fmt, options=options, first=files[0])
+        elements = [(f, o, listing.partition(i)) for i, (f, o) in enumerate(zip(files, outs, strict=True))]
         try:
-            _run("scan", list(zip(files, outs, strict=True)), scan_one, self.options)
+            _run("scan", elements, scan_one, self.options)
             scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
         finally:
             _each(storage.remove, outs)
-        return tablescan.merge(src, fmt, files, scans, label, missing, missing_label, encoding, chunk_rows)
+        return tablescan.merge(src, fmt, listing, scans, options)
 
     def execute(
         self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal
@@ -206,3 +187,7 @@ class BeamEngine:
             self.progress(
                 Tick(items, plan.n_items, 0, out, len(done), plan.n_shards, skipped, plan.unit, plan.note)
             )
+
+
+Engine = BeamEngine
+"""The engine `tfpipe.convert(engine="beam")` finds by name (`tfpipe.convert.run.ENGINES`)."""

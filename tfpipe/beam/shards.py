@@ -46,7 +46,8 @@ def task_from_json(obj: dict[str, Any]) -> ShardTask:
         inputs: Any = ImageInputs(tuple(ImageItem(**i) for i in body.pop("items")), **body)
     else:
         files = tuple((str(p), int(i)) for p, i in body.pop("files"))
-        inputs = TableRows(files, schema=Schema.from_json(body.pop("schema")), **body)
+        nulls = {c: tuple(t) for c, t in body.pop("null_values", {}).items()}
+        inputs = TableRows(files, schema=Schema.from_json(body.pop("schema")), null_values=nulls, **body)
     return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
 
 

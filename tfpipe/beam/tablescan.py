@@ -13,7 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfpipe.convert import parquetfile
 from tfpipe.convert import tables as local
+from tfpipe.convert.infer import Column, Problems
 from tfpipe.errors import DataError
 
 _NUMBERS = ("int", "float")
@@ -25,12 +27,14 @@ class FileScan:
     """One file's first pass, or the error that stopped it."""
 
     path: str
-    columns: tuple[dict[str, Any], ...] = ()  # _Column fields, in column order
+    columns: tuple[dict[str, Any], ...] = ()  # Column fields, in column order
     total: int = 0
     kept: int = 0
     dropped: int = 0
     dropped_rows: tuple[int, ...] = ()  # the first dropped row numbers
     error: str = ""
+    notes: tuple[str, ...] = ()
+    identity: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -45,28 +49,39 @@ class FileScan:
             obj["dropped"],
             tuple(obj["dropped_rows"]),
             obj["error"],
+            tuple(obj["notes"]),
+            obj["identity"],
         )
 
 
 def scan_file(
     path: str,
     fmt: str,
-    chunk_rows: int,
-    label: str | None,
-    missing_label: str,
-    encoding: str,
+    options: local.TableOptions,
     first_file: bool,
+    partition: dict[str, str | None] | None = None,
 ) -> FileScan:
     """The local engine's first pass over one file, as if it were the only one."""
-    columns: dict[str, local._Column] = {}
+    columns: dict[str, Column] = {}
+    problems = Problems()
     try:
-        total, kept, dropped, listed = local.scan_file(
-            path, path, fmt, chunk_rows, label, missing_label, encoding, first_file, columns
-        )
+        found = local.scan_file(path, path, fmt, options, first_file, columns, problems, partition)
     except DataError as e:
         return FileScan(path, error=str(e))
+    if problems:
+        return FileScan(path, error=str(problems.error(path)))
     fields = tuple(dataclasses.asdict(c) for c in columns.values())
-    return FileScan(path, fields, total, kept, dropped, tuple(listed))
+    return FileScan(
+        path,
+        fields,
+        found.total,
+        found.kept,
+        found.dropped,
+        tuple(found.listed),
+        "",
+        tuple(found.notes),
+        found.identity,
+    )
 
 
 def _fold_kind(have: str, new: str) -> str | None:
@@ -82,7 +97,7 @@ def _fold_kind(have: str, new: str) -> str | None:
     return None
 
 
-def _fold_column(have: local._Column, new: dict[str, Any]) -> bool:
+def _fold_column(have: Column, new: dict[str, Any]) -> bool:
     """Folds one file's column into `have`; False if the fold may differ from the sequential pass."""
     kind = _fold_kind(have.kind, new["kind"])
     if kind is None or (have.kind in _TEXT and new["kind"] in _NUMBERS):  # numbers checks differ
@@ -91,42 +106,40 @@ def _fold_column(have: local._Column, new: dict[str, Any]) -> bool:
         have.sample = new["sample"]
     have.kind = kind
     have.source_dtype = have.source_dtype or new["source_dtype"]
-    for name in ("first_null", "whole", "fraction"):
+    for name in ("first_null", "whole", "fraction", "first_code", "first_na"):
         if getattr(have, name) is None and new[name] is not None:
             setattr(have, name, tuple(new[name]))
+    for name in ("texts", "numeric_like", "na_like"):
+        setattr(have, name, getattr(have, name) + new[name])
     return True
 
 
 def merge(
-    src: str,
-    fmt: str,
-    files: tuple[str, ...],
-    scans: list[FileScan],
-    label: str | None,
-    missing: str,
-    missing_label: str,
-    encoding: str,
-    chunk_rows: int,
+    src: str, fmt: str, listing: parquetfile.Dataset, scans: list[FileScan], options: local.TableOptions
 ) -> local.TableScan:
     """The TableScan of all files, from their scans in file order (see the module doc).
 
     Raises:
       DataError: as the local engine's scan raises it.
     """
-    columns = _fold(scans)
+    columns = _fold(scans, options)
     if columns is None:
-        return local.scan(src, fmt, chunk_rows, label, missing, missing_label, encoding)
+        return local.scan(src, fmt, options)
     drops = {s.path: (s.dropped, list(s.dropped_rows)) for s in scans if s.dropped}
     total, kept = sum(s.total for s in scans), sum(s.kept for s in scans)
-    out = local._finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
-    return dataclasses.replace(out, file_rows=tuple(s.kept for s in scans))
+    notes = [n for s in scans for n in s.notes]
+    out = local.finish(src, fmt, listing, columns, total, kept, drops, options, Problems(), notes)
+    return dataclasses.replace(
+        out, file_rows=tuple(s.kept for s in scans), identities=tuple(s.identity for s in scans)
+    )
 
 
-def _fold(scans: list[FileScan]) -> dict[str, local._Column] | None:
+def _fold(scans: list[FileScan], options: local.TableOptions) -> dict[str, Column] | None:
     if any(s.error for s in scans):
         return None
     names = [c["name"] for c in scans[0].columns]
-    columns = {n: local._Column(n) for n in names}
+    first = {c["name"]: c for c in scans[0].columns}
+    columns = {n: Column(n, text=first[n]["text"], declared=options.column_types.get(n, "")) for n in names}
     for s in scans:
         if [c["name"] for c in s.columns] != names:
             return None

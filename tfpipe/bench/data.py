@@ -23,7 +23,6 @@ from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
 
 DEFAULT_SPLIT = "train"
-_GLOB_CHARS = "*?["
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,6 +61,7 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
                 f"{storage.join(path, MANIFEST_NAME)} has no split {split!r}; it has "
                 f"{sorted(manifest.splits)}. Pass split (--split)."
             )
+        _check_pipeline(cfg, manifest, path)
         info = _info(manifest, split, synthetic=False, generated=0.0)
         check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
@@ -74,6 +74,25 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         )
     sizes = sum(storage.size(f) for f in files)
     return BenchData(DatasetInfo(path, 0, len(files), sizes, False), path, None, None)
+
+
+def pipeline_for(data: str | None) -> str:
+    """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
+    table, else imagenet (also without a manifest, or without data)."""
+    manifest = Manifest.find(data.rstrip("/")) if data else None
+    return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
+
+
+def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
+    """Refuses a pipeline that cannot read the dataset: an image pipeline on a table."""
+    wanted = pipeline_for(path)
+    if cfg.pipeline != wanted:
+        kind = "a table" if manifest.layout == "table" else f"an image dataset (layout {manifest.layout!r})"
+        raise ConfigError(
+            f"{path} is {kind}, which the {wanted} pipeline reads. Received: pipeline="
+            f"{cfg.pipeline!r}; pass pipeline={wanted!r} (--pipeline {wanted}, the default of "
+            "the command line for this data)."
+        )
 
 
 def check_batch(cfg: BenchConfig, examples: int, where: str) -> None:
@@ -109,7 +128,7 @@ def _info(manifest: Manifest, split: str, *, synthetic: bool, generated: float) 
 def _tfrecord_files(path: str, cfg: BenchConfig) -> list[str]:
     """The TFRecord files `path` names, or a DataError saying what it is instead."""
     raw = cfg.data
-    if any(c in storage.basename(path) for c in _GLOB_CHARS):
+    if storage.has_wildcards(path) and not _is_file(path):  # a path that exists is taken literally
         files = storage.glob(path)
         if not files:
             raise DataError(f"No files match data={raw!r} (--data): expected TFRecord shards.")

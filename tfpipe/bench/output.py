@@ -47,8 +47,9 @@ def check_writable(path: str, field: str) -> None:
 
 
 def check_folder(path: str, field: str) -> None:
-    """Raises ConfigError unless `path` is a folder, or can be made as one inside an existing
-    folder (local only; gs:// paths need no folders)."""
+    """Raises ConfigError unless `path` is a folder tfpipe can write in, or can be made as one
+    inside an existing folder (local only; gs:// paths need no folders). Like `check_writable`,
+    it proves it by making and removing a folder, which permission bits alone cannot."""
     if storage.is_gcs(path):
         return
     if os.path.exists(path) and not os.path.isdir(path):
@@ -59,3 +60,12 @@ def check_folder(path: str, field: str) -> None:
             f"{field} must be a folder inside an existing folder; {parent} does not "
             f"exist (tfpipe creates no parent folders). Received: {path!r}"
         )
+    # The profiler writes DIR/plugins/profile/...: probe with a folder where it would make one.
+    where = path if os.path.isdir(path) else parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".tfpipe-write-check-", dir=where))
+    except OSError as e:
+        raise ConfigError(
+            f"{field} must be a folder tfpipe can write in; cannot write in {where} ({e.strerror}). "
+            f"Received: {path!r}"
+        ) from None

@@ -73,7 +73,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     from tfpipe.bench.config import PIPELINES
 
-    g.add_argument("--pipeline", default="imagenet", choices=PIPELINES, help="the preset (default: imagenet)")
+    g.add_argument(
+        "--pipeline",
+        choices=PIPELINES,
+        help="the preset (default: the one --data's manifest calls for, as build() picks it; else imagenet)",
+    )
     g.add_argument(
         "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
     )
@@ -203,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
+    if args.pipeline is None:
+        from tfpipe.bench.data import pipeline_for
+
+        args.pipeline = pipeline_for(args.data)
     config = BenchConfig(
         pipeline=args.pipeline,
         data=args.data,

@@ -23,6 +23,8 @@ EXAMPLES = """examples:
   tfpipe convert photos/ out/ --resize-shorter 320 --quality 90
   tfpipe convert table.parquet out/ --label target --missing fill
   tfpipe convert survey.csv out/ --label answer --missing-label drop --encoding latin-1
+  tfpipe convert airquality.csv out/ --label Temp --null-values NA --missing fill --column-type zip=string
+  tfpipe convert hive_parquet/ out/ --label y      # year=2021/part-0.parquet: year is a column
   tfpipe convert gs://b/raw gs://b/imagenet --engine beam \
       --beam-options="--runner=DataflowRunner --project=P --region=us-central1 --temp_location=gs://b/tmp"
 """
@@ -94,6 +96,12 @@ def _add_image_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--strict", action="store_true", help="fail on an undecodable image instead of skipping it"
     )
+    g.description = (
+        "Every image is stored as an RGB JPEG holding the pixels TensorFlow's decoders (and "
+        "Keras' image_dataset_from_directory) give: EXIF orientation is ignored, alpha is "
+        "dropped (not composited on a background), a GIF keeps its first frame, and its "
+        "transparent pixels are black."
+    )
 
 
 def _add_table_flags(g: argparse._ArgumentGroup) -> None:
@@ -115,6 +123,22 @@ def _add_table_flags(g: argparse._ArgumentGroup) -> None:
         "--encoding",
         default="utf-8",
         help="text encoding of CSV files, e.g. latin-1 or utf-16 (default: utf-8)",
+    )
+    g.add_argument(
+        "--null-values",
+        action="append",
+        default=[],
+        metavar="[COLUMN=]TEXT,...",
+        help="CSV text that means missing, for every column or for one (repeatable). Only an "
+        "empty field is missing otherwise: NA, None or null are kept as written",
+    )
+    g.add_argument(
+        "--column-type",
+        action="append",
+        default=[],
+        metavar="COLUMN=TYPE",
+        help="declare a CSV (or Hive partition) column's type: int, float, bool or string "
+        "(repeatable). Otherwise text like 01234 or 1E5 stays text, and the summary says so",
     )
     g.add_argument(
         "--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)"
@@ -184,12 +208,35 @@ _OPTIONS = (
 )
 
 
+def _pairs(flag: str, values: list[str]) -> list[tuple[str, str]]:
+    """`COLUMN=VALUE` arguments as pairs (COLUMN "" when there is no `=`)."""
+    out = []
+    for value in values:
+        column, eq, rest = value.rpartition("=") if "=" in value else ("", "", value)
+        if eq and not column:
+            raise SystemExit(f"tfpipe convert: error: {flag} expects COLUMN=VALUE. Received: {value!r}")
+        out.append((column, rest))
+    return out
+
+
+def _table_options(args: argparse.Namespace) -> dict[str, object]:
+    """--null-values and --column-type as convert() takes them."""
+    nulls: dict[str, list[str]] = {}
+    for column, tokens in _pairs("--null-values", args.null_values):
+        nulls.setdefault(column or "*", []).extend(t for t in tokens.split(",") if t)
+    types = dict(_pairs("--column-type", args.column_type))
+    if "" in types:
+        raise SystemExit(f"tfpipe convert: error: --column-type expects COLUMN=TYPE. Received: {types['']!r}")
+    return {"null_values": nulls, "column_types": types}
+
+
 def run(args: argparse.Namespace) -> int:
     from tfpipe.convert import convert
 
     signal.signal(signal.SIGTERM, _terminated)
     out = console(args.quiet)
     options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
+    options |= _table_options(args)
 
     def convert_with(progress: Callable[[Tick], None]) -> Manifest:
         return convert(
@@ -253,3 +300,5 @@ def _print_summary(out, manifest: Manifest, split_name: str) -> None:
     )
     for s in split.skipped:
         out.print(f"  {'' if manifest.layout == 'table' else 'skipped '}{s.input}: {s.reason}")
+    for note in split.notes:
+        out.print(f"  note: {note}")

@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             f"  split {name}: {split.examples:,} examples in {len(split.shards)} shards, "
             f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})"
         )
+        for note in split.notes:
+            out.print(f"    note: {note}")
     if not args.verify:
         return 0
     report = verify(args.dest)

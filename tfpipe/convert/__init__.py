@@ -1,6 +1,7 @@
 """Raw data (image folders, CSV, Parquet) to sharded TFRecords with a manifest."""
 
 from tfpipe.convert.config import ConvertConfig, ShardConfig
-from tfpipe.convert.run import EmptyClassWarning, ProgressCallback, Tick, convert
+from tfpipe.convert.progress import ProgressCallback, Tick
+from tfpipe.convert.run import EmptyClassWarning, convert
 
 __all__ = ["ConvertConfig", "EmptyClassWarning", "ProgressCallback", "ShardConfig", "Tick", "convert"]

@@ -6,6 +6,7 @@ import codecs
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
@@ -16,6 +17,7 @@ Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
 ImageCheck = Literal["decode", "header"]
+ColumnType = Literal["int", "float", "bool", "string"]
 
 DEFAULT_SHARD_SIZE = 128 << 20
 """128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
@@ -76,6 +78,44 @@ def parse_size(text: str | int) -> int:
     return int(float(m.group(1)) * _UNITS[unit])
 
 
+ALL_COLUMNS = "*"
+"""The `null_values` key whose values mean missing in every column."""
+
+
+def normalize_null_values(value: Any) -> dict[str, tuple[str, ...]]:
+    """`null_values` as {column or ALL_COLUMNS: tokens}, from a list (every column) or a mapping.
+
+    Raises:
+      ConfigError: anything else, or an empty token (the empty field is always missing).
+    """
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [(ALL_COLUMNS, value)]
+    else:
+        items = None
+    out: dict[str, tuple[str, ...]] = {}
+    for column, tokens in items or []:
+        tokens = (tokens,) if isinstance(tokens, str) else tokens
+        if not isinstance(column, str) or not isinstance(tokens, (list, tuple)):
+            items = None
+            break
+        if not all(isinstance(t, str) and t for t in tokens):
+            raise ConfigError(
+                "null_values must be non-empty strings (an empty field is always missing). "
+                f"Received: null_values={value!r}"
+            )
+        out[column] = tuple(dict.fromkeys(tokens))
+    if items is None:
+        raise ConfigError(
+            "null_values must be a list of strings (for every column) or a mapping of column "
+            f"names (or '*', every column) to lists of strings. Received: null_values={value!r}"
+        )
+    return out
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ShardConfig:
     """How records are cut into shards.
@@ -132,6 +172,12 @@ class ConvertConfig:
       seed: the seed of the file shuffle before sharding.
       chunk_rows: rows per table chunk read and encoded at once.
       encoding: the text encoding of CSV files, e.g. "latin-1" or "utf-16".
+      null_values: CSV text that means missing besides the empty field (which always does):
+        a list for every column (`["NA", "N/A"]`), or a mapping of column names, and "*" for
+        every column, to lists (`{"Ozone": ["NA"]}`). Text such as NA or None is otherwise
+        kept as written.
+      column_types: declared types of CSV columns (and Hive partition columns), instead of
+        the inferred ones: {"zip": "string"}; "int", "float", "bool" or "string".
     """
 
     format: Format = "auto"
@@ -148,8 +194,21 @@ class ConvertConfig:
     chunk_rows: int = 8192
     missing_label: MissingLabelPolicy = "error"
     encoding: str = "utf-8"
+    null_values: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    column_types: Mapping[str, ColumnType] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "null_values", normalize_null_values(self.null_values))
+        if not isinstance(self.column_types, Mapping) or not all(
+            isinstance(c, str) and t in get_args(ColumnType) for c, t in self.column_types.items()
+        ):
+            raise field_error(
+                ConfigError,
+                "column_types",
+                f"a mapping of column names to one of {get_args(ColumnType)}",
+                self.column_types,
+            )
+        object.__setattr__(self, "column_types", dict(self.column_types))
         check_choice("format", self.format, get_args(Format))
         check_choice("missing", self.missing, get_args(MissingPolicy))
         check_choice("missing_label", self.missing_label, get_args(MissingLabelPolicy))

@@ -1,10 +1,17 @@
-"""CSV files as text: opening (compression, encoding) and the shape check of the first pass.
+"""CSV files as text: opening (compression, encoding), what is missing, and the shape check of
+the first pass.
 
 pandas reads the values, but it cannot be trusted with a file's shape: a row with more fields
 than the header turns the leading fields into an index (scikit-learn's `wine_data.csv` kept 5
 of 14 columns), and a row with fewer is padded with nulls. So the first pass reads every row
 with the `csv` module and refuses, by line number, any row whose field count differs from the
-header's, as tf.data's CsvDataset does.
+header's, as tf.data's CsvDataset does. A `.csv` header of one field holding tabs or
+semicolons is another separator, refused by name; an empty header field (R's `write.csv` and
+pandas' `to_csv` write one above the row names) keeps pandas' name `Unnamed: <i>`, said in a
+note.
+
+Only an empty field is missing: pandas' own list (`NA`, `None`, `null`, `nan`, ...) is not
+applied, since `NA` is Namibia and `None` an answer; `null_values` names more (`na_values`).
 """
 
 from __future__ import annotations
@@ -17,10 +24,14 @@ import io
 import lzma
 import os
 import zipfile
-from typing import BinaryIO
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, BinaryIO
 
 from tfpipe import storage
 from tfpipe.errors import DataError
+
+if TYPE_CHECKING:
+    from tfpipe.convert.infer import Problems
 
 _DECOMPRESS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 COMPRESSED = (*_DECOMPRESS, ".zip")
@@ -41,6 +52,18 @@ def separator(path: str) -> str:
     if suffix in COMPRESSED:
         suffix = os.path.splitext(stem)[1]
     return "\t" if suffix == ".tsv" else ","
+
+
+def na_values(names: list[str], null_values: Mapping[str, tuple[str, ...]]) -> dict[int, list[str]]:
+    """pandas' `na_values` by column position: the empty field, plus what `null_values` names
+    for every column (key "*") and for the column itself."""
+    every = null_values.get("*", ())
+    return {i: ["", *every, *null_values.get(name, ())] for i, name in enumerate(names)}
+
+
+def column_names(header: list[str]) -> list[str]:
+    """The header's names as pandas gives them: an empty one is `Unnamed: <position>`."""
+    return [name or f"Unnamed: {i}" for i, name in enumerate(header)]
 
 
 def open_binary(path: str) -> BinaryIO:
@@ -93,33 +116,39 @@ def _blank(row: list[str]) -> bool:
     return not row or (len(row) == 1 and row[0] != "" and not row[0].strip(" \t"))
 
 
-def check_shape(path: str, encoding: str) -> list[str]:
-    """Reads every row; returns the header's names.
+def check_shape(
+    path: str, encoding: str, problems: Problems | None = None
+) -> tuple[list[str] | None, list[str]]:
+    """Reads every row; returns the column names (as pandas names them) and notes on the header.
+
+    With `problems`, a row whose field count differs from the header's is added to it (every
+    one, up to its limit) and the names come back as None: the rows' values would be shifted.
 
     Raises:
-      DataError: an empty file, a header naming a column twice, a row whose field count differs
-        from the header's (naming the 1-based line, as an editor shows it), or text that is not
-        in `encoding` (naming the encoding the bytes look like).
+      DataError: an empty file, a header naming a column twice or holding another separator,
+        a row whose field count differs from the header's (naming the 1-based line, as an
+        editor shows it) without `problems`, or text that is not in `encoding` (naming the
+        encoding the bytes look like).
     """
+    ragged = 0
     with _text(path, encoding) as text:
         reader = csv.reader(text, delimiter=separator(path))
         try:
             header = next((row for row in reader if not _blank(row)), None)
             if header is None:
                 raise DataError(f"{path}: expected a CSV header line and rows. Received: an empty file")
-            dupes = sorted({n for n in header if header.count(n) > 1})
-            if dupes:
-                raise DataError(
-                    f"{path}, line {reader.line_num}: expected unique column names in the header. "
-                    f"Received: {dupes} more than once in {header}"
-                )
+            _check_header(path, header, reader.line_num)
             width, end = len(header), reader.line_num
             header_line = end
             for row in reader:
                 if len(row) != width and not _blank(row):
-                    raise DataError(
-                        _ragged(path, end + 1, width, len(row), reader.line_num - end, header_line)
-                    )
+                    message = _ragged(path, end + 1, width, len(row), reader.line_num - end, header_line)
+                    if problems is None:
+                        raise DataError(message)
+                    problems.add(message)
+                    ragged += 1
+                    if ragged >= problems.limit:
+                        break
                 end = reader.line_num
         except UnicodeDecodeError:
             raise DataError(_encoding_problem(path, encoding)) from None
@@ -132,7 +161,39 @@ def check_shape(path: str, encoding: str) -> list[str]:
             raise DataError(
                 f"{path}, line {reader.line_num}: expected CSV text. Received: {e}{hint}"
             ) from None
-    return header
+    unnamed = [i for i, name in enumerate(header) if not name]
+    notes = [
+        f"{path}: column {i} has no name in the header (as R's write.csv and pandas' to_csv "
+        f"write one above the row names); it is kept as {f'Unnamed: {i}'!r}, pandas' name for it."
+        for i in unnamed
+    ]
+    return (None if ragged else column_names(header)), notes
+
+
+def _check_header(path: str, header: list[str], line: int) -> None:
+    named = [n for n in header if n]
+    dupes = sorted({n for n in named if named.count(n) > 1})
+    if dupes:
+        raise DataError(
+            f"{path}, line {line}: expected unique column names in the header. "
+            f"Received: {dupes} more than once in {header}"
+        )
+    if len(header) == 1 and separator(path) == ",":
+        for char, name in (("\t", "tab"), (";", "semicolon")):
+            if char in header[0]:
+                rename = (
+                    " Rename it to .tsv, which is read with tabs."
+                    if char == "\t"
+                    else (
+                        " tfpipe reads comma-separated .csv and tab-separated .tsv files: convert it to one of them."
+                    )
+                )
+                raise DataError(
+                    f"{path}, line {line}: expected comma-separated values (the name ends in .csv). "
+                    f"Received: a header of one field that holds {header[0].count(char)} {name}(s), "
+                    f"{header[0][:80]!r}: the file is {name}-separated, and every row would be one "
+                    f"column.{rename}"
+                )
 
 
 def _ragged(path: str, line: int, width: int, got: int, lines: int, header_line: int) -> str:

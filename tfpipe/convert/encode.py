@@ -11,7 +11,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
-from tfpipe.convert.tables import null_value_error
+from tfpipe.convert.infer import null_value_error
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 

@@ -10,7 +10,9 @@ Nothing is left out in silence:
   `2019/a.jpg`. Files are taken in sorted order of their path, so the plan is deterministic.
 - A file without an image extension is listed as skipped, with the reason, in the manifest.
 - A class folder without any image, a symlink loop, a broken symlink, a FIFO or device, an
-  unreadable folder and a file name that is not UTF-8 are errors naming the path.
+  unreadable folder and a file name that is not UTF-8 are errors naming the path. So is a file
+  reached twice (a symbolic or hard link to an image listed elsewhere): it would be converted
+  twice, perhaps under two labels.
 - Hidden names (starting with ".") are ignored, like `.DS_Store` and tfpipe's own files.
 """
 
@@ -23,15 +25,17 @@ import random
 import re
 import stat
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from tfpipe import storage
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
-from tfpipe.convert.tables import TABLE_SUFFIXES
+from tfpipe.convert.tableread import TABLE_SUFFIXES
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
 SYNSET_RE = re.compile(r"^n\d{8}$")
+_PARTITION_RE = re.compile(r"^[^=]+=[^=]*$")  # a Hive partition folder: key=value
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -42,6 +46,17 @@ class ImageScan:
     label_offset: int
     estimated_bytes: int
     skipped: tuple[SkippedInput, ...] = ()  # inputs left out when listing, with the reason
+    identities: tuple[str, ...] = ()  # each item's `storage.identity`, in the order of `items`
+
+
+class Entry(NamedTuple):
+    """A visible file or folder, as listed."""
+
+    name: str
+    is_dir: bool
+    size: int
+    identity: str = ""  # `storage.identity` of a file, from the listing's stat
+    node: tuple[int, int] | None = None  # (device, inode) of a local file: the same file twice
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -55,8 +70,8 @@ class FormatChoice:
 # ---- listing ----
 
 
-def _entries(path: str) -> list[tuple[str, bool, int]]:
-    """(name, is_dir, size) of the visible entries directly under `path`, sorted.
+def _entries(path: str) -> list[Entry]:
+    """The visible entries directly under `path`, sorted.
 
     Raises:
       DataError: the folder cannot be listed, or holds something other than files and
@@ -64,7 +79,7 @@ def _entries(path: str) -> list[tuple[str, bool, int]]:
     """
     if storage.is_gcs(path):
         try:
-            return [e for e in storage.gcs_entries(path) if not e[0].startswith(".")]
+            return [Entry(*e) for e in storage.gcs_entries(path) if not e[0].startswith(".")]
         except FileNotFoundError:
             raise DataError(f"{path}: the bucket does not exist") from None
     out = []
@@ -74,9 +89,11 @@ def _entries(path: str) -> list[tuple[str, bool, int]]:
                 if not e.name.startswith("."):
                     _check_name(path, e.name)
                     st = _stat(e.path)
-                    out.append(
-                        (e.name, stat.S_ISDIR(st.st_mode), st.st_size if stat.S_ISREG(st.st_mode) else 0)
-                    )
+                    if stat.S_ISREG(st.st_mode):
+                        identity = f"size={st.st_size} mtime_ns={st.st_mtime_ns}"  # as storage.identity
+                        out.append(Entry(e.name, False, st.st_size, identity, (st.st_dev, st.st_ino)))
+                    else:
+                        out.append(Entry(e.name, True, 0))
     except OSError as e:
         raise DataError(f"{path}: cannot list the folder: {e.strerror or e}") from None
     return sorted(out)
@@ -109,16 +126,16 @@ def _stat(path: str, expected: str = "image files and folders") -> os.stat_resul
 
 def _walk(
     folder: str, seen: dict[tuple[int, int], str], parents: tuple[tuple[int, int], ...] = ()
-) -> Iterator[tuple[str, int]]:
-    """(path relative to `folder`, size) of every visible file under it, sorted by path.
+) -> Iterator[Entry]:
+    """Every visible file under `folder`, named by its path relative to it, sorted by path.
 
     `seen` maps the folders walked so far (device, inode) to their path: a folder reached a
     second time through a symbolic link, a loop or not, is an error instead of a duplicate.
     """
     if storage.is_gcs(folder):
-        for rel, _, size in storage.gcs_entries(folder, recursive=True):
+        for rel, _, size, identity in storage.gcs_entries(folder, recursive=True):
             if not any(part.startswith(".") for part in rel.split("/")):
-                yield rel, size
+                yield Entry(rel, False, size, identity)
         return
     node = _visit(folder, seen, parents)
     yield from _walk_local(folder, "", (*parents, node), seen)
@@ -146,12 +163,12 @@ def _visit(
 
 def _walk_local(
     folder: str, rel: str, ancestors: tuple[tuple[int, int], ...], seen: dict[tuple[int, int], str]
-) -> Iterator[tuple[str, int]]:
+) -> Iterator[Entry]:
     here = os.path.join(folder, rel) if rel else folder
-    for name, is_dir, size in _entries(here):
-        child = f"{rel}/{name}" if rel else name
-        if not is_dir:
-            yield child, size
+    for entry in _entries(here):
+        child = f"{rel}/{entry.name}" if rel else entry.name
+        if not entry.is_dir:
+            yield entry._replace(name=child)
             continue
         node = _visit(os.path.join(folder, child), seen, ancestors)
         yield from _walk_local(folder, child, (*ancestors, node), seen)
@@ -198,8 +215,10 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
             named = f"a single file named {suffix or 'without a suffix'}"
             return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), named)
     entries = _entries(src)
-    dirs = [n for n, is_dir, _ in entries if is_dir]
-    files = [n for n, is_dir, _ in entries if not is_dir]
+    dirs = [e.name for e in entries if e.is_dir]
+    files = [e.name for e in entries if not e.is_dir]
+    if dirs and all(_PARTITION_RE.match(d) for d in dirs):
+        return FormatChoice("parquet", f"Hive partition folders ({dirs[0]}/...) of a Parquet dataset")
     if dirs:
         return _class_folder_format(src, dirs)
     tables = {
@@ -254,7 +273,7 @@ def scan_class_folders(
         Empty: the sorted names of the class folders.
     """
     entries = _entries(src)
-    classes = [n for n, is_dir, _ in entries if is_dir]
+    classes = [e.name for e in entries if e.is_dir]
     if not classes:
         raise DataError(f"{src}: expected class folders (SRC/<class>/<image>). Received: none")
     names = tuple(class_names) or tuple(classes)
@@ -267,32 +286,46 @@ def scan_class_folders(
             "Labels must mean the same class in every split: convert into a new destination."
         )
     skipped = [
-        SkippedInput(storage.join(src, n), "not inside a class folder")
-        for n, is_dir, _ in entries
-        if not is_dir
+        SkippedInput(storage.join(src, e.name), "not inside a class folder") for e in entries if not e.is_dir
     ]
-    items: list[ImageItem] = []
+    listed: list[tuple[ImageItem, str]] = []
+    files: dict[tuple[int, int], str] = {}  # (device, inode) -> the path it was first listed under
     total = 0
     top = () if storage.is_gcs(src) else (_inode(src),)
     seen = dict.fromkeys(top, src)
     for cls in classes:
         folder = storage.join(src, cls)
         found = 0
-        for rel, size in _walk(folder, seen, top):
-            path = storage.join(folder, *rel.split("/"))
-            if not _is_image_name(rel):
+        for entry in _walk(folder, seen, top):
+            path = storage.join(folder, *entry.name.split("/"))
+            if not _is_image_name(entry.name):
                 skipped.append(_not_an_image(path))
                 continue
-            items.append(ImageItem(path, label_offset + index[cls], cls, rel))
-            total += size
+            _refuse_second_link(path, entry, files)
+            listed.append((ImageItem(path, label_offset + index[cls], cls, entry.name), entry.identity))
+            total += entry.size
             found += 1
         if not found:
             raise DataError(
                 f"{folder}: class folder holds no image files ({', '.join(sorted(IMAGE_EXTENSIONS))}). "
                 "A class without examples is almost always a mistake: add images or remove the folder."
             )
-    random.Random(seed).shuffle(items)
-    return ImageScan(layout, tuple(items), names, label_offset, total, tuple(skipped))
+    random.Random(seed).shuffle(listed)
+    items, identities = tuple(i for i, _ in listed), tuple(d for _, d in listed)
+    return ImageScan(layout, items, names, label_offset, total, tuple(skipped), identities)
+
+
+def _refuse_second_link(path: str, entry: Entry, files: dict[tuple[int, int], str]) -> None:
+    """Refuses a file listed before under another path (a symbolic or hard link to it)."""
+    if entry.node is None:
+        return
+    first = files.setdefault(entry.node, path)
+    if first != path:
+        raise DataError(
+            f"{path}: the same file as {first} (a symbolic or hard link to it). Expected each "
+            "image once: it would be converted twice, under the label of each folder. Remove "
+            "one of the two."
+        )
 
 
 def scan_validation(
@@ -306,14 +339,18 @@ def scan_validation(
     destination), else the sorted synsets of the labels file.
     """
     entries = _entries(src)
-    folders = [n for n, is_dir, _ in entries if is_dir]
+    folders = [e.name for e in entries if e.is_dir]
     if folders:
         raise DataError(
             f"{src}: expected a flat folder of images with --labels (labels_file). "
             f"Received: subfolders {folders[:5]}. Drop --labels for a class-folder tree."
         )
-    files = [(n, size) for n, _, size in entries if _is_image_name(n)]
-    skipped = tuple(_not_an_image(storage.join(src, n)) for n, _, _ in entries if not _is_image_name(n))
+    images = [e for e in entries if _is_image_name(e.name)]
+    nodes: dict[tuple[int, int], str] = {}
+    for e in images:
+        _refuse_second_link(storage.join(src, e.name), e, nodes)
+    files = [(e.name, e.size) for e in images]
+    skipped = tuple(_not_an_image(storage.join(src, e.name)) for e in entries if not _is_image_name(e.name))
     lines = [ln.split() for ln in storage.iter_lines(labels_file) if ln.strip()]
     if all(len(p) == 2 for p in lines):
         by_name = {p[0]: p[1] for p in lines}
@@ -346,4 +383,5 @@ def scan_validation(
         for (n, _), s in zip(files, synsets, strict=True)
     ]
     total = sum(size for _, size in files)
-    return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped)
+    identities = tuple(e.identity for e in images)
+    return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped, identities)

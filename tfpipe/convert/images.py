@@ -12,8 +12,11 @@ but it finds oddities by content instead of by a hard-coded file list:
   extension lies (ImageNet's PNG named `.JPEG`) is recognised by its magic bytes.
 - Alpha is dropped, not composited: Pillow's `convert("RGB")` keeps the colour channels, as
   `tf.io.decode_png(channels=3)` and `tf.io.decode_image(channels=3)` do, so the records hold
-  the pixels a TF reader of the original file would see. CMYK uses Pillow's conversion, which
-  agrees with `tf.io.decode_jpeg(channels=3)` to within 2 levels on average.
+  the pixels a TF reader of the original file would see. A GIF keeps its first frame, as
+  `tf.io.decode_image(expand_animations=False)` does, and its transparent pixels are black, as
+  TF's GIF decoder (and so Keras' `image_dataset_from_directory`) gives them; Pillow would give
+  the palette colour hidden under them. CMYK uses Pillow's conversion, which agrees with
+  `tf.io.decode_jpeg(channels=3)` to within 2 levels on average.
 - EXIF orientation is ignored, as in imagenet_to_gcs and `tf.io.decode_jpeg`: the stored pixel
   grid is kept. Re-encoded files carry no EXIF or ICC data.
 - Re-encoding is deterministic: the same bytes and options give the same output bytes in any
@@ -233,6 +236,12 @@ def _reencode(image: Image.Image, fmt: str, size: tuple[int, int], quality: int)
 
 def _to_rgb(image: Image.Image) -> Image.Image:
     """Converts any decoded mode to RGB the way TF's decoders with channels=3 would."""
+    if image.format == "GIF" and image.mode in ("P", "L") and image.info.get("transparency") is not None:
+        # TF's GIF decoder writes 0 for the transparent index; Pillow would show its palette colour.
+        hidden = np.asarray(image) == image.info["transparency"]
+        rgb = np.array(image.convert("RGB"))
+        rgb[hidden] = 0
+        return Image.fromarray(rgb, "RGB")
     if image.mode == "RGB":
         return image
     if image.mode.startswith("I"):

@@ -10,6 +10,7 @@ pieces as the local engine does, and `ConvertPlan.manifest` builds the manifest 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -27,9 +28,10 @@ from tfpipe.errors import DataError, ManifestError
 from tfpipe.manifest import Manifest, SkippedInput, Split, shard_name
 from tfpipe.schema import Schema
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 """The version of `ConvertPlan.record`; a resumed run compares records, so a change in what
-the record holds must change it."""
+the record holds must change it. 2: each input's identity."""
+_NAMED = 5  # changed inputs named in a refusal; the count of the rest is given
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,10 +70,12 @@ class ConvertPlan:
       options: the options as recorded in the manifest (`workers` left out: it changes no
         byte), plus `format` and `format_reason`.
       fingerprint: a digest of the source listing.
+      inputs, identities: each input file and its identity (`storage.identity`) when listed.
       n_items, unit: how many images or rows are written ("images" or "rows").
       layout, schema, class_names, label_offset, compression, missing: the manifest's.
       skipped, dropped_rows: what the source left out while listing or scanning.
       shards: one task per shard, in order.
+      notes: what the summary says of how the source was read.
     """
 
     src: str
@@ -90,6 +94,9 @@ class ConvertPlan:
     skipped: tuple[SkippedInput, ...]
     dropped_rows: int
     shards: tuple[ShardTask, ...]
+    inputs: tuple[str, ...] = ()
+    identities: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def n_shards(self) -> int:
@@ -103,14 +110,16 @@ class ConvertPlan:
 
     def record(self) -> dict[str, Any]:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
-        return {
+        record = {
             "plan_version": PLAN_VERSION,
             "src": self.src,
             "options": self.options,
             "inputs": self.fingerprint,
             "n_items": self.n_items,
             "n_shards": self.n_shards,
+            "identities": list(self.identities),
         }
+        return json.loads(json.dumps(record))  # as read back from the journal: lists, not tuples
 
     def manifest(self, done: Sequence[ShardDone], existing: Manifest | None, seconds: float) -> Manifest:
         """The manifest of the finished split, joined to the other splits of `existing`.
@@ -131,6 +140,7 @@ class ConvertPlan:
             source=self.src,
             options=self.options,
             seconds=round(seconds, 3),
+            notes=self.notes,
         )
         return Manifest(
             root=self.dest,
@@ -189,6 +199,9 @@ def make_plan(
         source.skipped,
         source.dropped_rows,
         shards,
+        source.inputs,
+        source.identities,
+        source.notes,
     )
 
 
@@ -251,15 +264,38 @@ def decide(
         names = [shard_name(split, i, old["n_shards"], plan.compression) for i in range(old["n_shards"])]
         detail = f"{sum(1 for n in names if n in journal.done)} of {old['n_shards']} shards done"
         return Refuse(interrupted_message(dest, split, detail))
-    if old != plan.record():
+    new = plan.record()
+    if old.get("plan_version") == new["plan_version"] and old.get("identities") != new["identities"]:
+        return Refuse(_changed_inputs(dest, plan, old))
+    if old != new:
         return Refuse(
             f"{dest}: --resume needs the same source and options as the interrupted run. "
-            f"Differences: {_diff(old, plan.record())}. Pass --overwrite to start over instead."
+            f"Differences: {_diff(old, new)}. Pass --overwrite to start over instead."
         )
     return Resume()
 
 
+def _changed_inputs(dest: str, plan: ConvertPlan, old: dict[str, Any]) -> str:
+    """Why a resume is refused when inputs changed since the interrupted run listed them."""
+    before = old.get("identities") or []
+    if old.get("inputs") != plan.fingerprint or len(before) != len(plan.identities):
+        what = f"the source's listing changed ({len(before)} inputs then, {len(plan.identities)} now)"
+    else:
+        changed = [i for i, (a, b) in enumerate(zip(before, plan.identities, strict=True)) if a != b]
+        named = "; ".join(
+            f"{plan.inputs[i]} (was {before[i]}, now {plan.identities[i]})" for i in changed[:_NAMED]
+        )
+        more = f"; and {len(changed) - _NAMED} more" if len(changed) > _NAMED else ""
+        what = f"{len(changed)} input(s) changed: {named}{more}"
+    return (
+        f"{dest}: --resume needs the inputs of the interrupted run unchanged, but {what}. The "
+        "shards written so far hold the inputs as they were, so the dataset would mix two "
+        "versions. Pass --overwrite (overwrite=True) to convert the inputs as they are now."
+    )
+
+
 def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+    old, new = ({k: v for k, v in r.items() if k != "identities"} for r in (old, new))
     flat_old = old.get("options", {}) | {k: v for k, v in old.items() if k != "options"}
     flat_new = new.get("options", {}) | {k: v for k, v in new.items() if k != "options"}
     keys = sorted(k for k in set(flat_old) | set(flat_new) if flat_old.get(k) != flat_new.get(k))

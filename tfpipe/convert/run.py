@@ -12,6 +12,7 @@ import collections
 import contextlib
 import dataclasses
 import errno
+import importlib
 import os
 import time
 import warnings
@@ -24,33 +25,19 @@ from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
+from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import ImageSource, Source, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import ConfigError, DestinationError, ManifestError, TfpipeError
+from tfpipe.errors import ConfigError, DataError, DestinationError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
 from tfpipe.validation import check_choice
 
-ENGINES = ("local", "beam")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Tick:
-    """Progress of a running conversion, passed to the `progress` callback."""
-
-    items_done: int
-    items_total: int
-    bytes_in: int
-    bytes_out: int
-    shards_done: int
-    shards_total: int
-    skipped: int
-    unit: str  # "images" or "rows"
-    plan: str = ""  # what convert decided, e.g. the format auto-detection chose and why
-
-
-ProgressCallback = Callable[[Tick], None]
-"""What `convert(progress=...)` calls with a Tick as work completes (the CLI draws a bar)."""
+ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
+"""The engines by name. An engine other than the local one is the module holding its `Engine`
+class (made with the options, the destination, the split and the progress callback; it has
+`execute` and `scan_table`), imported only when it is asked for: the core never imports an
+optional engine."""
 
 
 def convert(
@@ -107,22 +94,24 @@ def convert(
       >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
     """
     shard_cfg, cfg = split_options(options, shards, config)
-    check_choice("engine", engine, ENGINES)
-    if engine == "beam":
-        from tfpipe.beam.engine import BeamEngine
-
-        beam = BeamEngine(cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress)
+    check_choice("engine", engine, tuple(ENGINES))
+    storage.check_url(src)
+    storage.check_url(dest)
+    if ENGINES[engine]:
+        made = importlib.import_module(ENGINES[engine]).Engine(
+            cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
+        )
         return run_conversion(
             src,
             dest,
             shard_cfg,
             cfg,
-            beam.execute,
+            made.execute,
             resume=resume,
             overwrite=overwrite,
             break_lock=break_lock,
-            scan_table=beam.scan_table,
-            engine="beam",
+            scan_table=made.scan_table,
+            engine=engine,
         )
     if pipeline_options is not None:
         raise ConfigError(
@@ -163,6 +152,8 @@ def run_conversion(
     `scan_table` is the engine's first pass over a table, and an engine other than "local" is
     recorded in the split's options."""
     started = time.monotonic()
+    storage.check_url(src)
+    storage.check_url(dest)
     src, dest = str(src), str(dest).rstrip("/")
     _check_not_inside(src, dest)
     created = _prepare_destination(dest)
@@ -221,6 +212,7 @@ def _convert_locked(
     if isinstance(decision, Start):
         journal.start(plan.record())
     shards = run.execute(plan, source, done, journal)
+    _check_tables_unchanged(source)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
         entry = manifest.splits[plan.split]
@@ -238,6 +230,21 @@ def _convert_locked(
             stacklevel=3,
         )
     return manifest
+
+
+def _check_tables_unchanged(source: Source) -> None:
+    """Refuses to commit a table that changed after its first pass: its shards would mix the
+    rows of two versions. (Each image is read once, so an image that changes cannot mix.)"""
+    if source.layout != "table":
+        return
+    for path, identity in zip(source.inputs, source.identities, strict=True):
+        now = storage.identity(path)
+        if not storage.same_version(identity, now):
+            raise DataError(
+                f"{path}: changed during the conversion (was {identity}, now {now}), so its "
+                "shards would mix rows of two versions; nothing was committed. Convert it again "
+                "(--overwrite) once nothing writes to it."
+            )
 
 
 class EmptyClassWarning(UserWarning):

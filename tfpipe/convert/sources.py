@@ -12,17 +12,14 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from tfpipe.convert import folders, tables
+from tfpipe.convert import folders, tableread, tables
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.errors import DataError
 from tfpipe.manifest import Manifest, SkippedInput
 from tfpipe.schema import IMAGE_SCHEMA, Schema
-
-if TYPE_CHECKING:
-    from tfpipe.convert.plan import ShardTask
 
 IMAGES_PER_TASK = 16
 """Images per worker task: large enough that IPC is <1% of the encode time of a ~110 KB JPEG,
@@ -37,6 +34,16 @@ class ShardInputs(Protocol):
         ...
 
 
+class PlannedShard(Protocol):
+    """What a source needs of a planned shard (`plan.ShardTask`): its place and its pieces."""
+
+    index: int
+    first: int
+    count: int
+
+    def pieces(self) -> Iterator[Piece]: ...
+
+
 class Source(Protocol):
     """A listed input (an image folder or a table) that convert can plan and execute.
 
@@ -44,8 +51,12 @@ class Source(Protocol):
       layout: "imagenet", "images" or "table".
       unit: what an item is, "images" or "rows".
       fingerprint: a digest of the listing, so a resumed run knows the inputs are the same.
+      inputs, identities: each input (image file or table file) and its `storage.identity`
+        (size, modification time, and for tables a content checksum), so a resumed run
+        refuses an input that changed, by name.
       skipped: inputs left out while listing or scanning the source.
       dropped_rows: table rows left out before planning (null label, missing_label="drop").
+      notes: what the summary says of how the source was read (a column kept as text).
     """
 
     layout: str
@@ -58,12 +69,15 @@ class Source(Protocol):
     unit: str
     skipped: tuple[SkippedInput, ...]
     dropped_rows: int
+    inputs: tuple[str, ...]
+    identities: tuple[str, ...]
+    notes: tuple[str, ...]
 
     def shard_inputs(self, first: int, end: int) -> ShardInputs:
         """The inputs of the shard holding items first..end-1."""
         ...
 
-    def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
+    def pieces(self, tasks: Sequence[PlannedShard]) -> Iterator[Piece]:
         """The pieces of all `tasks` (in shard order), reading each input once."""
         ...
 
@@ -96,8 +110,12 @@ class ImageSource:
     unit: str = "images"
     dropped_rows: int = 0
 
+    notes: tuple[str, ...] = ()
+
     layout = property(lambda self: self.scan.layout)
     n_items = property(lambda self: len(self.scan.items))
+    inputs = property(lambda self: tuple(i.path for i in self.scan.items))
+    identities = property(lambda self: self.scan.identities)
     estimated_bytes = property(lambda self: self.scan.estimated_bytes)
     class_names = property(lambda self: self.scan.class_names)
     label_offset = property(lambda self: self.scan.label_offset)
@@ -106,7 +124,7 @@ class ImageSource:
     def shard_inputs(self, first: int, end: int) -> ImageInputs:
         return ImageInputs(self.scan.items[first:end], self.resize_shorter, self.quality, self.check)
 
-    def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
+    def pieces(self, tasks: Sequence[PlannedShard]) -> Iterator[Piece]:
         for task in tasks:
             yield from task.pieces()
 
@@ -119,8 +137,9 @@ class TableRows:
 
     Attributes:
       files: (file, index of its first written row) of each file holding rows of the shard.
-      fmt, schema, kinds, encoding, drop_label: the table's, from its first pass.
+      fmt, schema, kinds, encoding, drop_label, null_values: the table's, from its first pass.
       chunk_rows: rows per chunk read.
+      partitions: the Hive partition values of each of `files` that has them.
     """
 
     files: tuple[tuple[str, int], ...]
@@ -130,6 +149,8 @@ class TableRows:
     chunk_rows: int
     encoding: str
     drop_label: str | None
+    null_values: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    partitions: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(
@@ -137,14 +158,24 @@ class TableRows:
     ) -> TableRows:
         """Rows first..end-1 of the table `scan`, whose files add `file_rows` rows each."""
         files = files_holding(scan.files, file_rows, first, end)
-        return cls(files, scan.format, scan.schema, scan.kinds, chunk_rows, scan.encoding, scan.drop_label)
+        partitions = {p: scan.partitions[scan.files.index(p)] for p, _ in files} if scan.partitions else {}
+        return cls(
+            files,
+            scan.format,
+            scan.schema,
+            scan.kinds,
+            chunk_rows,
+            scan.encoding,
+            scan.drop_label,
+            dict(scan.null_values),
+            partitions,
+        )
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end = first + count
+        reading = tableread.Reading(self.fmt, self.encoding, self.null_values, self.kinds, self.partitions)
         for path, file_first in self.files:
-            chunks = tables.read_chunks(
-                (path,), self.fmt, self.chunk_rows, self.kinds, self.encoding, self.drop_label
-            )
+            chunks = tableread.read_chunks((path,), reading, self.chunk_rows, self.drop_label)
             for frame, offset, _ in chunks:
                 if file_first + offset >= end:
                     chunks.close()
@@ -191,6 +222,9 @@ class TableSource:
 
     schema = property(lambda self: self.scan.schema)
     n_items = property(lambda self: self.scan.rows)
+    inputs = property(lambda self: self.scan.files)
+    identities = property(lambda self: self.scan.identities)
+    notes = property(lambda self: self.scan.notes)
     estimated_bytes = property(lambda self: self.scan.estimated_bytes)
     skipped = property(lambda self: self.scan.skipped)
     dropped_rows = property(lambda self: self.scan.dropped_rows)
@@ -198,7 +232,7 @@ class TableSource:
     def shard_inputs(self, first: int, end: int) -> TableRows:
         return TableRows.of(self.scan, self.chunk_rows, self.scan.file_rows, first, end)
 
-    def pieces(self, tasks: Sequence[ShardTask]) -> Iterator[Piece]:
+    def pieces(self, tasks: Sequence[PlannedShard]) -> Iterator[Piece]:
         for frame, start, path in self.scan.chunks(self.chunk_rows):
             for task in tasks:
                 piece = _rows_piece(
@@ -219,7 +253,7 @@ def open_source(
 
     Args:
       joins: the dataset the new split joins, whose classes it keeps; None if none.
-      scan_table: the table's first pass, with the arguments of `tables.scan` (the Beam
+      scan_table: the table's first pass, `tables.scan(src, fmt, TableOptions)` (the Beam
         engine runs it on its workers).
 
     Raises:
@@ -232,7 +266,7 @@ def open_source(
             f"label_offset applies to image folders. "
             f"Received: label_offset={cfg.label_offset} for a {fmt} table"
         )
-    scan = scan_table(src, fmt, cfg.chunk_rows, cfg.label, cfg.missing, cfg.missing_label, cfg.encoding)
+    scan = scan_table(src, fmt, tables.TableOptions.of(cfg))
     digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 

@@ -1,43 +1,63 @@
-"""CSV and Parquet sources, read in chunks so a table larger than memory converts.
+"""CSV and Parquet sources: the first pass, read in chunks so a table larger than memory converts.
 
 The first pass reads every row. It checks the file's shape (CSV rows as wide as the header,
-Parquet pages against their checksums), takes each column's type from its first chunk of
-values, refuses later values that do not fit that type or that float32 would change, finds
-nulls, and counts rows. Everything that would fail the run fails it before anything is
-written. The second pass reads with the types fixed, so every chunk encodes alike.
+Parquet pages against their checksums), types each column (`infer`: from its first chunk of
+values, CSV text by the rules of `values`, or as `column_types` declares), refuses later values
+that do not fit that type or that float32 would change, finds nulls, and counts rows. It reports
+every problem it finds at once, and everything that would fail the run fails it before anything
+is written. The second pass reads with the types fixed, so every chunk encodes alike.
+
+Reading the files (listing, chunks, what is missing in CSV) is `tableread`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import csvfile, values
-from tfpipe.errors import DataError
+from tfpipe.convert import csvfile, parquetfile
+from tfpipe.convert.config import ALL_COLUMNS
+from tfpipe.convert.infer import Column, Problems, null_value_error
+from tfpipe.convert.tableread import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
+from tfpipe.convert.tableread import (
+    NullValues,
+    Reading,
+    file_chunks,
+    list_table,
+    read_chunks,
+)
+from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import SkippedInput
-from tfpipe.schema import KIND_DTYPES, Field, Schema, kind_for_pandas
+from tfpipe.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
 
-# A column's kind as pandas sees it; "null" is a chunk where the column had no value at all.
-_KIND_TO_PANDAS = {
-    "int": "Int64",
-    "float": "Float64",
-    "bool": "boolean",
-    "string": "string",
-    "null": "Float64",
-}
-_KIND_NAMES = {
-    "int": "integers",
-    "float": "numbers",
-    "bool": "booleans",
-    "string": "text",
-    "category": "text",
-}
-TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TableOptions:
+    """How a table is read and checked (`ConvertConfig`'s table fields).
+
+    Attributes:
+      null_values: CSV text that means missing, besides the empty field: by column, and under
+        `ALL_COLUMNS` for every column.
+      column_types: declared types ("int", "float", "bool", "string") of CSV columns and Hive
+        partition columns, instead of the inferred ones.
+    """
+
+    chunk_rows: int = 8192
+    label: str | None = None
+    missing: str = "error"
+    missing_label: str = "error"
+    encoding: str = "utf-8"
+    null_values: NullValues = dataclasses.field(default_factory=dict)
+    column_types: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, cfg: Any) -> TableOptions:
+        """The table options of a `ConvertConfig`."""
+        return cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,9 +67,13 @@ class TableScan:
     Attributes:
       rows: rows that will be written (after any rows dropped for a null label).
       drop_label: the label column whose null rows are dropped, or None.
-      skipped: per file with dropped rows, their count and first row numbers.
+      skipped: files left out of a folder, and per file with dropped rows, their count and
+        first row numbers.
       file_rows: the rows each file adds to `rows`, so a shard's rows can be read from the
         files that hold them alone (`sources.TableRows`).
+      partitions: each file's Hive partition values (empty tuple when not partitioned).
+      notes: what the summary says of columns read otherwise than pandas would.
+      identities: each file's size, modification time and content checksum, for `--resume`.
     """
 
     files: tuple[str, ...]
@@ -63,6 +87,10 @@ class TableScan:
     dropped_rows: int = 0
     skipped: tuple[SkippedInput, ...] = ()
     file_rows: tuple[int, ...] = ()  # rows each file adds to `rows`, in the order of `files`
+    null_values: NullValues = dataclasses.field(default_factory=dict)
+    partitions: tuple[parquetfile.Partition, ...] = ()
+    notes: tuple[str, ...] = ()
+    identities: tuple[str, ...] = ()
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
@@ -71,9 +99,9 @@ class TableScan:
           DataError: the files hold another number of rows than the first pass counted.
         """
         end, path = 0, self.files[0]
-        for frame, first, path in read_chunks(
-            self.files, self.format, chunk_rows, self.kinds, self.encoding, self.drop_label
-        ):
+        partitions = dict(zip(self.files, self.partitions, strict=True)) if self.partitions else {}
+        reading = Reading(self.format, self.encoding, self.null_values, self.kinds, partitions)
+        for frame, first, path in read_chunks(self.files, reading, chunk_rows, self.drop_label):
             end = first + len(frame)
             if end > self.rows:
                 break
@@ -83,291 +111,6 @@ class TableScan:
                 f"{path}: expected the {self.rows} rows the first pass read. Received: "
                 f"{'more' if end > self.rows else end}; did the input change during the conversion?"
             )
-
-
-def table_files(src: str, fmt: str) -> list[str]:
-    """The table files of `src`: the file itself, or a directory's files of that format, sorted."""
-    if storage.is_gcs(src) or os.path.isfile(src):
-        return [src]
-    _refuse_special(src, f"a {fmt} file or a folder of them")
-    suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
-    files = [
-        storage.join(src, n)
-        for n in storage.listdir(src)
-        if not n.startswith(".") and _suffix(n, fmt) in suffixes
-    ]
-    if not files:
-        raise DataError(f"{src}: expected {fmt} files ({', '.join(suffixes)}). Received: none")
-    for path in files:
-        _refuse_special(path, f"a regular {fmt} file", folder_ok=False)
-    return files
-
-
-def _refuse_special(path: str, expected: str, folder_ok: bool = True) -> None:
-    """Refuses a FIFO, socket or device (reading one would block or never end), by name."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return  # a missing path is named by the listing or the read that follows
-    if not (stat.S_ISREG(mode) or (folder_ok and stat.S_ISDIR(mode))):
-        raise DataError(f"{path}: expected {expected}. Received: {storage.file_kind(mode)}")
-
-
-def _suffix(name: str, fmt: str) -> str:
-    """`.csv` for `t.csv` and, as pandas reads them, `t.csv.gz`, `.bz2`, `.xz` and `.zip`."""
-    stem, suffix = os.path.splitext(name.lower())
-    if fmt == "csv" and suffix in csvfile.COMPRESSED:
-        suffix = os.path.splitext(stem)[1]
-    return suffix
-
-
-def read_chunks(
-    files: tuple[str, ...],
-    fmt: str,
-    chunk_rows: int,
-    kinds: dict[str, str] | None = None,
-    encoding: str = "utf-8",
-    drop_null: str | None = None,
-) -> Iterator[tuple[Any, int, str]]:
-    """Yields (DataFrame chunk, index of its first row, file) across all files in order.
-
-    A chunk's index holds each row's number within its file (0-based, header excluded), for
-    messages. With `drop_null`, rows where that column is null are left out and not counted.
-    """
-    first = 0
-    for path in files:
-        for frame in file_chunks(path, fmt, chunk_rows, kinds, encoding):
-            if drop_null is not None:
-                frame = frame[frame[drop_null].notna().to_numpy()]
-                if frame.empty:
-                    continue
-            yield frame, first, path
-            first += len(frame)
-
-
-def _arrow_to_pandas(arrow_type: Any) -> Any:
-    """Integers and bools as nullable pandas dtypes: to_pandas() would make an int64 column
-    with nulls float64, and 16777217 would come back as 16777216."""
-    import pandas as pd
-    import pyarrow as pa
-
-    if pa.types.is_integer(arrow_type):
-        return pd.UInt64Dtype() if arrow_type == pa.uint64() else pd.Int64Dtype()
-    if pa.types.is_boolean(arrow_type):
-        return pd.BooleanDtype()
-    return None
-
-
-def _parquet(path: str) -> Any:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        source = storage.open_read(path) if storage.is_gcs(path) else path  # a local path reads natively
-        pf = pq.ParquetFile(source, page_checksum_verification=True)
-    except (pa.ArrowException, OSError) as e:
-        raise DataError(
-            f"{path}: expected a Parquet file. Received: a file pyarrow cannot open ({e})"
-        ) from None
-    names = pf.schema_arrow.names
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise DataError(f"{path}: expected unique column names. Received: {dupes} more than once in {names}")
-    return pf
-
-
-def file_chunks(
-    path: str, fmt: str, chunk_rows: int, kinds: dict[str, str] | None = None, encoding: str = "utf-8"
-) -> Iterator[Any]:
-    """One file's rows as DataFrames of `chunk_rows`, indexed by row number within the file.
-
-    Raises:
-      DataError: the file cannot be read (a Parquet page fails its checksum, a CSV has a
-        quote that never closes, a value does not parse as its column's type), naming it.
-    """
-    import pandas as pd
-
-    if fmt == "csv":
-        dtype = {c: _KIND_TO_PANDAS[k] for c, k in (kinds or {}).items() if k in _KIND_TO_PANDAS}
-        handle = csvfile.open_binary(path)
-
-        def frames() -> Iterator[Any]:
-            with pd.read_csv(
-                handle,
-                chunksize=chunk_rows,
-                sep=csvfile.separator(path),
-                index_col=False,
-                dtype_backend="numpy_nullable",
-                dtype=dtype or None,
-                encoding=encoding,
-            ) as chunks:
-                yield from chunks
-
-        reader = frames()
-        errors: tuple[type[BaseException], ...] = (pd.errors.ParserError, ValueError, UnicodeDecodeError)
-    else:
-        import pyarrow as pa
-
-        handle = None
-        batches = _parquet(path).iter_batches(batch_size=chunk_rows)
-        reader = (b.to_pandas(types_mapper=_arrow_to_pandas) for b in batches)
-        errors = (pa.ArrowException, OSError)
-    row = 0
-    try:
-        while True:
-            try:
-                frame = next(reader)
-            except StopIteration:
-                return
-            except errors as e:
-                what = "CSV text" if fmt == "csv" else "Parquet data whose pages pass their checksums"
-                detail = " ".join(str(e).split())
-                raise DataError(
-                    f"{path}: expected {what}. Received: an error reading rows from row {row}: {detail}"
-                ) from None
-            frame.index = pd.RangeIndex(row, row + len(frame))
-            yield frame
-            row += len(frame)
-    finally:
-        reader.close()  # pandas' reader first: it flushes a wrapper around the handle
-        if handle is not None:
-            handle.close()
-
-
-def _kind(column: str, series: Any, path: str) -> str:
-    import pandas as pd
-    from pandas.api import types as pdt
-
-    if series.isna().all():
-        return "null"
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        return "category"
-    if pdt.is_bool_dtype(dtype):
-        return "bool"
-    if pdt.is_object_dtype(dtype):
-        nonnull = series.dropna()
-        if all(isinstance(v, str) for v in nonnull):
-            return "string"
-        if all(isinstance(v, bool) for v in nonnull):
-            return "bool"
-        bad = next(v for v in nonnull if not isinstance(v, str))
-        raise DataError(
-            f"{path}: column {column!r}: expected int, float, bool, string or categorical values. "
-            f"Received: a value of type {type(bad).__name__} ({str(bad)[:60]!r}). Objects and "
-            "nested lists are not supported; flatten or drop the column."
-        )
-    try:
-        return kind_for_pandas(column, dtype)  # refuses unsupported dtypes by name
-    except DataError as e:
-        raise DataError(f"{path}: {e}") from None
-
-
-@dataclasses.dataclass(slots=True)
-class _Column:
-    """What the first pass knows of one column so far (mutable: it is filled chunk by chunk)."""
-
-    name: str
-    kind: str = "null"
-    sample: str = ""  # where the kind was taken from
-    source_dtype: str = ""
-    first_null: tuple[str, int] | None = None
-    whole: tuple[str, int, Any] | None = None  # a whole number float32 would change
-    fraction: tuple[str, int, Any] | None = None  # the first value that is not a whole number
-
-    def add(self, series: Any, path: str, csv_first_file: bool) -> None:
-        """Takes in one chunk's values of this column.
-
-        Raises:
-          DataError: a value that does not fit the column's type, or that float32 would change.
-        """
-        kind = _kind(self.name, series, path)
-        self.source_dtype = self.source_dtype or (str(series.dtype) if kind != "null" else "")
-        if kind == "null" or kind == self.kind:
-            pass
-        elif self.kind == "null":
-            self.kind = kind
-            self.sample = f"as read from {path} row {int(series.first_valid_index())} on"
-        elif {self.kind, kind} == {"int", "float"}:
-            self.kind = "float"
-        elif self.kind in ("string", "category"):
-            self.kind = "string"
-        else:
-            raise DataError(self._type_change(series, path, csv_first_file))
-        if kind in ("int", "float") and self.kind in ("int", "float"):
-            self._check_numbers(kind, series, path)
-        if self.first_null is None:
-            null = series.isna().to_numpy()
-            if null.any():
-                self.first_null = (path, int(series.index[null.argmax()]))
-
-    def _type_change(self, series: Any, path: str, csv_first_file: bool) -> str:
-        row, value = values.first_misfit(series, self.kind)
-        hint = (
-            " To read the column as text instead, pass --chunk-rows (chunk_rows=) larger than "
-            f"{row} so that the first chunk holds this value."
-            if csv_first_file
-            else ""
-        )
-        return (
-            f"{path}: column {self.name!r}, row {row} holds {value!r}, but the column holds "
-            f"{_KIND_NAMES[self.kind]} ({self.sample}). Expected one type per column: tfpipe takes a "
-            "column's type from its first chunk of values and refuses a later value that does not "
-            f"fit, rather than re-typing the column in silence. Fix or remove the value.{hint}"
-        )
-
-    def _check_numbers(self, kind: str, series: Any, path: str) -> None:
-        """Refuses a value beyond the Example type's range; notes the first whole number that
-        float32 would change and the first fraction, in case the column ends up float."""
-        nonnull = series.dropna()
-        if kind == "int":
-            beyond, inexact = values.first_beyond_int64(nonnull), values.first_inexact_int
-            limit = f"that fit int64 (at most {values.INT64_MAX}), the integer type of tf.train.Example"
-        else:
-            beyond, inexact = values.first_float32_overflow(nonnull), values.first_inexact_whole_float
-            limit = (
-                f"within float32's range (±{values.FLOAT32_MAX:.4g}; beyond it they would be "
-                "written as inf), the only float type of tf.train.Example"
-            )
-        if beyond is not None:
-            raise DataError(
-                f"{path}: column {self.name!r}, row {beyond[0]} holds {beyond[1]!r}. Expected values "
-                f"{limit}. Drop, scale or clip the column, or store it as text."
-            )
-        if self.whole is None:
-            found = inexact(nonnull)
-            self.whole = None if found is None else (path, *found)
-        if kind == "float" and self.fraction is None:
-            found = values.first_fraction(nonnull)
-            self.fraction = None if found is None else (path, *found)
-
-    def float_problem(self) -> str | None:
-        """Why this column cannot be written as float32 without changing values, if it cannot."""
-        if self.kind != "float" or self.whole is None:
-            return None
-        path, row, value = self.whole
-        if self.fraction:
-            fpath, frow, fvalue = self.fraction
-            fix = f"It is float because {fpath} row {frow} holds {fvalue!r}; if the column is integers, fix that value."
-        else:
-            fix = (
-                "It is float in the source; if it holds integers, store it as an integer type "
-                "(nullable ones such as pandas 'Int64' or Arrow int64 keep their nulls)."
-            )
-        return (
-            f"{path}: column {self.name!r}, row {row} holds the whole number {int(value)}, which float32 "
-            "(the only float type of tf.train.Example) cannot hold exactly: it would be written as "
-            f"{values.as_float32(value)}. Expected integers to stay exact. {fix}"
-        )
-
-
-def null_value_error(where: str, row: int, column: str) -> DataError:
-    """A null in a column that may not hold one (missing="error"), named by file, column and row."""
-    return DataError(
-        f"{where}: column {column!r}, row {row} (0-based, header excluded) is null. Expected a "
-        "value: nulls are never written as plausible values. Pass --missing fill "
-        f"(missing='fill') to write a default plus a '{column}/missing' mask."
-    )
 
 
 def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
@@ -384,109 +127,224 @@ def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
     return null
 
 
-def scan(
-    src: str,
-    fmt: str,
-    chunk_rows: int,
-    label: str | None,
-    missing: str,
-    missing_label: str = "error",
-    encoding: str = "utf-8",
-) -> TableScan:
+def scan(src: str, fmt: str, options: TableOptions) -> TableScan:
     """First pass: shape, schema, row count, null positions and an output size estimate.
 
     Raises:
-      DataError: a null under missing="error" (names column and row), a null label unless
-        missing_label="drop", a value that does not fit its column's type or that float32
-        would change, a ragged CSV row, an undecodable or unreadable file, an unsupported
-        column type (names the column), or a missing label column.
+      DataError: every problem found, at once (up to `infer.PROBLEMS_SHOWN`): a null under
+        missing="error" (names column and row), a null label unless missing_label="drop", a
+        value that does not fit its column's type or that float32 would change, a ragged CSV
+        row, an undecodable file; at once: an unreadable file, an unsupported column type
+        (names the column), or a missing label column.
     """
-    files = tuple(table_files(src, fmt))
-    columns: dict[str, _Column] = {}
-    total = kept = 0
-    file_rows = dict.fromkeys(files, 0)
-    drops: dict[str, tuple[int, list[int]]] = {}  # file -> rows dropped, the first of them
-    for path in files:
-        read, file_rows[path], dropped, listed = scan_file(
-            src, path, fmt, chunk_rows, label, missing_label, encoding, path == files[0], columns
+    listing = list_table(src, fmt)
+    check_options(src, fmt, options, listing)
+    files = listing.files
+    columns: dict[str, Column] = {}
+    problems = Problems()
+    found = [
+        scan_file(src, path, fmt, options, i == 0, columns, problems, listing.partition(i))
+        for i, path in enumerate(files)
+    ]
+    total, kept = sum(f.total for f in found), sum(f.kept for f in found)
+    drops = {path: (f.dropped, f.listed) for path, f in zip(files, found, strict=True) if f.dropped}
+    notes = [n for f in found for n in f.notes]
+    out = finish(src, fmt, listing, columns, total, kept, drops, options, problems, notes)
+    return dataclasses.replace(
+        out, file_rows=tuple(f.kept for f in found), identities=tuple(f.identity for f in found)
+    )
+
+
+@dataclasses.dataclass(slots=True)
+class FileState:
+    """What the first pass found in one file (or, summed, in all of them)."""
+
+    total: int = 0
+    kept: int = 0
+    dropped: int = 0
+    listed: list[int] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    identity: str = ""
+    label_reported: bool = False
+
+
+def check_options(src: str, fmt: str, options: TableOptions, listing: parquetfile.Dataset) -> None:
+    """Refuses table options that do not apply to this table's format."""
+    if fmt == "parquet" and options.null_values:
+        raise ConfigError(
+            f"null_values (--null-values) names text that means missing in CSV files. Received: "
+            f"null_values={dict(options.null_values)!r} for the Parquet source {src}, whose nulls "
+            "are stored as nulls."
         )
-        total, kept = total + read, kept + file_rows[path]
-        if dropped:
-            drops[path] = (dropped, listed)
-    out = _finish(src, fmt, files, columns, total, kept, drops, label, missing, encoding)
-    return dataclasses.replace(out, file_rows=tuple(file_rows.values()))
+    declared = sorted(set(options.column_types) - set(listing.keys)) if fmt == "parquet" else []
+    if declared:
+        raise ConfigError(
+            f"column_types (--column-type) declares the types of CSV columns and Hive partition "
+            f"columns (key=value folders). Received: {declared} for the Parquet source {src}, "
+            "whose columns carry their types."
+        )
 
 
 def scan_file(
     src: str,
     path: str,
     fmt: str,
-    chunk_rows: int,
-    label: str | None,
-    missing_label: str,
-    encoding: str,
+    options: TableOptions,
     first_file: bool,
-    columns: dict[str, _Column],
-) -> tuple[int, int, int, list[int]]:
-    """The first pass over one file of `src`: its rows read, kept and dropped, and the first
-    dropped row numbers. Adds the file's values to `columns` (set from its first chunk if empty).
+    columns: dict[str, Column],
+    problems: Problems,
+    partition: parquetfile.Partition | None = None,
+) -> FileState:
+    """The first pass over one file of `src`: its rows read, kept and dropped, the first
+    dropped row numbers, notes and identity. Adds the file's values to `columns` (set from
+    its first chunk if empty) and what is wrong with them to `problems`.
 
     Raises:
-      DataError: as `scan` raises it.
+      DataError: a problem that stops the whole pass (a missing label column, other columns
+        than the first file's, an unsupported column type).
     """
-    total = kept = dropped = 0
-    listed: list[int] = []
+    found = FileState(identity=storage.identity(path, checksum=True))
+    header = None
     if fmt == "csv":
-        csvfile.check_shape(path, encoding)
-    for chunk in file_chunks(path, fmt, chunk_rows, None, encoding):
+        try:
+            header, found.notes = csvfile.check_shape(path, options.encoding, problems)
+        except DataError as e:
+            problems.add(str(e))
+            return found
+        if header is None:
+            return found  # ragged rows, listed in problems: the values would be shifted
+    else:
+        note = parquetfile.index_note(path, parquetfile.open_file(path))
+        found.notes += [note] if note else []
+    reading = Reading(
+        fmt, options.encoding, options.null_values, None, {path: partition} if partition else {}
+    )
+    chunks = file_chunks(path, reading, options.chunk_rows, header)
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            break
+        except DataError as e:
+            problems.add(str(e))  # the file cannot be read on: its other problems are unknown
+            break
         if not columns:
-            columns.update((str(c), _Column(str(c))) for c in chunk.columns)
-            if label is not None and label not in columns:
-                raise DataError(f"{src}: label column {label!r} not found. Received columns: {list(columns)}")
+            _start_columns(src, path, chunk, columns, options, fmt, partition)
         elif [str(c) for c in chunk.columns] != list(columns):
             raise DataError(f"{path}: expected columns {list(columns)}. Received: {list(chunk.columns)}")
-        total += len(chunk)
-        if label is not None:
-            null = _label_nulls(chunk, label, missing_label, path)
-            if null.any():
-                dropped += int(null.sum())
-                listed = (listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS]
-                chunk = chunk[~null]
-        kept += len(chunk)
+        found.total += len(chunk)
+        chunk = _drop_label_nulls(chunk, path, options, found, problems)
+        found.kept += len(chunk)
         for c, column in columns.items():
-            column.add(chunk[c], path, fmt == "csv" and first_file)
-    return total, kept, dropped, listed
+            if not column.failed:
+                _add(column, chunk[c], path, fmt == "csv" and first_file, problems)
+    _check_unchanged(path, found.identity)
+    return found
 
 
-def _finish(
+def _start_columns(
+    src: str,
+    path: str,
+    chunk: Any,
+    columns: dict[str, Column],
+    options: TableOptions,
+    fmt: str,
+    partition: parquetfile.Partition | None,
+) -> None:
+    text = {str(c) for c in chunk.columns} if fmt == "csv" else set(partition or ())
+    columns.update(
+        (str(c), Column(str(c), text=str(c) in text, declared=options.column_types.get(str(c), "")))
+        for c in chunk.columns
+    )
+    if options.label is not None and options.label not in columns:
+        raise DataError(f"{src}: label column {options.label!r} not found. Received columns: {list(columns)}")
+    named = {c for c in options.null_values if c != ALL_COLUMNS} | set(options.column_types)
+    unknown = sorted(named - set(columns))
+    if unknown:
+        raise DataError(
+            f"{src}: null_values or column_types name column(s) {unknown}, which the table does "
+            f"not have. Received columns: {list(columns)}"
+        )
+
+
+def _drop_label_nulls(
+    chunk: Any, path: str, options: TableOptions, found: FileState, problems: Problems
+) -> Any:
+    """The chunk without its null-label rows (counted) under missing_label="drop"; with "error",
+    the first such row of the file is a problem."""
+    if options.label is None:
+        return chunk
+    try:
+        null = _label_nulls(chunk, options.label, options.missing_label, path)
+    except DataError as e:
+        if not found.label_reported:  # the first null label of each file
+            problems.add(str(e))
+            found.label_reported = True
+        return chunk
+    if null.any():
+        found.dropped += int(null.sum())
+        found.listed = (found.listed + chunk.index[null][:_LISTED_DROPS].tolist())[:_LISTED_DROPS]
+        chunk = chunk[~null]
+    return chunk
+
+
+def _add(column: Column, series: Any, path: str, csv_first_file: bool, problems: Problems) -> None:
+    try:
+        if column.text:
+            column.add_text(series, path, csv_first_file)
+        else:
+            column.add(series, path, csv_first_file)
+    except DataError as e:
+        problems.add(str(e))
+        column.failed = True
+
+
+def _check_unchanged(path: str, identity: str) -> None:
+    """Refuses a file whose size or modification time changed while the first pass read it."""
+    now = storage.identity(path)
+    if not storage.same_version(identity, now):
+        raise DataError(
+            f"{path}: changed while the first pass read it (was {identity}, now {now}). "
+            "Convert it once nothing writes to it."
+        )
+
+
+def finish(
     src: str,
     fmt: str,
-    files: tuple[str, ...],
-    columns: dict[str, _Column],
+    listing: parquetfile.Dataset,
+    columns: dict[str, Column],
     total: int,
     kept: int,
     drops: dict[str, tuple[int, list[int]]],
-    label: str | None,
-    missing: str,
-    encoding: str,
+    options: TableOptions,
+    problems: Problems,
+    notes: list[str],
 ) -> TableScan:
-    if not columns or kept == 0:
-        dropped = f", all with a null label {label!r} (missing_label='drop')" if total else ""
-        raise DataError(f"{src}: expected a table with at least one row. Received: {total} rows{dropped}")
+    """The TableScan of a first pass over every file, or a DataError naming all its problems."""
+    files, label = listing.files, options.label
     for column in columns.values():
         problem = column.float_problem()
         if problem:
-            raise DataError(problem)
+            problems.add(problem)
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
-    if missing == "error" and nulls:
-        column = min(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1]))
-        raise null_value_error(*nulls[column], column)
+    if options.missing == "error":
+        for c in sorted(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1])):
+            if not columns[c].failed and c != label:  # a null label is a problem of its own
+                problems.add(str(null_value_error(*nulls[c], c)))
+    else:
+        _check_mask_names(src, columns, nulls, problems)
+    error = problems.error(src)
+    if error is not None:
+        raise error
+    if not columns or kept == 0:
+        dropped = f", all with a null label {label!r} (missing_label='drop')" if total else ""
+        raise DataError(f"{src}: expected a table with at least one row. Received: {total} rows{dropped}")
     fields = tuple(
         Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls, source_dtype=col.source_dtype)
         for c, col in columns.items()
     )
-    kinds = {c: col.kind for c, col in columns.items()}
-    skipped = tuple(
+    skipped = listing.skipped + tuple(
         SkippedInput(
             path,
             f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
@@ -501,14 +359,32 @@ def _finish(
         fmt,
         Schema(fields, label=label),
         kept,
-        kinds,
+        {c: col.kind for c, col in columns.items()},
         0,
-        encoding,
+        options.encoding,
         label if drops else None,
         total - kept,
         skipped,
+        null_values=dict(options.null_values),
+        partitions=listing.partitions,
+        notes=tuple(dict.fromkeys([*notes, *(n for col in columns.values() if (n := col.note()))])),
     )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
+
+
+def _check_mask_names(
+    src: str, columns: dict[str, Column], nulls: dict[str, Any], problems: Problems
+) -> None:
+    """Refuses a column named like another column's null mask (`Ozone/missing` beside a masked
+    `Ozone`): one would overwrite the other in every record."""
+    for c in nulls:
+        if c + MISSING_SUFFIX in columns:
+            problems.add(
+                f"{src}: column {c + MISSING_SUFFIX!r} has the name of the null mask that "
+                f"--missing fill (missing='fill') writes for column {c!r} (its nulls, e.g. "
+                f"{nulls[c][0]} row {nulls[c][1]}). Expected distinct feature names: one would "
+                f"overwrite the other in every record. Rename the column {c + MISSING_SUFFIX!r}."
+            )
 
 
 def _estimate_bytes(scan: TableScan) -> int:

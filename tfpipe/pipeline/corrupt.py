@@ -14,6 +14,19 @@ a truncation "truncated record at 684", and `decode_jpeg` says "Invalid JPEG dat
 
 The counts live in `tf.Variable`s of a `SkipCounter`, updated inside the pipeline and read
 with `tfpipe.pipeline.skipped(ds)` (or `Pipeline.skipped()`) at any time.
+
+Two things a read never does:
+- mix generations of a split: `tfpipe convert --overwrite` rewrites shards under the same
+  names (and often the same sizes and counts). Before a shard is opened, and when it has been
+  read to its end, the dataset's `tfpipe.json` must still list the shard's checksum as
+  `build()` read it (a `Generation`); otherwise the read fails, naming the shard, and a
+  pipeline never goes on with records of the new generation;
+- hang: TensorFlow's `ignore_errors()` retries a file that cannot be opened forever (a local
+  shard deleted before its turn spun three threads at 100% CPU, deaf to Ctrl-C). Each read
+  first probes the shard a bounded number of times and reads it only if it opens; a missing
+  shard then raises NotFoundError from the judge's probe. (A shard deleted in the moment
+  between the probe and the read's own open would still spin: a window of microseconds, which
+  only a bound on every record, +0.5 us each, would close.)
 """
 
 from __future__ import annotations
@@ -21,7 +34,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from tfpipe import storage
 from tfpipe._tf import tf
+from tfpipe.manifest import MANIFEST_NAME
 
 if TYPE_CHECKING:
     from tfpipe.presets import Decoder
@@ -98,6 +113,78 @@ class SkipCounter:
         )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Generation:
+    """The generation of a split a pipeline reads: each shard's checksum in the manifest
+    `build()` loaded, to check that the manifest still lists it (see the module doc)."""
+
+    manifest: str
+    files: tuple[str, ...]
+    checksums: tuple[str, ...]
+
+    @classmethod
+    def of(cls, source: Any) -> Generation | None:
+        """The generation of a `ResolvedData` read through a manifest; None for foreign files."""
+        if source.manifest is None or source.split is None:
+            return None
+        shards = source.manifest.split(source.split).shards
+        return cls(
+            storage.join(source.manifest.root, MANIFEST_NAME),
+            tuple(source.files),
+            tuple(s.checksum for s in shards),
+        )
+
+    def still_listed(self, path: Any) -> Any:
+        """An assertion (graph code) that the manifest now still lists `path` with its checksum."""
+        tf_ = tf()
+        files, checksums = tf_.constant(self.files), tf_.constant(self.checksums)
+        checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
+        # A manifest that is gone (--overwrite un-commits the split first) reads as "".
+        manifest = (
+            tf_.data.Dataset.from_tensors(self.manifest)
+            .map(tf_.io.read_file)
+            .ignore_errors()
+            .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
+            .take(1)
+            .get_single_element()
+        )
+        listed = tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
+        message = _format(
+            tf_,
+            (
+                "TFRecord shard {} changed generation while this pipeline read it: "
+                f"{self.manifest} no longer lists it with checksum {{}}, as it did when build() "
+                "read it (the split was converted again, e.g. with --overwrite, or is being). "
+                "Reading on would mix records of two conversions: build() the pipeline again "
+                "once the conversion has finished."
+            ),
+            path,
+            checksum,
+        )
+        return tf_.debugging.Assert(listed, [message])
+
+
+def _readable(tf_: Any, path: Any) -> Any:
+    """The shard as a list of one file name if its first byte can be read, else of none.
+
+    The probe gets READ_ATTEMPTS tries (each with TensorFlow's own retries), counted by a zip
+    with a range, so it ends even where a file cannot be opened at all; a read of no file then
+    ends at once, and the judge's probe outside ignore_errors() raises the real error (a
+    missing shard's NotFoundError). An empty file has no first byte and reads as empty, too.
+    """
+    probe = tf_.data.Dataset.zip(
+        (tf_.data.Dataset.range(READ_ATTEMPTS), tf_.data.FixedLengthRecordDataset(path, 1, buffer_size=1))
+    )
+    found = probe.ignore_errors().take(1).reduce(tf_.constant(0, tf_.int32), plain(lambda n, _: n + 1))
+    return tf_.slice(tf_.reshape(path, [1]), [0], [found])
+
+
+def _after(deps: list[Any], value: Any) -> Any:
+    tf_ = tf()
+    with tf_.control_dependencies(deps):
+        return tf_.identity(value)
+
+
 def plain(fn: Any) -> Any:
     """Marks a dataset function as plain graph code: autograph would add seconds of
     transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
@@ -128,6 +215,7 @@ def read_shard(
     group: int = VERIFY_GROUP,
     counts_known: bool = True,
     grouped: bool = False,
+    generation: Generation | None = None,
 ) -> Any:
     """The interleave function: one shard's `(record, source)` pairs, checked to the end of the file.
 
@@ -151,6 +239,8 @@ def read_shard(
       group: records per verification step (see `verify_group`).
       counts_known: the counts come from a manifest (wording of the messages).
       grouped: yield groups of up to `group` records (the caller unbatches) instead of records.
+      generation: the manifest's checksums, checked as each read starts and ends (see the
+        module doc); None for foreign files.
     """
     tf_ = tf()
     if not verify:
@@ -165,18 +255,28 @@ def read_shard(
         sources = tf_.data.Dataset.from_tensor_slices(tf_.fill([SOURCE_SLICE], source)).repeat()
         return tf_.data.Dataset.zip((records, sources))
     judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
-    checked = _verified_groups(tf_, path, compression, buffer, group, judge, source)
+    checked = _verified_groups(tf_, path, compression, buffer, group, judge, source, generation)
     return checked if grouped else checked.unbatch()
 
 
 def _verified_groups(
-    tf_: Any, path: Any, compression: str, buffer: int, group: int, judge: _Judge, source: Any
+    tf_: Any,
+    path: Any,
+    compression: str,
+    buffer: int,
+    group: int,
+    judge: _Judge,
+    source: Any,
+    generation: Generation | None,
 ) -> Any:
     """Up to READ_ATTEMPTS reads of a shard as groups `(records, sources)`, each record once,
     every read's end judged by `judge` (see `read_shard`)."""
 
     def one_read(_: Any) -> Any:
-        reads = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
+        names = _readable(tf_, path)
+        if generation is not None:
+            names = _after([generation.still_listed(path)], names)
+        reads = tf_.data.TFRecordDataset(names, compression_type=compression, buffer_size=buffer)
         groups = reads.ignore_errors().batch(group).map(plain(lambda r: (r, False)))
         return groups.concatenate(tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True)))
 
@@ -190,6 +290,8 @@ def _verified_groups(
         pos_b += tf_.reduce_sum(tf_.cast(tf_.strings.length(records), tf_.int64) + 16)
         pos_r += n
         code = judge.verdict(is_end, pos_r, pos_b, yielded, last_stop, attempt)
+        if generation is not None:  # the end of each read: the records read are of the listed shard
+            code = tf_.cond(is_end, lambda: _after([generation.still_listed(path)], code), lambda: code)
         retry = tf_.equal(code, _RETRY)
         state = (
             tf_.where(retry, zero, pos_r),

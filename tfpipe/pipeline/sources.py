@@ -3,7 +3,9 @@
 `data` is one of:
 - a directory (local or gs://) holding `tfpipe.json`: the manifest gives the shards, their
   record counts and sizes, the schema, the compression and the label offset;
-- a glob (`gs://b/imagenet/train-*`), a single TFRecord file, or a list of them. When they all
+- a glob (`gs://b/imagenet/train-*`, `data/d*/train-*`: wildcards in any part of the path),
+  a single TFRecord file, or a list of them. A path that exists is taken as it is written,
+  so `loc[1]` or `run?` name that folder, not a pattern. When they all
   lie in one directory holding `tfpipe.json` and it lists them, they are read through that
   manifest, exactly as the directory form (all of one split's shards, in manifest order).
   Otherwise they are foreign files: the first record is read to learn the feature keys, and
@@ -115,7 +117,7 @@ def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: boo
         )
     path = data.rstrip("/") if data not in ("/",) else data
     with _storage_errors(data):
-        if any(c in storage.basename(path) for c in GLOB_CHARS):
+        if storage.has_wildcards(path) and not _exists(path):  # a path that exists is taken literally
             try:
                 files = storage.glob(path)
             except FileNotFoundError:
@@ -167,6 +169,10 @@ def _no_dataset_message(data: str, path: str) -> str:
         f"Received: {data!r}, which has no {MANIFEST_NAME}. Convert with `tfpipe convert`, or "
         "pass the TFRecord files another tool wrote (a list, or a glob matching every shard)."
     )
+
+
+def _exists(path: str) -> bool:
+    return _is_file(path) or _is_dir(path)
 
 
 def _is_file(path: str) -> bool:

@@ -178,6 +178,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
     group = corrupt.verify_group(mean_bytes)
     buffer = p.reader_buffer
+    generation = corrupt.Generation.of(src)  # reads never mix two conversions of the split
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
@@ -192,6 +193,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
             group=group,
             counts_known=src.manifest is not None,
             grouped=grouped,
+            generation=generation,
         )
 
     def interleave(ds: Any) -> Any:

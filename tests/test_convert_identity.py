@@ -1,0 +1,126 @@
+"""--resume refuses inputs that changed since the interrupted run listed them, by name; a table
+that changes during a run is never committed. Real runs, stopped and killed with signals."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+import tfpipe
+from tfpipe.convert.writer import PAUSE_ENV
+from tfpipe.testing import fake_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def convert(src, dest, *extra, pause=None):
+    env = os.environ | {"PYTHONPATH": ROOT}
+    if pause:
+        env[PAUSE_ENV] = pause
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tfpipe",
+            "convert",
+            str(src),
+            str(dest),
+            "--num-shards",
+            "4",
+            "--workers",
+            "1",
+            "--quiet",
+            *extra,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_stopped(proc, timeout=60):
+    """Waits until `proc` stopped itself at its pause point (SIGSTOP)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{proc.pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never reached its pause point"
+        time.sleep(0.01)
+
+
+def killed_after_one_shard(src, dest):
+    proc = convert(src, dest, pause="shard-committed")
+    wait_stopped(proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    assert not (dest / "tfpipe.json").exists()
+
+
+def rewrite_keeping_size_and_mtime(path, old, new):
+    st = os.stat(path)
+    text = path.read_text()
+    assert len(old) == len(new) and text.count(old) == 1
+    path.write_text(text.replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as `cp -p` or `rsync -t` leave it
+    assert os.stat(path).st_size == st.st_size
+
+
+@pytest.fixture
+def table(tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"id": range(1000, 1037), "label": ["cat", "dog"] * 18 + ["cat"]}).to_csv(path, index=False)
+    return path
+
+
+def test_resume_refuses_a_table_whose_row_was_replaced(tmp_path, table):
+    dest = tmp_path / "out"
+    killed_after_one_shard(table, dest)
+    rewrite_keeping_size_and_mtime(table, "1030,cat", "1030,dog")  # same count, size and mtime
+    resumed = convert(table, dest, "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 1
+    assert f"1 input(s) changed: {table} (was size=" in err and "crc32c=" in err
+    assert "--overwrite" in err and not (dest / "tfpipe.json").exists()
+    done = convert(table, dest, "--overwrite")
+    assert done.wait(120) == 0
+
+
+def test_resume_refuses_an_image_rewritten_under_its_name(tmp_path):
+    src = tmp_path / "photos"
+    fake_data.write_image_folder(src, classes=2, per_class=[5, 6], size=(32, 24))
+    dest = tmp_path / "out"
+    killed_after_one_shard(src, dest)
+    image = sorted((src / fake_data.class_names(2)[1]).iterdir())[0]
+    data = image.read_bytes()
+    time.sleep(0.01)
+    image.write_bytes(data[:-2] + b"\xff\xd9")  # another version of the file, a new mtime
+    resumed = convert(src, dest, "--resume")
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 1 and f"1 input(s) changed: {image} (was size=" in err
+
+
+def test_resume_of_unchanged_inputs_finishes(tmp_path, table):
+    dest = tmp_path / "out"
+    killed_after_one_shard(table, dest)
+    resumed = convert(table, dest, "--resume")
+    assert resumed.wait(120) == 0
+    assert tfpipe.Manifest.load(str(dest)).split("train").examples == 37
+
+
+def test_a_table_changed_during_the_run_is_not_committed(tmp_path, table):
+    dest = tmp_path / "out"
+    proc = convert(table, dest, pause="shard-committed")
+    wait_stopped(proc)
+    with open(table, "a") as f:  # another writer appends while the run is stopped
+        f.write("2000,cat\n")
+    proc.send_signal(signal.SIGCONT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and f"{table}: changed during the conversion" in err
+    assert not (dest / "tfpipe.json").exists()

@@ -1,0 +1,74 @@
+"""Images hold what TensorFlow's decoders see, once each: a transparent GIF's hidden pixels are
+black, and one file reached under two class folders is refused by name."""
+
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import tfpipe
+from tfpipe.convert.images import normalize_image
+from tfpipe.errors import DataError
+from tfpipe.testing import fake_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def transparent_gif() -> bytes:
+    """A 64x48 palette GIF: a red square in its transparency index, on blue."""
+    image = Image.new("P", (64, 48), 0)
+    image.putpalette([0, 0, 255, 255, 0, 0] + [0] * 762)
+    image.paste(1, (16, 8, 48, 40))
+    buf = io.BytesIO()
+    image.save(buf, "GIF", transparency=1)
+    return buf.getvalue()
+
+
+def test_a_transparent_gif_holds_what_tensorflows_decoder_gives():
+    from tfpipe._tf import tf
+
+    data = transparent_gif()
+    tf_pixels = tf().io.decode_image(data, channels=3, expand_animations=False).numpy().astype(int)
+    stored = np.asarray(Image.open(io.BytesIO(normalize_image(data, quality=100).jpeg))).astype(int)
+    inside = (slice(12, 36), slice(20, 44))  # away from the JPEG's edge ringing
+    assert tf_pixels[inside].max() == 0  # TF: black where the GIF is transparent
+    assert np.abs(stored[inside] - tf_pixels[inside]).max() <= 3  # was 255 red before
+    assert np.abs(stored - tf_pixels).mean() < 2
+
+
+def test_one_file_under_two_class_folders_is_refused_by_name(tmp_path):
+    src = tmp_path / "photos"
+    fake_data.write_image_folder(src, classes=2, per_class=[3, 4], size=(32, 24), imagenet_names=False)
+    first = sorted((src / "class_000").iterdir())[0]
+    link = src / "class_001" / "again.jpg"
+    os.symlink(first, link)
+    with pytest.raises(
+        DataError, match=rf"{link}: the same file as {first} \(a symbolic or hard link to it\)"
+    ):
+        tfpipe.convert(str(src), str(tmp_path / "out"))
+    os.remove(link)
+    os.link(first, link)  # a hard link is the same file too
+    with pytest.raises(DataError, match=r"again.jpg: the same file as"):
+        tfpipe.convert(str(src), str(tmp_path / "out"))
+
+
+def test_help_says_what_images_hold():
+    out = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "convert", "--help"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": ROOT, "COLUMNS": "200"},
+        timeout=60,
+    ).stdout
+    text = " ".join(out.split())
+    for fact in (
+        "EXIF orientation is ignored",
+        "alpha is dropped",
+        "first frame",
+        "transparent pixels are black",
+    ):
+        assert fact in text

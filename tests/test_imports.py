@@ -1,0 +1,82 @@
+"""The import graph: no circle through convert/ or beam/, and the core never imports the
+optional Beam engine (it is found by name). Read from the source, every import counted,
+those inside functions and under TYPE_CHECKING too."""
+
+import ast
+import pathlib
+
+import tfpipe
+
+PACKAGE = pathlib.Path(tfpipe.__file__).parent
+
+
+def imports() -> dict[str, set[str]]:
+    """module -> the tfpipe modules it imports anywhere in its source."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[module] |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(
+                        [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
+                    ).strip(".")
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    graph[module] |= {full} if full in modules else ({base} if base in modules else set())
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_runs_through_convert_or_beam():
+    mine = ("tfpipe.convert", "tfpipe.beam", "tfpipe.storage", "tfpipe.schema", "tfpipe.manifest")
+    found = [c for c in circles(imports()) if any(m.startswith(mine) for m in c)]
+    assert found == []
+
+
+def test_only_beam_imports_beam():
+    graph = imports()
+    users = sorted(
+        m
+        for m, deps in graph.items()
+        if not m.startswith("tfpipe.beam") and any(d.startswith("tfpipe.beam") for d in deps)
+    )
+    assert users == []

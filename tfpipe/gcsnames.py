@@ -1,0 +1,61 @@
+"""GCS path names: `gs://BUCKET/PATH` with a bucket name GCS accepts, checked before any request.
+
+A `gs:` path without a bucket (`gs://`, `gs:/b`) would otherwise be taken as a local folder named
+`gs:`, and a bucket name GCS refuses (`gs://Probe`) would fail later, with advice that fails too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tfpipe.errors import TfpipeError
+
+GCS_PREFIX = "gs://"
+
+
+class InvalidPath(TfpipeError, ValueError):
+    """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
+
+
+_BUCKET_PART = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?")
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+
+
+def bucket_problem(bucket: str) -> str | None:
+    """Why GCS would refuse `bucket` as a bucket name, or None (cloud.google.com/storage/docs/
+    buckets#naming: 3-63 characters of lowercase letters, digits, -, _ and dots, starting and
+    ending with a letter or digit; up to 222 with dots, 63 between them; not an IP address;
+    not starting with "goog" or holding "google")."""
+    if not 3 <= len(bucket) <= (222 if "." in bucket else 63):
+        return "it must be 3 to 63 characters long (222 with dots)"
+    if bucket != bucket.lower():
+        return "it must be lowercase (GCS bucket names have no capitals)"
+    if not all(_BUCKET_PART.fullmatch(part) for part in bucket.split(".")):
+        return (
+            "it may hold only lowercase letters, digits, -, _ and dots, start and end with a "
+            "letter or digit, and have at most 63 characters between dots"
+        )
+    if _IPV4.fullmatch(bucket):
+        return "it must not be an IP address"
+    if bucket.startswith("goog") or "google" in bucket or "g00gle" in bucket:
+        return 'it must not start with "goog" or hold "google"'
+    return None
+
+
+def check_url(path: str) -> None:
+    """Refuses a `gs:` path that names no bucket, or a bucket name GCS would refuse.
+
+    `gs://`, `gs:/b` or `gs:b` would otherwise be taken as a local folder named `gs:`.
+
+    Raises:
+      InvalidPath: naming the path and the rule it breaks.
+    """
+    text = str(path)
+    if text[:3].lower() != "gs:":
+        return
+    bucket = text[len(GCS_PREFIX) :].split("/", 1)[0] if text.startswith(GCS_PREFIX) else ""
+    if not bucket:
+        raise InvalidPath(f"Expected gs://BUCKET/PATH. Received: {text!r}, which names no bucket")
+    problem = bucket_problem(bucket)
+    if problem:
+        raise InvalidPath(f"{text}: {bucket!r} is not a valid GCS bucket name: {problem}.")
