@@ -46,6 +46,13 @@ def test_a_table_dataset_is_benched_with_the_pipeline_its_manifest_calls_for(tab
     assert json.loads(report.read_text())["pipeline"] == "tabular"
 
 
+def test_from_python_too_the_manifest_picks_the_pipeline(table_ds):
+    assert tfpipe.BenchConfig(data=str(table_ds)).pipeline == "tabular"
+    assert tfpipe.BenchConfig(data=str(table_ds) + "/").pipeline == "tabular"
+    assert tfpipe.BenchConfig().pipeline == "imagenet"  # generated ImageNet-like data
+    assert tfpipe.BenchConfig(data=str(table_ds), pipeline="tabular").global_batch == 1024
+
+
 def test_an_image_pipeline_on_a_table_dataset_is_refused_by_name(table_ds):
     with pytest.raises(
         ConfigError, match=r"is a table, which the tabular pipeline reads. Received: pipeline='imagenet'"

@@ -36,7 +36,8 @@ class BenchConfig:
     """What to benchmark and against which consumer.
 
     Args:
-      pipeline: the preset, "imagenet" or "tabular".
+      pipeline: the preset, "imagenet" or "tabular". None picks the one `data`'s manifest
+        calls for, as build() picks its preset: tabular for a table, else imagenet.
       data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it.
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
         None uses 128 for imagenet and 1024 for tabular; with `from_profile`, the profiled
@@ -71,7 +72,7 @@ class BenchConfig:
         uncached either way.
     """
 
-    pipeline: PipelineName = "imagenet"
+    pipeline: PipelineName | None = None
     data: str | None = None
     batch_size: int | None = None
     step_time_ms: float | None = None
@@ -97,6 +98,8 @@ class BenchConfig:
         from tfpipe.pipeline.config import check_cache
 
         check_cache(self.cache)
+        if self.pipeline is None:
+            object.__setattr__(self, "pipeline", pipeline_for(self.data))
         if self.pipeline not in PIPELINES:
             raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
         check_int("hosts", self.hosts, 1, what="an integer >= 1")
@@ -212,6 +215,15 @@ def check_consumer_rate(
             f"what any accelerator host takes in ({cap:.0e}/s for the {pipeline} pipeline). "
             f"Expected the milliseconds of one training step of the global batch. Received: {received}"
         )
+
+
+def pipeline_for(data: object) -> PipelineName:
+    """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
+    table, else imagenet (also without a manifest, or without data)."""
+    from tfpipe.manifest import Manifest
+
+    manifest = Manifest.find(data.rstrip("/")) if isinstance(data, str) and data else None
+    return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
 
 
 def check_step_time_ms(value: object) -> float:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from tfpipe import storage
 from tfpipe.bench import synthetic
-from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.config import BenchConfig, pipeline_for
 from tfpipe.bench.report import DatasetInfo
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
@@ -74,13 +74,6 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         )
     sizes = sum(storage.size(f) for f in files)
     return BenchData(DatasetInfo(path, 0, len(files), sizes, False), path, None, None)
-
-
-def pipeline_for(data: str | None) -> str:
-    """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
-    table, else imagenet (also without a manifest, or without data)."""
-    manifest = Manifest.find(data.rstrip("/")) if data else None
-    return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
 
 
 def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:

@@ -207,10 +207,6 @@ def run(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
-    if args.pipeline is None:
-        from tfpipe.bench.data import pipeline_for
-
-        args.pipeline = pipeline_for(args.data)
     config = BenchConfig(
         pipeline=args.pipeline,
         data=args.data,
