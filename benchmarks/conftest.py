@@ -65,6 +65,17 @@ def resized_shards(image_folder: str, bench_dir: str) -> str:
 
 
 @pytest.fixture(scope="session")
+def eval_shards(bench_dir: str) -> str:
+    """3,200 ImageNet-like JPEGs as a validation split in 8 shards: an eval epoch of seconds."""
+    src = os.path.join(bench_dir, "eval-images")
+    if not os.path.isdir(src):
+        fake_data.write_image_folder(src, classes=10, per_class=320, seed=11, workers=2)
+    return _convert(
+        src, os.path.join(bench_dir, "imagenet-eval"), format="imagenet", num_shards=8, split="validation"
+    )
+
+
+@pytest.fixture(scope="session")
 def table_40(bench_dir: str) -> tuple[str, str]:
     csv = os.path.join(bench_dir, "table40.csv")
     if not os.path.exists(csv):

@@ -22,6 +22,11 @@ TF_DISTRIBUTIONS = {canonicalize_name(n) for n in _tf.DISTRIBUTIONS}
 
 pytestmark = pytest.mark.index
 
+# The environment as the session began: collection imports this module before any fixture
+# runs, and the session's local GCS fixture later points https_proxy at its own proxy, which
+# refuses every host but Google's storage names (pip would reach no index through it).
+ENVIRON = dict(os.environ)
+
 # (what the user has or asks for, tfpipe's extras) -> the one TensorFlow distribution expected.
 CASES = [
     *[
@@ -52,6 +57,7 @@ def resolve(spec, extras, tmp_path):
         capture_output=True,
         text=True,
         timeout=600,
+        env=ENVIRON,
     )
     if out.returncode != 0:
         unreachable = any(

@@ -8,6 +8,8 @@ reads at when the data does not fit the cache.
 Requests are not counted (TensorFlow's GCS filesystem keeps no counter); they follow from how
 it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB by default)
 from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
+Reading a tfpipe dataset adds two reads of its manifest per shard read, as the read starts and
+ends, so records of two conversions of a split are never mixed (pipeline/corrupt.py).
 tests/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 # (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable overrides it).
 GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
 GCS_DEFAULT_BLOCK_MB = 64
+# Manifest reads per shard read of a tfpipe dataset (the generation check as it starts and ends).
+MANIFEST_READS_PER_SHARD = 2
 MB = 1e6
 
 Location = Literal["gcs", "local"]
@@ -76,11 +80,13 @@ def gcs_block_bytes() -> int:
     return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
 
 
-def requests_per_file(sizes: Sequence[int], block: int) -> float:
-    """Mean GET requests TensorFlow makes to read one of these files whole."""
+def requests_per_file(sizes: Sequence[int], block: int, *, manifest: bool = True) -> float:
+    """Mean GET requests to read one of these files whole: TensorFlow's block reads, and with
+    a `manifest`, tfpipe's manifest reads around it."""
     if not sizes:
         return 0.0
-    return sum(max(1, math.ceil(s / block)) for s in sizes) / len(sizes)
+    blocks = sum(max(1, math.ceil(s / block)) for s in sizes) / len(sizes)
+    return blocks + (MANIFEST_READS_PER_SHARD if manifest else 0)
 
 
 def figures(

@@ -216,6 +216,7 @@ def read_shard(
     counts_known: bool = True,
     grouped: bool = False,
     generation: Generation | None = None,
+    probe_open: bool = True,
 ) -> Any:
     """The interleave function: one shard's `(record, source)` pairs, checked to the end of the file.
 
@@ -241,6 +242,10 @@ def read_shard(
       grouped: yield groups of up to `group` records (the caller unbatches) instead of records.
       generation: the manifest's checksums, checked as each read starts and ends (see the
         module doc); None for foreign files.
+      probe_open: read a shard only once its first byte could be read (`_readable`). Local
+        files need it: ignore_errors() would retry a vanished file's open forever. gs:// does
+        not: a vanished object raises NotFoundError, and a one-byte read of an object costs a
+        whole 64 MiB block there (TensorFlow's GCS reads), the shard read twice.
     """
     tf_ = tf()
     if not verify:
@@ -255,7 +260,7 @@ def read_shard(
         sources = tf_.data.Dataset.from_tensor_slices(tf_.fill([SOURCE_SLICE], source)).repeat()
         return tf_.data.Dataset.zip((records, sources))
     judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
-    checked = _verified_groups(tf_, path, compression, buffer, group, judge, source, generation)
+    checked = _verified_groups(tf_, path, compression, buffer, group, judge, source, generation, probe_open)
     return checked if grouped else checked.unbatch()
 
 
@@ -268,12 +273,13 @@ def _verified_groups(
     judge: _Judge,
     source: Any,
     generation: Generation | None,
+    probe_open: bool,
 ) -> Any:
     """Up to READ_ATTEMPTS reads of a shard as groups `(records, sources)`, each record once,
     every read's end judged by `judge` (see `read_shard`)."""
 
     def one_read(_: Any) -> Any:
-        names = _readable(tf_, path)
+        names = _readable(tf_, path) if probe_open else tf_.reshape(path, [1])
         if generation is not None:
             names = _after([generation.still_listed(path)], names)
         reads = tf_.data.TFRecordDataset(names, compression_type=compression, buffer_size=buffer)

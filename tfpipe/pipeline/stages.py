@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from tfpipe import storage
 from tfpipe._tf import tf
 from tfpipe.pipeline import corrupt
 from tfpipe.pipeline.corrupt import plain
@@ -179,6 +180,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
     group = corrupt.verify_group(mean_bytes)
     buffer = p.reader_buffer
     generation = corrupt.Generation.of(src)  # reads never mix two conversions of the split
+    local = not any(storage.is_gcs(f) for f in src.files)
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
@@ -194,6 +196,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
             counts_known=src.manifest is not None,
             grouped=grouped,
             generation=generation,
+            probe_open=local,
         )
 
     def interleave(ds: Any) -> Any:

@@ -128,7 +128,7 @@ def _entries(path: str) -> list[tuple[str, bool]] | None:
     )
     if storage.is_gcs(path):
         try:
-            entries = [(name, is_dir) for name, is_dir, _ in storage.gcs_entries(path)]
+            entries = [(name, is_dir) for name, is_dir, *_ in storage.gcs_entries(path)]
         except FileNotFoundError:
             raise missing from None
         if entries:
