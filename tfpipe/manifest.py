@@ -86,6 +86,10 @@ class Split:
     source: str = ""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
+    # Storage requests the converting process retried before this manifest's commit (HTTP 429,
+    # 5xx, dropped connections), by kind: the local engine's writes and listings, not the encode
+    # workers' reads of a gs:// source. None when not counted (Beam's workers retry on their own).
+    retries: dict[str, int] | None = None
 
     @property
     def examples(self) -> int:
@@ -105,6 +109,7 @@ class Split:
             "source": self.source,
             "options": self.options,
             "seconds": round(self.seconds, 3),
+            **({} if self.retries is None else {"retries": self.retries}),
         }
 
     @classmethod
@@ -121,7 +126,16 @@ class Split:
             source=str(obj.get("source", "")),
             options=dict(obj.get("options", {})),
             seconds=float(obj.get("seconds", 0.0)),
+            retries=_retries(obj.get("retries")),
         )
+
+
+def _retries(obj: Any) -> dict[str, int] | None:
+    if obj is None:
+        return None
+    if not (isinstance(obj, dict) and all(isinstance(k, str) and _is_count(v) for k, v in obj.items())):
+        raise ManifestError(f"Expected retries as {{kind: count}}. Received: {str(obj)[:200]}")
+    return dict(obj)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
