@@ -92,9 +92,7 @@ def main() -> None:
     finally:
         gcs.stop()
     keys = list(rows[0])
-    print(
-        f"\nobject {SIZE / 1e6:.0f} MB x {REPEATS}, one stream, unshaped (load average {os.getloadavg()[0]:.2f})"
-    )
+    print(f"\nobject {SIZE / 1e6:.0f} MB x {REPEATS}, one stream (load average {os.getloadavg()[0]:.2f})")
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for r in rows:

@@ -377,6 +377,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     def _read_paced(self, n: int) -> bytes:
         """`n` bytes of the request body, read no faster than mbps_per_stream."""
         parts = []
+        self._pace_in.begin()
         while n > 0:
             self._pace_in.wait(min(n, CHUNK))
             part = self.rfile.read(min(n, CHUNK))
@@ -416,6 +417,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
             return
         view = memoryview(data)
+        self._pace_out.begin()
         for start in range(0, len(view), CHUNK):
             self._pace_out.wait(len(view[start : start + CHUNK]))
             self.wfile.write(view[start : start + CHUNK])

@@ -80,47 +80,34 @@ def _real(value: object) -> bool:
 LIKE_GCS = Shaping(
     first_byte_ms=30.0, mbps_per_stream=150.0, max_requests_per_s=5000.0, max_writes_per_s=1000.0
 )
-"""A Standard-class regional bucket read from a VM in its region, from published figures:
-
-- first_byte_ms=30: Cloud Storage gives "time to first byte typically tens of milliseconds"
-  (https://cloud.google.com/storage/docs/storage-classes). Google publishes no single figure;
-  30 ms is what Google's own Cloud Storage FUSE benchmark implies: one thread reading 4 KiB
-  files one at a time gets 0.13 MB/s, about 31 ms per file, all of it latency
-  (https://github.com/GoogleCloudPlatform/gcsfuse/blob/master/docs/grpc_benchmarks.md,
-  HTTP, direct=0; 51 ms with direct=1).
-- mbps_per_stream=150: the same benchmark reads 1 GiB files sequentially on one thread at
-  157-180 MB/s over HTTP (118-139 MB/s for 50 MB files, which include a first byte per file).
-  Its single-thread writes are slower (53-67 MB/s), which one figure for both directions does
-  not model.
-- max_requests_per_s=5000, max_writes_per_s=1000: a bucket's initial capacity, "approximately
-  1000 object write requests per second ... approximately 5000 object read requests per
-  second" (https://cloud.google.com/storage/docs/request-rate). GCS counts reads and writes
-  apart, the twin counts writes against both limits. GCS raises the capacity as a sustained
-  load ramps up (no faster than doubling every 20 minutes, same page); the twin's limit stays
-  put.
-"""
+"""A Standard-class regional bucket read from a VM in its region: the figures of
+`LocalGCS.like_gcs()`, whose docstring cites the source of each."""
 
 
 class Pacer:
     """Paces one direction of one connection at the current `mbps_per_stream`.
 
-    Each step waits until the bytes before it would have finished at that rate (a virtual
-    clock), so a transfer takes at least size / rate; time spent idle earns no burst.
+    A virtual clock started at each body (`begin`): each step waits until the bytes before it
+    would have finished at that rate, so a body takes at least size / rate, a late wake-up is
+    made up within the body, and time between bodies earns no burst.
     """
 
     def __init__(self, shaping: ShapingBox) -> None:
         self._box = shaping
         self._clock = 0.0
 
+    def begin(self) -> None:
+        self._clock = time.monotonic()
+
     def wait(self, n: int) -> None:
-        """Waits until `n` more bytes may move."""
+        """Waits until `n` more bytes of the body may move."""
         mbps = self._box.shaping.mbps_per_stream
         if mbps is None:
             return
-        now = time.monotonic()
-        self._clock = max(now, self._clock) + n / (mbps * 1e6)
-        if self._clock > now:
-            time.sleep(self._clock - now)
+        self._clock += n / (mbps * 1e6)
+        delay = self._clock - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
 
 
 class ShapingBox:
