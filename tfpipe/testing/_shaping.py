@@ -28,8 +28,9 @@ class Shaping:
 
     Attributes:
       first_byte_ms: milliseconds from a request's arrival (its headers read) to its response's
-        first byte, whatever the emulator took. 0: no delay. The body of an upload is read
-        within that time, so a long upload hides it, as a long upload hides a round trip.
+        first byte at the soonest. 0: no delay. The twin's own time counts toward it: reading
+        an upload's body, and the emulator's answer, which the proxy takes whole (64 MB take
+        it ~0.1-0.3 s on 2 cores, more than 30 ms).
       mbps_per_stream: MB/s (10**6 bytes) per connection, in each direction: response bodies
         are written and request bodies read at that pace. None: as fast as loopback. TF opens
         a connection per request; google-cloud-storage keeps one per thread.
