@@ -86,9 +86,12 @@ class Split:
     source: str = ""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
-    notes: tuple[
-        str, ...
-    ] = ()  # how the source was read where it differs from pandas (a column kept as text)
+    # How the source was read where it differs from pandas (a column kept as text).
+    notes: tuple[str, ...] = ()
+    # Storage requests the converting process retried before this manifest's commit (HTTP 429,
+    # 5xx, dropped connections), by kind: the local engine's writes and listings, not the encode
+    # workers' reads of a gs:// source. None when not counted (Beam's workers retry on their own).
+    retries: dict[str, int] | None = None
 
     @property
     def examples(self) -> int:
@@ -108,6 +111,7 @@ class Split:
             "source": self.source,
             "options": self.options,
             "seconds": round(self.seconds, 3),
+            **({} if self.retries is None else {"retries": self.retries}),
         } | ({"notes": list(self.notes)} if self.notes else {})
 
     @classmethod
@@ -125,7 +129,16 @@ class Split:
             options=dict(obj.get("options", {})),
             seconds=float(obj.get("seconds", 0.0)),
             notes=tuple(str(n) for n in obj.get("notes", [])),
+            retries=_retries(obj.get("retries")),
         )
+
+
+def _retries(obj: Any) -> dict[str, int] | None:
+    if obj is None:
+        return None
+    if not (isinstance(obj, dict) and all(isinstance(k, str) and _is_count(v) for k, v in obj.items())):
+        raise ManifestError(f"Expected retries as {{kind: count}}. Received: {str(obj)[:200]}")
+    return dict(obj)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

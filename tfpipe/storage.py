@@ -7,13 +7,15 @@ Writes are atomic everywhere:
   precondition unless `overwrite=True`. A GCS object is invisible until its upload completes.
 
 GCS goes through the google-cloud-storage client (it has preconditions; TF's GFile has not).
-Transient GCS errors (HTTP 429 and 5xx, connection resets) are retried with exponential backoff.
+Transient GCS errors (HTTP 429 and 5xx, connection resets) are retried with exponential backoff,
+and counted (`retries()`).
 `STORAGE_EMULATOR_HOST` points the client at an emulator (tfpipe.testing.gcs).
 """
 
 from __future__ import annotations
 
 import base64
+import collections
 import errno
 import filecmp
 import fnmatch
@@ -21,6 +23,7 @@ import os
 import random
 import stat as stat_mod
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
@@ -117,8 +120,25 @@ def _is_transient(exc: BaseException) -> bool:
     return isinstance(exc, (requests.ConnectionError, requests.Timeout, ConnectionError))
 
 
+_retried: collections.Counter[str] = collections.Counter()
+_retried_lock = threading.Lock()
+
+
+def retries() -> dict[str, int]:
+    """The transient errors this process has retried so far, by kind: "HTTP 429", "HTTP 503",
+    "ConnectionError", ... (a copy; subtract an earlier one to count a span of work)."""
+    with _retried_lock:
+        return dict(_retried)
+
+
+def _kind(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    return f"HTTP {code}" if isinstance(code, int) else type(exc).__name__
+
+
 def with_retries(fn: Callable[[], T], what: str) -> T:
-    """Calls `fn`, retrying transient GCS errors with jittered exponential backoff."""
+    """Calls `fn`, retrying transient GCS errors with jittered exponential backoff; each retry
+    is counted in `retries()`."""
     for attempt in range(RETRY_ATTEMPTS):
         try:
             return fn()
@@ -127,6 +147,8 @@ def with_retries(fn: Callable[[], T], what: str) -> T:
                 if _is_transient(e):
                     raise StorageError(f"{what}: gave up after {RETRY_ATTEMPTS} attempts: {e}") from e
                 raise
+            with _retried_lock:
+                _retried[_kind(e)] += 1
             time.sleep(RETRY_BASE_DELAY_S * (2**attempt) * (0.5 + random.random()))
     raise AssertionError("unreachable")
 

@@ -231,9 +231,11 @@ def _table_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tfpipe import storage
     from tfpipe.convert import convert
 
     signal.signal(signal.SIGTERM, _terminated)
+    retried_before = storage.retries()
     out = console(args.quiet)
     options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
     options |= _table_options(args)
@@ -257,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
         with ConvertProgressBar(out) as bar:
             manifest = convert_with(bar.update)
     _print_summary(out, manifest, args.split)
+    if args.engine == "local":  # Beam's workers retry in their own processes, uncounted here
+        _print_retries(out, storage.retries(), retried_before)
     return 0
 
 
@@ -302,3 +306,11 @@ def _print_summary(out, manifest: Manifest, split_name: str) -> None:
         out.print(f"  {'' if manifest.layout == 'table' else 'skipped '}{s.input}: {s.reason}")
     for note in split.notes:
         out.print(f"  note: {note}")
+
+
+def _print_retries(out, after: dict[str, int], before: dict[str, int]) -> None:
+    """The storage requests the whole run retried (the manifest counts those before its commit)."""
+    retried = {kind: n - before.get(kind, 0) for kind, n in sorted(after.items()) if n > before.get(kind, 0)}
+    if retried:
+        kinds = ", ".join(f"{kind}: {n}" for kind, n in retried.items())
+        out.print(f"retried {sum(retried.values())} storage requests ({kinds}), with backoff")

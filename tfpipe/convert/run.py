@@ -151,7 +151,7 @@ def run_conversion(
     write the shards, and commits the manifest. Arguments and errors are those of `convert`;
     `scan_table` is the engine's first pass over a table, and an engine other than "local" is
     recorded in the split's options."""
-    started = time.monotonic()
+    started, retried = time.monotonic(), storage.retries()
     storage.check_url(src)
     storage.check_url(dest)
     src, dest = str(src), str(dest).rstrip("/")
@@ -161,7 +161,7 @@ def run_conversion(
         with DestinationLock(dest, break_lock=break_lock):
             existing = _load_existing(dest)
             sweep(dest, existing)
-            run = _Run(execute, scan_table, engine)
+            run = _Run(execute, scan_table, engine, retried)
             return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, run, started)
     except Exception as e:
         if created:
@@ -174,11 +174,13 @@ def run_conversion(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Run:
-    """The engine of a conversion: its shard writer, its first pass over tables, its name."""
+    """The engine of a conversion: its shard writer, its first pass over tables, its name; and
+    `storage.retries()` when the run started."""
 
     execute: Execute
     scan_table: Callable[..., TableScan]
     engine: str
+    retried_before: dict[str, int]
 
 
 def _convert_locked(
@@ -214,10 +216,14 @@ def _convert_locked(
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
+    entry = manifest.splits[plan.split]
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
-        entry = manifest.splits[plan.split]
         entry = dataclasses.replace(entry, options=entry.options | {"engine": run.engine})
-        manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
+    else:  # every write of the local engine is made by this process, so counted here
+        retried = collections.Counter(storage.retries())
+        retried.subtract(run.retried_before)
+        entry = dataclasses.replace(entry, retries={k: n for k, n in sorted(retried.items()) if n > 0})
+    manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()

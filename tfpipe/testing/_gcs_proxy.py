@@ -5,7 +5,10 @@ It listens on 127.0.0.1 and serves three kinds of request:
   the test certificate and the requests inside the tunnel are forwarded to the emulator.
   CONNECT to any other host is refused with 403.
 - origin-form requests (google-cloud-storage via `STORAGE_EMULATOR_HOST`): forwarded as is.
-- `/__localgcs/...`: the parent's control API (fault rules and the request log).
+- `/__localgcs/...`: the parent's control API (fault rules, shaping and the request log).
+
+Storage requests on both routes can be shaped (`_shaping.Shaping`: latency to the first byte,
+bandwidth per connection, a request rate answered 429 above it); control calls never are.
 
 Every forwarded body is re-framed with a plain Content-Length (TF sends `Transfer-Encoding:
 chunked` and `Content-Length` together; the emulator trusts the latter and would store the
@@ -25,10 +28,16 @@ import socketserver
 import ssl
 import sys
 import threading
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, replace
 from email.parser import BytesParser
 from typing import Literal
 from urllib.parse import parse_qs, quote, urlsplit
+
+if __package__:
+    from tfpipe.testing._shaping import CHUNK, Pacer, Shaping, ShapingBox, retry_after
+else:  # run as the proxy's script (see LocalGCS.start): this folder is sys.path[0]
+    from _shaping import CHUNK, Pacer, Shaping, ShapingBox, retry_after  # type: ignore[no-redef]
 
 GOOGLE_STORAGE_HOSTS = ("www.googleapis.com", "storage.googleapis.com")
 Route = Literal["tls", "plain"]
@@ -55,7 +64,9 @@ class ProxiedRequest:
     """One request the proxy answered.
 
     `injected`: the status came from a fault rule. `forwarded`: the request reached the
-    emulator (False for a plain fault or a refusal; True for `lose_reply` faults).
+    emulator (False for a plain fault, a throttled request or a refusal; True for `lose_reply`
+    faults). `throttled`: answered 429 for going above the shaped request rate.
+    `bytes_in`, `bytes_out`: the request's and the response's body sizes.
     """
 
     route: Route
@@ -65,6 +76,9 @@ class ProxiedRequest:
     status: int
     injected: bool = False
     forwarded: bool = True
+    throttled: bool = False
+    bytes_in: int = 0
+    bytes_out: int = 0
 
 
 def http_request(
@@ -105,10 +119,11 @@ def _gcs_error(status: int, message: str, reason: str) -> tuple[int, list[tuple[
 
 
 class _ProxyState:
-    """Fault rules, the request log and upload preconditions, shared by the proxy threads."""
+    """Fault rules, shaping, the request log and upload preconditions, shared by the proxy threads."""
 
     def __init__(self, emulator_port: int) -> None:
         self.emulator_port = emulator_port
+        self.shaping = ShapingBox()
         self.lock = threading.Lock()
         self.write_lock = threading.Lock()  # precondition check + write, as one step
         self.rules: dict[int, dict] = {}
@@ -118,9 +133,16 @@ class _ProxyState:
         self.completed: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
 
     def control(self, method: str, path: str, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
-        """The parent's API: faults (add, read, cancel) and the request log."""
+        """The parent's API: faults (add, read, cancel), shaping (read, set) and the request log."""
         url = urlsplit(path)
         what = url.path[len(CONTROL_PREFIX) :].strip("/").split("/")
+        if what == ["shaping"]:
+            if method == "POST":
+                try:
+                    self.shaping.set(Shaping.from_json(json.loads(body)))
+                except (ValueError, TypeError) as e:
+                    return _json_reply(400, {"error": str(e)})
+            return _json_reply(200, self.shaping.shaping.to_json())
         with self.lock:
             if what == ["faults"] and method == "POST":
                 rule = {**json.loads(body), "served": 0, "id": len(self.rules) + 1}
@@ -162,18 +184,30 @@ class _ProxyState:
     def handle(
         self, route: Route, method: str, host: str, path: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
+        entry = ProxiedRequest(route, method, host, path, 0, bytes_in=len(body))
+        wait = self.shaping.admit(method)
+        if wait:
+            status, out, data = _gcs_error(
+                429, "LocalGCS: above the shaped request rate", "rateLimitExceeded"
+            )
+            self.record(replace(entry, status=429, forwarded=False, throttled=True, bytes_out=len(data)))
+            return status, [*out, ("Retry-After", retry_after(wait))], data
         rule = self.take_fault(route, method, path)
         if rule is not None and not rule["lose_reply"]:
-            self.record(ProxiedRequest(route, method, host, path, rule["status"], True, False))
-            return _gcs_error(rule["status"], "injected by LocalGCS", "backendError")
+            reply = _gcs_error(rule["status"], "injected by LocalGCS", "backendError")
+            self.record(
+                replace(entry, status=reply[0], injected=True, forwarded=False, bytes_out=len(reply[2]))
+            )
+            return reply
         try:
             reply = self.forward(method, host, path, headers, body)
         except (OSError, http.client.HTTPException) as e:
             reply = 502, [], f"LocalGCS: the emulator failed: {e!r}".encode()
         if rule is not None:  # lose_reply: the request landed, the client hears a failure
-            self.record(ProxiedRequest(route, method, host, path, rule["status"], True, True))
-            return _gcs_error(rule["status"], "injected by LocalGCS after forwarding", "backendError")
-        self.record(ProxiedRequest(route, method, host, path, reply[0]))
+            reply = _gcs_error(rule["status"], "injected by LocalGCS after forwarding", "backendError")
+            self.record(replace(entry, status=reply[0], injected=True, bytes_out=len(reply[2])))
+            return reply
+        self.record(replace(entry, status=reply[0], bytes_out=len(reply[2])))
         return reply
 
     def forward(
@@ -240,8 +274,13 @@ def _upload_target(path: str, headers: dict[str, str], body: bytes) -> tuple[str
     ctype = headers.get("content-type", "")
     with contextlib.suppress(ValueError, LookupError, AttributeError, TypeError):
         if ctype.startswith("multipart/"):
-            msg = BytesParser().parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + body)
-            return parts[5], json.loads(msg.get_payload()[0].get_payload())["name"]
+            # Only the first part (the metadata) is parsed: the whole body costs the proxy
+            # 30 ms of CPU per MB, which competes with the code under test.
+            boundary = BytesParser().parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode()).get_boundary()
+            delimiter = b"--" + boundary.encode()
+            start = body.index(delimiter) + len(delimiter)
+            first = BytesParser().parsebytes(body[start : body.index(delimiter, start)].lstrip(b"\r\n"))
+            return parts[5], json.loads(first.get_payload())["name"]
         return parts[5], json.loads(body)["name"]
     return None
 
@@ -266,6 +305,12 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
+    def setup(self) -> None:
+        super().setup()
+        # One pacer per direction of this connection (a TLS tunnel keeps its handler).
+        self._pace_in = Pacer(self.server.state.shaping)
+        self._pace_out = Pacer(self.server.state.shaping)
+
     def do_CONNECT(self) -> None:
         host, _, port = self.path.rpartition(":")
         if host not in GOOGLE_STORAGE_HOSTS or port != "443":
@@ -288,6 +333,7 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                 self.connection.close()
 
     def do_request(self) -> None:
+        arrival = time.monotonic()  # the headers are read: the first byte's delay counts from here
         route: Route = "tls" if self.tls_host else "plain"
         host, path = self.tls_host or self.headers.get("Host", ""), self.path
         if "://" in path:  # absolute-form: a client using us as its plain-HTTP forward proxy
@@ -296,11 +342,12 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             if host not in GOOGLE_STORAGE_HOSTS:
                 self._refuse(host)
                 return
-        body = self._read_body()
+        state = self.server.state
         if route == "plain" and path.startswith(CONTROL_PREFIX):
-            self._reply(*self.server.state.control(self.command, path, body))
+            self._reply(*state.control(self.command, path, self._read_body(paced=False)))
             return
-        status, headers, data = self.server.state.handle(
+        body = self._read_body(paced=True)
+        status, headers, data = state.handle(
             route, self.command, host, path, list(self.headers.items()), body
         )
         if self.tls_host:
@@ -309,22 +356,36 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                 (k, v.replace(f"http://{host}/", f"https://{host}/", 1) if k.lower() == "location" else v)
                 for k, v in headers
             ]
-        self._reply(status, headers, data)
+        self._reply(status, headers, data, first_byte_at=state.shaping.first_byte_at(arrival))
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_request
 
-    def _read_body(self) -> bytes:
+    def _read_body(self, paced: bool) -> bytes:
+        read = self._read_paced if paced else self.rfile.read
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             # Chunked framing wins over Content-Length (RFC 9112, 6.3); TF sends both.
             parts = []
             while size := int(self.rfile.readline(1 << 16).split(b";")[0].strip() or b"0", 16):
-                parts.append(self.rfile.read(size))
+                parts.append(read(size))
                 self.rfile.readline(1 << 16)
             while self.rfile.readline(1 << 16).strip():
                 pass  # trailers
             return b"".join(parts)
         n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+        return read(n) if n else b""
+
+    def _read_paced(self, n: int) -> bytes:
+        """`n` bytes of the request body, read no faster than mbps_per_stream."""
+        parts = []
+        self._pace_in.begin()
+        while n > 0:
+            self._pace_in.wait(min(n, CHUNK))
+            part = self.rfile.read(min(n, CHUNK))
+            if not part:
+                break
+            parts.append(part)
+            n -= len(part)
+        return b"".join(parts)
 
     def _refuse(self, host: str) -> None:
         self.server.state.record(ProxiedRequest("plain", self.command, host, self.path, 403, False, False))
@@ -335,7 +396,13 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             f"LocalGCS proxy serves only {', '.join(GOOGLE_STORAGE_HOSTS)}; refused {host}\n".encode(),
         )
 
-    def _reply(self, status: int, headers: list[tuple[str, str]], data: bytes) -> None:
+    def _reply(
+        self, status: int, headers: list[tuple[str, str]], data: bytes, first_byte_at: float | None = None
+    ) -> None:
+        """Sends a response; a storage response (`first_byte_at` given) is shaped: its first
+        byte waits for that monotonic time, and its body goes at mbps_per_stream."""
+        if first_byte_at is not None and (delay := first_byte_at - time.monotonic()) > 0:
+            time.sleep(delay)
         self.send_response(status)
         for k, v in headers:
             if k.lower() not in _HOP_HEADERS and k.lower() not in ("server", "date"):
@@ -344,8 +411,16 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if first_byte_at is None:
             self.wfile.write(data)
+            return
+        view = memoryview(data)
+        self._pace_out.begin()
+        for start in range(0, len(view), CHUNK):
+            self._pace_out.wait(len(view[start : start + CHUNK]))
+            self.wfile.write(view[start : start + CHUNK])
 
 
 def _exit_when_stdin_closes(owned_dir: str | None = None) -> None:

@@ -7,7 +7,7 @@ variable, so an emulator alone is not enough. `LocalGCS` starts two child proces
 - a threaded proxy on 127.0.0.1 that TensorFlow reaches through `https_proxy` (CONNECT to
   the Google storage hosts only, TLS terminated with a certificate from a throwaway CA), and
   that the google-cloud-storage client reaches as `STORAGE_EMULATOR_HOST` (plain HTTP). Both
-  paths share fault injection and a request log. The proxy also fixes what the emulator
+  paths share fault injection, shaping and a request log. The proxy also fixes what the emulator
   lacks: it de-chunks TF's uploads (TF sends `Transfer-Encoding: chunked` *and*
   `Content-Length`), answers `100 Continue` itself, and enforces `ifGenerationMatch` on
   uploads, which gcp-storage-emulator accepts but ignores.
@@ -22,6 +22,10 @@ imported (tests/conftest.py does). The proxy, CA and token variables are read pe
 `activate()` works at any time. TF also sleeps 0-1 s of random jitter before every retry,
 whatever the retry variables say, so each fault injected on TF's path costs ~0.5 s.
 
+Shaping makes loopback behave like a network to GCS (all off by default; see `Shaping`):
+`LocalGCS(first_byte_ms=30, mbps_per_stream=150)`, `LocalGCS.like_gcs()` for published GCS
+figures, or `gcs.shape(...)` / `with gcs.shaped(...):` while it runs.
+
 Example:
     with LocalGCS() as gcs, gcs.activate():
         bucket = gcs.create_bucket("my-test-bucket")      # "gs://my-test-bucket"
@@ -34,7 +38,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import datetime
+import dataclasses
 import http.client
 import json
 import os
@@ -49,6 +53,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfpipe.testing import _gcs_proxy
+from tfpipe.testing._certs import make_certs
 from tfpipe.testing._gcs_proxy import (
     CONTROL_PREFIX,
     GOOGLE_STORAGE_HOSTS,
@@ -56,85 +61,18 @@ from tfpipe.testing._gcs_proxy import (
     Route,
     http_request,
 )
+from tfpipe.testing._shaping import LIKE_GCS, Shaping
 
-__all__ = ["GOOGLE_STORAGE_HOSTS", "TF_GCS_TEST_ENV", "FaultRule", "LocalGCS", "ProxiedRequest"]
+__all__ = [
+    "GOOGLE_STORAGE_HOSTS",
+    "LIKE_GCS",
+    "TF_GCS_TEST_ENV",
+    "FaultRule",
+    "LocalGCS",
+    "ProxiedRequest",
+    "Shaping",
+]
 _STARTUP_TIMEOUT_S = 30.0
-
-
-def _make_certs(directory: str) -> tuple[str, str, str]:
-    """Writes a CA and a server cert for the Google storage hosts; returns their paths."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=30)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = _common_name("tfpipe LocalGCS test CA")
-    ca_ski = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
-    usage = {
-        "content_commitment": False,
-        "key_encipherment": False,
-        "data_encipherment": False,
-        "key_agreement": False,
-        "encipher_only": False,
-        "decipher_only": False,
-    }
-    ca = (
-        _builder(ca_name, ca_name, ca_key.public_key(), start, end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, **usage), critical=True
-        )
-        .add_extension(ca_ski, critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    cert = (
-        _builder(_common_name(GOOGLE_STORAGE_HOSTS[0]), ca_name, key.public_key(), start, end)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(h) for h in GOOGLE_STORAGE_HOSTS]), critical=False
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    contents = (
-        ca.public_bytes(pem),
-        cert.public_bytes(pem),
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
-    )
-    paths = tuple(os.path.join(directory, n) for n in ("ca.pem", "server.pem", "server.key"))
-    for path, content in zip(paths, contents, strict=True):
-        with open(path, "wb") as f:
-            f.write(content)
-    return paths  # type: ignore[return-value]
-
-
-def _common_name(name: str) -> Any:  # cryptography.x509.Name
-    from cryptography import x509
-    from cryptography.x509.oid import NameOID
-
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-
-
-def _builder(
-    subject: Any, issuer: Any, public_key: Any, start: datetime.datetime, end: datetime.datetime
-) -> Any:
-    """A certificate builder with what both certificates share: names, key, serial, validity."""
-    from cryptography import x509
-
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-    )
 
 
 # The emulator's CLI, plus a thread that exits when stdin closes: the emulator then dies with
@@ -176,21 +114,58 @@ class FaultRule:
 
 
 class LocalGCS:
-    """Emulator + TLS proxy + fault injection, as a context manager.
+    """Emulator + TLS proxy + fault injection + shaping, as a context manager.
+
+    Args:
+      first_byte_ms, mbps_per_stream, max_requests_per_s, max_writes_per_s: the `Shaping` of
+        storage requests from the start (all off by default); `shape()` changes it later.
 
     Attributes:
       endpoint: plain-HTTP URL of the proxy: `STORAGE_EMULATOR_HOST` and `https_proxy`.
       ca_file: PEM of the throwaway CA (`CURL_CA_BUNDLE`).
-      emulator_port: where gcp-storage-emulator itself listens (bypasses faults and the log).
+      emulator_port: where gcp-storage-emulator itself listens (bypasses faults, shaping and
+        the log).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        first_byte_ms: float = 0.0,
+        mbps_per_stream: float | None = None,
+        max_requests_per_s: float | None = None,
+        max_writes_per_s: float | None = None,
+    ) -> None:
+        self._shaping = Shaping(first_byte_ms, mbps_per_stream, max_requests_per_s, max_writes_per_s)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._emulator: subprocess.Popen[bytes] | None = None
         self._proxy: subprocess.Popen[bytes] | None = None
         self.emulator_port = 0
         self.proxy_port = 0
         self.ca_file = ""
+
+    @classmethod
+    def like_gcs(cls, **overrides: float | None) -> LocalGCS:
+        """A LocalGCS shaped like a Standard-class regional bucket read from a VM in its region
+        (`LIKE_GCS`), with `overrides` of any `Shaping` field. The figures:
+
+        - first_byte_ms=30: GCS gives "time to first byte typically tens of milliseconds"
+          (https://cloud.google.com/storage/docs/storage-classes). No Google page gives one
+          figure; 30 ms is what Google's own Cloud Storage FUSE benchmark implies: one thread
+          reading 4 KiB files one at a time gets 0.13 MB/s, 31 ms a file, all of it latency
+          (https://github.com/GoogleCloudPlatform/gcsfuse/blob/master/docs/grpc_benchmarks.md,
+          HTTP, direct=0; 51 ms with direct=1).
+        - mbps_per_stream=150: the same benchmark reads 1 GiB files on one thread at 157-180
+          MB/s over HTTP (118-139 MB/s for 50 MB files, a first byte per file included). Its
+          one-thread writes reach 53-67 MB/s, which one figure for both directions does not
+          model.
+        - max_requests_per_s=5000, max_writes_per_s=1000: a bucket's initial capacity,
+          "approximately 1000 object write requests per second ... approximately 5000 object
+          read requests per second" (https://cloud.google.com/storage/docs/request-rate). GCS
+          counts reads and writes apart; the twin counts a write against both limits. GCS
+          raises the capacity as a sustained load ramps up (doubling no faster than every 20
+          minutes, same page); the twin's limits stay put.
+        """
+        return cls(**(dataclasses.asdict(LIKE_GCS) | overrides))  # type: ignore[arg-type]
 
     def __enter__(self) -> LocalGCS:
         return self.start()
@@ -203,7 +178,7 @@ class LocalGCS:
         try:
             # The proxy child removes it too when this process dies: see _gcs_proxy.main.
             self._tmp = tempfile.TemporaryDirectory(prefix="tfpipe-localgcs-", ignore_cleanup_errors=True)
-            self.ca_file, cert, key = _make_certs(self._tmp.name)
+            self.ca_file, cert, key = make_certs(self._tmp.name)
             for _ in range(3):  # the probed free port can be taken before the emulator binds it
                 self.emulator_port = _free_port()
                 self._emulator = self._spawn(
@@ -231,6 +206,8 @@ class LocalGCS:
                 stdout=True,
             )
             self.proxy_port = self._wait_proxy()
+            if self._shaping.active:
+                self._set_shaping(self._shaping)
         except BaseException:
             self.stop()
             raise
@@ -409,6 +386,63 @@ class LocalGCS:
     def clear_faults(self) -> None:
         """Cancels every fault not yet served."""
         self._control("DELETE", "faults")
+
+    # -- shaping --
+
+    @property
+    def shaping(self) -> Shaping:
+        """The current shaping of storage requests."""
+        return self._shaping
+
+    def shape(self, **fields: float | None) -> Shaping:
+        """Changes the given `Shaping` fields at once, for requests that arrive from now on
+        (a body already being paced goes on at the new rate); the others stay as they are.
+
+        Example:
+          >>> gcs.shape(mbps_per_stream=5)  # bandwidth only
+          >>> gcs.shape(mbps_per_stream=None)  # unlimited again
+
+        Raises:
+          ValueError: an unknown field or a value out of range (nothing changes then).
+        """
+        unknown = set(fields) - {f.name for f in dataclasses.fields(Shaping)}
+        if unknown:
+            raise ValueError(
+                f"Expected fields of Shaping ({', '.join(f.name for f in dataclasses.fields(Shaping))}). "
+                f"Received: {sorted(unknown)}"
+            )
+        return self._set_shaping(dataclasses.replace(self._shaping, **fields))
+
+    @contextlib.contextmanager
+    def shaped(self, **fields: float | None) -> Iterator[Shaping]:
+        """`shape(**fields)` inside the block; the shaping before it is restored on exit."""
+        before = self._shaping
+        try:
+            yield self.shape(**fields)
+        finally:
+            self._set_shaping(before)
+
+    def _set_shaping(self, shaping: Shaping) -> Shaping:
+        if self.proxy_port:
+            self._control("POST", "shaping", shaping.to_json())
+        self._shaping = shaping
+        return shaping
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) the proxy and the emulator have used since they started.
+
+        Both are Python: on a small machine their CPU competes with the code under test, so a
+        measurement through the twin should subtract or at least report it.
+        """
+        import psutil
+
+        out = {}
+        for name, proc in (("proxy", self._proxy), ("emulator", self._emulator)):
+            if proc is None:
+                raise RuntimeError("LocalGCS is not running: use `with LocalGCS() as gcs:`")
+            times = psutil.Process(proc.pid).cpu_times()
+            out[name] = times.user + times.system
+        return out
 
     @property
     def requests(self) -> list[ProxiedRequest]:
