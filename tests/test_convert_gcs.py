@@ -74,6 +74,35 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
         tfpipe.convert(tree[0], dest, num_shards=3)
 
 
+def test_shard_uploads_overlap_and_the_bytes_stay_the_same(
+    tree, gcs_bucket, local_gcs, tmp_path, monkeypatch
+):
+    # Each request waits 150 ms for its first byte, so uploads made one after another never
+    # overlap; the local engine's overlap, and the bytes are a local conversion's.
+    from tfpipe.convert import engine
+
+    reference = tfpipe.convert(tree[0], str(tmp_path / "local"), num_shards=6, workers=1)
+
+    def convert_peak(name: str) -> tuple[tfpipe.Manifest, int]:
+        local_gcs.peak_in_flight(reset=True)
+        with local_gcs.shaped(first_byte_ms=150):
+            m = tfpipe.convert(tree[0], f"{gcs_bucket}/{name}", num_shards=6, workers=1)
+        return m, local_gcs.peak_in_flight()
+
+    m, peak = convert_peak("overlapped")
+    assert [s.checksum for s in m.splits["train"].shards] == [
+        s.checksum for s in reference.splits["train"].shards
+    ]
+    assert [storage.read_bytes(f) for f in m.shard_paths("train")] == [
+        pathlib.Path(f).read_bytes() for f in reference.shard_paths("train")
+    ]
+    most = engine.GCS_UPLOADS_IN_FLIGHT
+    monkeypatch.setattr(engine, "GCS_UPLOADS_IN_FLIGHT", 0)
+    _, one_at_a_time = convert_peak("one-at-a-time")
+    # One at a time, an upload meets at most one other request (google-cloud-storage's own).
+    assert one_at_a_time <= 2 < 3 <= peak <= most + 2, (peak, one_at_a_time)
+
+
 def test_transient_errors_are_retried(tree, gcs_bucket, local_gcs, local_reference):
     # Object names travel in multipart bodies, so the faults match upload and download paths.
     with local_gcs.inject_faults(

@@ -3,7 +3,8 @@
 - `write_shard(task)`: one whole shard in this process, the unit of work of a distributed
   engine (a Beam DoFn calls it in its worker).
 - `run_local(source, tasks, workers)`: the local engine. It cuts the shards into pieces,
-  encodes them on a process pool in order, and writes each shard in this process.
+  encodes them on a process pool in order, and writes each shard in this process; uploads of
+  finished shards to gs:// overlap with each other and with the next shard's writing.
 
 Both give the same bytes: a shard's pieces, and so its records, do not depend on the engine.
 """
@@ -11,18 +12,19 @@ Both give the same bytes: a shard's pieces, and so its records, do not depend on
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from tfpipe import storage
 from tfpipe.convert.encode import EncodedPiece, ImageTask, Piece, copy_piece, encode_piece
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import Source
-from tfpipe.convert.writer import ShardDone, ShardWriter
+from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter
 from tfpipe.errors import DataError
 
 
@@ -72,41 +74,122 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Step:
-    """The local engine's report of one encoded piece, and of the shard it completed, if any."""
+    """The local engine's report: a piece encoded and written, or a shard committed.
 
-    piece: EncodedPiece
-    done: ShardDone | None
+    Attributes:
+      shard: the shard's index in the plan.
+      piece: the piece written into it, or None for a commit.
+      done: the shard's done-record once it is committed, else None.
+    """
+
+    shard: int
+    piece: EncodedPiece | None
+    done: ShardDone | None = None
+
+
+# Uploads of finished shards to gs:// in flight at once while the next shards are written. One
+# upload is one stream, and one stream's bandwidth is limited (Google's gcsfuse benchmark: one
+# thread writes 53-67 MB/s, a figure tfpipe.testing.LocalGCS.like_gcs() cites), so shards
+# uploaded one after another would bound a conversion at that. Each holds a finished shard's
+# local file (the default shard size is 128 MiB) until it is uploaded.
+GCS_UPLOADS_IN_FLIGHT = 4
 
 
 def run_local(source: Source, tasks: Sequence[ShardTask], workers: int) -> Iterator[Step]:
-    """Executes `tasks` (in shard order) on `workers` processes; yields one Step per piece.
+    """Executes `tasks` (in shard order) on `workers` processes; yields a Step per piece written
+    and one per shard committed.
 
-    The caller records each ShardDone before asking for the next step, so a shard is
-    committed, then recorded, then the next one is written.
+    The caller records each ShardDone as its Step arrives. Locally a shard is committed (a
+    hard link) before the next one is written; on gs:// up to GCS_UPLOADS_IN_FLIGHT finished
+    shards upload while the next ones are written, and their Steps come as they finish, in
+    shard order. A failed upload fails the run once the uploads started before it have ended.
     """
     if not tasks:
         return
-    with spool_for(tasks[0].dest) as spool:
+    in_flight = GCS_UPLOADS_IN_FLIGHT if storage.is_gcs(tasks[0].dest) else 0
+    with spool_for(tasks[0].dest) as spool, _Commits(in_flight) as commits:
         encoded = ordered_map(encode_piece, readahead(source.pieces(tasks)), workers, local=copy_piece)
         with contextlib.closing(encoded):
             for task in tasks:
-                yield from _write_local(task, encoded, spool)
+                finished = yield from _write_local(task, encoded, spool)
+                yield from commits.submit(task.index, finished)
+        yield from commits.drain()
 
 
-def _write_local(task: ShardTask, encoded: Iterator[EncodedPiece], spool: str) -> Iterator[Step]:
+def _write_local(
+    task: ShardTask, encoded: Iterator[EncodedPiece], spool: str
+) -> Generator[Step, None, FinishedShard]:
+    """Writes one shard's pieces to its local file, a Step each; returns the finished shard."""
     writer = ShardWriter(task.dest, task.name, task.compression, spool_dir=spool, strict=task.strict)
     try:
         while writer.items < task.count:
             piece = next(encoded)
             for item in piece.encoded:
                 writer.add(item)
-            if writer.items < task.count:
-                yield Step(piece, None)
-        done = writer.commit()
+            yield Step(task.index, piece)
+        return writer.finish()
     except BaseException:
         writer.abort()
         raise
-    yield Step(piece, done)
+
+
+class _Commits:
+    """Commits finished shards: each at once when `in_flight` is 0, else on up to `in_flight`
+    threads, their Steps handed back in shard order as they complete."""
+
+    def __init__(self, in_flight: int) -> None:
+        self._in_flight = in_flight
+        self._pool = (
+            concurrent.futures.ThreadPoolExecutor(in_flight, thread_name_prefix="tfpipe-upload")
+            if in_flight
+            else None
+        )
+        self._pending: collections.deque[tuple[int, FinishedShard, concurrent.futures.Future[ShardDone]]] = (
+            collections.deque()
+        )
+
+    def __enter__(self) -> _Commits:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # On the way out after an error: uploads under way end first (their files are read until
+        # then); a shard committed but not handed back is recommitted by --resume, which finds
+        # the same bytes there and counts that as done.
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        for _, finished, _ in self._pending:
+            finished.abort()
+
+    def submit(self, shard: int, finished: FinishedShard) -> Iterator[Step]:
+        """Starts committing `finished`; yields the Steps of the commits that have completed,
+        waiting for the oldest while more than `in_flight` are under way."""
+        if self._pool is None:
+            yield Step(shard, None, self._commit(finished))
+            return
+        self._pending.append((shard, finished, self._pool.submit(finished.commit)))
+        while self._pending and (len(self._pending) > self._in_flight or self._pending[0][2].done()):
+            yield self._collect()
+
+    def drain(self) -> Iterator[Step]:
+        """The Steps of every commit still under way, as each completes."""
+        while self._pending:
+            yield self._collect()
+
+    def _collect(self) -> Step:
+        shard, finished, future = self._pending.popleft()
+        try:
+            return Step(shard, None, future.result())
+        except BaseException:
+            finished.abort()
+            raise
+
+    @staticmethod
+    def _commit(finished: FinishedShard) -> ShardDone:
+        try:
+            return finished.commit()
+        except BaseException:
+            finished.abort()
+            raise
 
 
 READAHEAD_FILES = 64

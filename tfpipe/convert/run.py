@@ -392,12 +392,13 @@ def _execute(
 
     tick()  # before any work: the plan, for the caller to show
     for step in run_local(source, [t for t in plan.shards if t.index not in done], workers):
-        tally.items += len(step.piece.encoded)
-        tally.bytes_in += sum(item.input_bytes for item in step.piece.encoded)
-        tally.skipped += sum(1 for item in step.piece.encoded if item.record is None)
+        if step.piece is not None:
+            tally.items += len(step.piece.encoded)
+            tally.bytes_in += sum(item.input_bytes for item in step.piece.encoded)
+            tally.skipped += sum(1 for item in step.piece.encoded if item.record is None)
         if step.done is not None:
             journal.mark_done(step.done)
-            results[step.piece.shard] = step.done
+            results[step.shard] = step.done
             tally.bytes_out += step.done.info.bytes
             tally.shards += 1
             pause_point("shard-committed")

@@ -136,12 +136,15 @@ class ShardWriter:
     def commit(self) -> ShardDone:
         """Closes the file and moves it under its final name. Returns its manifest entry and
         the inputs it left out."""
+        return self.finish().commit()
+
+    def finish(self) -> FinishedShard:
+        """Closes the file, whole but not yet committed: `commit()` it (another thread may)."""
         if self._out is not self._hashing:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
-        storage.commit_file(self._tmp, self.dest, overwrite=False)
-        return ShardDone(info, tuple(self.skipped))
+        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped)))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -149,6 +152,31 @@ class ShardWriter:
             self._raw.close()  # flushing may fail again (e.g. the disk is still full)
         with contextlib.suppress(OSError):
             os.remove(self._tmp)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FinishedShard:
+    """A shard written whole to its local file, to be committed under its final name.
+
+    Attributes:
+      tmp: the hidden local file.
+      dest: the shard's final path (local or gs://).
+      done: its done-record, true once `commit()` returns.
+    """
+
+    tmp: str
+    dest: str
+    done: ShardDone
+
+    def commit(self) -> ShardDone:
+        """Moves the file under its final name (see `storage.commit_file`); returns `done`."""
+        storage.commit_file(self.tmp, self.dest, overwrite=False)
+        return self.done
+
+    def abort(self) -> None:
+        """Drops the local file. Never raises."""
+        with contextlib.suppress(OSError):
+            os.remove(self.tmp)
 
 
 # ---- resume state ----

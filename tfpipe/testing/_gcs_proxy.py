@@ -29,6 +29,7 @@ import ssl
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from email.parser import BytesParser
 from typing import Literal
@@ -131,6 +132,20 @@ class _ProxyState:
         self.resumable: dict[str, tuple[str, str, int]] = {}  # upload_id -> precondition
         self.has_bytes: set[str] = set()  # upload_ids the emulator holds data for
         self.completed: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
+        self.in_flight = 0  # storage requests between their headers and their reply's end
+        self.peak_in_flight = 0
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Counts one storage request in flight, for `peak_in_flight`."""
+        with self.lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.in_flight -= 1
 
     def control(self, method: str, path: str, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         """The parent's API: faults (add, read, cancel), shaping (read, set) and the request log."""
@@ -144,6 +159,11 @@ class _ProxyState:
                     return _json_reply(400, {"error": str(e)})
             return _json_reply(200, self.shaping.shaping.to_json())
         with self.lock:
+            if what == ["concurrency"]:
+                peak = self.peak_in_flight
+                if method == "DELETE":
+                    self.peak_in_flight = self.in_flight
+                return _json_reply(200, {"peak": peak, "now": self.in_flight})
             if what == ["faults"] and method == "POST":
                 rule = {**json.loads(body), "served": 0, "id": len(self.rules) + 1}
                 self.rules[rule["id"]] = rule
@@ -346,17 +366,18 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         if route == "plain" and path.startswith(CONTROL_PREFIX):
             self._reply(*state.control(self.command, path, self._read_body(paced=False)))
             return
-        body = self._read_body(paced=True)
-        status, headers, data = state.handle(
-            route, self.command, host, path, list(self.headers.items()), body
-        )
-        if self.tls_host:
-            # The emulator builds Location from Host as http://; keep TF inside the tunnel.
-            headers = [
-                (k, v.replace(f"http://{host}/", f"https://{host}/", 1) if k.lower() == "location" else v)
-                for k, v in headers
-            ]
-        self._reply(status, headers, data, first_byte_at=state.shaping.first_byte_at(arrival))
+        with state.serving():
+            body = self._read_body(paced=True)
+            status, headers, data = state.handle(
+                route, self.command, host, path, list(self.headers.items()), body
+            )
+            if self.tls_host:
+                # The emulator builds Location from Host as http://; keep TF inside the tunnel.
+                headers = [
+                    (k, v.replace(f"http://{host}/", f"https://{host}/", 1) if k.lower() == "location" else v)
+                    for k, v in headers
+                ]
+            self._reply(status, headers, data, first_byte_at=state.shaping.first_byte_at(arrival))
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_request
 

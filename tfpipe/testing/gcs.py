@@ -383,6 +383,17 @@ class LocalGCS:
         )
         return FaultRule(self, rule)
 
+    def peak_in_flight(self, *, reset: bool = False) -> int:
+        """The most storage requests served at once (headers read to reply written) since the
+        start or the last reset; `reset` starts a new count from the requests in flight now.
+
+        Example:
+          >>> gcs.peak_in_flight(reset=True)
+          >>> upload_four_files_in_parallel()
+          >>> assert gcs.peak_in_flight() == 4
+        """
+        return int(self._control("DELETE" if reset else "GET", "concurrency")["peak"])
+
     def clear_faults(self) -> None:
         """Cancels every fault not yet served."""
         self._control("DELETE", "faults")
