@@ -194,3 +194,31 @@ def test_the_request_estimate_is_what_tensorflow_asks_the_twin_for(images, local
     assert records == 37
     assert sorted(names) == sorted([*shard_names, *["tfpipe.json"] * 8])  # nothing else: no stat, no probe
     assert len(log) == reading.requests_per_file(sizes, reading.gcs_block_bytes()) * len(sizes) == 12
+
+
+@pytest.mark.gcs
+def test_a_twin_limited_to_5_mb_per_second_is_storage_bound_and_named(
+    images, local_gcs, gcs_bucket, tmp_path
+):
+    # Every stream of the twin at 5 MB/s, each request 20 ms to its first byte, no cache: 37
+    # small images cannot be read as fast as a 1 ms step of 8 takes them.
+    dest = gcs_bucket + "/slow"
+    tfpipe.convert(str(images / "src"), dest, num_shards=4, workers=1)
+    out = tmp_path / "slow.json"
+    with local_gcs.shaped(mbps_per_stream=5, first_byte_ms=20):
+        code = main(
+            ["bench", "--data", dest, "--batch-size", "8", "--cache", "none", "--json", str(out), *FAST[:-2]]
+            + ["--step-time-ms", "1"]
+        )
+    assert code == 0
+    obj = json.loads(out.read_text())
+    st = obj["storage"]
+    assert obj["bottleneck"]["stage"] == "read"
+    assert obj["recommendations"][0]["kind"] == "storage_bound"
+    assert obj["recommendations"][0]["finding"].startswith(
+        f"Storage-bound: reading from gs:// gives {st['mb_per_sec']:,.1f} MB/s"
+    )
+    assert st["location"] == "gcs" and st["cached"] is False
+    # At most the 4 shards' streams at 5 MB/s each: what the twin allows.
+    assert 0 < st["mb_per_sec"] <= 4 * 5 < st["needed_mb_per_sec"]
+    assert st["requests_per_sec"] > 0
