@@ -220,5 +220,5 @@ def test_a_twin_limited_to_5_mb_per_second_is_storage_bound_and_named(
     )
     assert st["location"] == "gcs" and st["cached"] is False
     # At most the 4 shards' streams at 5 MB/s each: what the twin allows.
-    assert 0 < st["mb_per_sec"] <= 4 * 5 < st["needed_mb_per_sec"]
+    assert 0 < st["mb_per_sec"] <= 4 * 5 and st["mb_per_sec"] < st["needed_mb_per_sec"]
     assert st["requests_per_sec"] > 0
