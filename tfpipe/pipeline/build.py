@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.pipeline import config as config_module
+from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
+from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts, verify_group
 from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
 from tfpipe.pipeline.stages import Stage, StagePlan, make_options, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
@@ -57,6 +59,9 @@ class Pipeline:
       counter: the skip_corrupt counters, or None.
       notes: what plan() decided that changes or explains the data (label offsets, how a
         glob was resolved, record sharding); the defaults among them were also warned.
+      order: the resumable order of this pipeline, or None ("shuffle_buffer", eval).
+      position: the Position the dataset starts from, or None (a fixed start_step).
+      start_step: the fixed start step (0 with a Position: the step is read at iterator start).
     """
 
     stages: tuple[Stage, ...]
@@ -73,6 +78,9 @@ class Pipeline:
     source: sources.ResolvedData
     counter: SkipCounter | None = None
     notes: tuple[str, ...] = ()
+    order: order_module.OrderSpec | None = None
+    position: Any = None
+    start_step: int = 0
 
     def describe(self) -> str:
         """A few lines saying what this pipeline reads and what it decided."""
@@ -91,6 +99,15 @@ class Pipeline:
                 f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"
             ),
         ]
+        if self.order is not None:
+            o = self.order
+            start = "the step of its Position" if self.position is not None else f"step {self.start_step}"
+            lines.append(
+                f"  order: resumable, seed {o.seed}, groups of {o.cycle} file(s), windows of "
+                f"{o.window} records, starting at {start}"
+            )
+        elif self.training:
+            lines.append("  order: shuffle_buffer (not resumable)")
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
     def _index(self, upto: str | int | None) -> int:
@@ -124,9 +141,8 @@ class Pipeline:
         return ds
 
     def examples_per_element(self, upto: str | int | None = None) -> int:
-        """`batch_size` once a "batch" stage has run within `upto`, else 1."""
-        names = [s.name for s in self.stages[: self._index(upto)]]
-        return self.batch_size if "batch" in names else 1
+        """`batch_size` once a stage that batches has run within `upto`, else 1."""
+        return self.batch_size if any(s.batches for s in self.stages[: self._index(upto)]) else 1
 
     def skipped(self) -> SkipCounts:
         """What `skip_corrupt=True` dropped so far (all zeros without skip_corrupt)."""
@@ -232,12 +248,13 @@ def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: 
     return "memory" if estimate <= CACHE_SHARE * cfg.resolved_ram_budget() else "none"
 
 
-def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData) -> int:
-    """The configured buffer, capped at SHUFFLE_SHARE of the RAM budget in mean-size records."""
+def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData, copies: int = 1) -> int:
+    """The configured buffer, capped so `copies` of it take at most SHUFFLE_SHARE of the RAM
+    budget in mean-size records."""
     if not (src.bytes and src.examples):
         return cfg.shuffle_buffer
     mean = max(1, src.bytes // max(1, src.examples))
-    return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
+    return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // (mean * copies)))
 
 
 def plan(
@@ -249,6 +266,7 @@ def plan(
     input_context: Any = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
+    start_step: Any = 0,
     **preset_options: Any,
 ) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
@@ -260,16 +278,32 @@ def plan(
     """
     cfg, options = _split_kwargs(config, preset_options)
     check_bool("training", training)
-    cfg = cfg.for_mode(training)
+    position, step = _start(start_step)
+    resuming = position is not None or step > 0
     _check_batch_size(batch_size)
     _check_service(service, cfg)
     per_replica = _per_replica_batch(batch_size, input_context)
     src = _resolve_data(data, cfg, training)
+    chosen, order_notes = order_module.decide(
+        cfg,
+        src,
+        default=config_module.DEFAULT_TRAINING_ORDER,
+        training=training,
+        service=service,
+        resuming=resuming,
+    )
+    cfg = cfg.for_mode(training, chosen)
+    resumable = chosen == "resumable"
+    if resumable and cfg.seed is None:
+        cfg = dataclasses.replace(cfg, seed=order_module.draw_seed())
+        order_notes += (
+            f"seed=None: the resumable order drew seed={cfg.seed}; pass it as seed= to repeat this run",
+        )
     _check_cache_dir(cfg.cache)
     preset_obj, decoder = _bind(preset, src, training, options)
     n, i = _pipelines(input_context)
     share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
-    notes = src.notes + decoder.notes + _sharding_notes(share, n)
+    notes = src.notes + decoder.notes + _sharding_notes(share, n) + order_notes
     _check_enough(
         share.examples,
         share.at_most,
@@ -284,7 +318,26 @@ def plan(
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
     cache = _resolve_cache(cfg, src, share.cache_bytes)
+    if resumable and cache != "none":
+        notes += ("cache='auto' does not cache with the resumable order (each epoch reads its own order)",)
+        cache = "none"
     counter = SkipCounter() if cfg.skip_corrupt else None
+    spec = start = None
+    if resumable:
+        mean = src.bytes // src.examples if src.bytes and src.examples else None
+        spec = order_module.make_spec(
+            cfg,
+            src,
+            share,
+            pipelines=n,
+            index=i,
+            global_batch=batch_size,
+            per_replica=per_replica,
+            window=_shuffle_buffer(cfg, src, order_module.WINDOW_COPIES),
+            run=verify_group(mean),
+            resuming=resuming,
+        )
+        start = _start_fn(spec, position, step)
     stage_plan = StagePlan(
         source=src,
         files=src.files,
@@ -303,6 +356,8 @@ def plan(
         shuffle_buffer=_shuffle_buffer(cfg, src),
         service=service,
         counter=counter,
+        order=spec,
+        start=start,
     )
     files = tuple(src.files[j] for j in share.files)
     return Pipeline(
@@ -320,7 +375,37 @@ def plan(
         source=src,
         counter=counter,
         notes=notes,
+        order=spec,
+        position=position,
+        start_step=step,
     )
+
+
+def _start(start_step: Any) -> tuple[Any, int]:
+    """(the Position, None) or (None, the fixed step) of a start_step argument."""
+    if isinstance(start_step, int) and not isinstance(start_step, bool):
+        if start_step < 0:
+            raise ConfigError(
+                f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
+            )
+        return None, start_step
+    from tfpipe.pipeline.position import Position
+
+    if isinstance(start_step, Position):
+        return start_step, 0
+    raise ConfigError(
+        f"start_step must be an int >= 0 or a tfpipe.Position. Received: {type(start_step).__name__} {start_step!r}"
+    )
+
+
+def _start_fn(spec: order_module.OrderSpec, position: Any, step: int) -> Any:
+    """The order's start position: fixed, or read from the Position when an iterator starts."""
+    from tfpipe._tf import tf
+
+    if position is None:
+        return lambda: tf().constant(spec.start_of(step), tf().int64)
+    position.bind(spec.identity())
+    return lambda: position.read() * spec.step_records
 
 
 def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool) -> sources.ResolvedData:
@@ -476,6 +561,7 @@ def build(
     input_context: Any = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
+    start_step: Any = 0,
     **preset_options: Any,
 ) -> Any:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
@@ -493,6 +579,10 @@ def build(
       input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
       service: a tf.data service dispatcher, "grpc://host:port".
       config: a PipelineConfig.
+      start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
+        when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
+        `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
+        with the same data, batch_size and seed yields from that step on (resumable order).
       **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
         override `config`; the rest go to the preset (e.g. image_size, dtype, label).
 
@@ -521,6 +611,7 @@ def build(
         input_context=input_context,
         service=service,
         config=config,
+        start_step=start_step,
         **preset_options,
     ).dataset()
 

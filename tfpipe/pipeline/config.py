@@ -17,11 +17,18 @@ from __future__ import annotations
 import dataclasses
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.pipeline.order import ORDERS, Order
 from tfpipe.service.address import DEFAULT_CONNECT_TIMEOUT
 from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, ProcessingMode
 from tfpipe.validation import check_bool, check_choice, check_int, check_seconds, check_str
 
 AUTOTUNE = -1
+# THE SWITCH: the training order when `order` is not given. "resumable" (a pure function of
+# seed and position: start_step, Position, resume after preemption) or "shuffle_buffer" (the
+# order before it: files shuffled, interleaved as they arrive, a shuffle buffer). It becomes
+# "resumable" when that costs at most 5% throughput against "shuffle_buffer" in paired rounds:
+# benchmarks/test_resume_speed.py (see benchmarks/RESULTS.md).
+DEFAULT_TRAINING_ORDER: Order = "resumable"
 CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
 
 # Upper bounds on sizes TensorFlow allocates up front or per thread. Past them TF crashes or
@@ -51,23 +58,37 @@ class PipelineConfig:
     Attributes:
       split: the manifest split to read. None: "train" when training; in eval "validation",
         else "test", else the only split.
-      seed: seeds file order, record shuffle and augmentation. None: fresh randomness.
+      order: the training order. "resumable": files permuted per epoch and read `cycle_length`
+        at a time, their records in windows of `shuffle_buffer` permuted whole; each record's
+        place and augmentation follow from (seed, epoch, position), so a run can start at
+        any step (`build(..., start_step=)`) and resume exactly after a preemption.
+        "shuffle_buffer": files shuffled, interleaved as they arrive, a shuffle buffer; not
+        resumable. None: DEFAULT_TRAINING_ORDER, except "shuffle_buffer" (said in a note)
+        for files without a manifest (no record counts) and with tf.data service. Eval
+        always reads in source order.
+      seed: seeds file order, record shuffle and augmentation. None: fresh randomness (the
+        resumable order draws a seed and names it in `Pipeline.describe()`).
       deterministic: produce elements in a fixed order (with `seed`, runs repeat exactly).
-        None: False when training (no order is needed, so a slow record never holds up the
-        others), True in eval. Measured (threads sweep, quiet machine): deterministic=True
+        None: True for the resumable order and in eval; False for "shuffle_buffer" training
+        (no order is needed, so a slow record never holds up the others). The resumable
+        order refuses False. Measured (threads sweep, quiet machine): deterministic=True
         0.96x [0.87, 1.06], CPU 1.04x [0.95, 1.15].
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
-      shuffle_buffer: records in the shuffle buffer (training). Not a speed knob: 10,000 is
-        the TF Model Garden's ImageNet value; it is capped so the buffer takes at most a
-        quarter of `ram_budget` given the manifest's mean record size.
+      shuffle_buffer: records in the shuffle buffer, or in one window of the resumable order
+        (training). Not a speed knob: 10,000 is the TF Model Garden's ImageNet value; it is
+        capped so the buffer (the resumable order: its ~3 windows) takes at most a quarter
+        of `ram_budget` given the manifest's mean record size.
       cache: "auto" caches the serialized records in memory when the manifest says they fit
         in half of `ram_budget`; "memory"; "disk:<path>" (a file prefix); "none". The cache
         sits before shuffle and augmentation, never after a random one. Measured (read
         sweep): cached images took 0.91x [0.82, 1.00] the CPU of reading the files again.
+        The resumable order reads each epoch's files in its own order and does not cache:
+        "auto" resolves to "none" there (said in a note); "memory" and "disk:" are refused.
       ram_budget: bytes tf.data may use for buffers (autotune.ram_budget) and "auto" caching.
         0: half of this machine's physical memory.
-      cycle_length: files read concurrently by the training interleave. Measured flat on
+      cycle_length: files read concurrently by the training interleave (the resumable
+        order: files in a group). Measured flat on
         local disk (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x
         [0.97, 1.11]). 16 is for GCS, where each open file hides request latency; that was
         not measurable here (no real GCS), so it is a judgement.
@@ -112,6 +133,7 @@ class PipelineConfig:
     """
 
     split: str | None = None
+    order: Order | None = None
     seed: int | None = None
     deterministic: bool | None = None
     drop_remainder: bool | None = None
@@ -140,6 +162,8 @@ class PipelineConfig:
         for name in ("skip_corrupt", "verify_shards"):
             check_bool(name, getattr(self, name))
         check_str("split", self.split, optional=True)
+        if self.order is not None:
+            check_choice("order", self.order, ORDERS)
         check_int("seed", self.seed, None, optional=True)
         for name, low, high in (
             ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER),
@@ -190,10 +214,13 @@ class PipelineConfig:
         # Half the machine: the rest is the model's, the framework's and the OS page cache's.
         return int(psutil.virtual_memory().total // 2)
 
-    def for_mode(self, training: bool) -> PipelineConfig:
-        """Fills the fields whose default depends on training vs eval."""
+    def for_mode(self, training: bool, order: Order | None = None) -> PipelineConfig:
+        """Fills the fields whose default depends on training vs eval and on the order
+        (`order`: the training order decided for this data, see `build.plan`)."""
+        resumable = training and order == "resumable"
         return dataclasses.replace(
             self,
-            deterministic=(not training) if self.deterministic is None else self.deterministic,
+            order=order if training else self.order,
+            deterministic=(resumable or not training) if self.deterministic is None else self.deterministic,
             drop_remainder=training if self.drop_remainder is None else self.drop_remainder,
         )

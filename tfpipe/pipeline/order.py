@@ -1,0 +1,399 @@
+"""The resumable training order: a pure function of (seed, position), whatever the parallelism.
+
+One input pipeline reads its files (all of them with record sharding) as an endless stream of
+epochs. Epoch `e`:
+
+1. The files are permuted (a stateless shuffle keyed by the seed and `e`) and taken `cycle`
+   at a time: a *group*.
+2. A group's files are read together, round-robin, `run` records from each in turn (a
+   deterministic interleave): the group's *stream*.
+3. The stream is cut into *windows* of `window` records; each window is permuted (keyed by
+   the seed, `e`, the group and the window) and its records follow in that order.
+
+Every record comes once per epoch, and the record at any position follows from the seed, the
+position and the manifest's record counts alone. So a pipeline can start anywhere: the
+groups before the start are not read at all, and within the start's group the records before
+the start are skipped as serialized bytes, before any parse or decode. Augmentation is keyed
+by (seed, epoch, example id), where the id is the record's index in the split (shard offsets
+from the manifest), so a resumed run augments each record as the uninterrupted one did.
+
+With record sharding (fewer files than input pipelines) every pipeline makes the same global
+stream and keeps the positions `i mod n`; with file sharding each pipeline orders its own
+files. Either way step `K` of synchronous training starts pipeline `i` at a known position.
+
+A window is held whole while its records go out, and the next one is read meanwhile: about
+three windows of serialized records in memory at the peak (see WINDOW_COPIES), where a
+shuffle buffer of the same size holds one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from tfpipe.errors import ConfigError
+from tfpipe.pipeline.corrupt import plain
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.sharding import FileShare
+    from tfpipe.pipeline.sources import ResolvedData
+
+Order = Literal["resumable", "shuffle_buffer"]
+ORDERS: tuple[Order, ...] = ("resumable", "shuffle_buffer")
+# The version of the order's definition, kept in every position checkpoint: a change to how
+# positions map to records must bump it, so an old checkpoint is refused, not misread.
+ORDER_VERSION = 1
+# Windows of serialized records alive at the peak: the one going out, the next (prefetched)
+# and the one being assembled, which `rebatch` copies once.
+WINDOW_COPIES = 3
+# Key domains, so the file order, the window orders and augmentation draw unrelated numbers.
+_FILES, _WINDOWS, _AUGMENT = 0, 1, 2
+_FOREVER = 1 << 62
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OrderSpec:
+    """Everything the resumable order of one input pipeline is a function of.
+
+    Attributes:
+      seed: the order's seed.
+      files, sizes, counts: the files this pipeline orders (all of them with record
+        sharding), with their bytes and records.
+      first_ids: the split-wide index of each file's first record (example ids).
+      cycle: files read together (a group).
+      window: records permuted together.
+      run: records taken from one file before the next in a group.
+      pipelines, index: input pipelines and this one's index.
+      by_record: record sharding: the stream is global and this pipeline keeps every
+        `pipelines`-th record.
+      step_records: stream records consumed per training step: the global batch with record
+        sharding (each pipeline keeps its share), else the global batch over `pipelines`.
+      data: a fingerprint of the split (shard names, counts, sizes, checksums).
+      global_batch: the global batch size.
+    """
+
+    seed: int
+    files: tuple[str, ...]
+    sizes: tuple[int, ...]
+    counts: tuple[int, ...]
+    first_ids: tuple[int, ...]
+    cycle: int
+    window: int
+    run: int
+    pipelines: int
+    index: int
+    by_record: bool
+    step_records: int
+    data: str
+    global_batch: int
+
+    @property
+    def examples(self) -> int:
+        """Records in one epoch of the stream."""
+        return sum(self.counts)
+
+    def identity(self) -> dict[str, Any]:
+        """What a saved position means: a resumed run must match it field by field."""
+        return {
+            "order_version": ORDER_VERSION,
+            "data": self.data,
+            "batch_size": self.global_batch,
+            "seed": self.seed,
+            "input_pipelines": self.pipelines,
+            "window": self.window,
+            "cycle": self.cycle,
+            "run": self.run,
+        }
+
+    def start_of(self, step: int) -> int:
+        """The stream position pipeline `index` starts at for training step `step`."""
+        return step * self.step_records
+
+
+def decide(
+    cfg: PipelineConfig,
+    src: ResolvedData,
+    *,
+    default: Order,
+    training: bool,
+    service: str | None,
+    resuming: bool,
+) -> tuple[Order | None, tuple[str, ...]]:
+    """The training order for this data (None in eval) and the notes saying why.
+
+    Args:
+      default: the order when `cfg.order` is None (config.DEFAULT_TRAINING_ORDER).
+      resuming: the pipeline starts at a step (start_step > 0 or a Position).
+
+    Raises:
+      ConfigError: a setting the resumable order cannot keep, named with the way out.
+    """
+    if not training:
+        if resuming:
+            raise ConfigError(
+                "start_step resumes training; eval (training=False) reads every record once in "
+                "source order. Pass start_step only with training=True."
+            )
+        return None, ()
+    why_not = _why_not(cfg, src, service)
+    chosen: Order = default if cfg.order is None else cfg.order
+    notes: tuple[str, ...] = ()
+    if chosen == "resumable" and why_not:
+        if cfg.order is not None or resuming:
+            need = "start_step needs order='resumable', which" if resuming else "order='resumable'"
+            raise ConfigError(f"{need} is not possible here: {why_not}.")
+        chosen = "shuffle_buffer"
+        notes = (f"order='shuffle_buffer', not the default 'resumable': {why_not}",)
+    if chosen != "resumable":
+        if resuming:
+            raise ConfigError(
+                "start_step needs order='resumable' (the shuffle buffer's order cannot be "
+                f"started in the middle). Received: order={chosen!r}"
+            )
+        return chosen, notes
+    if resuming and cfg.skip_corrupt:
+        raise ConfigError(
+            "start_step cannot be used with skip_corrupt=True: dropped records would shift every "
+            "later batch, so a step no longer says where the data stands."
+        )
+    if resuming and cfg.seed is None:
+        raise ConfigError("start_step needs seed=: the order is a function of the seed and the step.")
+    return chosen, notes
+
+
+def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str:
+    """Why the resumable order cannot serve this pipeline ("" when it can)."""
+    if src.examples is None:
+        return "files without a tfpipe manifest have no record counts to place a position in"
+    if service is not None:
+        return "tf.data service workers read the files in the order they are given work"
+    if cfg.deterministic is False:
+        return "deterministic=False lets records come in any order; the resumable order needs its own"
+    if cfg.cache not in ("auto", "none"):
+        return (
+            f"cache={cfg.cache!r} keeps one pass over the files, and the resumable order reads each "
+            "epoch's files in its own order"
+        )
+    return ""
+
+
+def draw_seed() -> int:
+    """A seed for seed=None: fresh, and named in the pipeline's notes."""
+    return secrets.randbits(63)
+
+
+def make_spec(
+    cfg: PipelineConfig,
+    src: ResolvedData,
+    share: FileShare,
+    *,
+    pipelines: int,
+    index: int,
+    global_batch: int,
+    per_replica: int,
+    window: int,
+    run: int,
+    resuming: bool,
+) -> OrderSpec:
+    """The resumable order of input pipeline `index` of `pipelines` for this data.
+
+    Raises:
+      ConfigError: resuming when the global batch does not split into whole batches per
+        input pipeline (a step would not say where each pipeline stands).
+    """
+    by_record = share.shard_by == "record"
+    chosen = range(len(src.files)) if by_record else share.files
+    starts, total = [], 0
+    for count in src.counts:
+        starts.append(total)
+        total += count
+    step_records = global_batch if by_record else global_batch // pipelines
+    if resuming and pipelines > 1 and (global_batch % pipelines or step_records % per_replica):
+        raise ConfigError(
+            f"start_step with {pipelines} input pipelines needs each to consume the same whole "
+            f"number of batches per step: batch_size={global_batch} does not split into "
+            f"{pipelines} shares of whole per-replica batches of {per_replica}."
+        )
+    files = tuple(src.files[j] for j in chosen)
+    return OrderSpec(
+        seed=int(cfg.seed) if cfg.seed is not None else 0,
+        files=files,
+        sizes=tuple(src.sizes[j] for j in chosen),
+        counts=tuple(src.counts[j] for j in chosen),
+        first_ids=tuple(starts[j] for j in chosen),
+        cycle=max(1, min(cfg.cycle_length, len(files))),
+        window=window,
+        run=run,
+        pipelines=pipelines,
+        index=index,
+        by_record=by_record,
+        step_records=step_records,
+        data=data_fingerprint(src),
+        global_batch=global_batch,
+    )
+
+
+def data_fingerprint(src: ResolvedData) -> str:
+    """The split's shards (names, counts, sizes, checksums), not where they are: the same data
+    copied elsewhere (local disk, another bucket) resumes."""
+    if src.manifest is not None and src.split is not None:
+        shards = src.manifest.split(src.split).shards
+        return fingerprint(
+            [s.name for s in shards],
+            [s.examples for s in shards],
+            [s.bytes for s in shards],
+            [s.checksum for s in shards],
+        )
+    names = [f.rsplit("/", 1)[-1] for f in src.files]
+    return fingerprint(names, list(src.counts), list(src.sizes), [])
+
+
+def fingerprint(
+    names: Sequence[str], counts: Sequence[int], sizes: Sequence[int], crcs: Sequence[str]
+) -> str:
+    """A short hash of a split's shards, so a position is never applied to other data."""
+    blob = json.dumps([list(names), list(counts), list(sizes), list(crcs)]).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def seed_key(seed: int) -> tuple[int, int]:
+    """A Python int seed as the [2] int64 key of TensorFlow's stateless ops."""
+    u = seed % (1 << 126)
+    return u & ((1 << 63) - 1), u >> 63
+
+
+def _fold(tf_: Any, key: Any, *data: Any) -> Any:
+    for d in data:
+        key = tf_.random.experimental.stateless_fold_in(key, tf_.cast(d, tf_.int64), alg="philox")
+    return key
+
+
+def augment_seed(tf_: Any, key: Any) -> Any:
+    """The [2] stateless seed of one record's augmentation from its `[k0, k1, id]` key (the
+    epoch's augmentation key and the example id)."""
+    return _fold(tf_, key[:2], key[2])
+
+
+def stream(
+    spec: OrderSpec,
+    read: Callable[..., Any],
+    start: Callable[[], Any],
+    *,
+    keys: bool,
+    batch: int | None,
+    parallelism: int,
+) -> Any:
+    """The pipeline's endless ordered stream, starting at stream position `start()` (read when
+    the iterator starts, so a Position restored after `build()` is honoured).
+
+    Args:
+      spec: the order.
+      read: `(path, size, count, first_id) -> Dataset` of `(records, sources)` runs: one
+        file's records, serialized, in file order, in groups of any size.
+      start: returns the start position in the stream (global with record sharding), a
+        scalar int64 tensor: `spec.start_of(step)`.
+      keys: add each record's augmentation key `[k0, k1, id]` (int64) as a third element.
+      batch: yield batches of `batch` records (batched presets), or None: single records.
+      parallelism: files read in parallel within a group (AUTOTUNE or a count).
+
+    Returns:
+      A `tf.data.Dataset` of `(record, source[, key])`, or of such batches.
+    """
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    base = tf_.constant(seed_key(spec.seed), tf_.int64)
+    paths = tf_.constant(spec.files)
+    sizes = tf_.constant(spec.sizes, tf_.int64)
+    counts = tf_.constant(spec.counts, tf_.int64)
+    first_ids = tf_.constant(spec.first_ids, tf_.int64)
+    files, total, cycle, window = len(spec.files), spec.examples, spec.cycle, spec.window
+    groups = -(-files // cycle)
+
+    def read_runs(path: Any, size: Any, count: Any, first: Any) -> Any:
+        # Runs of exactly `run` records, whatever grouping `read` chose (a re-read after a
+        # network error may regroup), so the round-robin below is a function of counts alone.
+        ids = tf_.data.Dataset.range(first, first + count).batch(spec.run)
+        return tf_.data.Dataset.zip((read(path, size, count, first).rebatch(spec.run), ids))
+
+    def epoch(e: Any, begin: Any) -> Any:
+        perm = tf_.random.experimental.stateless_shuffle(
+            tf_.range(files, dtype=tf_.int64), _fold(tf_, base, e, _FILES), alg="philox"
+        )
+        padded = tf_.concat([tf_.gather(counts, perm), tf_.zeros([groups * cycle - files], tf_.int64)], 0)
+        totals = tf_.reduce_sum(tf_.reshape(padded, [groups, cycle]), axis=1)
+        ends = tf_.cumsum(totals)
+        g0 = tf_.searchsorted(ends, tf_.reshape(begin, [1]), side="right", out_type=tf_.int64)[0]
+
+        def group(g: Any) -> Any:
+            lo = ends[g] - totals[g]
+            offset = tf_.where(tf_.equal(g, g0), begin - lo, 0)
+            j0 = offset // window
+            chosen = perm[g * cycle : tf_.minimum((g + 1) * cycle, files)]
+            members = tf_.data.Dataset.from_tensor_slices(
+                (
+                    tf_.gather(paths, chosen),
+                    tf_.gather(sizes, chosen),
+                    tf_.gather(counts, chosen),
+                    tf_.gather(first_ids, chosen),
+                )
+            )
+            runs = members.interleave(
+                plain(read_runs),
+                cycle_length=cycle,
+                block_length=1,
+                num_parallel_calls=parallelism,
+                deterministic=True,  # the order must not depend on which file answers first
+            )
+            # Whole windows before the start are skipped here, as serialized records.
+            windows = runs.rebatch(window).skip(j0)
+            index = tf_.data.Dataset.range(j0, _FOREVER)
+
+            def describe(win: Any, j: Any) -> Any:
+                skip = tf_.where(tf_.equal(j, j0), offset - j0 * window, 0)
+                return win, tf_.stack([e, g, j, e * total + lo + j * window, skip])
+
+            return tf_.data.Dataset.zip((windows, index)).map(plain(describe))
+
+        return tf_.data.Dataset.range(g0, groups).flat_map(plain(group))
+
+    def arrange(win: Any, where: Any) -> Any:
+        (records, sources), ids = win
+        e, g, j, position, skip = tf_.unstack(where)
+        n = tf_.size(records, out_type=tf_.int64)
+        perm = tf_.random.experimental.stateless_shuffle(
+            tf_.range(n), _fold(tf_, base, e, _WINDOWS, g, j), alg="philox"
+        )
+        t = tf_.range(skip, n)
+        if spec.by_record:  # keep this pipeline's positions of the global stream
+            t = tf_.boolean_mask(t, tf_.equal((position + t) % spec.pipelines, spec.index))
+        pick = tf_.gather(perm, t)
+        out = (tf_.gather(records, pick), tf_.gather(sources, pick))
+        if keys:
+            aug = _fold(tf_, base, e, _AUGMENT)
+            m = tf_.size(pick)
+            out += (
+                tf_.concat(
+                    [tf_.tile(aug[None], [m, 1]), tf_.reshape(tf_.gather(ids, pick), [m, 1])],
+                    axis=1,
+                ),
+            )
+        return out
+
+    def from_start(_: Any) -> Any:
+        begin = tf_.cast(start(), tf_.int64)
+        e0, r0 = begin // total, begin % total
+        epochs = tf_.data.Dataset.range(e0, _FOREVER)
+        return epochs.flat_map(plain(lambda e: epoch(e, tf_.where(tf_.equal(e, e0), r0, 0))))
+
+    ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_start))
+    # The next window is read and arranged while the current one goes out.
+    ds = ds.map(plain(arrange)).prefetch(1)
+    if batch is None:
+        return ds.unbatch()
+    return ds.rebatch(batch, drop_remainder=True)
