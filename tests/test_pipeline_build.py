@@ -57,8 +57,8 @@ def test_stage_lists_and_prefixes(image_ds, table_ds):
     assert table.preset.name == "tabular" and image.preset.name == "imagenet"
     # A prefix through "interleave" yields serialized records (with their shard path).
     records = image.dataset("interleave")
-    record, source, key = next(iter(records))  # the resumable order adds an augmentation key
-    assert key.dtype == tf.int64 and key.shape == (3,)
+    record, source, key = next(iter(records))  # the resumable order adds an augmentation seed
+    assert key.dtype == tf.int64 and key.shape == (2,)
     assert record.dtype == tf.string and source.numpy().decode() in image.files
     assert image.examples_per_element("decode") == 1
     assert image.examples_per_element("batch") == 8

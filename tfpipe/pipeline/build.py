@@ -237,6 +237,14 @@ def _check_keys(decoder: Decoder, src: sources.ResolvedData, preset_name: str) -
             )
 
 
+def _cache_bytes(share: FileShare, src: sources.ResolvedData, resumable: bool) -> int | None:
+    """Bytes this pipeline would cache: with record sharding the resumable order caches every
+    file (each pipeline orders the global stream), the shuffle buffer's order its share."""
+    if resumable and share.shard_by == "record":
+        return src.bytes
+    return share.cache_bytes
+
+
 def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: int | None) -> str:
     """The cache setting, with "auto" resolved: memory when `cache_bytes` (serialized, as read
     from the files) fit in CACHE_SHARE of the RAM budget once decompressed."""
@@ -317,10 +325,9 @@ def plan(
     read_records, why_unknown = _known_length(share, cfg, service)
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
-    cache = _resolve_cache(cfg, src, share.cache_bytes)
-    if resumable and cache != "none":
-        notes += ("cache='auto' does not cache with the resumable order (each epoch reads its own order)",)
-        cache = "none"
+    cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
+    if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
+        cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
     spec = start = None
     if resumable:

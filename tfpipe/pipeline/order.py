@@ -23,7 +23,11 @@ files. Either way step `K` of synchronous training starts pipeline `i` at a know
 
 A window is held whole while its records go out, and the next one is read meanwhile: about
 three windows of serialized records in memory at the peak (see WINDOW_COPIES), where a
-shuffle buffer of the same size holds one.
+shuffle buffer of the same size holds one. With cache="memory" every record is loaded once,
+when the iterator starts, and each epoch's windows are gathered from memory.
+
+This module decides and describes the order (pure Python); order_stream.py makes it a
+tf.data stream.
 """
 
 from __future__ import annotations
@@ -32,11 +36,10 @@ import dataclasses
 import hashlib
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline.corrupt import plain
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -51,9 +54,6 @@ ORDER_VERSION = 1
 # Windows of serialized records alive at the peak: the one going out, the next (prefetched)
 # and the one being assembled, which `rebatch` copies once.
 WINDOW_COPIES = 3
-# Key domains, so the file order, the window orders and augmentation draw unrelated numbers.
-_FILES, _WINDOWS, _AUGMENT = 0, 1, 2
-_FOREVER = 1 << 62
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -174,11 +174,10 @@ def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str
         return "tf.data service workers read the files in the order they are given work"
     if cfg.deterministic is False:
         return "deterministic=False lets records come in any order; the resumable order needs its own"
-    if cfg.cache not in ("auto", "none"):
-        return (
-            f"cache={cfg.cache!r} keeps one pass over the files, and the resumable order reads each "
-            "epoch's files in its own order"
-        )
+    if cfg.cache.startswith("disk:"):
+        return f"cache={cfg.cache!r}: the resumable order caches in memory only (cache='memory' or 'auto')"
+    if cfg.cache == "memory" and cfg.skip_corrupt:
+        return "the resumable order's cache='memory' needs every record the manifest lists, skip_corrupt may drop some"
     return ""
 
 
@@ -261,139 +260,11 @@ def fingerprint(
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def seed_key(seed: int) -> tuple[int, int]:
-    """A Python int seed as the [2] int64 key of TensorFlow's stateless ops."""
-    u = seed % (1 << 126)
-    return u & ((1 << 63) - 1), u >> 63
-
-
-def _fold(tf_: Any, key: Any, *data: Any) -> Any:
-    for d in data:
-        key = tf_.random.experimental.stateless_fold_in(key, tf_.cast(d, tf_.int64), alg="philox")
-    return key
-
-
-def augment_seed(tf_: Any, key: Any) -> Any:
-    """The [2] stateless seed of one record's augmentation from its `[k0, k1, id]` key (the
-    epoch's augmentation key and the example id)."""
-    return _fold(tf_, key[:2], key[2])
-
-
-def stream(
-    spec: OrderSpec,
-    read: Callable[..., Any],
-    start: Callable[[], Any],
-    *,
-    keys: bool,
-    batch: int | None,
-    parallelism: int,
-) -> Any:
-    """The pipeline's endless ordered stream, starting at stream position `start()` (read when
-    the iterator starts, so a Position restored after `build()` is honoured).
-
-    Args:
-      spec: the order.
-      read: `(path, size, count, first_id) -> Dataset` of `(records, sources)` runs: one
-        file's records, serialized, in file order, in groups of any size.
-      start: returns the start position in the stream (global with record sharding), a
-        scalar int64 tensor: `spec.start_of(step)`.
-      keys: add each record's augmentation key `[k0, k1, id]` (int64) as a third element.
-      batch: yield batches of `batch` records (batched presets), or None: single records.
-      parallelism: files read in parallel within a group (AUTOTUNE or a count).
-
-    Returns:
-      A `tf.data.Dataset` of `(record, source[, key])`, or of such batches.
-    """
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    base = tf_.constant(seed_key(spec.seed), tf_.int64)
-    paths = tf_.constant(spec.files)
-    sizes = tf_.constant(spec.sizes, tf_.int64)
-    counts = tf_.constant(spec.counts, tf_.int64)
-    first_ids = tf_.constant(spec.first_ids, tf_.int64)
-    files, total, cycle, window = len(spec.files), spec.examples, spec.cycle, spec.window
-    groups = -(-files // cycle)
-
-    def read_runs(path: Any, size: Any, count: Any, first: Any) -> Any:
-        # Runs of exactly `run` records, whatever grouping `read` chose (a re-read after a
-        # network error may regroup), so the round-robin below is a function of counts alone.
-        ids = tf_.data.Dataset.range(first, first + count).batch(spec.run)
-        return tf_.data.Dataset.zip((read(path, size, count, first).rebatch(spec.run), ids))
-
-    def epoch(e: Any, begin: Any) -> Any:
-        perm = tf_.random.experimental.stateless_shuffle(
-            tf_.range(files, dtype=tf_.int64), _fold(tf_, base, e, _FILES), alg="philox"
-        )
-        padded = tf_.concat([tf_.gather(counts, perm), tf_.zeros([groups * cycle - files], tf_.int64)], 0)
-        totals = tf_.reduce_sum(tf_.reshape(padded, [groups, cycle]), axis=1)
-        ends = tf_.cumsum(totals)
-        g0 = tf_.searchsorted(ends, tf_.reshape(begin, [1]), side="right", out_type=tf_.int64)[0]
-
-        def group(g: Any) -> Any:
-            lo = ends[g] - totals[g]
-            offset = tf_.where(tf_.equal(g, g0), begin - lo, 0)
-            j0 = offset // window
-            chosen = perm[g * cycle : tf_.minimum((g + 1) * cycle, files)]
-            members = tf_.data.Dataset.from_tensor_slices(
-                (
-                    tf_.gather(paths, chosen),
-                    tf_.gather(sizes, chosen),
-                    tf_.gather(counts, chosen),
-                    tf_.gather(first_ids, chosen),
-                )
-            )
-            runs = members.interleave(
-                plain(read_runs),
-                cycle_length=cycle,
-                block_length=1,
-                num_parallel_calls=parallelism,
-                deterministic=True,  # the order must not depend on which file answers first
-            )
-            # Whole windows before the start are skipped here, as serialized records.
-            windows = runs.rebatch(window).skip(j0)
-            index = tf_.data.Dataset.range(j0, _FOREVER)
-
-            def describe(win: Any, j: Any) -> Any:
-                skip = tf_.where(tf_.equal(j, j0), offset - j0 * window, 0)
-                return win, tf_.stack([e, g, j, e * total + lo + j * window, skip])
-
-            return tf_.data.Dataset.zip((windows, index)).map(plain(describe))
-
-        return tf_.data.Dataset.range(g0, groups).flat_map(plain(group))
-
-    def arrange(win: Any, where: Any) -> Any:
-        (records, sources), ids = win
-        e, g, j, position, skip = tf_.unstack(where)
-        n = tf_.size(records, out_type=tf_.int64)
-        perm = tf_.random.experimental.stateless_shuffle(
-            tf_.range(n), _fold(tf_, base, e, _WINDOWS, g, j), alg="philox"
-        )
-        t = tf_.range(skip, n)
-        if spec.by_record:  # keep this pipeline's positions of the global stream
-            t = tf_.boolean_mask(t, tf_.equal((position + t) % spec.pipelines, spec.index))
-        pick = tf_.gather(perm, t)
-        out = (tf_.gather(records, pick), tf_.gather(sources, pick))
-        if keys:
-            aug = _fold(tf_, base, e, _AUGMENT)
-            m = tf_.size(pick)
-            out += (
-                tf_.concat(
-                    [tf_.tile(aug[None], [m, 1]), tf_.reshape(tf_.gather(ids, pick), [m, 1])],
-                    axis=1,
-                ),
-            )
-        return out
-
-    def from_start(_: Any) -> Any:
-        begin = tf_.cast(start(), tf_.int64)
-        e0, r0 = begin // total, begin % total
-        epochs = tf_.data.Dataset.range(e0, _FOREVER)
-        return epochs.flat_map(plain(lambda e: epoch(e, tf_.where(tf_.equal(e, e0), r0, 0))))
-
-    ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_start))
-    # The next window is read and arranged while the current one goes out.
-    ds = ds.map(plain(arrange)).prefetch(1)
-    if batch is None:
-        return ds.unbatch()
-    return ds.rebatch(batch, drop_remainder=True)
+def seed_key(seed: int) -> int:
+    """A Python int seed of any size as one int64 key (its bits folded 63 at a time)."""
+    key, u = 0, seed % (1 << 252)
+    while True:
+        key = (key * 0x100000001B3 ^ (u & ((1 << 63) - 1))) % (1 << 63)
+        u >>= 63
+        if not u:
+            return key

@@ -19,10 +19,11 @@ preset's errors name shards (`Decoder.needs_source`), else an empty string, so n
 second element structure. Decode drops it.
 
 The resumable order (`StagePlan.order`, see order.py) makes the whole ordered, endless stream
-in "interleave" (from the plan's files, not from the stages before it); "shard", "cache",
-"shuffle" and "repeat" are then the identity. Its records of random per-record presets carry
-a third element, the augmentation key `[k0, k1, example id]`; for batched presets it yields
-batches of serialized records already, and "batch" is the identity.
+in "interleave" (from the plan's files, not from the stages before it, and from its own
+in-memory cache with cache="memory"); "shard", "cache", "shuffle" and "repeat" are then the
+identity. Its records of random per-record presets carry a third element, their augmentation
+seed (from the seed, the epoch and the example id); for batched presets it yields batches of
+serialized records already, and "batch" is the identity.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import tf
-from tfpipe.pipeline import corrupt, order
+from tfpipe.pipeline import corrupt, order_stream
 from tfpipe.pipeline.corrupt import plain
 from tfpipe.pipeline.sharding import ShardBy
 
@@ -103,7 +104,7 @@ class StagePlan:
 
     @property
     def keyed(self) -> bool:
-        """Records carry an augmentation key (resumable order, random per-record preset)."""
+        """Records carry their augmentation seed (resumable order, random per-record preset)."""
         return self.order is not None and self.decoder.random and not self.decoder.batched
 
     @property
@@ -213,16 +214,15 @@ def interleave_stage(p: StagePlan) -> StageFn:
             grouped=grouped,
         )
 
-    def read_runs(path: Any, size: Any, count: Any, _: Any) -> Any:
-        return read(path, size, count, grouped=True)
-
     def interleave(ds: Any) -> Any:
         tf_ = tf()
         if p.order is not None:
-            return order.stream(
+            return order_stream.stream(
                 p.order,
-                read_runs,
+                lambda path, size, count: read(path, size, count, grouped=True),
                 p.start,
+                cached=p.cache == "memory",
+                sources=p.decoder.needs_source,
                 keys=p.keyed,
                 batch=p.batch_size if p.decoder.batched else None,
                 parallelism=read_calls(p),
@@ -264,10 +264,11 @@ def read_calls(p: StagePlan) -> int:
 
 
 def cache_stage(p: StagePlan) -> StageFn:
-    """The serialized records in memory or on disk, before shuffle and augmentation."""
+    """The serialized records in memory or on disk, before shuffle and augmentation (the
+    resumable order keeps its own cache, see order_stream.py)."""
 
     def cache(ds: Any) -> Any:
-        if p.cache == "none":
+        if p.cache == "none" or p.order is not None:
             return ds
         return ds.cache(p.cache[len("disk:") :] if p.cache.startswith("disk:") else "")
 
@@ -347,12 +348,12 @@ def decode_stage(p: StagePlan) -> StageFn:
         tf_ = tf()
         par, det = cfg.map_parallelism, p.deterministic
         if p.keyed:
-            # Seeds from each record's key: (seed, epoch, example id), whatever came before.
-            if counting:  # drop_bad takes (features, source): carry the key beside the source
+            # Each record's seed came with it: (seed, epoch, example id), whatever came before.
+            if counting:  # drop_bad takes (features, source): carry the seed beside the source
                 ds = ds.map(plain(lambda f, s, k: (f, (s, k))))
                 ds = corrupt.drop_bad(ds, dec.check, counter).map(plain(lambda f, sk: (f, *sk)))
             ds = ds.map(
-                plain(lambda features, source, key: run(features, source, order.augment_seed(tf_, key))),
+                plain(lambda features, source, seed: run(features, source, seed)),
                 num_parallel_calls=par,
                 deterministic=det,
             )
