@@ -181,6 +181,33 @@ def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str
     return ""
 
 
+def parse_start(start_step: Any) -> tuple[Any, int]:
+    """(the Position, None) or (None, the fixed step) of a start_step argument."""
+    if isinstance(start_step, int) and not isinstance(start_step, bool):
+        if start_step < 0:
+            raise ConfigError(
+                f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
+            )
+        return None, start_step
+    from tfpipe.pipeline.position import Position
+
+    if isinstance(start_step, Position):
+        return start_step, 0
+    raise ConfigError(
+        f"start_step must be an int >= 0 or a tfpipe.Position. Received: {type(start_step).__name__} {start_step!r}"
+    )
+
+
+def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
+    """The order's start position: fixed, or read from the Position when an iterator starts."""
+    from tfpipe._tf import tf
+
+    if position is None:
+        return lambda: tf().constant(spec.start_of(step), tf().int64)
+    position.bind(spec.identity())
+    return lambda: position.read() * spec.step_records
+
+
 def draw_seed() -> int:
     """A seed for seed=None: fresh, and named in the pipeline's notes."""
     return secrets.randbits(63)
