@@ -203,6 +203,7 @@ def plan(
     spec = start = None
     if resumable:
         mean = src.bytes // src.examples if src.bytes and src.examples else None
+        window = _shuffle_buffer(cfg, src, order_module.WINDOW_COPIES)
         spec = order_module.make_spec(
             cfg,
             src,
@@ -211,8 +212,8 @@ def plan(
             index=i,
             global_batch=batch_size,
             per_replica=per_replica,
-            window=_shuffle_buffer(cfg, src, order_module.WINDOW_COPIES),
-            run=verify_group(mean),
+            window=window,
+            run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(share.files)),
             resuming=resuming,
         )
         start = order_module.start_fn(spec, position, step)

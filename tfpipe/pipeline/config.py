@@ -29,6 +29,14 @@ AUTOTUNE = -1
 # "resumable" when that costs at most 5% throughput against "shuffle_buffer" in paired rounds:
 # benchmarks/test_resume_speed.py (see benchmarks/RESULTS.md).
 DEFAULT_TRAINING_ORDER: Order = "resumable"
+# Files in one group of the resumable order. Its windows mix only the files of their group,
+# so this is what its mixing rests on: on a class-sorted ImageNet-shaped table
+# (benchmarks/mixing.py) 16 files gave 24.9 classes per batch of 1,024 against the shuffle
+# buffer order's 76.9, 64 files gave FIGURE. 64 open files cost their read-ahead buffers
+# (capped at 1/8 of ram_budget together) and 64 concurrent reads, which GCS serves well.
+RESUMABLE_CYCLE_LENGTH = 64
+# The shuffle buffer order's files read at once (see `cycle_length`).
+SHUFFLE_BUFFER_CYCLE_LENGTH = 16
 CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
 
 # Upper bounds on sizes TensorFlow allocates up front or per thread. Past them TF crashes or
@@ -83,18 +91,21 @@ class PipelineConfig:
         in half of `ram_budget`; "memory"; "disk:<path>" (a file prefix); "none". The cache
         sits before shuffle and augmentation, never after a random one. Measured (read
         sweep): cached images took 0.91x [0.82, 1.00] the CPU of reading the files again.
-        The resumable order reads each epoch's files in its own order and does not cache:
-        "auto" resolves to "none" there (said in a note); "memory" and "disk:" are refused.
+        The resumable order caches in memory only: it loads every record when the iterator
+        starts (before the first batch), then gathers each epoch's order from memory; it
+        refuses "disk:" (and with skip_corrupt=True, "auto" does not cache).
       ram_budget: bytes tf.data may use for buffers (autotune.ram_budget) and "auto" caching.
         0: half of this machine's physical memory.
-      cycle_length: files read concurrently by the training interleave (the resumable
-        order: files in a group). Measured flat on
-        local disk (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x
-        [0.97, 1.11]). 16 is for GCS, where each open file hides request latency; that was
-        not measurable here (no real GCS), so it is a judgement.
+      cycle_length: files read concurrently by the training interleave; for the resumable
+        order, the files of a group, read together and mixed in its windows. None: 16 for
+        "shuffle_buffer", RESUMABLE_CYCLE_LENGTH for "resumable". Measured flat on local disk
+        (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x [0.97, 1.11]).
+        16 is for GCS, where each open file hides request latency; that was not measurable
+        here (no real GCS), so it is a judgement.
         Eval reads the shards one after another in manifest order (the next ones are opened
         ahead), so predictions line up with the source.
-      block_length: consecutive records taken from each file in turn (training). 1 mixes
+      block_length: consecutive records taken from each file in turn (training, order
+        "shuffle_buffer"; the resumable order takes runs of its own, see order.py). 1 mixes
         files the most; measured no gain from more (read sweep, cache="none":
         block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]).
       reader_buffer: bytes of read-ahead per open file. Measured flat on local disk (read
@@ -140,7 +151,7 @@ class PipelineConfig:
     shuffle_buffer: int = 10_000
     cache: str = "auto"
     ram_budget: int = 0
-    cycle_length: int = 16
+    cycle_length: int | None = None
     block_length: int = 1
     reader_buffer: int = 8 << 20
     read_parallelism: int = AUTOTUNE
@@ -167,7 +178,6 @@ class PipelineConfig:
         check_int("seed", self.seed, None, optional=True)
         for name, low, high in (
             ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER),
-            ("cycle_length", 1, MAX_CYCLE_LENGTH),
             ("block_length", 1, MAX_BLOCK_LENGTH),
             ("reader_buffer", 1, MAX_READER_BUFFER),
             ("ram_budget", 0, None),
@@ -176,6 +186,7 @@ class PipelineConfig:
             ("cpu_budget", 0, None),
         ):
             check_int(name, getattr(self, name), low, high)
+        check_int("cycle_length", self.cycle_length, 1, MAX_CYCLE_LENGTH, optional=True)
         for name, high in (
             ("read_parallelism", MAX_THREADS),
             ("map_parallelism", MAX_THREADS),
@@ -218,9 +229,11 @@ class PipelineConfig:
         """Fills the fields whose default depends on training vs eval and on the order
         (`order`: the training order decided for this data, see `build.plan`)."""
         resumable = training and order == "resumable"
+        cycle = RESUMABLE_CYCLE_LENGTH if resumable else SHUFFLE_BUFFER_CYCLE_LENGTH
         return dataclasses.replace(
             self,
             order=order if training else self.order,
+            cycle_length=cycle if self.cycle_length is None else self.cycle_length,
             deterministic=(resumable or not training) if self.deterministic is None else self.deterministic,
             drop_remainder=training if self.drop_remainder is None else self.drop_remainder,
         )

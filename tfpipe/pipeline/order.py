@@ -208,6 +208,14 @@ def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
     return lambda: position.read() * spec.step_records
 
 
+def run_length(read_group: int, window: int, cycle: int, files: int) -> int:
+    """Records taken from one file before the next in a group: the reader's group size, but
+    at most half a window's share of one file, so every window holds records of every file
+    in its group (tables' small records come in groups of 256, which would fill a window of
+    10,000 from 39 files at most)."""
+    return max(1, min(read_group, window // (2 * max(1, min(cycle, files)))))
+
+
 def draw_seed() -> int:
     """A seed for seed=None: fresh, and named in the pipeline's notes."""
     return secrets.randbits(63)
