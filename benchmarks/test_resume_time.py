@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import statistics
 import tempfile
 import time
@@ -60,6 +61,19 @@ def size_of(prefix_dir: str) -> int:
     return sum(p.stat().st_size for p in pathlib.Path(prefix_dir).iterdir())
 
 
+def save(checkpoint, where: str) -> str:
+    """`checkpoint.save` under `where`. On gs:// it is written locally and uploaded: TF's save
+    creates a directory-marker object with an empty upload, which the emulator behind LocalGCS
+    cannot take (/work/shared/GCS_TESTING.md); restores read it from gs:// as TF does."""
+    if not storage.is_gcs(where):
+        return checkpoint.save(storage.join(where, "ckpt"))
+    local = tempfile.mkdtemp()
+    path = checkpoint.save(os.path.join(local, "ckpt"))
+    for name in os.listdir(local):
+        storage.write_atomic(storage.join(where, name), pathlib.Path(local, name).read_bytes())
+    return storage.join(where, os.path.basename(path))
+
+
 def iterator_checkpoint(data: str, k: int, where: str, cache: str) -> dict:
     """tf.train.Checkpoint(iterator=...) of the shuffle buffer's order after k batches."""
     options = KW | {"order": "shuffle_buffer", "cache": cache}
@@ -73,10 +87,11 @@ def iterator_checkpoint(data: str, k: int, where: str, cache: str) -> dict:
         next(fresh)
 
     try:
-        path = tf.train.Checkpoint(iterator=it).save(storage.join(where, "ckpt"))
+        path = save(tf.train.Checkpoint(iterator=it), where)
         return {"bytes": size_of(where), "restore_first_batch_s": round(median_seconds(restore), 3)}
-    except tf.errors.OpError as e:  # reported: TensorFlow refused, or the emulator gave up
-        return {"error": f"{type(e).__name__}: {e.message.splitlines()[0][:160]}"}
+    except tf.errors.OpError as e:  # reported: TensorFlow refused to save the iterator
+        message = re.sub(r"\{\{.*?\}\}|\[Op:.*", "", e.message.splitlines()[0]).strip()
+        return {"error": f"{type(e).__name__}: {message[:160]}"}
 
 
 def resumable(data: str, k: int, where: str) -> dict:
@@ -89,7 +104,7 @@ def resumable(data: str, k: int, where: str) -> dict:
 
         out[f"first_batch_s_cache_{cache}"] = round(median_seconds(first), 3)
     tfpipe.build(data, start_step=position, **KW)  # binds what a step means
-    tf.train.Checkpoint(input=position).save(storage.join(where, "position"))
+    save(tf.train.Checkpoint(input=position), where)
     out["checkpoint_bytes"] = size_of(where)
     return out
 
