@@ -125,35 +125,29 @@ def first_group(table_ds: str) -> tuple[set[str], int]:
     return first, size
 
 
-def test_consumed_shards_are_not_read(table_ds, tmp_path):
-    root = str(shutil.copytree(table_ds, tmp_path / "t"))
-    consumed, size = first_group(root)
+@pytest.mark.parametrize("where", ["local", pytest.param("gs", marks=pytest.mark.gcs)])
+def test_consumed_shards_are_not_read(table_ds, tmp_path, request, where):
+    """The first group's shards are overwritten with zeros of the same size: a start in the
+    second group yields the rest of epoch 0 as before, and only epoch 1 trips on them. (Read
+    ahead may reach epoch 1 early, but its errors wait for their place in the stream.)"""
+    from tfpipe import storage
+
+    if where == "gs":
+        root = storage.join(request.getfixturevalue("gcs_bucket"), "t")
+        for name in os.listdir(table_ds):
+            storage.write_atomic(storage.join(root, name), pathlib.Path(table_ds, name).read_bytes())
+    else:
+        root = str(shutil.copytree(table_ds, tmp_path / "t"))
+    consumed, size = first_group(table_ds)
     k = -(-size // 4)  # the first step wholly inside the second group
     want = row_ids(tfpipe.build(root, batch_size=4, **STREAMED), 9)
     for name in consumed:  # the same size, other bytes: any read of them fails
-        path = pathlib.Path(root, name)
-        path.write_bytes(b"\0" * path.stat().st_size)
+        path = storage.join(root, name)
+        storage.write_atomic(path, b"\0" * storage.size(path), overwrite=True)
     ds = tfpipe.build(root, batch_size=4, start_step=k, **STREAMED)
     assert row_ids(ds, 9 - k) == want[k:]  # the rest of epoch 0, from the second group
     with pytest.raises(tf.errors.InvalidArgumentError, match="|".join(sorted(consumed))):
         row_ids(ds, 9 - k + 6)  # epoch 1 reads them again
-
-
-@pytest.mark.gcs
-def test_consumed_shards_are_not_read_on_gcs(table_ds, gcs_bucket, local_gcs):
-    from tfpipe import storage
-
-    root = storage.join(gcs_bucket, "t")
-    for name in os.listdir(table_ds):
-        storage.write_atomic(storage.join(root, name), pathlib.Path(table_ds, name).read_bytes())
-    consumed, size = first_group(table_ds)
-    k = -(-size // 4)
-    ds = tfpipe.build(root, batch_size=4, start_step=k, prefetch=1, read_parallelism=1, **STREAMED)
-    with local_gcs.recording() as requests:
-        row_ids(ds, 1)
-    reads = [r.path for r in requests if r.host == "storage.googleapis.com" and r.method == "GET"]
-    assert reads, "the second group's shards are read from storage.googleapis.com"
-    assert not [p for p in reads if any(name in p for name in consumed)]
 
 
 def test_skipped_records_are_not_parsed_or_decoded(table_ds):
