@@ -57,11 +57,16 @@ def test_stage_lists_and_prefixes(image_ds, table_ds):
     assert table.preset.name == "tabular" and image.preset.name == "imagenet"
     # A prefix through "interleave" yields serialized records (with their shard path).
     records = image.dataset("interleave")
-    record, source = next(iter(records))
+    record, source, key = next(iter(records))  # the resumable order adds an augmentation seed
+    assert key.dtype == tf.int64 and key.shape == (2,)
     assert record.dtype == tf.string and source.numpy().decode() in image.files
     assert image.examples_per_element("decode") == 1
     assert image.examples_per_element("batch") == 8
-    assert table.examples_per_element("batch") == 8 and table.examples_per_element(3) == 1
+    assert table.examples_per_element("batch") == 8
+    # The resumable order batches serialized table records as it reads; the shuffle buffer's
+    # order batches them in the "batch" stage.
+    assert table.examples_per_element("interleave") == 8 and table.examples_per_element(2) == 1
+    assert plan(table_ds, batch_size=8, order="shuffle_buffer").examples_per_element(3) == 1
     assert image.dataset(0) is None
     with pytest.raises(tfpipe.TfpipeError, match="upto must be a stage name"):
         image.dataset("nope")
@@ -181,7 +186,8 @@ def test_foreign_imagenet_records_without_manifest(foreign_ds):
     assert min(int(y.numpy().min()) for _, y in shifted) == 1
 
 
-# Recorded with TF 2.21 and Pillow's JPEG encoder on this project's machine kind. A change
+# Recorded with TF 2.21 and Pillow's JPEG encoder on this project's machine kind, for
+# order="shuffle_buffer" (the resumable order's golden is in test_pipeline_order.py). A change
 # here means seeded runs no longer reproduce old ones: say so in the changelog.
 GOLDEN_LABELS = [[2, 0, 1, 1], [1, 2, 1, 0], [1, 2, 2, 2]]
 GOLDEN_SUMS = [[48898, 89917, 106757, 63640], [101358, 74394, 82158, 109515], [109297, 109332, 68051, 109442]]
@@ -191,7 +197,9 @@ def golden_batches(image_ds):
     # tf.data combines an op seed with the global seed; other tests (keras.utils.
     # set_random_seed) change the global one, so put it back to TF's default.
     tf.random.set_seed(None)
-    ds = tfpipe.build(image_ds, batch_size=4, image_size=16, seed=1234, deterministic=True)
+    ds = tfpipe.build(
+        image_ds, batch_size=4, image_size=16, seed=1234, deterministic=True, order="shuffle_buffer"
+    )
     out = []
     for x, y in ds.take(3):
         out.append((y.numpy().tolist(), x.numpy().astype(np.int64).sum(axis=(1, 2, 3)).tolist()))
@@ -205,7 +213,9 @@ def test_seed_and_deterministic_repeat_exactly(image_ds):
     sums = [b[1] for b in first]
     assert labels == GOLDEN_LABELS
     assert sums == GOLDEN_SUMS
-    other = tfpipe.build(image_ds, batch_size=4, image_size=16, seed=4321, deterministic=True)
+    other = tfpipe.build(
+        image_ds, batch_size=4, image_size=16, seed=4321, deterministic=True, order="shuffle_buffer"
+    )
     assert [y.numpy().tolist() for _, y in other.take(3)] != labels
 
 

@@ -44,7 +44,12 @@ from tfpipe.convert import convert  # noqa: E402
 
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
+# Public submodules loaded on first use, outside __all__ because they import TensorFlow:
+# `tfpipe.resume` (Position, the Keras callback).
+_SUBMODULES = ("resume",)
+
 if TYPE_CHECKING:
+    from tfpipe import resume
     from tfpipe.bench import BenchConfig, Report
     from tfpipe.convert import ConvertConfig, ShardConfig
     from tfpipe.devices import strategy
@@ -56,6 +61,8 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tfpipe.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'tfpipe' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""`plan()`, `build()` and `steps_per_epoch()`: from data + preset + config to a tf.data.Dataset."""
+"""`plan()`, `build()` and `steps_per_epoch()`: from data + preset + config to a tf.data.Dataset
+(a `Pipeline`, planned.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.pipeline import config as config_module
+from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
+from tfpipe.pipeline.corrupt import SkipCounter, verify_group
+from tfpipe.pipeline.planned import Pipeline, skipped
 from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
-from tfpipe.pipeline.stages import Stage, StagePlan, make_options, make_stages
+from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 from tfpipe.schema import dtype_of_tf
 from tfpipe.validation import check_bool
+
+__all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -35,125 +41,6 @@ class ShardingWarning(UserWarning):
 
 class DefaultWarning(UserWarning):
     """A default changed the data, e.g. the label offset of records without a manifest."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Pipeline:
-    """A planned pipeline: the ordered stages plus what `plan()` decided.
-
-    Attributes:
-      stages: the named stages, in order.
-      training: training (shuffle, repeat) or eval (each record once, in source order).
-      batch_size: the batch each element holds (per replica with an input_context).
-      global_batch_size: the batch_size argument.
-      config: the PipelineConfig, with mode-dependent defaults filled in.
-      preset: the preset object.
-      files: the files this pipeline reads (after file sharding).
-      shard_by: "none", "file" or "record".
-      cache: the resolved cache: "none", "memory" or "disk:<path>".
-      examples: records this pipeline reads per epoch, if the manifest says (else None).
-      decoder: the preset bound to this data.
-      source: the resolved data.
-      counter: the skip_corrupt counters, or None.
-      notes: what plan() decided that changes or explains the data (label offsets, how a
-        glob was resolved, record sharding); the defaults among them were also warned.
-    """
-
-    stages: tuple[Stage, ...]
-    training: bool
-    batch_size: int
-    global_batch_size: int
-    config: PipelineConfig
-    preset: PresetLike
-    files: tuple[str, ...]
-    shard_by: str
-    cache: str
-    examples: int | None
-    decoder: Decoder
-    source: sources.ResolvedData
-    counter: SkipCounter | None = None
-    notes: tuple[str, ...] = ()
-
-    def describe(self) -> str:
-        """A few lines saying what this pipeline reads and what it decided."""
-        src = self.source
-        what = (
-            f"split {src.split!r} of {src.where} (manifest)"
-            if src.manifest is not None
-            else f"{src.where} (no manifest)"
-        )
-        records = f"{self.examples} records" if self.examples is not None else "records: unknown count"
-        mode = "training" if self.training else "eval, in source order"
-        lines = [
-            f"tfpipe pipeline: preset {self.preset.name!r}, {what}",
-            (
-                f"  {len(self.files)} file(s), {records}, batch {self.batch_size} ({mode}), "
-                f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"
-            ),
-        ]
-        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
-
-    def _index(self, upto: str | int | None) -> int:
-        if upto is None:
-            return len(self.stages)
-        if isinstance(upto, int) and not isinstance(upto, bool):
-            if not 0 <= upto <= len(self.stages):
-                raise ConfigError(f"upto must be in 0..{len(self.stages)}. Received: upto={upto}")
-            return upto
-        names = [s.name for s in self.stages]
-        if upto not in names:
-            raise ConfigError(f"upto must be a stage name {names} or a count. Received: upto={upto!r}")
-        return names.index(upto) + 1
-
-    def options(self, threadpool_size: int | None = None) -> Any:
-        """The tf.data.Options every dataset of this pipeline gets."""
-        return make_options(self.config, self.shard_by, threadpool_size)
-
-    def dataset(
-        self, upto: str | int | None = None, *, threadpool_size: int | None = None, options: bool = True
-    ) -> Any:
-        """Applies `stages[:upto]` (a stage name: through that stage; a count; None: all),
-        then the tf.data.Options (`threadpool_size` overrides private_threadpool_size)."""
-        ds = None
-        for stage in self.stages[: self._index(upto)]:
-            ds = stage.fn(ds)
-        if ds is not None and options:
-            ds = ds.with_options(self.options(threadpool_size))
-        if ds is not None and self.counter is not None:
-            setattr(ds, _COUNTER_ATTRIBUTE, self.counter)  # read by `skipped(ds)`
-        return ds
-
-    def examples_per_element(self, upto: str | int | None = None) -> int:
-        """`batch_size` once a "batch" stage has run within `upto`, else 1."""
-        names = [s.name for s in self.stages[: self._index(upto)]]
-        return self.batch_size if "batch" in names else 1
-
-    def skipped(self) -> SkipCounts:
-        """What `skip_corrupt=True` dropped so far (all zeros without skip_corrupt)."""
-        return self.counter.read() if self.counter is not None else SkipCounts()
-
-
-# The attribute of a dataset `Pipeline.dataset()` returned that holds its skip counter: the
-# counter lives as long as the dataset, and a derived dataset does not carry it.
-_COUNTER_ATTRIBUTE = "_tfpipe_skip_counter"
-
-
-def skipped(ds: Any) -> SkipCounts:
-    """What `skip_corrupt=True` dropped so far from a dataset `build()` returned.
-
-    Readable at any time, e.g. after `model.fit`.
-
-    Raises:
-      ConfigError: `ds` was not built by tfpipe with skip_corrupt=True.
-    """
-    counter = getattr(ds, _COUNTER_ATTRIBUTE, None)
-    if not isinstance(counter, SkipCounter):
-        raise ConfigError(
-            "skipped() needs the dataset returned by tfpipe.build(..., skip_corrupt=True) "
-            "(datasets derived from it by further transformations are not tracked). "
-            f"Received: {type(ds).__name__}"
-        )
-    return counter.read()
 
 
 def _split_kwargs(
@@ -221,6 +108,14 @@ def _check_keys(decoder: Decoder, src: sources.ResolvedData, preset_name: str) -
             )
 
 
+def _cache_bytes(share: FileShare, src: sources.ResolvedData, resumable: bool) -> int | None:
+    """Bytes this pipeline would cache: with record sharding the resumable order caches every
+    file (each pipeline orders the global stream), the shuffle buffer's order its share."""
+    if resumable and share.shard_by == "record":
+        return src.bytes
+    return share.cache_bytes
+
+
 def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: int | None) -> str:
     """The cache setting, with "auto" resolved: memory when `cache_bytes` (serialized, as read
     from the files) fit in CACHE_SHARE of the RAM budget once decompressed."""
@@ -232,12 +127,13 @@ def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: 
     return "memory" if estimate <= CACHE_SHARE * cfg.resolved_ram_budget() else "none"
 
 
-def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData) -> int:
-    """The configured buffer, capped at SHUFFLE_SHARE of the RAM budget in mean-size records."""
+def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData, copies: int = 1) -> int:
+    """The configured buffer, capped so `copies` of it take at most SHUFFLE_SHARE of the RAM
+    budget in mean-size records."""
     if not (src.bytes and src.examples):
         return cfg.shuffle_buffer
     mean = max(1, src.bytes // max(1, src.examples))
-    return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // mean))
+    return max(1, min(cfg.shuffle_buffer, int(SHUFFLE_SHARE * cfg.resolved_ram_budget()) // (mean * copies)))
 
 
 def plan(
@@ -249,6 +145,7 @@ def plan(
     input_context: Any = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
+    start_step: Any = 0,
     **preset_options: Any,
 ) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
@@ -260,16 +157,32 @@ def plan(
     """
     cfg, options = _split_kwargs(config, preset_options)
     check_bool("training", training)
-    cfg = cfg.for_mode(training)
+    position, step = order_module.parse_start(start_step)
+    resuming = position is not None or step > 0
     _check_batch_size(batch_size)
     _check_service(service, cfg)
     per_replica = _per_replica_batch(batch_size, input_context)
     src = _resolve_data(data, cfg, training)
+    chosen, order_notes = order_module.decide(
+        cfg,
+        src,
+        default=config_module.DEFAULT_TRAINING_ORDER,
+        training=training,
+        service=service,
+        resuming=resuming,
+    )
+    cfg = cfg.for_mode(training, chosen)
+    resumable = chosen == "resumable"
+    if resumable and cfg.seed is None:
+        cfg = dataclasses.replace(cfg, seed=order_module.draw_seed())
+        order_notes += (
+            f"seed=None: the resumable order drew seed={cfg.seed}; pass it as seed= to repeat this run",
+        )
     _check_cache_dir(cfg.cache)
     preset_obj, decoder = _bind(preset, src, training, options)
     n, i = _pipelines(input_context)
     share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
-    notes = src.notes + decoder.notes + _sharding_notes(share, n)
+    notes = src.notes + decoder.notes + _sharding_notes(share, n, resumable) + order_notes
     _check_enough(
         share.examples,
         share.at_most,
@@ -283,8 +196,27 @@ def plan(
     read_records, why_unknown = _known_length(share, cfg, service)
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
-    cache = _resolve_cache(cfg, src, share.cache_bytes)
+    cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
+    if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
+        cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
+    spec = start = None
+    if resumable:
+        mean = src.bytes // src.examples if src.bytes and src.examples else None
+        window = _shuffle_buffer(cfg, src, order_module.WINDOW_COPIES)
+        spec = order_module.make_spec(
+            cfg,
+            src,
+            share,
+            pipelines=n,
+            index=i,
+            global_batch=batch_size,
+            per_replica=per_replica,
+            window=window,
+            run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(share.files)),
+            resuming=resuming,
+        )
+        start = order_module.start_fn(spec, position, step)
     stage_plan = StagePlan(
         source=src,
         files=src.files,
@@ -303,6 +235,8 @@ def plan(
         shuffle_buffer=_shuffle_buffer(cfg, src),
         service=service,
         counter=counter,
+        order=spec,
+        start=start,
     )
     files = tuple(src.files[j] for j in share.files)
     return Pipeline(
@@ -320,6 +254,9 @@ def plan(
         source=src,
         counter=counter,
         notes=notes,
+        order=spec,
+        position=position,
+        start_step=step,
     )
 
 
@@ -342,7 +279,7 @@ def _pipelines(input_context: Any) -> tuple[int, int]:
     return int(input_context.num_input_pipelines), int(input_context.input_pipeline_id)
 
 
-def _sharding_notes(share: FileShare, n: int) -> tuple[str, ...]:
+def _sharding_notes(share: FileShare, n: int, resumable: bool) -> tuple[str, ...]:
     """With record sharding, a warning (also kept as a note) saying what it costs."""
     if share.shard_by != "record":
         return ()
@@ -350,7 +287,9 @@ def _sharding_notes(share: FileShare, n: int) -> tuple[str, ...]:
     message = (
         f"{files} file(s) for {n} input pipelines: sharding by record instead "
         f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
-        f"reads cost {n}x and file order is not shuffled. Write at least {n} shards "
+        f"reads cost {n}x"
+        + ("" if resumable else " and file order is not shuffled")
+        + f". Write at least {n} shards "
         "(tfpipe convert --num-shards) to shard by file."
     )
     _warn(message, ShardingWarning)
@@ -476,6 +415,7 @@ def build(
     input_context: Any = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
+    start_step: Any = 0,
     **preset_options: Any,
 ) -> Any:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
@@ -493,6 +433,10 @@ def build(
       input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
       service: a tf.data service dispatcher, "grpc://host:port".
       config: a PipelineConfig.
+      start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
+        when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
+        `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
+        with the same data, batch_size and seed yields from that step on (resumable order).
       **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
         override `config`; the rest go to the preset (e.g. image_size, dtype, label).
 
@@ -521,6 +465,7 @@ def build(
         input_context=input_context,
         service=service,
         config=config,
+        start_step=start_step,
         **preset_options,
     ).dataset()
 

@@ -17,11 +17,28 @@ from __future__ import annotations
 import dataclasses
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.pipeline.order import ORDERS, Order
 from tfpipe.service.address import DEFAULT_CONNECT_TIMEOUT
 from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, ProcessingMode
 from tfpipe.validation import check_bool, check_choice, check_int, check_seconds, check_str
 
 AUTOTUNE = -1
+# THE SWITCH: the training order when `order` is not given. "resumable" (a pure function of
+# seed and position: start_step, Position, resume after preemption) or "shuffle_buffer" (the
+# order before it: files shuffled, interleaved as they arrive, a shuffle buffer). It becomes
+# "resumable" when that costs at most 5% throughput against "shuffle_buffer" in paired rounds:
+# benchmarks/test_resume_speed.py (see benchmarks/RESULTS.md).
+DEFAULT_TRAINING_ORDER: Order = "resumable"
+# Files in one group of the resumable order. Its windows mix only the files of their group,
+# so this is what its mixing rests on. On a class-sorted ImageNet-shaped table (1,000
+# classes, 1,024 shards, batch 1,024; `python benchmarks/mixing.py`) the shuffle buffer
+# order (16 files) gives 76.9 classes per batch (worst batch 26); the resumable order 24.9
+# (worst 18) with 16 files, 71.5 (worst 65) with 64, 133.8 (worst 128) with 128. 64 open
+# files cost their read-ahead buffers (together at most 1/8 of ram_budget) and 64
+# concurrent reads, which GCS serves well.
+RESUMABLE_CYCLE_LENGTH = 64
+# The shuffle buffer order's files read at once (see `cycle_length`).
+SHUFFLE_BUFFER_CYCLE_LENGTH = 16
 CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
 
 # Upper bounds on sizes TensorFlow allocates up front or per thread. Past them TF crashes or
@@ -62,29 +79,46 @@ class PipelineConfig:
     Attributes:
       split: the manifest split to read. None: "train" when training; in eval "validation",
         else "test", else the only split.
-      seed: seeds file order, record shuffle and augmentation. None: fresh randomness.
+      order: the training order. "resumable": files permuted per epoch and read `cycle_length`
+        at a time, their records in windows of `shuffle_buffer` permuted whole; each record's
+        place and augmentation follow from (seed, epoch, position), so a run can start at
+        any step (`build(..., start_step=)`) and resume exactly after a preemption.
+        "shuffle_buffer": files shuffled, interleaved as they arrive, a shuffle buffer; not
+        resumable. None: DEFAULT_TRAINING_ORDER, except "shuffle_buffer" (said in a note)
+        for files without a manifest (no record counts) and with tf.data service. Eval
+        always reads in source order.
+      seed: seeds file order, record shuffle and augmentation. None: fresh randomness (the
+        resumable order draws a seed and names it in `Pipeline.describe()`).
       deterministic: produce elements in a fixed order (with `seed`, runs repeat exactly).
-        None: False when training (no order is needed, so a slow record never holds up the
-        others), True in eval. Measured (threads sweep, quiet machine): deterministic=True
+        None: True for the resumable order and in eval; False for "shuffle_buffer" training
+        (no order is needed, so a slow record never holds up the others). The resumable
+        order refuses False. Measured (threads sweep, quiet machine): deterministic=True
         0.96x [0.87, 1.06], CPU 1.04x [0.95, 1.15].
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
-      shuffle_buffer: records in the shuffle buffer (training). Not a speed knob: 10,000 is
-        the TF Model Garden's ImageNet value; it is capped so the buffer takes at most a
-        quarter of `ram_budget` given the manifest's mean record size.
+      shuffle_buffer: records in the shuffle buffer, or in one window of the resumable order
+        (training). Not a speed knob: 10,000 is the TF Model Garden's ImageNet value; it is
+        capped so the buffer (the resumable order: its ~3 windows) takes at most a quarter
+        of `ram_budget` given the manifest's mean record size.
       cache: "auto" caches the serialized records in memory when the manifest says they fit
         in half of `ram_budget`; "memory"; "disk:<path>" (a file prefix); "none". The cache
         sits before shuffle and augmentation, never after a random one. Measured (read
         sweep): cached images took 0.91x [0.82, 1.00] the CPU of reading the files again.
+        The resumable order caches in memory only: it loads every record when the iterator
+        starts (before the first batch), then gathers each epoch's order from memory; it
+        refuses "disk:" (and with skip_corrupt=True, "auto" does not cache).
       ram_budget: bytes tf.data may use for buffers (autotune.ram_budget) and "auto" caching.
         0: half of this machine's physical memory.
-      cycle_length: files read concurrently by the training interleave. Measured flat on
-        local disk (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x
-        [0.97, 1.11]). 16 is for GCS, where each open file hides request latency; that was
-        not measurable here (no real GCS), so it is a judgement.
+      cycle_length: files read concurrently by the training interleave; for the resumable
+        order, the files of a group, read together and mixed in its windows. None: 16 for
+        "shuffle_buffer", RESUMABLE_CYCLE_LENGTH for "resumable". Measured flat on local disk
+        (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x [0.97, 1.11]).
+        16 is for GCS, where each open file hides request latency; that was not measurable
+        here (no real GCS), so it is a judgement.
         Eval reads the shards one after another in manifest order (the next ones are opened
         ahead), so predictions line up with the source.
-      block_length: consecutive records taken from each file in turn (training). 1 mixes
+      block_length: consecutive records taken from each file in turn (training, order
+        "shuffle_buffer"; the resumable order takes runs of its own, see order.py). 1 mixes
         files the most; measured no gain from more (read sweep, cache="none":
         block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]).
       reader_buffer: bytes of read-ahead per open file. Measured flat on local disk (read
@@ -123,13 +157,14 @@ class PipelineConfig:
     """
 
     split: str | None = None
+    order: Order | None = None
     seed: int | None = None
     deterministic: bool | None = None
     drop_remainder: bool | None = None
     shuffle_buffer: int = 10_000
     cache: str = "auto"
     ram_budget: int = 0
-    cycle_length: int = 16
+    cycle_length: int | None = None
     block_length: int = 1
     reader_buffer: int = 8 << 20
     read_parallelism: int = AUTOTUNE
@@ -151,10 +186,11 @@ class PipelineConfig:
         for name in ("skip_corrupt", "verify_shards"):
             check_bool(name, getattr(self, name))
         check_str("split", self.split, optional=True)
+        if self.order is not None:
+            check_choice("order", self.order, ORDERS)
         check_int("seed", self.seed, None, optional=True)
         for name, low, high in (
             ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER),
-            ("cycle_length", 1, MAX_CYCLE_LENGTH),
             ("block_length", 1, MAX_BLOCK_LENGTH),
             ("reader_buffer", 1, MAX_READER_BUFFER),
             ("ram_budget", 0, None),
@@ -163,6 +199,7 @@ class PipelineConfig:
             ("cpu_budget", 0, None),
         ):
             check_int(name, getattr(self, name), low, high)
+        check_int("cycle_length", self.cycle_length, 1, MAX_CYCLE_LENGTH, optional=True)
         for name, high in (
             ("read_parallelism", MAX_THREADS),
             ("map_parallelism", MAX_THREADS),
@@ -197,10 +234,15 @@ class PipelineConfig:
         # Half the machine: the rest is the model's, the framework's and the OS page cache's.
         return int(psutil.virtual_memory().total // 2)
 
-    def for_mode(self, training: bool) -> PipelineConfig:
-        """Fills the fields whose default depends on training vs eval."""
+    def for_mode(self, training: bool, order: Order | None = None) -> PipelineConfig:
+        """Fills the fields whose default depends on training vs eval and on the order
+        (`order`: the training order decided for this data, see `build.plan`)."""
+        resumable = training and order == "resumable"
+        cycle = RESUMABLE_CYCLE_LENGTH if resumable else SHUFFLE_BUFFER_CYCLE_LENGTH
         return dataclasses.replace(
             self,
-            deterministic=(not training) if self.deterministic is None else self.deterministic,
+            order=order if training else self.order,
+            cycle_length=cycle if self.cycle_length is None else self.cycle_length,
+            deterministic=(resumable or not training) if self.deterministic is None else self.deterministic,
             drop_remainder=training if self.drop_remainder is None else self.drop_remainder,
         )

@@ -17,6 +17,13 @@ Each stage is made by a module-level factory of the `StagePlan`. Until decode, e
 is `(record, source)` (batched presets: a batch of each): the source is the shard path when the
 preset's errors name shards (`Decoder.needs_source`), else an empty string, so no stage needs a
 second element structure. Decode drops it.
+
+The resumable order (`StagePlan.order`, see order.py) makes the whole ordered, endless stream
+in "interleave" (from the plan's files, not from the stages before it, and from its own
+in-memory cache with cache="memory"); "shard", "cache", "shuffle" and "repeat" are then the
+identity. Its records of random per-record presets carry a third element, their augmentation
+seed (from the seed, the epoch and the example id); for batched presets it yields batches of
+serialized records already, and "batch" is the identity.
 """
 
 from __future__ import annotations
@@ -27,12 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import storage
 from tfpipe._tf import tf
-from tfpipe.pipeline import corrupt
+from tfpipe.pipeline import corrupt, order_stream
 from tfpipe.pipeline.corrupt import plain
 from tfpipe.pipeline.sharding import ShardBy
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.order import OrderSpec
     from tfpipe.pipeline.sources import ResolvedData
     from tfpipe.presets import Decoder
 
@@ -62,11 +70,13 @@ class Stage:
       name: the stage name (see the module docstring).
       fn: the transformation.
       group: the benchmark's prefix group: read, parse, decode, batch or final.
+      batches: from this stage on, elements are batches of the batch size.
     """
 
     name: StageName
     fn: StageFn
     group: Group
+    batches: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,6 +100,13 @@ class StagePlan:
     shuffle_buffer: int
     service: str | None
     counter: corrupt.SkipCounter | None
+    order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
+    start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+
+    @property
+    def keyed(self) -> bool:
+        """Records carry their augmentation seed (resumable order, random per-record preset)."""
+        return self.order is not None and self.decoder.random and not self.decoder.batched
 
     @property
     def deterministic(self) -> bool:
@@ -131,7 +148,8 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     """The ordered stage list for a plan."""
     read = [Stage("list_files", list_files_stage(p), "read")]
     shard = Stage("shard", shard_stage(p), "read")
-    interleave = Stage("interleave", interleave_stage(p), "read")
+    pre_batched = p.order is not None and p.decoder.batched
+    interleave = Stage("interleave", interleave_stage(p), "read", batches=pre_batched)
     # With record sharding "shard" splits the records the interleave yields, not the files.
     read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
     read += [
@@ -141,7 +159,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     ]
     parse = Stage("parse", parse_stage(p), "parse")
     decode = Stage("decode", decode_stage(p), "decode")
-    batch = Stage("batch", batch_stage(p), "batch")
+    batch = Stage("batch", batch_stage(p), "batch", batches=True)
     middle = [batch, parse, decode] if p.decoder.batched else [parse, decode, batch]
     final = [Stage("map", map_stage(p), "final")]
     if p.service:
@@ -166,7 +184,9 @@ def shard_stage(p: StagePlan) -> StageFn:
     """This input pipeline's files (file sharding) or records (record sharding)."""
 
     def shard(ds: Any) -> Any:
-        return ds if p.shard_by == "none" else ds.shard(p.num_shards, p.shard_index)
+        if p.shard_by == "none" or p.order is not None:  # the resumable order shards itself
+            return ds
+        return ds.shard(p.num_shards, p.shard_index)
 
     return shard
 
@@ -201,6 +221,17 @@ def interleave_stage(p: StagePlan) -> StageFn:
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
+        if p.order is not None:
+            return order_stream.stream(
+                p.order,
+                lambda path, size, count: read(path, size, count, grouped=True),
+                p.start,
+                cached=p.cache == "memory",
+                sources=p.decoder.needs_source,
+                keys=p.keyed,
+                batch=p.batch_size if p.decoder.batched else None,
+                parallelism=read_calls(p),
+            )
         if not p.training:
             # Source order: shard 0 whole, then shard 1, ... A parallel interleave of one
             # file at a time still reads in the background and opens the next two files
@@ -216,13 +247,11 @@ def interleave_stage(p: StagePlan) -> StageFn:
         else:
             if not p.ordered_read and p.read_files > 1:
                 ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)
-            # tf.data refuses more parallel calls than files in the cycle.
-            calls = cfg.read_parallelism if cfg.read_parallelism < 0 else min(cfg.read_parallelism, p.cycle)
             ds = ds.interleave(
                 plain(lambda *f: read(*f, grouped=False)),
                 cycle_length=p.cycle,
                 block_length=cfg.block_length,
-                num_parallel_calls=calls,
+                num_parallel_calls=read_calls(p),
                 deterministic=p.deterministic or p.ordered_read,
             )
         if p.read_records is not None:
@@ -233,11 +262,18 @@ def interleave_stage(p: StagePlan) -> StageFn:
     return interleave
 
 
+def read_calls(p: StagePlan) -> int:
+    """Files read in parallel: tf.data refuses more parallel calls than files in the cycle."""
+    calls = p.config.read_parallelism
+    return calls if calls < 0 else min(calls, p.cycle)
+
+
 def cache_stage(p: StagePlan) -> StageFn:
-    """The serialized records in memory or on disk, before shuffle and augmentation."""
+    """The serialized records in memory or on disk, before shuffle and augmentation (the
+    resumable order keeps its own cache, see order_stream.py)."""
 
     def cache(ds: Any) -> Any:
-        if p.cache == "none":
+        if p.cache == "none" or p.order is not None:
             return ds
         return ds.cache(p.cache[len("disk:") :] if p.cache.startswith("disk:") else "")
 
@@ -246,7 +282,7 @@ def cache_stage(p: StagePlan) -> StageFn:
 
 def shuffle_stage(p: StagePlan) -> StageFn:
     def shuffle(ds: Any) -> Any:
-        if not p.training:
+        if not p.training or p.order is not None:  # the resumable order permutes its windows
             return ds
         return ds.shuffle(p.shuffle_buffer, seed=p.config.seed, reshuffle_each_iteration=True)
 
@@ -255,7 +291,7 @@ def shuffle_stage(p: StagePlan) -> StageFn:
 
 def repeat_stage(p: StagePlan) -> StageFn:
     def repeat(ds: Any) -> Any:
-        return ds.repeat() if p.training else ds
+        return ds.repeat() if p.training and p.order is None else ds  # the resumable order is endless
 
     return repeat
 
@@ -266,6 +302,8 @@ def batch_stage(p: StagePlan) -> StageFn:
 
     def batch(ds: Any) -> Any:
         drop = bool(p.config.drop_remainder)
+        if p.order is not None and p.decoder.batched:  # the resumable order batched already
+            return ds
         if p.parse_in_decode:
             return ds.batch(p.batch_size, drop_remainder=drop)
         return ds.batch(
@@ -289,7 +327,7 @@ def parse_stage(p: StagePlan) -> StageFn:
             return ds
         parse_fn = tf_.io.parse_example if dec.batched else tf_.io.parse_single_example
         return ds.map(
-            plain(lambda records, source: (parse_fn(records, dec.spec), source)),
+            plain(lambda records, source, *key: (parse_fn(records, dec.spec), source, *key)),
             num_parallel_calls=p.config.map_parallelism,
             deterministic=p.deterministic,
         )
@@ -314,6 +352,17 @@ def decode_stage(p: StagePlan) -> StageFn:
     def decode(ds: Any) -> Any:
         tf_ = tf()
         par, det = cfg.map_parallelism, p.deterministic
+        if p.keyed:
+            # Each record's seed came with it: (seed, epoch, example id), whatever came before.
+            if counting:  # drop_bad takes (features, source): carry the seed beside the source
+                ds = ds.map(plain(lambda f, s, k: (f, (s, k))))
+                ds = corrupt.drop_bad(ds, dec.check, counter).map(plain(lambda f, sk: (f, *sk)))
+            ds = ds.map(
+                plain(lambda features, source, seed: run(features, source, seed)),
+                num_parallel_calls=par,
+                deterministic=det,
+            )
+            return ds.ignore_errors() if counting else ds
         if counting:
             ds = corrupt.drop_bad(ds, dec.check, counter)
         if dec.random and not dec.batched:

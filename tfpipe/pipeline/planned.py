@@ -1,0 +1,147 @@
+"""`Pipeline`: what `plan()` decided, the named stages, and the dataset they make."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfpipe.errors import ConfigError
+from tfpipe.pipeline import sources
+from tfpipe.pipeline.config import PipelineConfig
+from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
+from tfpipe.pipeline.order import OrderSpec
+from tfpipe.pipeline.stages import Stage, make_options
+from tfpipe.presets import Decoder, PresetLike
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """A planned pipeline: the ordered stages plus what `plan()` decided.
+
+    Attributes:
+      stages: the named stages, in order.
+      training: training (shuffle, repeat) or eval (each record once, in source order).
+      batch_size: the batch each element holds (per replica with an input_context).
+      global_batch_size: the batch_size argument.
+      config: the PipelineConfig, with mode-dependent defaults filled in.
+      preset: the preset object.
+      files: the files this pipeline reads (after file sharding).
+      shard_by: "none", "file" or "record".
+      cache: the resolved cache: "none", "memory" or "disk:<path>".
+      examples: records this pipeline reads per epoch, if the manifest says (else None).
+      decoder: the preset bound to this data.
+      source: the resolved data.
+      counter: the skip_corrupt counters, or None.
+      notes: what plan() decided that changes or explains the data (label offsets, how a
+        glob was resolved, record sharding); the defaults among them were also warned.
+      order: the resumable order of this pipeline, or None ("shuffle_buffer", eval).
+      position: the Position the dataset starts from, or None (a fixed start_step).
+      start_step: the fixed start step (0 with a Position: the step is read at iterator start).
+    """
+
+    stages: tuple[Stage, ...]
+    training: bool
+    batch_size: int
+    global_batch_size: int
+    config: PipelineConfig
+    preset: PresetLike
+    files: tuple[str, ...]
+    shard_by: str
+    cache: str
+    examples: int | None
+    decoder: Decoder
+    source: sources.ResolvedData
+    counter: SkipCounter | None = None
+    notes: tuple[str, ...] = ()
+    order: OrderSpec | None = None
+    position: Any = None
+    start_step: int = 0
+
+    def describe(self) -> str:
+        """A few lines saying what this pipeline reads and what it decided."""
+        src = self.source
+        what = (
+            f"split {src.split!r} of {src.where} (manifest)"
+            if src.manifest is not None
+            else f"{src.where} (no manifest)"
+        )
+        records = f"{self.examples} records" if self.examples is not None else "records: unknown count"
+        mode = "training" if self.training else "eval, in source order"
+        lines = [
+            f"tfpipe pipeline: preset {self.preset.name!r}, {what}",
+            (
+                f"  {len(self.files)} file(s), {records}, batch {self.batch_size} ({mode}), "
+                f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"
+            ),
+        ]
+        if self.order is not None:
+            o = self.order
+            start = "the step of its Position" if self.position is not None else f"step {self.start_step}"
+            lines.append(
+                f"  order: resumable, seed {o.seed}, groups of {o.cycle} file(s), windows of "
+                f"{o.window} records, starting at {start}"
+            )
+        elif self.training:
+            lines.append("  order: shuffle_buffer (not resumable)")
+        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+
+    def _index(self, upto: str | int | None) -> int:
+        if upto is None:
+            return len(self.stages)
+        if isinstance(upto, int) and not isinstance(upto, bool):
+            if not 0 <= upto <= len(self.stages):
+                raise ConfigError(f"upto must be in 0..{len(self.stages)}. Received: upto={upto}")
+            return upto
+        names = [s.name for s in self.stages]
+        if upto not in names:
+            raise ConfigError(f"upto must be a stage name {names} or a count. Received: upto={upto!r}")
+        return names.index(upto) + 1
+
+    def options(self, threadpool_size: int | None = None) -> Any:
+        """The tf.data.Options every dataset of this pipeline gets."""
+        return make_options(self.config, self.shard_by, threadpool_size)
+
+    def dataset(
+        self, upto: str | int | None = None, *, threadpool_size: int | None = None, options: bool = True
+    ) -> Any:
+        """Applies `stages[:upto]` (a stage name: through that stage; a count; None: all),
+        then the tf.data.Options (`threadpool_size` overrides private_threadpool_size)."""
+        ds = None
+        for stage in self.stages[: self._index(upto)]:
+            ds = stage.fn(ds)
+        if ds is not None and options:
+            ds = ds.with_options(self.options(threadpool_size))
+        if ds is not None and self.counter is not None:
+            setattr(ds, _COUNTER_ATTRIBUTE, self.counter)  # read by `skipped(ds)`
+        return ds
+
+    def examples_per_element(self, upto: str | int | None = None) -> int:
+        """`batch_size` once a stage that batches has run within `upto`, else 1."""
+        return self.batch_size if any(s.batches for s in self.stages[: self._index(upto)]) else 1
+
+    def skipped(self) -> SkipCounts:
+        """What `skip_corrupt=True` dropped so far (all zeros without skip_corrupt)."""
+        return self.counter.read() if self.counter is not None else SkipCounts()
+
+
+# The attribute of a dataset `Pipeline.dataset()` returned that holds its skip counter: the
+# counter lives as long as the dataset, and a derived dataset does not carry it.
+_COUNTER_ATTRIBUTE = "_tfpipe_skip_counter"
+
+
+def skipped(ds: Any) -> SkipCounts:
+    """What `skip_corrupt=True` dropped so far from a dataset `build()` returned.
+
+    Readable at any time, e.g. after `model.fit`.
+
+    Raises:
+      ConfigError: `ds` was not built by tfpipe with skip_corrupt=True.
+    """
+    counter = getattr(ds, _COUNTER_ATTRIBUTE, None)
+    if not isinstance(counter, SkipCounter):
+        raise ConfigError(
+            "skipped() needs the dataset returned by tfpipe.build(..., skip_corrupt=True) "
+            "(datasets derived from it by further transformations are not tracked). "
+            f"Received: {type(ds).__name__}"
+        )
+    return counter.read()
