@@ -206,10 +206,8 @@ def test_a_twin_limited_to_5_mb_per_second_is_storage_bound_and_named(
     tfpipe.convert(str(images / "src"), dest, num_shards=4, workers=1)
     out = tmp_path / "slow.json"
     with local_gcs.shaped(mbps_per_stream=5, first_byte_ms=20):
-        code = main(
-            ["bench", "--data", dest, "--batch-size", "8", "--cache", "none", "--json", str(out), *FAST[:-2]]
-            + ["--step-time-ms", "1"]
-        )
+        args = ["--data", dest, "--batch-size", "8", "--cache", "none", "--json", str(out), *FAST[:-2]]
+        code = main(["bench", *args, "--step-time-ms", "1"])
     assert code == 0
     obj = json.loads(out.read_text())
     st = obj["storage"]
