@@ -40,7 +40,7 @@ def test_a_table_dataset_is_benched_with_the_pipeline_its_manifest_calls_for(tab
     report = tmp_path / "report.json"
     run = bench(
         "--data", table_ds, "--step-time-ms", 10, "--batch-size", 64, "--seconds", 0.2, "--warmup", 0,
-        "--max-cores", 1, "--json", report,
+        "--cache", "none", "--max-cores", 1, "--json", report,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert json.loads(report.read_text())["pipeline"] == "tabular"

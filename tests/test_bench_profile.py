@@ -22,7 +22,8 @@ from tfpipe.cli import main
 PROFILES = pathlib.Path(__file__).parent / "data" / "profiles"
 XPROF = xprof_tool.version()
 # Tiny settings: the producer's figures do not matter here, the profile's do.
-FAST = ["--seconds", "0.1", "--warmup", "0.05", "--max-cores", "1", "--quiet"]
+# No cache: the storage and first-epoch runs a caching pipeline adds are not what these test.
+FAST = ["--seconds", "0.1", "--warmup", "0.05", "--max-cores", "1", "--quiet", "--cache", "none"]
 
 # The Profiler's own figures, from tests/data/profiles/README.md: device, cores, steps analysed,
 # mean step time (ms), input share (0..1), the global batch it records, partial steps dropped.

@@ -36,7 +36,8 @@ CASES = [
             ("tensorflow-cpu==2.20.*", "tensorflow-cpu"),
             ("tensorflow==2.21.*", "tensorflow"),
         )
-        for extras in ((), ("beam",), ("profile",))
+        # Alone, and with every extra at once: what CI installs (the strictest combination).
+        for extras in ((), ("beam", "profile", "test"))
     ],
     (None, ("tpu",), "tensorflow-tpu"),
     (None, ("cpu",), "tensorflow-cpu"),
@@ -90,5 +91,5 @@ def test_exactly_one_tensorflow_distribution(resolved, spec, extras, expected):
         assert _tf._release(installs[expected]) in _tf.SUPPORTED
     if expected == "tensorflow-tpu":
         assert "libtpu" in installs  # the TPU runtime comes from its own wheel
-    for extra, package in (("beam", "apache-beam"), ("profile", "xprof")):
+    for extra, package in (("beam", "apache-beam"), ("profile", "xprof"), ("test", "pytest")):
         assert (package in installs) == (extra in extras)
