@@ -81,3 +81,9 @@ def table_40(bench_dir: str) -> tuple[str, str]:
     if not os.path.exists(csv):
         fake_data.write_table(fake_data.make_table(N_ROWS, columns=39, label_classes=2), csv)
     return csv, _convert(csv, os.path.join(bench_dir, "table40"), label="label", num_shards=8)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A measurement takes minutes: the suite's 300 s test timeout (pyproject.toml) is off here."""
+    for item in items:
+        item.add_marker(pytest.mark.timeout(0))

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import tfpipe
 from tfpipe.bench.producer import prefix_points
+from tfpipe.pipeline import plan
 
 CROP_PADDING = 32
 
@@ -35,13 +35,12 @@ def decode_only(root: str, batch: int, **options: Any) -> Any:
     from tfpipe._tf import tf
 
     tf_ = tf()
-    pipe = tfpipe.pipeline.plan(root, batch_size=batch, **options)
+    pipe = plan(root, batch_size=batch, **options)
     read_upto = prefix_points(pipe.stages)[0][1]
     spec = _spec(tf_)
     whole = tf_.constant([0.0, 0.0, 1.0, 1.0], shape=[1, 1, 4])
 
-    def decode(element: Any, _source: Any = None) -> Any:
-        record = element[0] if isinstance(element, tuple) else element
+    def decode(record: Any, *_: Any) -> Any:  # the read stages pair records with a source (and seed)
         features = tf_.io.parse_single_example(record, spec)
         encoded = features["image/encoded"]
         shape = tf_.io.extract_jpeg_shape(encoded)

@@ -57,7 +57,9 @@ def median_seconds(fn) -> float:
 
 def size_of(prefix_dir: str) -> int:
     if storage.is_gcs(prefix_dir):
-        return sum(size for _, is_dir, size in storage.gcs_entries(prefix_dir, recursive=True) if not is_dir)
+        return sum(
+            size for _, is_dir, size, *_ in storage.gcs_entries(prefix_dir, recursive=True) if not is_dir
+        )
     return sum(p.stat().st_size for p in pathlib.Path(prefix_dir).iterdir())
 
 
