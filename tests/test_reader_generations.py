@@ -97,3 +97,32 @@ def test_a_shard_deleted_before_its_turn_fails_naming_it_and_never_hangs(dataset
         timeout=90,  # it spun forever, deaf to Ctrl-C
     )
     assert "NotFoundError" in run.stdout and "train-00006-of-00008; No such file or directory" in run.stdout
+
+
+def manifest_reads(gcs, ds) -> int:
+    """TensorFlow's downloads of tfpipe.json while `ds` is read to its end once."""
+    with gcs.recording() as log:
+        for _ in ds:
+            pass
+    return sum(
+        r.route == "tls" and r.method == "GET" and "tfpipe.json" in r.path and r.bytes_out > 0 for r in log
+    )
+
+
+@pytest.mark.gcs
+def test_gcs_shards_are_checked_once_unless_read_in_parts(dataset, local_gcs, gcs_bucket, monkeypatch):
+    # Each check downloads tfpipe.json: on gs:// a request and ~30 ms of TensorFlow's CPU.
+    from tfpipe import storage
+
+    _, dest = dataset
+    root = gcs_bucket + "/t"
+    for name in os.listdir(dest):
+        storage.write_atomic(storage.join(root, name), (dest / name).read_bytes())
+
+    def build():
+        return tfpipe.build(root, preset="tabular", label="y", batch_size=100, training=False, split="train")
+
+    assert manifest_reads(local_gcs, build()) == SHARDS  # one request each: checked once, after opening
+    # A shard longer than one of TensorFlow's requests could change between them: checked at its end too.
+    monkeypatch.setenv("GCS_READ_CACHE_BLOCK_SIZE_MB", "0")
+    assert manifest_reads(local_gcs, build()) == 2 * SHARDS

@@ -17,10 +17,17 @@ with `tfpipe.pipeline.skipped(ds)` (or `Pipeline.skipped()`) at any time.
 
 Two things a read never does:
 - mix generations of a split: `tfpipe convert --overwrite` rewrites shards under the same
-  names (and often the same sizes and counts). Before a shard is opened, and when it has been
-  read to its end, the dataset's `tfpipe.json` must still list the shard's checksum as
-  `build()` read it (a `Generation`); otherwise the read fails, naming the shard, and a
-  pipeline never goes on with records of the new generation;
+  names (and often the same sizes and counts). Once a shard is open and its first records are
+  read, before any is yielded, the dataset's `tfpipe.json` must still list the shard's
+  checksum as `build()` read it (a `Generation`); otherwise the read fails, naming the shard,
+  and a pipeline never goes on with records of the new generation. Checked after the open,
+  not before it, one check covers the whole read: convert un-commits the manifest before it
+  rewrites a shard, and an open local file keeps the inode it opened (convert renames shards
+  into place), as one gs:// request reads one object generation. Only a gs:// shard longer
+  than one of TensorFlow's read requests (`request_bytes`) is checked again at its end: its
+  later requests read whatever generation is there then. Each check reads `tfpipe.json`; on
+  gs:// that costs a request and about 30 ms of CPU (TensorFlow fills a whole read block for
+  it), which is why it is not done twice per shard;
 - hang: TensorFlow's `ignore_errors()` retries a file that cannot be opened forever (a local
   shard deleted before its turn spun three threads at 100% CPU, deaf to Ctrl-C). Each read
   first probes the shard a bounded number of times and reads it only if it opens; a missing
@@ -32,6 +39,7 @@ Two things a read never does:
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
@@ -48,6 +56,19 @@ VERIFY_GROUP = 256
 # Bytes per verification step, at most: a group is held in memory per open file, so large
 # records (JPEGs) go in smaller groups (2 MiB / 108 KB = 19 ImageNet records).
 VERIFY_GROUP_BYTES = 2 << 20
+# TensorFlow's gs:// reads fetch GCS_READ_CACHE_BLOCK_SIZE_MB (read once, at import) per request.
+TF_GCS_BLOCK_MB = 64
+
+
+def request_bytes() -> int:
+    """Bytes TensorFlow reads from gs:// per request, as far as tfpipe can trust it: the
+    variable's value, never more than TensorFlow's default (a larger value set after TensorFlow
+    read it would take effect only in the next process)."""
+    try:
+        mb = int(os.environ.get("GCS_READ_CACHE_BLOCK_SIZE_MB", TF_GCS_BLOCK_MB))
+    except ValueError:
+        mb = TF_GCS_BLOCK_MB
+    return min(max(mb, 0), TF_GCS_BLOCK_MB) << 20
 
 
 def verify_group(mean_record_bytes: int | None) -> int:
@@ -133,6 +154,14 @@ class Generation:
             tuple(source.files),
             tuple(s.checksum for s in shards),
         )
+
+    def read_in_parts(self, size: Any) -> Any:
+        """Whether a shard of `size` bytes (-1: unknown) takes TensorFlow more than one read
+        request (graph code): only a gs:// shard longer than `request_bytes()`."""
+        tf_ = tf()
+        if not storage.is_gcs(self.manifest):
+            return tf_.constant(False)
+        return tf_.logical_or(tf_.less(size, 0), tf_.greater(size, request_bytes()))
 
     def still_listed(self, path: Any) -> Any:
         """An assertion (graph code) that the manifest now still lists `path` with its checksum."""
@@ -240,8 +269,9 @@ def read_shard(
       group: records per verification step (see `verify_group`).
       counts_known: the counts come from a manifest (wording of the messages).
       grouped: yield groups of up to `group` records (the caller unbatches) instead of records.
-      generation: the manifest's checksums, checked as each read starts and ends (see the
-        module doc); None for foreign files.
+      generation: the manifest's checksums, checked once each read has opened the shard
+        and, for a gs:// shard read in several requests, at its end (see the module doc);
+        None for foreign files.
       probe_open: read a shard only once its first byte could be read (`_readable`). Local
         files need it: ignore_errors() would retry a vanished file's open forever. gs:// does
         not: a vanished object raises NotFoundError, and a one-byte read of an object costs a
@@ -280,24 +310,26 @@ def _verified_groups(
 
     def one_read(_: Any) -> Any:
         names = _readable(tf_, path) if probe_open else tf_.reshape(path, [1])
-        if generation is not None:
-            names = _after([generation.still_listed(path)], names)
         reads = tf_.data.TFRecordDataset(names, compression_type=compression, buffer_size=buffer)
         groups = reads.ignore_errors().batch(group).map(plain(lambda r: (r, False)))
         return groups.concatenate(tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True)))
 
     zero = tf_.constant(0, tf_.int64)
+    in_parts = generation.read_in_parts(judge.size) if generation is not None else None
 
     def step(state: Any, element: Any) -> Any:
         pos_r, pos_b, yielded, last_stop, attempt = state
         records, is_end = element
         n = tf_.size(records, out_type=tf_.int64)
         fresh = records[tf_.clip_by_value(yielded - pos_r, 0, n) :]  # yielded by an earlier read
+        opened = tf_.equal(pos_r, 0)  # the first group of this read (or its end, if empty)
         pos_b += tf_.reduce_sum(tf_.cast(tf_.strings.length(records), tf_.int64) + 16)
         pos_r += n
         code = judge.verdict(is_end, pos_r, pos_b, yielded, last_stop, attempt)
-        if generation is not None:  # the end of each read: the records read are of the listed shard
-            code = tf_.cond(is_end, lambda: _after([generation.still_listed(path)], code), lambda: code)
+        if generation is not None:  # the shard open is the listed one (see the module doc)
+            check = tf_.logical_or(opened, tf_.logical_and(is_end, in_parts))
+            code = tf_.cond(check, lambda: _after([generation.still_listed(path)], code), lambda: code)
+            fresh = _after([code], fresh)  # nothing of the group leaves before its check
         retry = tf_.equal(code, _RETRY)
         state = (
             tf_.where(retry, zero, pos_r),
