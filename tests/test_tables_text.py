@@ -234,3 +234,16 @@ def test_ragged_rows_are_all_listed(tmp_path):
     with pytest.raises(DataError, match=r"found 2 problems") as e:
         tfpipe.convert(str(src), str(tmp_path / "out"))
     assert "line 3: expected 2 fields" in str(e.value) and "line 5: expected 2 fields" in str(e.value)
+
+
+def test_int64_range_is_exact_at_nineteen_digits():
+    # The check compares digit strings, not floats: the last unit on each side decides.
+    import pandas as pd
+
+    from tfpipe.convert.values import beyond_int64_text
+
+    fits = [str(2**63 - 1), str(-(2**63)), "+0009223372036854775807", " 42 ", "-0"]
+    assert beyond_int64_text(pd.Series(fits, dtype="string")) is None
+    for value in (2**63, -(2**63) - 1, 10**19, -(10**25)):
+        text = pd.Series([*fits, f" {value:+d} "], dtype="string")
+        assert beyond_int64_text(text) == (len(fits), value)

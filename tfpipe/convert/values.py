@@ -105,12 +105,19 @@ def beyond_int64_text(nonnull: Any) -> tuple[int, Any] | None:
     """The first integer text outside int64's range (`-2**63-1`, `2**64`), which no Example holds."""
     import numpy as np
 
-    digits = nonnull.str.strip().str.lstrip("+-").str.lstrip("0").str.len().to_numpy()
-    for i in np.flatnonzero(digits >= 19):  # 19 digits may still fit: compare as Python ints
-        value = int(nonnull.iloc[int(i)])
-        if not -(2**63) <= value <= INT64_MAX:
-            return int(nonnull.index[int(i)]), value
-    return None
+    text = nonnull.str.strip()
+    digits = text.str.lstrip("+-").str.lstrip("0").to_numpy(dtype=object)
+    length = np.fromiter(map(len, digits), dtype=np.int64, count=len(digits))
+    beyond = length > 19
+    at_limit = np.flatnonzero(length == 19)
+    if len(at_limit):  # 19 digits may still fit: equal-length digit strings compare as numbers
+        negative = text.str.startswith("-").to_numpy(dtype=bool)[at_limit]
+        limit = np.where(negative, str(2**63), str(INT64_MAX)).astype(object)
+        beyond[at_limit] = digits[at_limit] > limit
+    hits = np.flatnonzero(beyond)
+    if not len(hits):
+        return None
+    return int(nonnull.index[hits[0]]), int(text.iloc[int(hits[0])])
 
 
 INT64_MAX = 2**63 - 1
