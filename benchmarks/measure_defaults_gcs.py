@@ -2,7 +2,8 @@
 against the baseline pipeline, both reading from the twin.
 
 Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/measure_defaults_gcs.py [SWEEP ...]
-(SWEEP: train-read, eval-read, train, eval, vs-baseline; none: all, about 15 minutes on 2 cores).
+(SWEEP: train-read, eval-read, train, eval, vs-baseline, train-parallel; none: the first five,
+about 15 minutes on 2 cores).
 Tiny check: TFPIPE_BENCH_DATA=/tmp/tiny TFPIPE_BENCH_IMAGES=40 TFPIPE_GCS_SHARDS=4 \
     TFPIPE_BENCH_BATCH=16 TFPIPE_BENCH_SECONDS=0.5 TFPIPE_BENCH_WARMUP=0.2 TFPIPE_BENCH_RUNS=2 \
     python benchmarks/measure_defaults_gcs.py
@@ -23,6 +24,8 @@ epoch reads the twin):
   give records/s ratios and the footer MB/s. eval-read also times the training read prefix
   (16 files in parallel) as a reference for eval's one file at a time (with two opened ahead).
 - train, eval: the whole imagenet pipeline (uint8).
+- train-parallel: the whole training pipeline, cache="none", at read_parallelism AUTOTUNE
+  (the default), 4, 8 and 16, with the baseline for reference (not in the default run).
 - vs-baseline: build() (its default cache="auto", and cache="none") against
   tfpipe/bench/recipe.py, unchanged, on the same gs:// shards.
 
@@ -104,6 +107,18 @@ def makers(data: str, sweep: str) -> tuple[dict, int]:
     from tfpipe.bench.recipe import recipe_dataset
 
     files = tfpipe.Manifest.load(data).shard_paths("train")
+    if sweep == "train-parallel":
+        out = {
+            k: (lambda n=n: tfpipe.build(data, batch_size=BATCH, cache="none", read_parallelism=n))
+            for k, n in (
+                ("default", -1),
+                ("read_parallelism=4", 4),
+                ("read_parallelism=8", 8),
+                ("read_parallelism=16", 16),
+            )
+        }
+        out["baseline"] = lambda: recipe_dataset(files, batch_size=BATCH).repeat()
+        return out, BATCH
     return {
         "baseline": lambda: recipe_dataset(files, batch_size=BATCH).repeat(),
         "tfpipe uint8 (cache=auto)": lambda: tfpipe.build(data, batch_size=BATCH),
@@ -112,6 +127,7 @@ def makers(data: str, sweep: str) -> tuple[dict, int]:
 
 
 SWEEPS = ("train-read", "eval-read", "train", "eval", "vs-baseline")
+EXTRA_SWEEPS = ("train-parallel",)
 
 
 def run_sweep(gcs, data: str, sweep: str, record_mb: float) -> list[paired.Row]:
@@ -164,8 +180,9 @@ def main() -> None:
         gcs.shape(first_byte_ms=FIRST_BYTE_MS, mbps_per_stream=MBPS)
         rows: list[paired.Row] = []
         for sweep in sys.argv[1:] or SWEEPS:
-            if sweep not in SWEEPS:
-                raise SystemExit(f"unknown sweep {sweep!r}: expected one of {', '.join(SWEEPS)}")
+            if sweep not in SWEEPS + EXTRA_SWEEPS:
+                known = ", ".join(SWEEPS + EXTRA_SWEEPS)
+                raise SystemExit(f"unknown sweep {sweep!r}: expected one of {known}")
             rows += run_sweep(gcs, data, sweep, record_mb)
     finally:
         gcs.stop()

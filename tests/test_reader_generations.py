@@ -123,6 +123,9 @@ def test_gcs_shards_are_checked_once_unless_read_in_parts(dataset, local_gcs, gc
         return tfpipe.build(root, preset="tabular", label="y", batch_size=100, training=False, split="train")
 
     assert manifest_reads(local_gcs, build()) == SHARDS  # one request each: checked once, after opening
-    # A shard longer than one of TensorFlow's requests could change between them: checked at its end too.
-    monkeypatch.setenv("GCS_READ_CACHE_BLOCK_SIZE_MB", "0")
+    # A shard longer than one of TensorFlow's requests could change between them: checked at its
+    # end too. (These shards are ~20 KB: taken here as longer than a 1 KB request.)
+    from tfpipe.pipeline import corrupt
+
+    monkeypatch.setattr(corrupt, "request_bytes", lambda: 1024)
     assert manifest_reads(local_gcs, build()) == 2 * SHARDS

@@ -8,8 +8,9 @@ reads at when the data does not fit the cache.
 Requests are not counted (TensorFlow's GCS filesystem keeps no counter); they follow from how
 it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB by default)
 from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
-Reading a tfpipe dataset adds two reads of its manifest per shard read, as the read starts and
-ends, so records of two conversions of a split are never mixed (pipeline/corrupt.py).
+Reading a tfpipe dataset adds a read of its manifest per shard read, once the shard is open
+(two for a shard longer than a block), so records of two conversions of a split are never
+mixed (pipeline/corrupt.py).
 tests/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
@@ -17,19 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
+
+from tfpipe.pipeline.corrupt import gcs_block_bytes, generation_checks
 
 if TYPE_CHECKING:
     from tfpipe.bench.report import Rate
 
-# TensorFlow's GCS filesystem reads a file in blocks of this many MiB, one request each
-# (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable overrides it).
-GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
-GCS_DEFAULT_BLOCK_MB = 64
-# Manifest reads per shard read of a tfpipe dataset (the generation check as it starts and ends).
-MANIFEST_READS_PER_SHARD = 2
 MB = 1e6
 
 Location = Literal["gcs", "local"]
@@ -70,23 +66,14 @@ class Storage:
         return self.cache != "none"
 
 
-def gcs_block_bytes() -> int:
-    """TensorFlow's GCS read block in bytes: the variable's MiB when set, else 64 MiB."""
-    raw = os.environ.get(GCS_BLOCK_MB_VARIABLE, "")
-    try:
-        mb = int(raw) if raw else GCS_DEFAULT_BLOCK_MB
-    except ValueError:
-        mb = GCS_DEFAULT_BLOCK_MB
-    return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
-
-
 def requests_per_file(sizes: Sequence[int], block: int, *, manifest: bool = True) -> float:
     """Mean GET requests to read one of these files whole: TensorFlow's block reads, and with
-    a `manifest`, tfpipe's manifest reads around it."""
+    a `manifest`, tfpipe's checks of it (see `generation_checks`)."""
     if not sizes:
         return 0.0
-    blocks = sum(max(1, math.ceil(s / block)) for s in sizes) / len(sizes)
-    return blocks + (MANIFEST_READS_PER_SHARD if manifest else 0)
+    blocks = sum(max(1, math.ceil(s / block)) for s in sizes)
+    checks = sum(generation_checks(s, gcs=True) for s in sizes) if manifest else 0
+    return (blocks + checks) / len(sizes)
 
 
 def figures(

@@ -112,9 +112,10 @@ class PipelineConfig:
       cycle_length: files read concurrently by the training interleave; for the resumable
         order, the files of a group, read together and mixed in its windows. None: 16 for
         "shuffle_buffer", RESUMABLE_CYCLE_LENGTH for "resumable". Measured flat on local disk
-        (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x [0.97, 1.11]).
-        16 is for GCS, where each open file hides request latency; that was not measurable
-        here (no real GCS), so it is a judgement.
+        (read sweep, cache="none": cycle_length=4 0.88x [0.53, 1.46], CPU 1.03x [0.97, 1.11])
+        and on gs:// (the local GCS twin shaped like GCS, 16 shards: cycle_length=4 1.02x
+        [1.00, 1.04], 8 1.06x [1.02, 1.10] the read's records/s): how well batches mix decides
+        it (`benchmarks/mixing.py`).
         Eval reads the shards one after another in manifest order (the next ones are opened
         ahead), so predictions line up with the source.
       block_length: consecutive records taken from each file in turn (training, order
@@ -122,13 +123,18 @@ class PipelineConfig:
         files the most; measured no gain from more (read sweep, cache="none":
         block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]).
       reader_buffer: bytes of read-ahead per open file. Measured flat on local disk (read
-        sweep, cache="none": 256 KiB 1.05x [0.71, 1.55], CPU 0.98x [0.91, 1.06]); 8 MiB is
-        the tensorflow/tpu reference's value for GCS. Capped so all open files' buffers
-        take at most 1/8 of `ram_budget`.
+        sweep, cache="none": 256 KiB 1.05x [0.71, 1.55], CPU 0.98x [0.91, 1.06]) and on gs://
+        (the shaped twin: 256 KiB 0.99x [0.96, 1.02], 32 MiB 0.98x [0.95, 1.01]), where it
+        changes no request: TensorFlow fetches GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB) per
+        request whatever this buffer is. Capped so all open files' buffers take at most 1/8
+        of `ram_budget`.
       read_parallelism, map_parallelism, prefetch: AUTOTUNE (-1) or a fixed count
         (read_parallelism at most the files in the cycle). Measured (threads sweep, quiet
         machine): map_parallelism=2 0.98x [0.91, 1.07], CPU 1.02x [0.95, 1.09]; prefetch=2
-        0.97x [0.83, 1.14], CPU 1.03x [0.89, 1.19]: no fixed value beats AUTOTUNE.
+        0.97x [0.83, 1.14], CPU 1.03x [0.89, 1.19]: no fixed value beats AUTOTUNE. On gs://
+        (the shaped twin, 16 shards of 5.4 MB) read_parallelism=4 read 1.38x [1.35, 1.40]
+        the records/s of AUTOTUNE, which settles near the core count: pass it where reading
+        from GCS is the bottleneck (`tfpipe bench` says when).
       private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured
         (threads sweep, quiet machine): 2 threads 0.99x [0.86, 1.14], 4 threads 0.96x [0.84,
         1.10], both at 1.95-1.96 cores busy like the shared pool. Set it when the training

@@ -56,19 +56,32 @@ VERIFY_GROUP = 256
 # Bytes per verification step, at most: a group is held in memory per open file, so large
 # records (JPEGs) go in smaller groups (2 MiB / 108 KB = 19 ImageNet records).
 VERIFY_GROUP_BYTES = 2 << 20
-# TensorFlow's gs:// reads fetch GCS_READ_CACHE_BLOCK_SIZE_MB (read once, at import) per request.
-TF_GCS_BLOCK_MB = 64
+# TensorFlow's GCS filesystem reads a file in blocks of this many MiB, one request each
+# (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable, read once
+# when TensorFlow is imported, overrides it).
+GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
+GCS_DEFAULT_BLOCK_MB = 64
+
+
+def gcs_block_bytes() -> int:
+    """TensorFlow's gs:// read block in bytes: the variable's MiB when set, else 64 MiB."""
+    raw = os.environ.get(GCS_BLOCK_MB_VARIABLE, "")
+    try:
+        mb = int(raw) if raw else GCS_DEFAULT_BLOCK_MB
+    except ValueError:
+        mb = GCS_DEFAULT_BLOCK_MB
+    return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
 
 
 def request_bytes() -> int:
-    """Bytes TensorFlow reads from gs:// per request, as far as tfpipe can trust it: the
-    variable's value, never more than TensorFlow's default (a larger value set after TensorFlow
-    read it would take effect only in the next process)."""
-    try:
-        mb = int(os.environ.get("GCS_READ_CACHE_BLOCK_SIZE_MB", TF_GCS_BLOCK_MB))
-    except ValueError:
-        mb = TF_GCS_BLOCK_MB
-    return min(max(mb, 0), TF_GCS_BLOCK_MB) << 20
+    """The longest gs:// shard the reader takes to be one request: the block, never more than
+    TensorFlow's default (a larger value set after TensorFlow read it has no effect yet)."""
+    return min(gcs_block_bytes(), GCS_DEFAULT_BLOCK_MB << 20)
+
+
+def generation_checks(size: int, gcs: bool) -> int:
+    """`tfpipe.json` reads of one read of a shard of `size` bytes (see the module doc)."""
+    return 2 if gcs and size > request_bytes() else 1
 
 
 def verify_group(mean_record_bytes: int | None) -> int:
