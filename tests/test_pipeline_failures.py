@@ -226,3 +226,18 @@ def test_other_argument_errors_are_one_line(table_ds):
         tfpipe.build(table_ds, batch_size=8, training="no")
     with pytest.raises(ConfigError, match="skip_corrupt=True needs verify_shards=True"):
         tfpipe.build(table_ds, batch_size=8, skip_corrupt=True, verify_shards=False)
+
+
+@pytest.mark.gcs
+def test_training_reads_from_gcs_open_more_files_than_autotune(gcs_table, table_ds):
+    # A gs:// read waits on requests, which the autotuner does not model (see GCS_READ_PARALLELISM).
+    from tfpipe.pipeline.config import AUTOTUNE, GCS_READ_PARALLELISM
+
+    assert plan(gcs_table, batch_size=8).config.read_parallelism == max(GCS_READ_PARALLELISM, os.cpu_count())
+    assert plan(gcs_table, batch_size=8, cpu_budget=64).config.read_parallelism == 64
+    assert plan(gcs_table, batch_size=8, read_parallelism=3).config.read_parallelism == 3
+    assert plan(gcs_table, batch_size=8, training=False).config.read_parallelism == AUTOTUNE
+    assert plan(table_ds, batch_size=8).config.read_parallelism == AUTOTUNE
+    # The training order does not depend on how many files are read at once.
+    got = ids(tfpipe.build(gcs_table, batch_size=8, seed=3).take(12))
+    assert got == ids(tfpipe.build(table_ds, batch_size=8, seed=3).take(12)) and len(got) == 96

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
@@ -178,6 +179,8 @@ def plan(
         order_notes += (
             f"seed=None: the resumable order drew seed={cfg.seed}; pass it as seed= to repeat this run",
         )
+    if training:
+        cfg = cfg.for_storage(any(storage.is_gcs(f) for f in src.files))
     _check_cache_dir(cfg.cache)
     preset_obj, decoder = _bind(preset, src, training, options)
     n, i = _pipelines(input_context)
@@ -387,7 +390,6 @@ def _check_cache_dir(cache: str) -> None:
     """A disk cache's directory must exist and be writable now, not at the first batch."""
     if not cache.startswith("disk:"):
         return
-    from tfpipe import storage
 
     prefix = cache[len("disk:") :]
     if storage.is_gcs(prefix):

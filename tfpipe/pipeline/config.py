@@ -15,6 +15,7 @@ where tf.data's autotuner is the better judge.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.pipeline.order import ORDERS, Order
@@ -37,6 +38,13 @@ DEFAULT_TRAINING_ORDER: Order = "resumable"
 # files cost their read-ahead buffers (together at most 1/8 of ram_budget) and 64
 # concurrent reads, which GCS serves well.
 RESUMABLE_CYCLE_LENGTH = 64
+# Files a training read opens at once on gs:// when read_parallelism is AUTOTUNE (or the cores
+# the autotuner assumes, if more). A gs:// read waits on requests (tens of ms to the first
+# byte), which tf.data's autotuner, modelling CPU, does not see: it settles near the core
+# count. Measured on the local GCS twin shaped like GCS (measure_defaults_gcs.py
+# train-parallel, 2 cores, 16 shards of 5.4 MB, cache="none"): 8 read 1.46x [1.40, 1.52] the
+# examples/s of AUTOTUNE at 0.99x the CPU per image; 4 read 1.29x, 16 1.29x.
+GCS_READ_PARALLELISM = 8
 # The shuffle buffer order's files read at once (see `cycle_length`).
 SHUFFLE_BUFFER_CYCLE_LENGTH = 16
 CACHE_CHOICES = ("auto", "memory", "none", "disk:<path>")
@@ -131,10 +139,10 @@ class PipelineConfig:
       read_parallelism, map_parallelism, prefetch: AUTOTUNE (-1) or a fixed count
         (read_parallelism at most the files in the cycle). Measured (threads sweep, quiet
         machine): map_parallelism=2 0.98x [0.91, 1.07], CPU 1.02x [0.95, 1.09]; prefetch=2
-        0.97x [0.83, 1.14], CPU 1.03x [0.89, 1.19]: no fixed value beats AUTOTUNE. On gs://
-        (the shaped twin, 16 shards of 5.4 MB) read_parallelism=4 read 1.38x [1.35, 1.40]
-        the records/s of AUTOTUNE, which settles near the core count: pass it where reading
-        from GCS is the bottleneck (`tfpipe bench` says when).
+        0.97x [0.83, 1.14], CPU 1.03x [0.89, 1.19]: no fixed value beats AUTOTUNE locally.
+        On gs:// a training read's AUTOTUNE becomes GCS_READ_PARALLELISM (8) files at once,
+        or the cores if more (see GCS_READ_PARALLELISM for the measurement); Pipeline.config
+        shows the value used.
       private_threadpool_size: tf.data's own thread pool; 0 keeps TF's shared pool. Measured
         (threads sweep, quiet machine): 2 threads 0.99x [0.86, 1.14], 4 threads 0.96x [0.84,
         1.10], both at 1.95-1.96 cores busy like the shared pool. Set it when the training
@@ -239,6 +247,13 @@ class PipelineConfig:
 
         # Half the machine: the rest is the model's, the framework's and the OS page cache's.
         return int(psutil.virtual_memory().total // 2)
+
+    def for_storage(self, on_gcs: bool) -> PipelineConfig:
+        """AUTOTUNE's read_parallelism made GCS_READ_PARALLELISM (at least the cores) for gs://."""
+        if not on_gcs or self.read_parallelism != AUTOTUNE:
+            return self
+        cores = self.cpu_budget or os.cpu_count() or 1
+        return dataclasses.replace(self, read_parallelism=max(GCS_READ_PARALLELISM, cores))
 
     def for_mode(self, training: bool, order: Order | None = None) -> PipelineConfig:
         """Fills the fields whose default depends on training vs eval and on the order
