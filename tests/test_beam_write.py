@@ -10,10 +10,10 @@ import pytest
 pytest.importorskip("apache_beam")
 
 import apache_beam as beam
+from _records import split_records as records
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfpipe.beam
-from tfpipe.codec import decode_example, read_records
 from tfpipe.errors import DataError, DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.verify import verify
@@ -29,14 +29,6 @@ def write(dest, elements, options=RUNNER, **kwargs):
     with beam.Pipeline(options=PipelineOptions(options)) as p:
         _ = p | beam.Create(elements, reshuffle=False) | tfpipe.beam.WriteDataset(str(dest), **kwargs)
     return Manifest.load(str(dest))
-
-
-def records(manifest):
-    out = []
-    for path in manifest.shard_paths("train"):
-        with open(path, "rb") as f:
-            out += [decode_example(r) for r in read_records(f, where=path)]
-    return out
 
 
 def test_dicts_become_a_normal_dataset_with_every_record_once(tmp_path):

@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from _records import split_records as records
 
 import tfpipe
-from tfpipe.codec import decode_example, read_records
 from tfpipe.convert.folders import detect_format, explain_format
 from tfpipe.errors import DataError, DestinationError
 from tfpipe.manifest import Manifest
@@ -19,14 +19,6 @@ from tfpipe.testing import fake_data
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = (32, 24)
 SYNSETS = fake_data.class_names(3)
-
-
-def records(manifest, split="train"):
-    out = []
-    for path in manifest.shard_paths(split):
-        with open(path, "rb") as f:
-            out += [decode_example(r) for r in read_records(f, where=path)]
-    return out
 
 
 def by_filename(manifest, split="train"):

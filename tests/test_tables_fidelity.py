@@ -12,30 +12,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _records import column, nothing_written, records
 
 import tfpipe
-from tfpipe.codec import decode_example, read_records
 from tfpipe.convert import tables
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import Manifest
-
-
-def records(dest, split="train"):
-    """Every record of a split, decoded, in shard order; and the manifest as loaded from disk."""
-    m = Manifest.load(str(dest))
-    out = []
-    for path in m.shard_paths(split):
-        with open(path, "rb") as f:
-            out += [decode_example(r) for r in read_records(f, where=path)]
-    return out, m
-
-
-def column(recs, name):
-    return [r[name][0] for r in recs]
-
-
-def nothing_written(dest):
-    return not os.path.exists(dest) or not [n for n in os.listdir(dest) if not n.startswith(".")]
 
 
 def cli(*args):

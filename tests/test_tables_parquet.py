@@ -9,24 +9,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _records import column, records
 
 import tfpipe
-from tfpipe.codec import decode_example, read_records
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import Manifest
-
-
-def records(dest):
-    m = Manifest.load(str(dest))
-    out = []
-    for path in m.shard_paths("train"):
-        with open(path, "rb") as f:
-            out += [decode_example(r) for r in read_records(f, where=path)]
-    return out, m
-
-
-def column(recs, name):
-    return [r[name][0] for r in recs]
 
 
 def test_a_named_pandas_index_is_kept_as_the_column_it_is(tmp_path):

@@ -8,31 +8,13 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+from _records import column, nothing_written, records
 
 import tfpipe
-from tfpipe.codec import decode_example, read_records
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PANDAS_MISSING = ["NA", "None", "N/A", "null", "NULL", "nan", "NaN", "#N/A", "<NA>", "-nan"]
-
-
-def records(dest):
-    m = Manifest.load(str(dest))
-    out = []
-    for path in m.shard_paths("train"):
-        with open(path, "rb") as f:
-            out += [decode_example(r) for r in read_records(f, where=path)]
-    return out, m
-
-
-def column(recs, name):
-    return [r[name][0] for r in recs]
-
-
-def nothing_written(dest):
-    return not os.path.exists(dest) or not [n for n in os.listdir(dest) if not n.startswith(".")]
 
 
 def cli(*args):
