@@ -125,11 +125,13 @@ class PipelineConfig:
         [1.00, 1.04], 8 1.06x [1.02, 1.10] the read's records/s): how well batches mix decides
         it (`benchmarks/mixing.py`).
         Eval reads the shards one after another in manifest order (the next ones are opened
-        ahead), so predictions line up with the source.
+        ahead), so predictions line up with the source; on the shaped twin that read gave
+        1.37x the training read's records/s (eval-read sweep: training 0.73x [0.68, 0.79]).
       block_length: consecutive records taken from each file in turn (training, order
         "shuffle_buffer"; the resumable order takes runs of its own, see order.py). 1 mixes
         files the most; measured no gain from more (read sweep, cache="none":
-        block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]).
+        block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]; on the shaped twin 0.99x
+        [0.96, 1.02] the read's records/s).
       reader_buffer: bytes of read-ahead per open file. Measured flat on local disk (read
         sweep, cache="none": 256 KiB 1.05x [0.71, 1.55], CPU 0.98x [0.91, 1.06]) and on gs://
         (the shaped twin: 256 KiB 0.99x [0.96, 1.02], 32 MiB 0.98x [0.95, 1.01]), where it
