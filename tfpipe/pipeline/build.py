@@ -180,7 +180,7 @@ def plan(
             f"seed=None: the resumable order drew seed={cfg.seed}; pass it as seed= to repeat this run",
         )
     if training:
-        cfg = cfg.for_storage(any(storage.is_gcs(f) for f in src.files))
+        cfg = cfg.for_storage(src.on_gcs)
     _check_cache_dir(cfg.cache)
     preset_obj, decoder = _bind(preset, src, training, options)
     n, i = _pipelines(input_context)

@@ -75,6 +75,11 @@ class ResolvedData:
     def bytes(self) -> int | None:
         return None if UNKNOWN in self.sizes else sum(self.sizes)
 
+    @property
+    def on_gcs(self) -> bool:
+        """Some file is read through TensorFlow's gs:// filesystem."""
+        return any(storage.is_gcs(f) for f in self.files)
+
 
 def default_split(manifest: Manifest, training: bool) -> str:
     """ "train" for training; "validation", "test" or the only split for eval."""

@@ -32,7 +32,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfpipe import storage
 from tfpipe._tf import tf
 from tfpipe.pipeline import corrupt, order_stream
 from tfpipe.pipeline.corrupt import plain
@@ -200,7 +199,6 @@ def interleave_stage(p: StagePlan) -> StageFn:
     group = corrupt.verify_group(mean_bytes)
     buffer = p.reader_buffer
     generation = corrupt.Generation.of(src)  # reads never mix two conversions of the split
-    local = not any(storage.is_gcs(f) for f in src.files)
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
         return corrupt.read_shard(
@@ -216,7 +214,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
             counts_known=src.manifest is not None,
             grouped=grouped,
             generation=generation,
-            probe_open=local,
+            probe_open=not src.on_gcs,
         )
 
     def interleave(ds: Any) -> Any:
