@@ -6,12 +6,10 @@ upload's precondition). Plus the missing-extra error when Apache Beam is absent.
 
 import os
 import pathlib
-import subprocess
-import sys
-import textwrap
 
 import pytest
 from _gcs_faults import lose_commit_reply
+from _without import run_without
 
 from tfpipe import storage
 
@@ -70,33 +68,9 @@ def test_gcs_lost_reply_then_retry_is_success(gcs_bucket, local_gcs, tmp_path):
     assert lost.served == 1 and storage.read_bytes(dest) == b"shard bytes"
 
 
-BLOCK_BEAM = textwrap.dedent("""
-    import sys
-
-    class NoBeam:
-        def find_spec(self, name, path=None, target=None):
-            if name == "apache_beam" or name.startswith("apache_beam."):
-                raise ModuleNotFoundError(f"No module named {name!r}")
-            return None
-
-    sys.meta_path.insert(0, NoBeam())
-""")
-
-
-def run_without_beam(code, tmp_path):
-    script = tmp_path / "no_beam.py"
-    script.write_text(BLOCK_BEAM + textwrap.dedent(code))
-    return subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-
-
 def test_import_and_the_local_engine_never_load_beam(tmp_path):
-    out = run_without_beam(
+    out = run_without(
+        "apache_beam",
         f"""
         import tfpipe
         from tfpipe.testing import fake_data
@@ -112,7 +86,8 @@ def test_import_and_the_local_engine_never_load_beam(tmp_path):
 
 
 def test_the_beam_engine_without_beam_names_the_extra(tmp_path):
-    out = run_without_beam(
+    out = run_without(
+        "apache_beam",
         f"""
         import os
         import tfpipe

@@ -1,40 +1,15 @@
 """TensorFlow is the user's choice of distribution: none is a one-line error naming the extras,
 an unsupported or mixed install is refused by name, and the installed one is checked once."""
 
-import os
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import pytest
+from _without import run_without
 
 from tfpipe import _tf
 from tfpipe.errors import MissingExtraError
-
-BLOCK_TF = textwrap.dedent("""
-    import sys
-
-    class NoTensorFlow:
-        def find_spec(self, name, path=None, target=None):
-            if name == "tensorflow" or name.startswith("tensorflow."):
-                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-            return None
-
-    sys.meta_path.insert(0, NoTensorFlow())
-""")
-
-
-def run_without_tensorflow(code, tmp_path):
-    script = tmp_path / "no_tf.py"
-    script.write_text(BLOCK_TF + textwrap.dedent(code))
-    return subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)},
-    )
 
 
 def test_supported_releases_pass_quietly():
@@ -94,7 +69,8 @@ def test_this_environment_has_one_supported_tensorflow():
 
 
 def test_without_tensorflow_the_library_raises_one_line_naming_the_extras(tmp_path):
-    out = run_without_tensorflow(
+    out = run_without(
+        "tensorflow",
         """
         import tfpipe
         from tfpipe import _tf
@@ -120,7 +96,8 @@ def test_without_tensorflow_the_library_raises_one_line_naming_the_extras(tmp_pa
 def test_without_tensorflow_the_cli_fails_in_one_line_and_convert_still_works(tmp_path):
     src, out_dir = tmp_path / "table.csv", tmp_path / "out"
     src.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(7)))
-    out = run_without_tensorflow(
+    out = run_without(
+        "tensorflow",
         f"""
         import sys
         from tfpipe.cli import main
