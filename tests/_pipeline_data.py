@@ -1,4 +1,4 @@
-"""Small datasets shared by the tests/test_pipeline_*.py and test_presets.py modules (fixtures
+"""Small datasets shared by the tests/pipeline/ and tests/presets/ modules (fixtures
 registered by conftest.py; the helpers are imported).
 
 Odd counts on purpose: 37 images in 4 shards (13/12/12 per class), a 37-row table in 4 shards.

@@ -35,7 +35,7 @@ IMAGENET_MEAN_BYTES = 108_000
 IMAGENET_MEAN_SIZE = (390, 470)  # (height, width)
 
 # Calibrated on 1,000 images from imagenet_like_jpeg(default_rng(0)): mean 107.9 KB (sd 27 KB)
-# at quality 90 and 469x392 mean size. tests/test_fake_data.py checks 40 of another seed.
+# at quality 90 and 469x392 mean size. tests/testing/test_fake_data.py checks 40 of another seed.
 _LUM_AMP = 48.0  # strength of the luminance texture, in 8-bit levels
 _BASE_LUM_AMP = 30.0  # smooth luminance variation (lighting)
 _BETA = 0.75  # amplitude spectrum ~ 1/f^beta; photos are near 1, lower adds fine detail

@@ -11,7 +11,7 @@ from the start of the file to its end, so a shard of B bytes costs ceil(B / bloc
 Reading a tfpipe dataset adds a read of its manifest per shard read, once the shard is open
 (two for a shard longer than a block), so records of two conversions of a split are never
 mixed (pipeline/corrupt.py).
-tests/test_bench_storage.py checks that figure against the requests the local GCS twin served.
+tests/bench/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Epochs, groups and windows are computed in the graph from the start position, which is read
 when the iterator starts. A group's windows come from one of two sources that yield the same
-records in the same order (tests/test_pipeline_order.py checks it):
+records in the same order (tests/pipeline/test_pipeline_order.py checks it):
 
 - streamed: the group's files read together by a deterministic interleave, in runs of
   `spec.run` records, cut into windows; the windows before the start are skipped as

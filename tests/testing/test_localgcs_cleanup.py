@@ -11,7 +11,7 @@ import pytest
 from tfpipe.testing.gcs import LocalGCS
 
 pytestmark = pytest.mark.gcs
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def wait_missing(path, timeout=10.0):

@@ -19,7 +19,7 @@ from tfpipe.bench.profiles import xprof_tool
 from tfpipe.bench.verdict import band
 from tfpipe.cli import main
 
-PROFILES = pathlib.Path(__file__).parent / "data" / "profiles"
+PROFILES = pathlib.Path(__file__).parents[1] / "data" / "profiles"
 XPROF = xprof_tool.version()
 # Tiny settings: the producer's figures do not matter here, the profile's do.
 # No cache: the storage and first-epoch runs a caching pipeline adds are not what these test.

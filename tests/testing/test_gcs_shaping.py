@@ -246,7 +246,7 @@ def test_like_gcs_is_the_published_profile():
 
 
 def test_like_gcs_cites_each_figure_in_its_docstring_and_the_readme():
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
     for url in (
         "https://cloud.google.com/storage/docs/request-rate",
         "https://cloud.google.com/storage/docs/storage-classes",

@@ -12,7 +12,7 @@ import tfpipe
 from tfpipe import storage
 from tfpipe.pipeline import sources
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def write_records(path, n):

@@ -427,7 +427,7 @@ def test_children_exit_with_a_killed_parent(tmp_path):
         "print(gcs._emulator.pid, gcs._proxy.pid, flush=True)\n"
         "time.sleep(120)\n"
     )
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parent = subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": root}
     )

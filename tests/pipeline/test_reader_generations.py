@@ -12,7 +12,7 @@ import pytest
 
 import tfpipe
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROWS, SHARDS = 4001, 8
 OPTIONS = ("--num-shards", str(SHARDS), "--workers", "1", "--quiet")
 

@@ -14,7 +14,7 @@ import pytest
 import tfpipe
 from tfpipe.errors import ConfigError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def bench(*args, timeout=180):

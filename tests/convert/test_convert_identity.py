@@ -14,7 +14,7 @@ import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.testing import fake_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def convert(src, dest, *extra, pause=None):

@@ -21,7 +21,7 @@ from tfpipe.storage import StorageError
 from tfpipe.testing import fake_data
 from tfpipe.verify import verify
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARDS = 3
 N_IMAGES = 21
 
