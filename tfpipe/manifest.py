@@ -77,6 +77,88 @@ class SkippedInput:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class TokenizerInfo:
+    """The tokenizer a text dataset was tokenized with, stored beside the shards.
+
+    Attributes:
+      kind: "sentencepiece" (a `.model` file) or "huggingface" (a `tokenizer.json`).
+      file: the tokenizer file's name, relative to the dataset directory.
+      fingerprint: `sha256:<hex>` of that file's bytes.
+      vocab_size: ids are 0..vocab_size-1.
+      special_ids: role -> id for the roles the tokenizer has ("pad", "unk", "bos", "eos",
+        "cls", "sep", "mask"); a role it lacks is absent.
+      normalization: what the tokenizer's round trip may change (e.g. "NFKC, whitespace
+        collapsed"): a decode that differs from the text beyond this is counted at convert time.
+    """
+
+    kind: str
+    file: str
+    fingerprint: str
+    vocab_size: int
+    special_ids: dict[str, int] = dataclasses.field(default_factory=dict)
+    normalization: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> TokenizerInfo:
+        try:
+            info = cls(
+                kind=str(obj["kind"]),
+                file=check_relative_name(str(obj["file"])),
+                fingerprint=str(obj["fingerprint"]),
+                vocab_size=obj["vocab_size"],
+                special_ids=dict(obj.get("special_ids", {})),
+                normalization=str(obj.get("normalization", "")),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ManifestError(f"Malformed tokenizer entry: {e!r}. Received: {str(obj)[:200]}") from e
+        if not _is_count(info.vocab_size) or not all(
+            _is_count(v) and v < info.vocab_size for v in info.special_ids.values()
+        ):
+            raise ManifestError(
+                f"tokenizer: expected vocab_size > 0 and special ids below it. Received: "
+                f"vocab_size={info.vocab_size!r}, special_ids={info.special_ids!r}"
+            )
+        return info
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SplitText:
+    """What a text split holds, counted at convert time.
+
+    Attributes:
+      documents: records written (one document each; empty documents are left out).
+      tokens: token ids in all of them.
+      empty_documents: documents left out because they tokenized to nothing.
+      length_histogram: document lengths in tokens, as parallel lists: `lengths[i]` is a bin's
+        lower bound, `counts[i]` how many documents fall in it and `tokens[i]` their tokens.
+        Fine enough to predict each packing mode's fill at any sequence length.
+    """
+
+    documents: int
+    tokens: int
+    empty_documents: int = 0
+    length_histogram: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> SplitText:
+        try:
+            return cls(
+                documents=obj["documents"],
+                tokens=obj["tokens"],
+                empty_documents=obj.get("empty_documents", 0),
+                length_histogram={str(k): list(v) for k, v in obj.get("length_histogram", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ManifestError(f"Malformed text entry: {e!r}. Received: {str(obj)[:200]}") from e
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Split:
     """The shards of one split (train, validation, ...)."""
 
@@ -92,6 +174,8 @@ class Split:
     # 5xx, dropped connections), by kind: the local engine's writes and listings, not the encode
     # workers' reads of a gs:// source. None when not counted (Beam's workers retry on their own).
     retries: dict[str, int] | None = None
+    # A text split's documents, tokens and length histogram (layout "text"), else None.
+    text: SplitText | None = None
 
     @property
     def examples(self) -> int:
@@ -112,6 +196,7 @@ class Split:
             "options": self.options,
             "seconds": round(self.seconds, 3),
             **({} if self.retries is None else {"retries": self.retries}),
+            **({} if self.text is None else {"text": self.text.to_json()}),
         } | ({"notes": list(self.notes)} if self.notes else {})
 
     @classmethod
@@ -130,6 +215,7 @@ class Split:
             seconds=float(obj.get("seconds", 0.0)),
             notes=tuple(str(n) for n in obj.get("notes", [])),
             retries=_retries(obj.get("retries")),
+            text=None if obj.get("text") is None else SplitText.from_json(obj["text"]),
         )
 
 
@@ -147,13 +233,14 @@ class Manifest:
 
     Attributes:
       root: the directory (local or gs://) the manifest was loaded from or written to.
-      layout: "imagenet", "images" or "table".
+      layout: "imagenet", "images", "table" or "text".
       schema: the record features and the label.
       label_offset: the value of the first class's label (1 for imagenet_to_gcs layout).
       class_names: class (synset) names by label - label_offset.
       compression: "none" or "gzip".
       splits: split name -> Split.
       missing: "error" or "fill": how nulls in tables were handled.
+      tokenizer: the tokenizer of a text dataset (layout "text"), else None.
     """
 
     root: str
@@ -164,6 +251,7 @@ class Manifest:
     compression: str = "none"
     splits: dict[str, Split] = dataclasses.field(default_factory=dict)
     missing: str = "error"
+    tokenizer: TokenizerInfo | None = None
     tfpipe_version: str = __version__
 
     def split(self, name: str) -> Split:
@@ -195,7 +283,7 @@ class Manifest:
             "compression": self.compression,
             "missing": self.missing,
             "splits": {k: v.to_json() for k, v in self.splits.items()},
-        }
+        } | ({} if self.tokenizer is None else {"tokenizer": self.tokenizer.to_json()})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], root: str) -> Manifest:
@@ -226,6 +314,7 @@ class Manifest:
                 compression=str(obj.get("compression", "none")),
                 splits=splits,
                 missing=str(obj.get("missing", "error")),
+                tokenizer=None if obj.get("tokenizer") is None else TokenizerInfo.from_json(obj["tokenizer"]),
                 tfpipe_version=str(obj.get("tfpipe_version", "")),
             )
         except ManifestError as e:
