@@ -36,6 +36,8 @@ _ROWS = 3
 
 def chunk_size(pack: Any) -> int:
     """Documents per chunk for a preset's `TextPacking`."""
+    if pack.chunk is not None:
+        return pack.chunk
     mean = pack.mean_tokens
     if mean and pack.eos is not None:
         mean += 1
@@ -167,7 +169,9 @@ def start_fn(spec: Any, pack: Any, position: Any, step: int) -> Callable[[], Any
     iterator starts). A Position is bound to what a step means, packing included."""
     tf_ = tf()
     if position is None:
-        return lambda: tf_.constant(step, tf_.int64)
+        fixed = lambda: tf_.constant(step, tf_.int64)  # noqa: E731
+        fixed.step = step  # type: ignore[attr-defined]  # known now: no search traced at step 0
+        return fixed
     position.bind(spec.identity() | pack.identity() | {"chunk": chunk_size(pack)})
     return lambda: tf_.cast(position.read(), tf_.int64)
 
@@ -205,10 +209,17 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
         found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
         return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
 
+    fixed = getattr(p.start, "step", None)
+
     def from_step(_: Any) -> Any:
         target = p.start() * rows_per_step
         zero = tf_.constant(0, tf_.int64)
-        first, before = tf_.cond(target > 0, lambda: find(target), lambda: (zero, zero))
+        if fixed == 0:
+            first, before = zero, zero
+        elif fixed is not None:
+            first, before = find(target)
+        else:  # a Position: its step is read when the iterator starts
+            first, before = tf_.cond(target > 0, lambda: find(target), lambda: (zero, zero))
         skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
             tf_.data.Dataset.from_tensors(zero).repeat()
         )

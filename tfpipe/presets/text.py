@@ -57,6 +57,8 @@ class TextOptions:
       eos: end each document with the tokenizer's EOS before packing. None: for the causal
         outputs when the tokenizer has one.
       label: the label feature for "keras_classifier". None: the manifest's label.
+      chunk: documents packed together (see pipeline/text_stages.py). None: about 512 rows'
+        worth at the split's mean length.
     """
 
     sequence_length: int | None = None
@@ -65,6 +67,7 @@ class TextOptions:
     output: Output | None = None
     eos: bool | None = None
     label: str | None = None
+    chunk: int | None = None
 
     def __post_init__(self) -> None:
         if self.sequence_length is None:
@@ -80,6 +83,7 @@ class TextOptions:
         check_bool("truncate", self.truncate)
         check_bool("eos", self.eos, optional=True)
         check_str("label", self.label, optional=True)
+        check_int("chunk", self.chunk, 1, 1 << 24, optional=True)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,6 +100,7 @@ class TextPacking:
       vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
       mean_tokens: the split's mean document length from the manifest (chunk size), or None.
       histogram: the split's length histogram from the manifest, or None.
+      chunk: documents per chunk, or None: chosen from the mean length.
     """
 
     sequence_length: int
@@ -109,6 +114,7 @@ class TextPacking:
     vocab_size: int | None = None
     mean_tokens: float | None = None
     histogram: Mapping[str, list[int]] | None = None
+    chunk: int | None = None
 
     def identity(self) -> dict[str, Any]:
         """What a resumed run must share with the run it resumes (see pipeline/position.py)."""
@@ -163,6 +169,7 @@ class TextPreset:
             vocab_size=tokenizer.vocab_size if tokenizer is not None else None,
             mean_tokens=text.tokens / text.documents if text and text.documents else None,
             histogram=text.length_histogram if text else None,
+            chunk=opts.chunk,
         )
         return Decoder(
             spec=spec,
