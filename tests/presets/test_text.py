@@ -75,7 +75,7 @@ def test_training_epoch_holds_every_document_once(text_corpus, text_ds):
 
 
 def test_token_id_zero_survives(spm_text):
-    root, proc, docs, ids = spm_text
+    root, proc, _, ids = spm_text
     zeros = sum(d.count(0) for d in ids)
     assert proc.unk_id() == 0 and zeros > 0  # the text has real <unk> tokens
     batches = _batches(tfpipe.build(root, batch_size=B, sequence_length=L, training=False, split="train"))
@@ -101,7 +101,9 @@ def test_start_step_equals_the_uninterrupted_run(text_ds):
 def test_causal_lm_targets_stay_within_documents(text_corpus, text_ds):
     ids = text_corpus[2]
     eos = tfpipe.Manifest.load(text_ds).tokenizer.special_ids["eos"]
-    ds = tfpipe.build(text_ds, batch_size=B, sequence_length=L, output="causal_lm", training=False, split="train")
+    ds = tfpipe.build(
+        text_ds, batch_size=B, sequence_length=L, output="causal_lm", training=False, split="train"
+    )
     eos_seen = 0
     for x, targets, weights in _batches(ds):
         seg, tok = x["segment_ids"], x["tokens"]
@@ -116,7 +118,8 @@ def test_causal_lm_targets_stay_within_documents(text_corpus, text_ds):
 
 def test_keras_causal_lm_form(text_ds):
     ds = tfpipe.build(text_ds, batch_size=B, sequence_length=L, output="keras_causal_lm", seed=1)
-    x, y, w = ds.element_spec
+    x, y, weights = ds.element_spec
+    assert weights.dtype == tf.float32
     assert sorted(x) == ["padding_mask", "token_ids"]
     assert x["padding_mask"].dtype == tf.bool and y.shape.as_list() == [B, L]
 
@@ -124,7 +127,9 @@ def test_keras_causal_lm_form(text_ds):
 def test_keras_classifier_form(text_corpus, labeled_text_ds):
     ids = text_corpus[2]
     info = tfpipe.Manifest.load(labeled_text_ds).tokenizer.special_ids
-    ds = tfpipe.build(labeled_text_ds, batch_size=B, sequence_length=L, truncate=True, training=False, split="train")
+    ds = tfpipe.build(
+        labeled_text_ds, batch_size=B, sequence_length=L, truncate=True, training=False, split="train"
+    )
     batches = _batches(ds)
     x, label = batches[0]
     assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"]
