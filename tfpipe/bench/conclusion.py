@@ -9,42 +9,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench import advice, verdict, wait
+from tfpipe.bench import advice, results, verdict, wait
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.report import Report
-from tfpipe.bench.results import (
-    Comparison,
-    Consumer,
-    DatasetInfo,
-    FitCheck,
-    Rate,
-    ScalingPoint,
-    Simulation,
-    StageRate,
-    Storage,
-)
 from tfpipe.storage import is_gcs
 
 
 def conclude(
     *,
     pipeline: str,
-    dataset: DatasetInfo,
+    dataset: results.DatasetInfo,
     batch_size: int,
     hosts: int,
-    producer: Rate,
-    consumer: Consumer,
-    stages: tuple[StageRate, ...],
-    scaling: tuple[ScalingPoint, ...],
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
     worker_cores: int | None = None,
-    simulation: Simulation | None = None,
-    fit: FitCheck | None = None,
-    comparison: Comparison | None = None,
+    simulation: results.Simulation | None = None,
+    fit: results.FitCheck | None = None,
+    comparison: results.Comparison | None = None,
     profile_dir: str | None = None,
     environment: dict[str, Any] | None = None,
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
-    storage: Storage | None = None,
+    storage: results.Storage | None = None,
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice."""
     return Report(
@@ -72,15 +61,15 @@ def conclude(
 
 def _figures(
     pipeline: str,
-    dataset: DatasetInfo,
+    dataset: results.DatasetInfo,
     hosts: int,
-    producer: Rate,
-    consumer: Consumer,
-    stages: tuple[StageRate, ...],
-    scaling: tuple[ScalingPoint, ...],
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
     worker_cores: int | None,
     profile: Profile | None = None,
-    storage: Storage | None = None,
+    storage: results.Storage | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
 

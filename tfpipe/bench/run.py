@@ -15,20 +15,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import data, output, producer, reading
+from tfpipe.bench import data, output, producer, reading, results
 from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.report import Report
-from tfpipe.bench.results import (
-    Comparison,
-    Consumer,
-    FitCheck,
-    Rate,
-    ScalingPoint,
-    Simulation,
-    StageRate,
-    Storage,
-)
 from tfpipe.manifest import Manifest
 from tfpipe.storage import is_gcs
 
@@ -156,11 +146,11 @@ def _plan(
 
 def _time_storage(
     pipe: Pipeline,
-    stages: tuple[StageRate, ...],
+    stages: tuple[results.StageRate, ...],
     cfg: BenchConfig,
     source: data.BenchData,
     say: StatusCallback,
-) -> tuple[Rate, Rate | None]:
+) -> tuple[results.Rate, results.Rate | None]:
     """The read prefix without a cache (what the storage gives), and when the pipeline caches,
     the whole pipeline without it (the first epoch, which fills the cache from storage).
 
@@ -185,8 +175,12 @@ def _time_storage(
 
 
 def _storage(
-    pipe: Pipeline, source: data.BenchData, read: Rate, first_epoch: Rate | None, consumer: Consumer
-) -> Storage:
+    pipe: Pipeline,
+    source: data.BenchData,
+    read: results.Rate,
+    first_epoch: results.Rate | None,
+    consumer: results.Consumer,
+) -> results.Storage:
     """The storage figures from the uncached reads `_time_storage` timed."""
     return reading.figures(
         location="gcs" if is_gcs(source.root) else "local",
@@ -207,7 +201,7 @@ def _sizes(pipe: Pipeline) -> list[int]:
 
 def _time_producer(
     pipe: Pipeline, cfg: BenchConfig, say: StatusCallback
-) -> tuple[tuple[StageRate, ...], tuple[ScalingPoint, ...]]:
+) -> tuple[tuple[results.StageRate, ...], tuple[results.ScalingPoint, ...]]:
     """Every stage prefix, then the full pipeline on 1..N cores."""
     stages = tuple(
         producer.measure_prefixes(
@@ -235,11 +229,11 @@ def _time_producer(
 def _ground_truth(
     pipe: Pipeline,
     cfg: BenchConfig,
-    consumer: Consumer,
+    consumer: results.Consumer,
     device: Device | None,
     num_classes: int,
     say: StatusCallback,
-) -> tuple[Simulation | None, FitCheck | None]:
+) -> tuple[results.Simulation | None, results.FitCheck | None]:
     """The optional checks of the prediction: --simulate and --fit."""
     from tfpipe.bench.simulate import fit_check, simulate
 
@@ -282,7 +276,7 @@ def _compare(
     cfg: BenchConfig,
     tfpipe_eps: float,
     say: StatusCallback,
-) -> Comparison:
+) -> results.Comparison:
     """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
     full pipeline.
 
@@ -307,4 +301,4 @@ def _compare(
         seconds=cfg.seconds,
         warmup=cfg.warmup,
     )
-    return Comparison(tfpipe_eps, rate.examples_per_sec)
+    return results.Comparison(tfpipe_eps, rate.examples_per_sec)
