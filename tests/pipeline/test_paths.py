@@ -81,7 +81,7 @@ def test_bucket_names_are_checked_before_any_request(tmp_path, url, rule):
     pd.DataFrame({"x": [1]}).to_csv(tmp_path / "t.csv", index=False)
     with pytest.raises(storage.InvalidPath, match=rule):
         tfpipe.convert(str(tmp_path / "t.csv"), url)
-    if url.startswith("gs://"):
+    if storage.is_gcs(url):
         with pytest.raises(storage.InvalidPath, match=rule):
             storage.exists(url)  # every gs:// operation checks the name first
 
