@@ -20,8 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from tfpipe.convert.writer import ShardWriter
-from tfpipe.manifest import Manifest, Split, SplitText, TokenizerInfo, shard_name
+from tfpipe.manifest import Manifest, Split, SplitText, TokenizerInfo
 from tfpipe.schema import Field, Schema
+from tfpipe.shardnames import shard_name
 
 # Stdlib packages and modules the tests read (a few seconds for all of the stdlib; these ~0.5 s).
 SMALL = ("json", "email", "collections", "http", "textwrap.py", "argparse.py", "string.py", "calendar.py")

@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe._tf import tf
+from tfpipe._tf import plain, tf
 from tfpipe.pipeline import order_stream, packing
-from tfpipe.pipeline.corrupt import plain
 from tfpipe.pipeline.order import seed_key
 from tfpipe.pipeline.packing_numpy import chunk_documents
 
