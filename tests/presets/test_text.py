@@ -202,6 +202,18 @@ def test_input_pipelines_share_the_documents(text_corpus, text_ds):
     _documents(segments, ids)
 
 
+def test_token_ids_outside_the_vocabulary_are_refused(text_corpus, tmp_path):
+    import _text_data
+
+    _, tok, ids = text_corpus
+    root = str(tmp_path / "bad")
+    info = _text_data.bpe_info(tok, str(tmp_path))
+    _text_data.write_dataset(root, [*ids[:20], [5, info.vocab_size + 7, 9]], info, shards=1)
+    ds = tfpipe.build(root, batch_size=B, sequence_length=L, training=False, split="train")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"in \[0, {info.vocab_size}\).*{root}"):
+        _batches(ds)
+
+
 def test_attention_mask_is_block_diagonal():
     seg = tf.constant([[1, 1, 2, 2, 2, 0]])
     mask = tfpipe.attention_mask(seg).numpy()[0]
