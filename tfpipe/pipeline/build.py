@@ -462,14 +462,23 @@ def build(
 
 
 def steps_per_epoch(
-    data: str | Sequence[str], batch_size: int, *, split: str | None = None, drop_remainder: bool = True
+    data: str | Sequence[str],
+    batch_size: int,
+    *,
+    split: str | None = None,
+    drop_remainder: bool = True,
+    sequence_length: int | None = None,
+    packing: str = "first_fit",
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
     `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
+    A text split's batches are rows of `sequence_length`: their count is predicted from the
+    manifest's length histogram for `packing` (`fill.predicted_rows`), without reading data.
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
+      ConfigError: a text split without `sequence_length`.
       DataError: fewer records than one batch with drop_remainder.
     """
     checks.check_batch_size(batch_size)
@@ -481,6 +490,17 @@ def steps_per_epoch(
             f"record counts come from its manifest. Received: {data!r}, files without one."
         )
     examples = sum(src.counts)
+    text = src.manifest.split(src.split).text if src.split is not None else None
+    if src.manifest.layout == "text" and text is not None:
+        if sequence_length is None:
+            raise ConfigError(
+                f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
+                "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
+                "sequence_length=None"
+            )
+        from tfpipe.pipeline.fill import predicted_rows
+
+        examples = predicted_rows(text.length_histogram, sequence_length, packing)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(
