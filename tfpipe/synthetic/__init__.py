@@ -1,0 +1,1 @@
+"""Generated and built-in data for tests, benchmarks and bench's default datasets."""
