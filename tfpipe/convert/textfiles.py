@@ -258,7 +258,7 @@ def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
     if not isinstance(doc, str):
         raise DataError(
             f"{path}: line {number}: expected text (a JSON string) in field {reading.text_field!r}. "
-            f"Received: {_kind(doc)} {str(doc)[:60]!r}"
+            f"Received: {_kind(doc)} {json.dumps(doc, ensure_ascii=False)[:60]}"
         )
     try:
         doc.encode("utf-8")

@@ -193,7 +193,9 @@ class _HuggingFace(Tokenizer):
         self.kind = "huggingface"
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
         self.special_ids = _hf_roles(tok, spec)
-        self.specials = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special"))
+        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
+        unk = self.special_ids.get("unk")
+        self.specials = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special")) - {unk}
         self._normalizer = tok.normalizer
         # Byte-level tokenizers keep every byte, whitespace included; the others split words
         # on whitespace, which their decoders do not restore exactly.
