@@ -24,7 +24,7 @@ from tfpipe.convert.config import NOT_TEXT_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
 from tfpipe.convert.textencode import TextTask, text_schema
-from tfpipe.convert.textfiles import Doc, Reading
+from tfpipe.convert.textfiles import Raw, Reading
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 
@@ -207,9 +207,9 @@ class _Cursor:
         self.starts = [start for _, start in self.files]
         self.at = -1  # index in the plan of the next document `docs` yields
         self.file = -1
-        self.docs: Iterator[Doc] = iter(())
+        self.docs: Iterator[Raw] = iter(())
 
-    def take(self, first: int, count: int) -> Iterator[tuple[str, Doc]]:
+    def take(self, first: int, count: int) -> Iterator[tuple[str, Raw]]:
         """Documents first..first+count-1 of the plan, each with its file."""
         end = first + count
         while first < end:
@@ -217,7 +217,7 @@ class _Cursor:
             path, start = self.files[k]
             if k != self.file or first < self.at:
                 self.file, self.at = k, first
-                self.docs = textfiles.read_documents(path, self.reading, first - start)
+                self.docs = textfiles.read_raw(path, self.reading, first - start)
             doc = next(self.docs, None)
             while doc is not None and self.at < first:  # skip to `first` (a shard after one done)
                 self.at += 1
@@ -233,37 +233,26 @@ class _Cursor:
 
 def _cut(inputs: TextInputs, shard: int, first: int, count: int, cursor: _Cursor) -> Iterator[Piece]:
     """The shard's documents as pieces of work: one file's consecutive documents, up to
-    DOCS_PER_TASK of them or TEXT_PER_TASK characters."""
-    index = {name: i for i, name in enumerate(inputs.class_names)}
-    batch: list[tuple[str, Doc]] = []
-    size, start = 0, first
+    DOCS_PER_TASK of them or TEXT_PER_TASK bytes."""
+    batch: list[Raw] = []
+    path, size, start = "", 0, first
 
     def piece() -> Piece:
-        docs = [d for _, d in batch]
-        labels = None if not inputs.reading.label else tuple(_label_index(d.label, index) for d in docs)
         task = TextTask(
-            tuple(d.text for d in docs),
-            labels,
-            batch[0][0],
-            tuple(d.line for d in docs),
-            inputs.tokenizer,
-            inputs.fingerprint,
+            tuple(batch), path, inputs.reading, inputs.class_names, inputs.tokenizer, inputs.fingerprint
         )
         return Piece(shard, start, task)
 
-    for path, doc in cursor.take(first, count):
-        if batch and (path != batch[0][0] or len(batch) == DOCS_PER_TASK or size >= TEXT_PER_TASK):
+    for where, raw in cursor.take(first, count):
+        if batch and (where != path or len(batch) == DOCS_PER_TASK or size >= TEXT_PER_TASK):
             yield piece()
             start += len(batch)
             batch, size = [], 0
-        batch.append((path, doc))
-        size += len(doc.text)
+        batch.append(raw)
+        path = where
+        size += len(raw.data or b"")
     if batch:
         yield piece()
-
-
-def _label_index(label: Any, index: dict[str, int]) -> int:
-    return index[label] if isinstance(label, str) else int(label)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -364,13 +353,16 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     digest = hashlib.sha256(
         json.dumps([found.files, found.file_docs, found.class_names, info.fingerprint]).encode()
     ).hexdigest()
-    notes = (
-        (f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)",)
-        if found.blank_lines
-        else ()
+    notes = [f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)"] * bool(
+        found.blank_lines
     )
+    if cfg.vocab_size and tok.vocab_size < cfg.vocab_size:
+        notes.append(
+            f"the trained {cfg.train_tokenizer} tokenizer has {tok.vocab_size:,} ids, not the {cfg.vocab_size:,} "
+            "asked for (--vocab-size): the corpus has no more pairs to merge"
+        )
     estimate = _estimate_bytes(tok, found, reading)
-    return TextSource(found, reading, file, info, dest, digest, estimate, notes)
+    return TextSource(found, reading, file, info, dest, digest, estimate, tuple(notes))
 
 
 def _tokenizer_file(
