@@ -108,6 +108,11 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     problems, labels = Problems(), _Labels()
     counts, identities, chars, blank = [], [], 0, 0
     for path in listing.files:
+        if reading.label and textfiles.kind_of(path) == "txt":
+            raise DataError(
+                f"{path}: a .txt file holds no label. Received: label={reading.label!r} (--label); labels "
+                "come from a JSON Lines field or a Parquet column."
+            )
         identities.append(storage.identity(path, checksum=not storage.is_gcs(path)))
         if reading.label and textfiles.kind_of(path) == "parquet":
             labels.declared = _declared(path, reading.label, labels.declared)
