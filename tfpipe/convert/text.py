@@ -25,6 +25,7 @@ from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
 from tfpipe.convert.textencode import TextTask, text_schema
 from tfpipe.convert.textfiles import Raw, Reading
+from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 
@@ -297,24 +298,12 @@ class TextSource:
         path = storage.join(self.dest, self.tokenizer.file)
         return TextInputs(files, self.reading, self.scan.class_names, path, self.tokenizer.fingerprint)
 
-    def _starts(self) -> list[tuple[str, int]]:
-        out, start = [], 0
-        for path, n in zip(self.scan.files, self.scan.file_docs, strict=True):
-            out.append((path, start))
-            start += n
-        return out
-
     def shard_inputs(self, first: int, end: int) -> TextInputs:
-        files = [
-            (p, s)
-            for (p, s), n in zip(self._starts(), self.scan.file_docs, strict=True)
-            if n and s < end and first < s + n
-        ]
-        return self._inputs(tuple(files))
+        return self._inputs(files_holding(self.scan.files, self.scan.file_docs, first, end))
 
     def pieces(self, tasks: Sequence[Any]) -> Iterator[Piece]:
         """The pieces of all `tasks`, reading each file once, forward."""
-        files = tuple((p, s) for (p, s), n in zip(self._starts(), self.scan.file_docs, strict=True) if n)
+        files = files_holding(self.scan.files, self.scan.file_docs, 0, self.n_items)
         inputs, cursor = self._inputs(files), _Cursor(files, self.reading)
         for task in tasks:
             yield from _cut(inputs, task.index, task.first, task.count, cursor)

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
@@ -57,6 +58,19 @@ def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def files_holding(
+    files: Sequence[str], rows: Sequence[int], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1, where
+    file i adds rows[i] rows."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
 
 
 _JOINED = 1 << 16
