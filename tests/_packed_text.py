@@ -25,7 +25,10 @@ def stored_tokenizer(root: str) -> tokenizers.Tokenizer:
 
 
 def convert(tmp, docs, dest_name, *, labels=None, **options) -> str:
-    """`docs` written as a JSON Lines corpus and converted into 3 shards; the dataset's path."""
+    """`docs` written as a JSON Lines corpus and converted into 3 shards; the dataset's path.
+    Skips the test where the text extra (sentencepiece, tokenizers) is not installed."""
+    pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
+    pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')
     src = tmp / f"{dest_name}-corpus"
     corpus.write_corpus(src, docs, "jsonl", files=3, labels=labels)
     dest = str(tmp / dest_name)
@@ -69,8 +72,7 @@ def labeled_text_ds(tmp_path_factory) -> str:
 def spm_text(tmp_path_factory):
     """(root, tokenizer, ids): the corpus through a SentencePiece model trained here on part of
     it with character coverage under 1, so rare characters become `<unk>`, id 0."""
-    import sentencepiece as spm
-
+    spm = pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')
     tmp = tmp_path_factory.mktemp("spm")
     docs = corpus.documents(N_DOCS)
     model = io.BytesIO()
