@@ -126,9 +126,7 @@ def test_gcs_shards_are_checked_once_unless_read_in_parts(dataset, local_gcs, gc
     assert manifest_reads(local_gcs, build()) == SHARDS  # one request each: checked once, after opening
     # A shard longer than one of TensorFlow's requests could change between them: checked at its
     # end too. (These shards are ~20 KB: taken here as longer than a 1 KB request.)
-    from tfpipe.pipeline import corrupt
-
-    monkeypatch.setattr(corrupt, "request_bytes", lambda: 1024)
+    monkeypatch.setattr(storage, "gcs_request_bytes", lambda: 1024)
     assert manifest_reads(local_gcs, build()) == 2 * SHARDS
 
 
@@ -154,13 +152,12 @@ def test_gcs_checks_list_the_commit_marker_and_read_no_file(gcs_dataset, local_g
     # fills no 64 MiB read block. Its only ranged reads are the shards', one each.
     from tfpipe import commit_markers, storage
     from tfpipe.manifest import Manifest
-    from tfpipe.pipeline import corrupt
 
     _, root = gcs_dataset
     manifest = Manifest.load(root)
     bucket, prefix = root[len("gs://") :].split("/", 1)
     marker_prefix = "prefix=" + quote(f"{prefix}/{commit_markers.COMMITS_DIR}/", safe="")
-    block = corrupt.request_bytes()
+    block = storage.gcs_request_bytes()
 
     def build():
         return tfpipe.build(root, preset="tabular", label="y", batch_size=100, training=False, split="train")
@@ -180,7 +177,7 @@ def test_gcs_checks_list_the_commit_marker_and_read_no_file(gcs_dataset, local_g
 
     # A shard longer than one of TensorFlow's requests could change between them: checked at its
     # end too. (These shards are ~20 KB: taken here as longer than a 1 KB request.)
-    monkeypatch.setattr(corrupt, "request_bytes", lambda: 1024)
+    monkeypatch.setattr(storage, "gcs_request_bytes", lambda: 1024)
     requests, n = tf_requests(local_gcs, build())
     assert n == ROWS and len([r for r in requests if marker_prefix in r.path]) == 2 * SHARDS
     assert not [r for r in requests if "tfpipe.json" in r.path]

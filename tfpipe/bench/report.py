@@ -28,6 +28,7 @@ from tfpipe.bench.verdict import (
     Recommendation,
     ServiceEstimate,
 )
+from tfpipe.storage import is_gcs
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
@@ -472,7 +473,7 @@ def _analyse(
         bottleneck=neck,
         cores=cores,
         service=service,
-        data_on_gcs=dataset.path.startswith("gs://"),
+        data_on_gcs=is_gcs(dataset.path),
         preset=pipeline,
         profiled_wait=None if profile is None else profile.input_wait,
         storage=storage,

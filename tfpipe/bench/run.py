@@ -28,6 +28,7 @@ from tfpipe.bench.report import (
     conclude,
 )
 from tfpipe.manifest import Manifest
+from tfpipe.storage import is_gcs
 
 # Called with a short description as each phase of a bench starts.
 StatusCallback = Callable[[str], None]
@@ -85,7 +86,7 @@ def bench(
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
     storage = reading.figures(
-        location="gcs" if source.root.startswith("gs://") else "local",
+        location="gcs" if is_gcs(source.root) else "local",
         cache=pipe.cache,
         read=read,
         sizes=_sizes(pipe),

@@ -302,7 +302,7 @@ def _prepare_destination(dest: str) -> bool:
         try:
             storage.check_bucket(dest)
         except FileNotFoundError:
-            bucket = dest[len(storage.GCS_PREFIX) :].split("/", 1)[0]
+            bucket = storage.split_gcs(dest)[0]
             raise DestinationError(
                 f"{dest}: the bucket {bucket!r} does not exist. Create it first "
                 f"(gcloud storage buckets create gs://{bucket})."

@@ -23,7 +23,8 @@ from tfpipe import storage
 from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, shard_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.shardnames import ShardName, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()
@@ -329,8 +330,15 @@ class ResumeJournal:
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix
-_DONE_RE = re.compile(r"^\.([A-Za-z0-9_]+)-\d{5}-of-\d{5}(\.gz)?\.done$")
 _PLAN_RE = re.compile(r"^\.tfpipe-([A-Za-z0-9_]+)\.plan\.json$")
+
+
+def _done_split(name: str) -> str | None:
+    """The split of a done-record (`.<shard name>.done`), or None for other names."""
+    if not (name.startswith(".") and name.endswith(".done")):
+        return None
+    shard = ShardName.parse(name[1 : -len(".done")])
+    return shard.stem if shard is not None else None
 
 
 def sweep(dest: str, manifest: Manifest | None) -> list[str]:
@@ -347,7 +355,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
     names = storage.listdir(dest)
     plans = {m.group(1) for n in names if (m := _PLAN_RE.match(n))}
     removed = [n for n in names if _TEMPORARY_RE.match(n)]
-    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) not in plans]
+    removed += [n for n in names if (split := _done_split(n)) is not None and split not in plans]
     for split in sorted(plans):
         if manifest is not None and split in manifest.splits:
             state = ResumeJournal(dest, split, manifest.compression)
@@ -357,7 +365,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
                 options = {k: v for k, v in committed.options.items() if k != "engine"}  # not in the plan
                 if plan and plan.get("options") == options and plan["n_shards"] == len(committed.shards):
                     removed.append(os.path.basename(state.plan_path))
-                    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) == split]
+                    removed += [n for n in names if _done_split(n) == split]
     for name in dict.fromkeys(removed):
         storage.remove(storage.join(dest, name))
     storage.remove_dead_spools(dest)
