@@ -3,8 +3,8 @@ shards and on shards of convert's default size, on the local GCS twin unshaped a
 GCS; and the first epoch of a cached build() against the baseline's.
 
 Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/gcs_vs_baseline.py [DATASET ...]
-(DATASET: small, default; none: both, about 20 minutes on 2 cores, most of it making and
-converting 3,400 images the first time).
+(DATASET: small, default; none: both, about 20 minutes on 2 cores, plus a few minutes making
+and converting 3,400 images the first time).
 Tiny check: TFPIPE_BENCH_DATA=/tmp/tiny TFPIPE_BENCH_IMAGES=40 TFPIPE_GCS_DEFAULT_IMAGES=60 \
     TFPIPE_GCS_DEFAULT_SHARD=2MiB TFPIPE_BENCH_BATCH=16 TFPIPE_BENCH_SECONDS=0.5 \
     TFPIPE_BENCH_WARMUP=0.2 TFPIPE_BENCH_RUNS=2 python benchmarks/gcs_vs_baseline.py
@@ -18,12 +18,16 @@ so each split has its commit marker, tfpipe/commit_markers.py):
 The small dataset is also copied object by object without its marker ("small, no marker"):
 what a dataset copied to gs:// by another tool costs, whose checks read tfpipe.json.
 
-Contenders, per dataset and twin shaping (TFPIPE_GCS_SHAPINGS, "unshaped,like_gcs"):
-- steady state (benchmarks/paired.py windows: TFPIPE_BENCH_WARMUP 2 s, then
-  TFPIPE_BENCH_SECONDS 4 s, TFPIPE_BENCH_RUNS 4 rounds): the baseline (tfpipe/bench/recipe.py,
-  unchanged, repeated) and `tfpipe.build(data, cache="none")`, whose every epoch reads gs://;
-- first epoch: a fresh pipeline from `iter()` to its first epoch's last batch, the baseline and
-  `tfpipe.build(data, cache="memory")` (which loads every record once, then orders from memory).
+Contenders, per dataset and twin shaping (TFPIPE_GCS_SHAPINGS, "unshaped,like_gcs"), each
+round a fresh pipeline of each, the order alternating between rounds (TFPIPE_BENCH_RUNS, 4):
+- the baseline (tfpipe/bench/recipe.py, unchanged, repeated) and `tfpipe.build(data,
+  cache="none")`, whose every epoch reads gs://: the first epoch (from `iter()`, the start
+  included), then TFPIPE_BENCH_EPOCHS (1) more, timed apart: the steady state. Windows are
+  whole epochs: the resumable order reads a window of up to `shuffle_buffer` records whole,
+  and the next one ahead, so a shorter window takes reads unevenly (on 3 shards of 93 MB, a
+  4 s window after a 2 s warm-up took twice the baseline's reading);
+- `tfpipe.build(data, cache="memory")`: its first epoch, which loads every record once
+  (before its first batch), then orders from memory.
 Ratios are tfpipe / baseline, examples/s and CPU ms per example of the reading process (the
 twin runs in processes of its own; its CPU is printed per sweep).
 """
@@ -49,6 +53,7 @@ SMALL_SHARDS = int(os.environ.get("TFPIPE_GCS_SHARDS", "16"))
 DEFAULT_IMAGES = int(os.environ.get("TFPIPE_GCS_DEFAULT_IMAGES", "2600"))
 DEFAULT_SHARD = os.environ.get("TFPIPE_GCS_DEFAULT_SHARD", "128MiB")
 BATCH = int(os.environ.get("TFPIPE_BENCH_BATCH", "128"))
+EPOCHS = int(os.environ.get("TFPIPE_BENCH_EPOCHS", "1"))
 SHAPINGS = {"unshaped": Shaping(), "like_gcs": LIKE_GCS}
 COMMAND = "TFPIPE_BENCH_DATA={} python benchmarks/gcs_vs_baseline.py {}"
 
@@ -88,26 +93,43 @@ def copy_without_marker(data: str, dest: str) -> str:
     return dest
 
 
-def first_epoch(make, steps: int) -> paired.Window:
-    """One window: a fresh pipeline from `iter()` to its first epoch's last batch."""
+def epochs(make, steps: int, more: int) -> tuple[paired.Window, paired.Window | None]:
+    """A fresh pipeline's first epoch (from `iter()`, its start included) and the `more`
+    epochs after it (None if 0). Windows of whole epochs: a window shorter than an epoch
+    would take the reading of a resumable-order window, read whole and ahead, unevenly."""
     ds = make()
     cpu0, t0 = time.process_time(), time.monotonic()
     it = iter(ds)
     for _ in range(steps):
         next(it)
-    wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
-    return paired.Window(steps * BATCH / wall, cpu * 1e3 / (steps * BATCH), cpu / wall)
+    cpu1, t1 = time.process_time(), time.monotonic()
+    for _ in range(more * steps):
+        next(it)
+    cpu2, t2 = time.process_time(), time.monotonic()
+    n = steps * BATCH
+
+    def window(cpu: float, wall: float, examples: int) -> paired.Window:
+        return paired.Window(examples / wall, cpu * 1e3 / examples, cpu / wall)
+
+    return window(cpu1 - cpu0, t1 - t0, n), (window(cpu2 - cpu1, t2 - t1, more * n) if more else None)
 
 
-def first_epoch_rounds(makers: dict, steps: int) -> dict[str, list[paired.Window]]:
-    """paired.rounds for first epochs: every contender once per round, the order alternating."""
+def epoch_rounds(makers: dict, steps: int) -> tuple[dict, dict]:
+    """Every contender once per round, the order alternating (as benchmarks/paired.py): the
+    first epochs of all, and the steady epochs of those `makers` gives a count of (make, more)."""
     names = list(makers)
-    out: dict[str, list[paired.Window]] = {name: [] for name in names}
+    first: dict[str, list[paired.Window]] = {n: [] for n in names}
+    steady: dict[str, list[paired.Window]] = {n: [] for n, (_, more) in makers.items() if more}
     for r in range(measure_defaults.RUNS):
         for name in names if r % 2 == 0 else reversed(names):
-            out[name].append(first_epoch(makers[name], steps))
-            paired.print_window(r, name, out[name][-1])
-    return out
+            make, more = makers[name]
+            one, rest = epochs(make, steps, more)
+            first[name].append(one)
+            paired.print_window(r, f"{name}, epoch 1", one)
+            if rest is not None:
+                steady[name].append(rest)
+                paired.print_window(r, f"{name}, epochs 2+", rest)
+    return first, steady
 
 
 def sweep(gcs, name: str, data: str, shaping: str) -> list[paired.Row]:
@@ -120,52 +142,28 @@ def sweep(gcs, name: str, data: str, shaping: str) -> list[paired.Row]:
     command = COMMAND.format(os.environ.get("TFPIPE_BENCH_DATA", "<dir>"), name.split(",")[0])
     where = f"{name} ({len(files)} shards of {split.bytes / len(files) / 1e6:.1f} MB), {shaping}"
     print(f"\n{where}", flush=True)
-    steady = {
-        "baseline": lambda: recipe_dataset(files, batch_size=BATCH).repeat(),
-        "tfpipe cache=none": lambda: tfpipe.build(data, batch_size=BATCH, cache="none"),
+    makers = {
+        "baseline": (lambda: recipe_dataset(files, batch_size=BATCH).repeat(), EPOCHS),
+        "tfpipe cache=none": (lambda: tfpipe.build(data, batch_size=BATCH, cache="none"), EPOCHS),
     }
+    if "no marker" not in name:
+        makers["tfpipe cache=memory"] = (lambda: tfpipe.build(data, batch_size=BATCH, cache="memory"), 0)
     with gcs_twin.TwinCpu(gcs) as twin:
-        results = paired.rounds(
-            steady,
-            examples_per_element=BATCH,
-            n_rounds=measure_defaults.RUNS,
-            seconds=measure_defaults.SECONDS,
-            warmup=measure_defaults.WARMUP,
-            on_window=paired.print_window,
-        )
-        rows = [
-            paired.row(
-                results,
-                "tfpipe cache=none",
-                "baseline",
-                target=f"{where}: uncached",
-                goal=1.0,
-                command=command,
-            )
-        ]
-        if "no marker" not in name:
-            epochs = first_epoch_rounds(
-                {
-                    "baseline, first epoch": lambda: recipe_dataset(files, batch_size=BATCH),
-                    "tfpipe cache=memory, first epoch": lambda: tfpipe.build(
-                        data, batch_size=BATCH, cache="memory"
-                    ),
-                },
-                steps,
-            )
-            rows.append(
-                paired.row(
-                    epochs,
-                    "tfpipe cache=memory, first epoch",
-                    "baseline, first epoch",
-                    target=f"{where}: first epoch, cached",
-                    goal=1.0,
-                    command=command,
-                )
-            )
+        first, steady = epoch_rounds(makers, steps)
     print(
         f"  the twin kept {twin.cores:.2f} cores busy (proxy {twin.proxy_s:.1f} s, emulator {twin.emulator_s:.1f} s)"
     )
+
+    def row(results: dict, contender: str, what: str, goal: float | None) -> paired.Row:
+        return paired.row(
+            results, contender, "baseline", target=f"{where}: {what}", goal=goal, command=command
+        )
+
+    epochs_timed = "epoch 2" if EPOCHS == 1 else f"epochs 2-{EPOCHS + 1}"
+    rows = [row(steady, "tfpipe cache=none", f"uncached, {epochs_timed}", 1.0)]
+    if "tfpipe cache=memory" in first:
+        rows.append(row(first, "tfpipe cache=memory", "first epoch, cache=memory", 1.0))
+    rows.append(row(first, "tfpipe cache=none", "first epoch, cache=none", None))
     return rows
 
 
