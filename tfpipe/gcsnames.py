@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import re
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import InvalidPath
 
 GCS_PREFIX = "gs://"
-
-
-class InvalidPath(TfpipeError, ValueError):
-    """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
 
 
 _BUCKET_PART = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?")

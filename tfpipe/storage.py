@@ -28,21 +28,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import AlreadyExists, StorageError
 from tfpipe.gcsnames import InvalidPath as InvalidPath  # re-exported
 from tfpipe.gcsnames import check_url
 
 T = TypeVar("T")
 GCS_PREFIX = "gs://"
 HIDDEN_PREFIX = "."
-
-
-class StorageError(TfpipeError, OSError):
-    """A read or write failed for a reason other than a missing file."""
-
-
-class AlreadyExists(StorageError):
-    """An atomic write found its destination taken."""
 
 
 def is_gcs(path: str) -> bool:

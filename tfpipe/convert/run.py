@@ -29,7 +29,14 @@ from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import ImageSource, Source, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import ConfigError, DataError, DestinationError, ManifestError, TfpipeError
+from tfpipe.errors import (
+    ConfigError,
+    DataError,
+    DestinationError,
+    EmptyClassWarning,
+    ManifestError,
+    TfpipeError,
+)
 from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
 from tfpipe.validation import check_choice
 
@@ -251,10 +258,6 @@ def _check_tables_unchanged(source: Source) -> None:
                 "shards would mix rows of two versions; nothing was committed. Convert it again "
                 "(--overwrite) once nothing writes to it."
             )
-
-
-class EmptyClassWarning(UserWarning):
-    """A class whose image files were all skipped: it is in the class list with 0 examples."""
 
 
 def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.errors import ConfigError, DataError, DefaultWarning, ManifestError, ShardingWarning
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline import sources
@@ -34,14 +34,6 @@ SHUFFLE_SHARE = 0.25
 # Serialized records expand about this much when a gzip shard is decompressed into the cache
 # (measured on tfpipe's table shards; JPEG records barely compress, so this overestimates).
 GZIP_EXPANSION = 3
-
-
-class ShardingWarning(UserWarning):
-    """Input pipelines share files by record, not by file (fewer files than pipelines)."""
-
-
-class DefaultWarning(UserWarning):
-    """A default changed the data, e.g. the label offset of records without a manifest."""
 
 
 def _split_kwargs(

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
-from tfpipe.errors import ConfigError, TfpipeError, field_error
+from tfpipe.errors import ConfigError, ServiceError, field_error
 
 Role = Literal["dispatcher", "worker"]
 
@@ -34,10 +34,6 @@ _RPC = {
     "dispatcher": "/tensorflow.data.DispatcherService/GetWorkers",
     "worker": "/tensorflow.data.WorkerService/GetWorkerTasks",
 }
-
-
-class ServiceError(TfpipeError):
-    """A tf.data service peer was lost while a client read from it."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
