@@ -313,6 +313,24 @@ def _open_regular(path: str) -> BinaryIO:
         raise
 
 
+def write_problem(folder: str) -> str | None:
+    """Why no new file can be written in the local `folder` ("no such folder", "Permission
+    denied", "Read-only file system"), or None when one can.
+
+    The one writability check: it makes and removes an empty hidden file there, which proves
+    what permission bits alone cannot (a read-only mount, ACLs, root bypassing the bits).
+    """
+    if not os.path.isdir(folder):
+        return "no such folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f"{HIDDEN_PREFIX}tfpipe-write-check-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    os.remove(probe)
+    return None
+
+
 def file_kind(mode: int) -> str:
     """What a stat mode describes, for messages: "a FIFO (named pipe)", "a directory", ..."""
     for test, name in (

@@ -318,8 +318,10 @@ def _prepare_destination(dest: str) -> bool:
     created = not os.path.lexists(dest)
     try:
         os.makedirs(dest, exist_ok=True)
-        if not os.access(dest, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        # Before the lock file: opening one that exists needs no write access to the folder.
+        why = storage.write_problem(dest)
+        if why:
+            raise DestinationError(f"{dest}: cannot write the output there: {why}")
         os.close(os.open(os.path.join(dest, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:
         raise DestinationError(f"{dest}: cannot write the output there: {e.strerror or e}") from None

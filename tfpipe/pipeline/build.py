@@ -22,7 +22,7 @@ from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
 from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 from tfpipe.schema import dtype_of_tf
-from tfpipe.validation import check_bool
+from tfpipe.validation import check_batch_size, check_bool
 
 __all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
 
@@ -45,13 +45,6 @@ def _split_kwargs(
     overrides = {k: v for k, v in kwargs.items() if k in names}
     preset_options = {k: v for k, v in kwargs.items() if k not in names}
     return dataclasses.replace(config or PipelineConfig(), **overrides), preset_options
-
-
-def _check_batch_size(batch_size: Any) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise ConfigError(
-            f"batch_size must be a positive int (the global batch). Received: batch_size={batch_size!r}"
-        )
 
 
 def _per_replica_batch(batch_size: int, input_context: Any) -> int:
@@ -152,7 +145,7 @@ def plan(
     check_bool("training", training)
     position, step = order_module.parse_start(start_step)
     resuming = position is not None or step > 0
-    _check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     _check_service(service, cfg)
     per_replica = _per_replica_batch(batch_size, input_context)
     src = _resolve_data(data, cfg, training)
@@ -396,8 +389,9 @@ def _check_cache_dir(cache: str) -> None:
             f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
             "writes files named <path>.index and <path>.data-*)."
         )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable.")
+    why = storage.write_problem(parent)
+    if why:
+        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable ({why}).")
 
 
 def build(
@@ -475,7 +469,7 @@ def steps_per_epoch(
       ManifestError: `data` has no manifest (foreign files have no known count).
       DataError: fewer records than one batch with drop_remainder.
     """
-    _check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
     src = sources.resolve(data, split=split, training=True)
     if src.manifest is None:
