@@ -6,7 +6,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import (
@@ -21,6 +21,9 @@ from tfpipe.validation import (
     check_seconds,
     check_str,
 )
+
+if TYPE_CHECKING:
+    from tfpipe.manifest import Manifest
 
 PipelineName = Literal["imagenet", "tabular"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
@@ -284,9 +287,13 @@ def check_consumer_rate(
 def pipeline_for(data: object) -> PipelineName:
     """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
     table, else imagenet (also without a manifest, or without data)."""
-    from tfpipe.manifest import Manifest
+    from tfpipe.pipeline.resolve import data_path
 
-    manifest = Manifest.find(data.rstrip("/")) if isinstance(data, str) and data else None
+    return pipeline_of(data_path(data).manifest if isinstance(data, str) and data else None)
+
+
+def pipeline_of(manifest: Manifest | None) -> PipelineName:
+    """The pipeline for a manifest's layout: tabular for a table, else imagenet."""
     return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
 
 
