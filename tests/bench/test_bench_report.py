@@ -332,6 +332,7 @@ def test_bench_config_validation() -> None:
     [
         ("seconds", True, "a positive number of seconds"),
         ("seconds", "3", "a positive number of seconds"),
+        ("step_time_ms", "12.5", "a number of milliseconds, not text"),
         ("warmup_seconds", "1", "a number of seconds >= 0"),
         ("warmup_seconds", -1, "a number of seconds >= 0"),
         ("simulate", 1, "True or False"),

@@ -157,6 +157,8 @@ def _cache(name: str, value: object) -> str:
 def _step_time(name: str, value: object) -> object:
     if value is not None:
         check_step_time_ms(value)
+        if isinstance(value, str):  # a field takes one type; the command line parses its text
+            raise field_error(ConfigError, name, "a number of milliseconds, not text", value)
     return value  # as given: the report says the step time the user gave
 
 
