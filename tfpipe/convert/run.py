@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe import storage
+from tfpipe import commit_markers, storage
 from tfpipe.convert import folders, tables, textfiles
 from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
@@ -236,6 +236,7 @@ def _convert_locked(
         retried.subtract(run.retried_before)
         entry = dataclasses.replace(entry, retries={k: n for k, n in sorted(retried.items()) if n > 0})
     manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
+    commit_markers.mark(dest, plan.split, entry.shards)  # gs://: readers check it by a listing
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
@@ -457,12 +458,15 @@ def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: Shar
 
 
 def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -> Manifest | None:
-    """--overwrite: un-commit the old split first, then delete its shards and any strays.
+    """--overwrite: remove the split's commit markers, un-commit the old split, then delete its
+    shards and any strays.
 
     In this order a kill at any point leaves no manifest that lists a deleted shard: at worst
-    shard files no manifest lists, which the next run refuses until --overwrite.
+    shard files no manifest lists, which the next run refuses until --overwrite; and no marker
+    of the split while any of its shards is rewritten (tfpipe/commit_markers.py).
     """
     old_shards: list[str] = []
+    commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten
     if existing is not None and split in existing.splits:
         old_shards = existing.shard_paths(split)
         rest = {k: v for k, v in existing.splits.items() if k != split}
