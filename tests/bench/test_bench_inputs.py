@@ -32,6 +32,8 @@ def raw(tmp_path_factory):
     shutil.copy(root / "tab" / "train-00000-of-00002", root / "lone.tfrecord")
     os.makedirs(root / "empty_ish")
     (root / "empty_ish" / "notes.txt").write_text("no data here")
+    os.makedirs(root / "run[1]")  # exists: a folder, not a pattern, as build() takes it
+    (root / "run[1]" / "notes.txt").write_text("no data here")
     return root
 
 
@@ -61,6 +63,10 @@ def test_raw_data_is_named_with_what_to_run(raw, capsys, monkeypatch) -> None:
         "tab/train-*": "tab/train-* names shard files of the tfpipe dataset tab",
         "empty_ish": "empty_ish has no tfpipe.json, so it is not a tfpipe dataset: pass its TFRecord "
         "files as a glob such as 'empty_ish/train-*'",
+        "empty_ish/": "empty_ish/ has no tfpipe.json, so it is not a tfpipe dataset: pass its "
+        "TFRecord files as a glob such as 'empty_ish/train-*'",
+        "run[1]": "run[1] has no tfpipe.json, so it is not a tfpipe dataset",
+        "run[2]": "No files match data='run[2]' (--data): expected TFRecord shards.",
         "nothing/here": "data='nothing/here' (--data) does not exist.",
     }
     for given, message in expected.items():

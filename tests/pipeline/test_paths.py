@@ -93,3 +93,22 @@ def test_wildcards_in_folder_parts_match_on_gcs(gcs_bucket):
     found = storage.glob(f"{gcs_bucket}/data/a*/train-*")
     assert found == [f"{gcs_bucket}/data/{n}" for n in ("a1/train-0", "a1/train-1", "a2/train-0")]
     assert storage.glob(f"{gcs_bucket}/data/a1/train-?") == found[:2]
+
+
+def test_what_a_data_path_names_is_decided_in_one_place(tmp_path, table_ds):
+    """build() and bench read the same decision: trailing slashes, roots and wildcards alike."""
+    dataset = resolve.data_path(table_ds + "//")
+    assert (dataset.path, dataset.kind, dataset.manifest.root) == (table_ds, "dataset", table_ds)
+    (tmp_path / "run[1]").mkdir()
+    write_records(tmp_path / "one.tfrecord", 1)
+    folder = str(tmp_path / "run[1]")
+    assert resolve.data_path(folder + "/") == resolve.DataPath(folder, "folder")
+    assert resolve.data_path(str(tmp_path / "run[2]")).kind == "glob"  # no such path: a pattern
+    assert resolve.data_path(str(tmp_path / "one.tfrecord")).kind == "file"
+    assert resolve.data_path(str(tmp_path / "gone") + "/").kind == "missing"
+    assert resolve.data_path("/").path == "/"
+    with pytest.raises(storage.InvalidPath, match="names no bucket"):
+        resolve.data_path("gs://")
+    with pytest.raises(tfpipe.ManifestError, match=r"run\[1\]/', which has no tfpipe.json"):
+        tfpipe.plan(folder + "/", batch_size=1)
+    assert tfpipe.BenchConfig(data=table_ds + "/").pipeline == "tabular"

@@ -29,7 +29,14 @@ from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import ImageSource, Source, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import ConfigError, DataError, DestinationError, ManifestError, TfpipeError
+from tfpipe.errors import (
+    ConfigError,
+    DataError,
+    DestinationError,
+    EmptyClassWarning,
+    ManifestError,
+    TfpipeError,
+)
 from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
 from tfpipe.validation import check_choice
 
@@ -259,10 +266,6 @@ def _check_tables_unchanged(source: Source) -> None:
             )
 
 
-class EmptyClassWarning(UserWarning):
-    """A class whose image files were all skipped: it is in the class list with 0 examples."""
-
-
 def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
     """(class name, image files listed) of each class this split listed but wrote nothing of."""
     if not isinstance(source, ImageSource):
@@ -334,8 +337,10 @@ def _prepare_destination(dest: str) -> bool:
     created = not os.path.lexists(dest)
     try:
         os.makedirs(dest, exist_ok=True)
-        if not os.access(dest, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        # Before the lock file: opening one that exists needs no write access to the folder.
+        why = storage.write_problem(dest)
+        if why:
+            raise DestinationError(f"{dest}: cannot write the output there: {why}")
         os.close(os.open(os.path.join(dest, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:
         raise DestinationError(f"{dest}: cannot write the output there: {e.strerror or e}") from None

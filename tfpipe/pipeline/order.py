@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import ConfigError
+from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import Order, PipelineConfig
@@ -181,12 +182,13 @@ def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str
 
 def parse_start(start_step: Any) -> tuple[Any, int]:
     """(the Position, None) or (None, the fixed step) of a start_step argument."""
-    if isinstance(start_step, int) and not isinstance(start_step, bool):
-        if start_step < 0:
+    step = as_int(start_step)
+    if step is not None:
+        if step < 0:
             raise ConfigError(
                 f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
             )
-        return None, start_step
+        return None, step
     from tfpipe.pipeline.position import Position
 
     if isinstance(start_step, Position):
@@ -196,14 +198,42 @@ def parse_start(start_step: Any) -> tuple[Any, int]:
     )
 
 
+# The order's stream position (a step x the records of a step) stays at most this, so the int64
+# arithmetic on it (the epoch, group and windows from there) never overflows.
+MAX_POSITION = 2**62
+
+
 def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
-    """The order's start position: fixed, or read from the Position when an iterator starts."""
+    """The order's start position: fixed, or read from the Position when an iterator starts.
+
+    Raises:
+      ConfigError: a fixed step beyond MAX_POSITION // records a step (a Position's step is
+        checked when the iterator reads it).
+    """
     from tfpipe._tf import tf
 
+    limit = MAX_POSITION // spec.step_records
+    why = (
+        f"the stream position of the order, the step x {spec.step_records} records a step, stays "
+        "within 2**62 so its int64 arithmetic never overflows"
+    )
     if position is None:
+        if step > limit:
+            raise ConfigError(
+                f"start_step must be an int in [0, {limit}] or a tfpipe.Position: {why}. "
+                f"Received: start_step={step}"
+            )
         return lambda: tf().constant(spec.start_of(step), tf().int64)
     position.bind(spec.identity())
-    return lambda: position.read() * spec.step_records
+
+    def start() -> Any:
+        tf_ = tf()
+        step = position.read()
+        message = f"the step of the Position must be at most {limit}: {why}"
+        with tf_.control_dependencies([tf_.debugging.assert_less_equal(step, limit, message=message)]):
+            return step * spec.step_records
+
+    return start
 
 
 def run_length(read_group: int, window: int, cycle: int, files: int) -> int:

@@ -30,7 +30,7 @@ from tfpipe.service.address import (
     wait_for,
     worker_addresses,
 )
-from tfpipe.validation import check_choice, check_seconds
+from tfpipe.validation import check_choice, check_int, check_seconds
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -84,9 +84,14 @@ class DistributeConfig:
         if self.job_name is not None and (not isinstance(self.job_name, str) or not self.job_name.strip()):
             raise field_error(ConfigError, "job_name", "None or a non-empty string", self.job_name)
         check_choice("compression", self.compression, Compression)
-        mor = self.max_outstanding_requests
-        if mor is not None and (not isinstance(mor, int) or isinstance(mor, bool) or mor < 1):
-            raise field_error(ConfigError, "max_outstanding_requests", "None or an int >= 1", mor)
+        mor = check_int(
+            "max_outstanding_requests",
+            self.max_outstanding_requests,
+            1,
+            optional=True,
+            what="None or an int >= 1",
+        )
+        object.__setattr__(self, "max_outstanding_requests", mor)
         check_choice("target_workers", self.target_workers, TargetWorkers)
         for name in ("connect_timeout", "peer_timeout"):
             if getattr(self, name) is not None:
