@@ -66,16 +66,9 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-# bench's result types and its report point both ways today; issue 24's bench part (another
-# branch) removes the circle. Nothing may be added to this list: remove it once that lands.
-BEING_REMOVED = [
-    ["tfpipe.bench.profiles.analysis", "tfpipe.bench.reading", "tfpipe.bench.report", "tfpipe.bench.verdict"]
-]
-
-
 def test_no_import_circle_anywhere():
     """Not one circle, counting imports inside functions and under TYPE_CHECKING."""
-    assert [c for c in circles(imports()) if c not in BEING_REMOVED] == []
+    assert circles(imports()) == []
 
 
 def test_type_checking_imports_are_counted():
