@@ -19,8 +19,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe import storage
-from tfpipe.convert import folders, tables
+from tfpipe import commit_markers, storage
+from tfpipe.convert import folders, tables, textfiles
 from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -57,8 +57,10 @@ def convert(
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
-      src: an image folder tree, a flat validation folder (with `labels_file`), or a CSV or
-        Parquet file (or a folder of them). Local or gs://.
+      src: an image folder tree, a flat validation folder (with `labels_file`), a CSV or
+        Parquet file (or a folder of them), or a text corpus (`.jsonl`, `.jsonl.gz`, `.txt`
+        or `.parquet` files: one, a folder or a glob; with `tokenizer` or `train_tokenizer`).
+        Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
       shards: how to cut shards, as a ShardConfig; or pass its fields as options.
       config: everything else, as a ConvertConfig; or pass its fields as options.
@@ -75,7 +77,8 @@ def convert(
         `workers` processes.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
-        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
+        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding,
+        null_values, column_types, text_field, lines, tokenizer, train_tokenizer, vocab_size),
         each for the config not given as an object.
 
     Returns:
@@ -211,10 +214,10 @@ def _convert_locked(
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
-    fmt, reason = _choose_format(src, cfg)
-    # The dataset this split joins: its class list and layout bind the new split.
+    # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
-    source = open_source(src, fmt, cfg, joins, run.scan_table)
+    fmt, reason = _choose_format(src, cfg, joins)
+    source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
     _check_compatible(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
@@ -227,6 +230,8 @@ def _convert_locked(
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
     if isinstance(decision, Start):
         journal.start(plan.record())
+    for name, data in source.attachments:  # e.g. the tokenizer, which the workers read
+        storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
@@ -238,6 +243,7 @@ def _convert_locked(
         retried.subtract(run.retried_before)
         entry = dataclasses.replace(entry, retries={k: n for k, n in sorted(retried.items()) if n > 0})
     manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
+    commit_markers.mark(dest, plan.split, entry.shards)  # gs://: readers check it by a listing
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
@@ -253,9 +259,9 @@ def _convert_locked(
 
 
 def _check_tables_unchanged(source: Source) -> None:
-    """Refuses to commit a table that changed after its first pass: its shards would mix the
-    rows of two versions. (Each image is read once, so an image that changes cannot mix.)"""
-    if source.layout != "table":
+    """Refuses to commit a table or text corpus that changed after its first pass: its shards
+    would mix the rows of two versions. (Each image is read once, so an image cannot mix.)"""
+    if source.layout not in ("table", "text"):
         return
     for path, identity in zip(source.inputs, source.identities, strict=True):
         now = storage.identity(path)
@@ -282,11 +288,24 @@ def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
     return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
 
 
-def _choose_format(src: str, cfg: ConvertConfig) -> tuple[str, str]:
-    """The source format, and why: given, or detected by content."""
+def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple[str, str]:
+    """The source format, and why: given, or detected by content. A tokenizer option, or a
+    text dataset to join, makes it text."""
     if cfg.format != "auto":
         return cfg.format, "given"
-    choice = folders.explain_format(src, cfg.labels_file)
+    if cfg.tokenizer or cfg.train_tokenizer:
+        return "text", "auto: a tokenizer option (--tokenizer or --train-tokenizer) was given"
+    if joins is not None and joins.layout == "text":
+        return "text", f"auto: the dataset it joins (splits {sorted(joins.splits)}) is text"
+    try:
+        choice = folders.explain_format(src, cfg.labels_file)
+    except DataError:
+        if textfiles.looks_like_corpus(src):
+            raise ConfigError(
+                f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
+                "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
+            ) from None
+        raise
     return choice.format, f"auto: {choice.reason}"
 
 
@@ -448,12 +467,15 @@ def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: Shar
 
 
 def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -> Manifest | None:
-    """--overwrite: un-commit the old split first, then delete its shards and any strays.
+    """--overwrite: remove the split's commit markers, un-commit the old split, then delete its
+    shards and any strays.
 
     In this order a kill at any point leaves no manifest that lists a deleted shard: at worst
-    shard files no manifest lists, which the next run refuses until --overwrite.
+    shard files no manifest lists, which the next run refuses until --overwrite; and no marker
+    of the split while any of its shards is rewritten (tfpipe/commit_markers.py).
     """
     old_shards: list[str] = []
+    commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten
     if existing is not None and split in existing.splits:
         old_shards = existing.shard_paths(split)
         rest = {k: v for k, v in existing.splits.items() if k != split}

@@ -17,11 +17,13 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import frame_parts
-from tfpipe.convert.encode import Encoded
+from tfpipe.convert.encode import Encoded, EncodedPiece
+from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
 from tfpipe.shardnames import ShardName, shard_name
@@ -57,6 +59,24 @@ def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def files_holding(
+    files: Sequence[str], rows: Sequence[int], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1, where
+    file i adds rows[i] rows."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
+
+
+_JOINED = 1 << 16
+"""Records below this size are framed in one write: for a text document or a table row, three
+writes (each checksummed) cost more than copying the record once; an image is not copied."""
 
 
 class _HashingFile:
@@ -112,6 +132,15 @@ class ShardWriter:
         self.items = 0  # inputs taken by `add`: written or skipped
         self.strict = strict
         self.skipped: list[SkippedInput] = []
+        self.text: TextTally | None = None  # what the shard's text documents held
+
+    def add_piece(self, piece: EncodedPiece) -> None:
+        """Writes every input of an encoded piece (see `add`), and adds up what its text held."""
+        for item in piece.encoded:
+            self.add(item)
+        if piece.text is not None:
+            self.text = self.text or TextTally()
+            self.text.merge(piece.text)
 
     def add(self, item: Encoded) -> None:
         """Writes one encoded input, or notes it as skipped with its reason.
@@ -123,15 +152,20 @@ class ShardWriter:
         if item.record is not None:
             self.write(item.record)
             return
+        if item.skip_reason is None:
+            return  # an empty text document: its piece's TextTally counts it
         if self.strict:
             raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
         self.skipped.append(SkippedInput(item.input, item.skip_reason or "unknown"))
 
     def write(self, record: bytes) -> None:
         header, footer = frame_parts(record)
-        self._out.write(header)
-        self._out.write(record)  # three writes instead of one concatenated copy of the payload
-        self._out.write(footer)
+        if len(record) < _JOINED:
+            self._out.write(header + record + footer)
+        else:  # three writes instead of one concatenated copy of a big payload
+            self._out.write(header)
+            self._out.write(record)
+            self._out.write(footer)
         self.examples += 1
 
     def commit(self) -> ShardDone:
@@ -145,7 +179,7 @@ class ShardWriter:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
-        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped)))
+        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped), self.text))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -185,17 +219,20 @@ class FinishedShard:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ShardDone:
-    """The done-record of one committed shard."""
+    """The done-record of one committed shard; `text`: what its text documents held."""
 
     info: ShardInfo
     skipped: tuple[SkippedInput, ...]
+    text: TextTally | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        return out | ({} if self.text is None else {"text": self.text.to_json()})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ShardDone:
-        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]))
+        text = None if obj.get("text") is None else TextTally.from_json(obj["text"])
+        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]), text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

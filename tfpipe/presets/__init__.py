@@ -14,8 +14,9 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (tfpipe/presets/imagenet.py) and "tabular"
-(tfpipe/presets/tabular.py). `preset=None` picks one from the manifest's layout. The types a
+Built-in presets: "imagenet" (tfpipe/presets/imagenet.py), "tabular"
+(tfpipe/presets/tabular.py) and "text" (tfpipe/presets/text.py). `preset=None` picks one from the
+manifest's layout. The types a
 preset is made of are in tfpipe/presets/base.py (which the built-ins import, so that no preset
 module imports the registry that loads it); this module is the registry.
 """
@@ -87,6 +88,8 @@ def _load_builtins() -> None:
         return
     from tfpipe.presets.imagenet import IMAGENET
     from tfpipe.presets.tabular import TABULAR
+    from tfpipe.presets.text import TEXT
 
     _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
     _REGISTRY.setdefault(TABULAR.name, TABULAR)
+    _REGISTRY.setdefault(TEXT.name, TEXT)

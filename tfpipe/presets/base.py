@@ -24,6 +24,7 @@ class PresetContext:
       keys: every feature key the records hold (mask features included), with its dtype.
       training: training or evaluation semantics.
       where: the data argument, for error messages.
+      split: the manifest split read, or None.
     """
 
     manifest: Manifest | None
@@ -31,6 +32,7 @@ class PresetContext:
     keys: Mapping[str, str]
     training: bool
     where: str
+    split: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +59,8 @@ class Decoder:
       notes: what the preset decided for this data, for `Pipeline.describe()`.
       warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
         records without a manifest): `plan()` warns them.
+      packing: text only: how documents are packed into rows (a `presets.text.TextPacking`);
+        the pipeline then chunks, parses, packs and batches rows instead of decoding records.
     """
 
     spec: Mapping[str, Any]
@@ -70,6 +74,7 @@ class Decoder:
     describe: Callable[[Any], list[Any]] | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    packing: Any = None
 
 
 @runtime_checkable
