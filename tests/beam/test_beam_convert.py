@@ -31,6 +31,9 @@ from tfpipe.errors import ConfigError
 from tfpipe.testing import fake_data
 from tfpipe.verify import verify
 
+# Every test here runs a Beam pipeline (the DirectRunner's worker processes).
+pytestmark = pytest.mark.slow
+
 IN_PROCESS = "--runner=FnApiRunner"
 TWO_WORKERS = "--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=2"
 RETRYING = "--runner=BundleBasedDirectRunner"

@@ -9,11 +9,11 @@ import shutil
 import time
 
 import pytest
+from _cli import main_cli
 
 import tfpipe
 from tfpipe.bench import BenchConfig, data, producer
 from tfpipe.bench.synthetic import EXAMPLES_ENV
-from tfpipe.cli import main
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.testing import fake_data
 
@@ -39,8 +39,9 @@ def raw(tmp_path_factory):
 
 def bench_cli(capsys, *args: str) -> tuple[int, str]:
     start = time.monotonic()
-    code = main(["bench", "--quiet", "--seconds", "0.2", "--warmup", "0.1", "--max-cores", "1", *args])
-    out, err = capsys.readouterr()
+    code, out, err = main_cli(
+        capsys, "bench", "--quiet", "--seconds", "0.2", "--warmup", "0.1", "--max-cores", "1", *args
+    )
     assert time.monotonic() - start < 30 and "Timing" not in out  # refused before measuring
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     return code, err.strip()

@@ -136,6 +136,7 @@ def test_lost_upload_reply_is_not_a_conflict(tree, gcs_bucket, local_gcs, local_
     ]
 
 
+@pytest.mark.slow
 def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     rows, shards = 40_000, 16
     src = tmp_path / "t.parquet"
@@ -253,6 +254,7 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
     assert verify(dest).ok
 
 
+@pytest.mark.slow
 def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path):
     _, url, _ = gcs_image_source
     with local_gcs.inject_faults(403, count=1, path_contains="alt=media", route="plain"):
@@ -283,6 +285,7 @@ def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path)
 # ---- destinations: missing buckets, the lock ----
 
 
+@pytest.mark.slow
 def test_missing_bucket_is_one_line_naming_it(tree, tmp_path, local_gcs):
     with pytest.raises(DestinationError, match=r"the bucket 'tfpipe-no-such-bucket' does not exist"):
         tfpipe.convert(tree[0], "gs://tfpipe-no-such-bucket/out", num_shards=2, workers=1)
@@ -318,6 +321,7 @@ def write_lock(dest, **fields):
     return holder.host
 
 
+@pytest.mark.slow
 def test_gcs_lock_refuses_a_live_writer_and_recovers_a_dead_one(tree, gcs_bucket):
     from tfpipe.convert.lock import LOCK_NAME
 

@@ -2,11 +2,10 @@
 with `?` or `[1]` in it, and gs:// paths checked against GCS's bucket rules before any request."""
 
 import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+from _cli import run_cli
 
 import tfpipe
 from tfpipe import storage
@@ -50,15 +49,9 @@ def test_a_path_that_exists_is_taken_literally(tmp_path):
         assert found.manifest is not None and found.examples == 7
 
 
+@pytest.mark.slow
 def test_a_gs_path_without_a_bucket_writes_no_local_folder(tmp_path):
-    run = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", str(tmp_path), "gs://", "--quiet"],
-        cwd=tmp_path,
-        env=os.environ | {"PYTHONPATH": ROOT},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli("convert", tmp_path, "gs://", "--quiet", cwd=tmp_path)
     assert (
         run.returncode == 1
         and "Expected gs://BUCKET/PATH. Received: 'gs://', which names no bucket" in run.stderr

@@ -319,6 +319,7 @@ def test_foreign_files_and_other_settings_keep_the_shuffle_buffer_saying_why(for
     assert r.cache == "memory"  # 37 rows fit: the resumable order caches them in memory
 
 
+@pytest.mark.slow
 def test_keras_callback_refuses_a_restart_with_other_settings(table_ds, tmp_path):
     import keras
 

@@ -31,6 +31,7 @@ def dataset(tmp_path):
     return tmp_path / "t.parquet", dest
 
 
+@pytest.mark.slow
 def test_an_eval_pass_fails_rather_than_mix_two_conversions(dataset):
     import tensorflow as tf
 
@@ -74,6 +75,7 @@ def test_an_eval_pass_fails_rather_than_mix_two_conversions(dataset):
     assert len(x) >= 300 and (y == x % 2).all()  # every record read is of the first conversion
 
 
+@pytest.mark.slow
 def test_a_shard_deleted_before_its_turn_fails_naming_it_and_never_hangs(dataset):
     _, dest = dataset
     script = textwrap.dedent(

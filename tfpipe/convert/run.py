@@ -102,27 +102,43 @@ def convert(
     Example:
       >>> tfpipe.convert("ILSVRC/train", "gs://bucket/imagenet", num_shards=1024)
       >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
+
+    Long: the docstring is the public contract of every option; the body is 20 lines.
     """
     shard_cfg, cfg = split_options(options, shards, config)
     check_choice("engine", engine, tuple(ENGINES))
     storage.check_url(src)
     storage.check_url(dest)
+    execute, scan_table = _engine(
+        engine, cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
+    )
+    return run_conversion(
+        src,
+        dest,
+        shard_cfg,
+        cfg,
+        execute,
+        resume=resume,
+        overwrite=overwrite,
+        break_lock=break_lock,
+        scan_table=scan_table,
+        engine=engine,
+    )
+
+
+def _engine(
+    engine: str,
+    cfg: ConvertConfig,
+    pipeline_options: Any,
+    dest: str,
+    split: str,
+    progress: ProgressCallback | None,
+) -> tuple[Execute, Callable[..., TableScan]]:
+    """The engine's shard writer and first pass over tables: the local process pool, or an
+    optional engine's, imported by name only now (see ENGINES)."""
     if ENGINES[engine]:
-        made = importlib.import_module(ENGINES[engine]).Engine(
-            cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
-        )
-        return run_conversion(
-            src,
-            dest,
-            shard_cfg,
-            cfg,
-            made.execute,
-            resume=resume,
-            overwrite=overwrite,
-            break_lock=break_lock,
-            scan_table=made.scan_table,
-            engine=engine,
-        )
+        made = importlib.import_module(ENGINES[engine]).Engine(cfg, pipeline_options, dest, split, progress)
+        return made.execute, made.scan_table
     if pipeline_options is not None:
         raise ConfigError(
             f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
@@ -134,9 +150,7 @@ def convert(
     ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(
-        src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock
-    )
+    return local, tables.scan
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]

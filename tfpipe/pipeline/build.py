@@ -441,6 +441,8 @@ def build(
     Example:
       >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=1024)
       >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
+
+    Long: the docstring is the public contract of tfpipe's main entry point; the body is one call.
     """
     return plan(
         data,

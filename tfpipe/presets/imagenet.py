@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError
-from tfpipe.presets import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import (
     check_bool,
     check_choice,
