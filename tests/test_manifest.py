@@ -219,3 +219,24 @@ def test_a_histogram_that_does_not_add_up_is_refused():
             SplitText(4, sum(bad["tokens"]) if "summing" not in problem else 16413, 1, bad)
     with pytest.raises(ManifestError, match="documents"):
         SplitText.from_json({"documents": -1, "tokens": 0})
+
+
+def test_a_lengths_entry_that_does_not_fit_its_split_is_refused():
+    from tfpipe.errors import ManifestError
+    from tfpipe.manifest import LengthsFile, SplitText
+
+    good = {"lengths": [3, 7], "counts": [2, 1], "tokens": [6, 7]}
+    entry = LengthsFile("lengths.train.u32", 12, "crc32c:0123abcd")
+    text = SplitText(3, 13, 0, good, entry)
+    assert SplitText.from_json(text.to_json()) == text
+    assert text.to_json()["lengths"]["format"] == "uint32le"
+    assert SplitText.from_json({**text.to_json(), "lengths": None}).lengths is None  # converted before
+    for bad, problem in (
+        ({"bytes": 8}, "4 bytes for each of the 3 documents"),
+        ({"bytes": 13}, "a count of 4-byte lengths"),
+        ({"format": "uint16le"}, "expected format 'uint32le'"),
+        ({"file": "../elsewhere"}, "relative names"),
+        ({"checksum": "md5:00"}, "expected a checksum"),
+    ):
+        with pytest.raises(ManifestError, match=problem):
+            SplitText.from_json({**text.to_json(), "lengths": {**text.to_json()["lengths"], **bad}})

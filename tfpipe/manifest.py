@@ -174,6 +174,63 @@ def _check_histogram(h: dict[str, list[int]], documents: int, tokens: int) -> No
         )
 
 
+LENGTHS_FORMAT = "uint32le"
+"""The lengths file of a text split: every document's token count (the `tokens` of its record)
+as a little-endian uint32, in record order across the split's shards: 4 bytes a document."""
+
+
+def lengths_name(split: str) -> str:
+    """The lengths file of `split`: not `<split>-*`, so no shard glob of the split matches it."""
+    return f"lengths.{split}.u32"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LengthsFile:
+    """A text split's lengths file (`LENGTHS_FORMAT`), written with the split before the manifest.
+
+    `build(..., start_step=K)` counts the packed rows before step K from it alone, without
+    opening a shard.
+
+    Attributes:
+      file: its name, relative to the dataset directory.
+      bytes: its size: 4 bytes a document.
+      checksum: `<algorithm>:<hex>` of its bytes, as for shards.
+    """
+
+    file: str
+    bytes: int
+    checksum: str
+
+    def __post_init__(self) -> None:
+        check_relative_name(self.file)
+        if not _is_count(self.bytes) or self.bytes % 4:
+            raise ManifestError(
+                f"lengths file {self.file!r}: expected bytes to be a count of 4-byte lengths. "
+                f"Received: bytes={self.bytes!r}"
+            )
+        if not _CHECKSUM_RE.fullmatch(self.checksum):
+            raise ManifestError(
+                f"lengths file {self.file!r}: expected a checksum 'crc32c:<8 hex>' or "
+                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "format": LENGTHS_FORMAT, "bytes": self.bytes, "checksum": self.checksum}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> LengthsFile:
+        try:
+            if obj.get("format") != LENGTHS_FORMAT:
+                raise ManifestError(
+                    f"lengths file: expected format {LENGTHS_FORMAT!r}. Received: {obj.get('format')!r}"
+                )
+            return cls(str(obj["file"]), obj["bytes"], str(obj["checksum"]))
+        except ManifestError:
+            raise
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ManifestError(f"Malformed lengths entry: {e!r}. Received: {str(obj)[:200]}") from e
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SplitText:
     """What a text split holds, counted at convert time.
@@ -187,12 +244,14 @@ class SplitText:
         Only non-empty bins are listed. Bins are one length wide below EXACT_LENGTHS tokens,
         then 1/BINS_PER_OCTAVE of a power of two (`length_bin`): fine enough to predict each
         packing mode's fill at any sequence length.
+      lengths: the split's lengths file, or None (converted before tfpipe wrote one).
     """
 
     documents: int
     tokens: int
     empty_documents: int = 0
     length_histogram: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    lengths: LengthsFile | None = None
 
     def __post_init__(self) -> None:
         for what in ("documents", "tokens", "empty_documents"):
@@ -201,6 +260,11 @@ class SplitText:
                     f"text: expected {what} to be an int in 0..2**63-1. Received: {getattr(self, what)!r}"
                 )
         _check_histogram(self.length_histogram, self.documents, self.tokens)
+        if self.lengths is not None and self.lengths.bytes != 4 * self.documents:
+            raise ManifestError(
+                f"text: expected the lengths file {self.lengths.file!r} to hold 4 bytes for each of the "
+                f"{self.documents} documents. Received: bytes={self.lengths.bytes}"
+            )
 
     def percentiles(self, qs: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99, 1.0)) -> list[int]:
         """Document lengths in tokens at each quantile in `qs` (nearest rank; the bin's lower
@@ -218,7 +282,8 @@ class SplitText:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k != "lengths"}
+        return out | ({} if self.lengths is None else {"lengths": self.lengths.to_json()})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> SplitText:
@@ -228,6 +293,7 @@ class SplitText:
                 tokens=obj["tokens"],
                 empty_documents=obj.get("empty_documents", 0),
                 length_histogram={str(k): list(v) for k, v in obj.get("length_histogram", {}).items()},
+                lengths=None if obj.get("lengths") is None else LengthsFile.from_json(obj["lengths"]),
             )
         except ManifestError:
             raise
@@ -342,6 +408,16 @@ class Manifest:
 
     def shard_paths(self, split: str) -> list[str]:
         return [storage.join(self.root, s.name) for s in self.split(split).shards]
+
+    def lengths_path(self, split: str) -> str | None:
+        """The path of a text split's lengths file, or None (not text, or converted without one)."""
+        text = self.split(split).text
+        return storage.join(self.root, text.lengths.file) if text and text.lengths else None
+
+    def split_file_paths(self, split: str) -> list[str]:
+        """The files other than shards committed with a split (a text split's lengths file)."""
+        path = self.lengths_path(split)
+        return [path] if path else []
 
     @property
     def tf_compression(self) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tfpipe import storage
 from tfpipe.codec import read_records
@@ -107,15 +107,44 @@ def check_shard(
     return ShardCheck(split, shard.name, records, tuple(problems))
 
 
+def check_lengths(manifest: Manifest, split: str) -> ShardCheck | None:
+    """Reads a text split's lengths file and compares it with its manifest entry (None: the
+    split has none)."""
+    text = manifest.split(split).text
+    if text is None or text.lengths is None:
+        return None
+    entry = text.lengths
+    try:
+        data = storage.read_bytes(storage.join(manifest.root, entry.file))
+    except OSError as e:
+        return ShardCheck(split, entry.file, 0, (f"missing or unreadable: {e}",))
+    problems = []
+    if len(data) != entry.bytes:
+        problems.append(f"found {len(data)} bytes, where the manifest says {entry.bytes}")
+    checksum = Checksum.like(entry.checksum)
+    checksum.update(data)
+    if str(checksum) != entry.checksum:
+        problems.append(f"checksum mismatch: manifest {entry.checksum}, file {checksum}")
+    return ShardCheck(split, entry.file, len(data) // 4, tuple(problems))
+
+
 def verify(root: str, on_shard: Callable[[ShardCheck], None] | None = None) -> VerifyReport:
-    """Checks every shard of every split of the dataset at `root`."""
+    """Checks every shard of every split of the dataset at `root`, and each text split's
+    lengths file (its `records` are the lengths it holds)."""
     manifest = Manifest.load(root)
-    owners = {s.checksum: s.name for split in manifest.splits.values() for s in split.shards}
     checks = []
+    for check in _checks(manifest):
+        checks.append(check)
+        if on_shard:
+            on_shard(check)
+    return VerifyReport(manifest, tuple(checks))
+
+
+def _checks(manifest: Manifest) -> Iterator[ShardCheck]:
+    owners = {s.checksum: s.name for split in manifest.splits.values() for s in split.shards}
     for split_name, split in manifest.splits.items():
         for shard in split.shards:
-            check = check_shard(manifest, split_name, shard, owners)
-            checks.append(check)
-            if on_shard:
-                on_shard(check)
-    return VerifyReport(manifest, tuple(checks))
+            yield check_shard(manifest, split_name, shard, owners)
+        lengths = check_lengths(manifest, split_name)
+        if lengths is not None:
+            yield lengths

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pathlib
+import struct
 
 import pytest
 from _records import nothing_written, records
@@ -27,6 +28,17 @@ def visible_files(dest):
         for n in sorted(os.listdir(dest))
         if not n.startswith(".") and n != "tfpipe.json"
     }
+
+
+def lengths_of(dest, split="train"):
+    data = pathlib.Path(dest, f"lengths.{split}.u32").read_bytes()
+    return list(struct.unpack(f"<{len(data) // 4}I", data))
+
+
+def crc32c(data):
+    import google_crc32c
+
+    return google_crc32c.Checksum(data).digest().hex()
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +81,14 @@ def test_a_trained_tokenizer_and_every_document_as_one_record(corpus, tmp_path):
     assert h["lengths"] == sorted({length_bin(n) for n in lengths})
     assert text.percentiles((0.5, 1.0)) == [lengths[(N_DOCS + 1) // 2 - 1], lengths[-1]]
     assert f"converted {N_DOCS:,} documents ({text.tokens:,} tokens) into 4 shards" in out
+    # The lengths file: each record's token count, in record order, as little-endian uint32.
+    assert lengths_of(dest) == [len(t) for t in token_lists(recs)]
+    assert text.lengths.to_json() == {
+        "file": "lengths.train.u32",
+        "format": "uint32le",
+        "bytes": 4 * N_DOCS,
+        "checksum": "crc32c:" + crc32c((dest / "lengths.train.u32").read_bytes()),
+    }
 
 
 @pytest.mark.parametrize("fmt", ["jsonl.gz", "txt", "lines", "parquet"])
@@ -133,6 +153,51 @@ def test_workers_change_no_byte_and_a_resumed_run_writes_the_same(corpus, tmp_pa
     assert visible_files(tmp_path / "resumed") == visible_files(tmp_path / "one")
     one, resumed = Manifest.load(str(tmp_path / "one")), Manifest.load(str(tmp_path / "resumed"))
     assert resumed.split("train").text == one.split("train").text
+
+
+def test_the_lengths_file_is_committed_with_the_split(corpus, tmp_path, monkeypatch):
+    """Written after the shards and before the manifest; a done-record of an older tfpipe (no
+    lengths) has its shard rewritten on --resume; --overwrite replaces the file."""
+    from tfpipe.convert import engine, run, writer
+
+    args = ["--tokenizer", tokenizer_path(tmp_path), "--num-shards", "5"]
+    assert convert(corpus, tmp_path / "whole", *args)[0] == 0
+    out = tmp_path / "out"
+
+    def stop_at(point, times=1):
+        calls = []
+
+        def pause(name):
+            calls.append(name)
+            if calls.count(point) == times:
+                raise KeyboardInterrupt
+
+        for module in (run, writer, engine):
+            if hasattr(module, "pause_point"):
+                monkeypatch.setattr(module, "pause_point", pause)
+
+    stop_at("shard-committed", times=2)
+    assert convert(corpus, out, *args)[0] == 130
+    record = out / ".train-00000-of-00005.done"
+    older = json.loads(record.read_text())
+    del older["text"]["lengths"]
+    record.write_text(json.dumps(older))
+    inodes = [os.stat(out / f"train-0000{i}-of-00005").st_ino for i in (0, 1)]
+    stop_at("split-file-committed")
+    assert convert(corpus, out, *args, "--resume")[0] == 130
+    assert lengths_of(out) == lengths_of(tmp_path / "whole") and not (out / "tfpipe.json").exists()
+    assert os.stat(out / "train-00000-of-00005").st_ino != inodes[0]  # rewritten
+    assert os.stat(out / "train-00001-of-00005").st_ino == inodes[1]  # kept
+    monkeypatch.undo()
+    code, _, err = convert(corpus, out, *args)
+    assert code == 1 and "interrupted conversion of split 'train'" in err
+    assert convert(corpus, out, *args, "--resume")[0] == 0
+    assert visible_files(out) == visible_files(tmp_path / "whole")
+    one_file = os.path.join(corpus, "part-00001.jsonl")
+    assert convert(one_file, out, *args, "--overwrite")[0] == 0
+    recs, m = records(out)
+    assert lengths_of(out) == [len(t) for t in token_lists(recs)] and len(recs) < N_DOCS
+    assert m.split("train").text.lengths.bytes == 4 * len(recs)
 
 
 def test_labels_text_becomes_class_indices_numbers_stay(tmp_path):
@@ -223,6 +288,13 @@ def test_inspect_shows_the_text_figures_and_a_decoded_sample(corpus, tmp_path):
     first = encoded("wordpiece", docs()[:1])[0]
     decoded = tokenizers.load(trained("wordpiece")).decode(first)
     assert f"sample record 0 ({len(first):,} tokens): {decoded[:150]!r}"[:-1] in out
+    # --verify checks the lengths file too, and names it when it was changed.
+    code, out, _ = cli("inspect", dest, "--verify")
+    assert code == 0 and f"train/lengths.train.u32: {N_DOCS} records ok" in out and "3 of 3" in out
+    lengths = dest / "lengths.train.u32"
+    lengths.write_bytes(b"\1\0\0\0" + lengths.read_bytes()[4:])
+    code, out, _ = cli("inspect", dest, "--verify")
+    assert code == 1 and "train/lengths.train.u32" in out and "checksum mismatch" in out
 
 
 def test_options_of_other_sources_are_refused_by_kind(corpus, tmp_path):

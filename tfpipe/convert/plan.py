@@ -27,7 +27,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo
+from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
@@ -139,11 +139,8 @@ class ConvertPlan:
                 f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
                 f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}"
             )
-        text = None
-        if self.layout == "text":
-            text = TextTally()
-            for d in done:
-                text.merge(d.text or TextTally())
+        text = self._text(done)
+        lengths = text.lengths_file(lengths_name(self.split))[0] if text is not None else None
         split = Split(
             shards=tuple(d.info for d in done),
             skipped=self.skipped + tuple(s for d in done for s in d.skipped),
@@ -153,7 +150,7 @@ class ConvertPlan:
             seconds=round(seconds, 3),
             notes=self.notes
             + tuple(text.notes(self.tokenizer.normalization) if text and self.tokenizer else ()),
-            text=None if text is None else text.split_text(),
+            text=None if text is None else text.split_text(lengths),
         )
         return Manifest(
             root=self.dest,
@@ -166,6 +163,35 @@ class ConvertPlan:
             splits={**(existing.splits if existing else {}), self.split: split},
             tokenizer=self.tokenizer,
         )
+
+    def split_files(self, done: Sequence[ShardDone]) -> tuple[tuple[str, bytes], ...]:
+        """(name, bytes) of the files committed with the split, after its shards and before its
+        manifest: a text split's lengths file (`manifest.LENGTHS_FORMAT`); none for images and
+        tables. `manifest()` lists them with their checksums."""
+        text = self._text(done)
+        if text is None:
+            return ()
+        name = lengths_name(self.split)
+        return ((name, text.lengths_file(name)[1]),)
+
+    def _text(self, done: Sequence[ShardDone]) -> TextTally | None:
+        """What a text split's shards hold, summed in shard order (None for images and tables).
+
+        Raises:
+          ManifestError: a shard whose done-record counts other documents than it holds records.
+        """
+        if self.layout != "text":
+            return None
+        text = TextTally()
+        for d in done:
+            tally = d.text or TextTally()
+            if len(tally.lengths) != d.info.examples:
+                raise ManifestError(
+                    f"shard {d.info.name}: expected a length for each of its {d.info.examples} records. "
+                    f"Received: {len(tally.lengths)} lengths"
+                )
+            text.merge(tally)
+        return text
 
 
 def make_plan(

@@ -241,6 +241,9 @@ def _convert_locked(
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
+    for name, data in plan.split_files(shards):  # a text split's lengths: committed with its shards
+        storage.write_atomic(storage.join(dest, name), data, overwrite=True)
+        pause_point("split-file-committed")
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
     entry = manifest.splits[plan.split]
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
@@ -482,7 +485,7 @@ def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -
     old_shards: list[str] = []
     commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten
     if existing is not None and split in existing.splits:
-        old_shards = existing.shard_paths(split)
+        old_shards = existing.shard_paths(split) + existing.split_file_paths(split)
         rest = {k: v for k, v in existing.splits.items() if k != split}
         if rest:
             existing = dataclasses.replace(existing, splits=rest)

@@ -1,13 +1,20 @@
 """What a text split holds, counted as its documents are tokenized: per piece by the workers,
 summed per shard by the writer (kept in the shard's done-record, so `--resume` and the Beam
-engine sum the same figures), and per split into the manifest's `SplitText` and notes."""
+engine sum the same figures), and per split into the manifest's `SplitText`, its notes and its
+lengths file (every document's token count, in record order: `manifest.LENGTHS_FORMAT`)."""
 
 from __future__ import annotations
 
+import array
+import base64
 import dataclasses
+import sys
 from typing import Any
 
-from tfpipe.manifest import SplitText, length_bin
+from tfpipe.errors import DataError
+from tfpipe.manifest import LengthsFile, SplitText, length_bin
+
+_MAX_LENGTH = (1 << 32) - 1  # a uint32 of the lengths file
 
 
 @dataclasses.dataclass(slots=True)
@@ -16,6 +23,7 @@ class TextTally:
 
     Attributes:
       documents, tokens: records written and the token ids they hold.
+      lengths: each written document's token count, in record order (uint32).
       bins: the length histogram, bin lower bound (`manifest.length_bin`) -> [count, tokens].
       empty: documents left out because they tokenize to nothing; `first_empty` where the first is.
       mismatched: documents whose round trip (decode of encode) differs from their text beyond
@@ -26,6 +34,7 @@ class TextTally:
 
     documents: int = 0
     tokens: int = 0
+    lengths: array.array = dataclasses.field(default_factory=lambda: array.array("I"))
     bins: dict[int, list[int]] = dataclasses.field(default_factory=dict)
     empty: int = 0
     first_empty: str = ""
@@ -35,7 +44,17 @@ class TextTally:
     first_special: str = ""
 
     def add(self, n_tokens: int) -> None:
-        """Counts a written document of `n_tokens` tokens."""
+        """Counts a written document of `n_tokens` tokens.
+
+        Raises:
+          DataError: a document beyond 2**32 - 1 tokens, which the lengths file cannot hold.
+        """
+        if n_tokens > _MAX_LENGTH:
+            raise DataError(
+                f"expected documents of at most {_MAX_LENGTH:,} tokens (the split's lengths file holds "
+                f"uint32 counts). Received: a document of {n_tokens:,} tokens"
+            )
+        self.lengths.append(n_tokens)
         self.documents += 1
         self.tokens += n_tokens
         count = self.bins.setdefault(length_bin(n_tokens), [0, 0])
@@ -46,6 +65,7 @@ class TextTally:
         """Adds the tally of the documents that come after this one's."""
         self.documents += later.documents
         self.tokens += later.tokens
+        self.lengths.extend(later.lengths)
         for lower, (count, tokens) in later.bins.items():
             mine = self.bins.setdefault(lower, [0, 0])
             mine[0] += count
@@ -57,23 +77,51 @@ class TextTally:
         self.first_special = self.first_special or later.first_special
 
     def to_json(self) -> dict[str, Any]:
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "bins"}
-        return fields | {"bins": [[k, *v] for k, v in sorted(self.bins.items())]}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return fields | {
+            "bins": [[k, *v] for k, v in sorted(self.bins.items())],
+            "lengths": base64.b64encode(self.lengths_bytes()).decode("ascii"),
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TextTally:
-        fields = {f.name for f in dataclasses.fields(cls)} - {"bins"}
-        return cls(**{k: obj[k] for k in fields}, bins={int(k): [int(c), int(t)] for k, c, t in obj["bins"]})
+        """The tally of a done-record. A record without lengths (written before the lengths file
+        existed) raises KeyError: its shard is rewritten on resume, as for any unreadable record."""
+        fields = {f.name for f in dataclasses.fields(cls)} - {"bins", "lengths"}
+        lengths = array.array("I", base64.b64decode(obj["lengths"], validate=True))
+        if sys.byteorder == "big":
+            lengths.byteswap()
+        if len(lengths) != obj["documents"]:
+            raise ValueError(f"a done-record of {obj['documents']} documents holds {len(lengths)} lengths")
+        bins = {int(k): [int(c), int(t)] for k, c, t in obj["bins"]}
+        return cls(**{k: obj[k] for k in fields}, lengths=lengths, bins=bins)
 
-    def split_text(self) -> SplitText:
-        """The manifest's figures of a split (validated by `SplitText`)."""
+    def lengths_bytes(self) -> bytes:
+        """The lengths as the lengths file holds them: little-endian uint32, one a document."""
+        if sys.byteorder == "big":
+            swapped = array.array("I", self.lengths)
+            swapped.byteswap()
+            return swapped.tobytes()
+        return self.lengths.tobytes()
+
+    def lengths_file(self, name: str) -> tuple[LengthsFile, bytes]:
+        """The split's lengths file under `name`: its manifest entry and its bytes."""
+        from tfpipe.manifest import Checksum
+
+        data = self.lengths_bytes()
+        checksum = Checksum()
+        checksum.update(data)
+        return LengthsFile(name, len(data), str(checksum)), data
+
+    def split_text(self, lengths: LengthsFile | None = None) -> SplitText:
+        """The manifest's figures of a split (validated by `SplitText`), with its lengths file."""
         lower = sorted(self.bins)
         histogram = {
             "lengths": lower,
             "counts": [self.bins[k][0] for k in lower],
             "tokens": [self.bins[k][1] for k in lower],
         }
-        return SplitText(self.documents, self.tokens, self.empty, histogram if lower else {})
+        return SplitText(self.documents, self.tokens, self.empty, histogram if lower else {}, lengths)
 
     def notes(self, normalization: str) -> list[str]:
         """What the summary and the manifest's notes say of the documents not written as they are."""

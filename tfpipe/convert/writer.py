@@ -25,7 +25,7 @@ from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, lengths_name
 from tfpipe.shardnames import ShardName, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
@@ -361,9 +361,11 @@ class ResumeJournal:
                 storage.remove(storage.join(self.dest, name))
 
     def stray_shards(self, listing: list[str] | None = None) -> list[str]:
-        """Visible shard files of this split (from an interrupted or overwritten run)."""
+        """Visible shard files of this split (from an interrupted or overwritten run), and its
+        lengths file (written with its shards, before the manifest)."""
         names = storage.listdir(self.dest) if listing is None else listing
-        return [n for n in names if n.startswith(f"{self.split}-")]
+        lengths = lengths_name(self.split)
+        return [n for n in names if n.startswith(f"{self.split}-") or n == lengths]
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix

@@ -237,7 +237,7 @@ def _decide(r: _Request) -> _Decisions:
     share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, resumable) + order_notes
     if decoder.packing is not None:
-        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica)
+        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica, src, resumable)
         for message in tiling:
             _warn(message, TilingWarning)
         notes += text_notes + tiling

@@ -10,6 +10,10 @@ records in the same order (tests/pipeline/test_pipeline_order.py checks it):
 - cached: every record of the pipeline's files loaded once into memory (cache="memory"),
   and each group's stream order computed from the counts: the interleave's round-robin of
   runs is a sort by (run, file slot, record).
+
+The cached form orders any table with one row a record, in file order: the text pipeline
+orders its documents' lengths with it (`load=`), to count the packed rows before a start
+without reading a record (text_stages.py).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ def stream(
     keys: bool,
     batch: int | None,
     parallelism: int,
+    load: Callable[[], Any] | None = None,
 ) -> Any:
     """The pipeline's endless ordered stream, starting at stream position `start()` (read when
     the iterator starts, so a Position restored after `build()` is honoured).
@@ -76,11 +81,15 @@ def stream(
         example id) as a third element.
       batch: yield batches of `batch` records (batched presets), or None: single records.
       parallelism: files read in parallel (AUTOTUNE or a count).
+      load: with `cached`, returns the table to order instead of the records `read` gives: a
+        tensor whose rows are the pipeline's records in file order (its files in `spec.files`
+        order), called when the iterator starts. `read` is then never called.
 
     Returns:
-      A `tf.data.Dataset` of `(record, source[, key])`, or of such batches.
+      A `tf.data.Dataset` of `(record, source[, key])`, or of such batches (of the table's
+      rows with `load`).
     """
-    g = _Graph(tf(), spec, read, sources, parallelism)
+    g = _Graph(tf(), spec, read, sources, parallelism, load)
     order = _Order(g, start, cached=cached, keys=keys)
     # The next window is read and arranged while the current one goes out.
     ds = g.tf.data.Dataset.from_tensors(0).flat_map(plain(order.from_start)).prefetch(1)
@@ -173,8 +182,11 @@ class _Graph:
     `(members, j0) -> Dataset` of unpermuted windows `(records, sources, ids)` from window
     `j0` of the group on."""
 
-    def __init__(self, tf_: Any, spec: OrderSpec, read: Any, sources: bool, parallelism: int) -> None:
+    def __init__(
+        self, tf_: Any, spec: OrderSpec, read: Any, sources: bool, parallelism: int, table: Any = None
+    ) -> None:
         self.tf, self.spec, self.read, self.parallelism = tf_, spec, read, parallelism
+        self.table = table
         self.paths = tf_.constant(spec.files)
         self.sizes = tf_.constant(spec.sizes, tf_.int64)
         self.counts = tf_.constant(spec.counts, tf_.int64)
@@ -213,8 +225,11 @@ class _Graph:
         return runs.rebatch(self.window).skip(j0)
 
     def load(self) -> Any:
-        """Every record of the pipeline's files, in file order: one string tensor."""
+        """Every record of the pipeline's files, in file order: one string tensor (or the
+        table `stream` was given)."""
         tf_ = self.tf
+        if self.table is not None:
+            return self.table()
         files = tf_.data.Dataset.from_tensor_slices((self.paths, self.sizes, self.counts))
         # One file after another, the next two opened ahead (as eval reads).
         records = files.interleave(

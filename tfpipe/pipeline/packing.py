@@ -117,12 +117,6 @@ def place(tf_: Any, lengths: Any, L: int, mode: Mode, truncate: bool) -> tuple[A
     return (doc, start, length, *first_fit(tf_, length, L))
 
 
-def rows_of(tokens: Any, L: int, mode: Mode, truncate: bool) -> Any:
-    """The number of rows a chunk (a `[docs, None]` RaggedTensor) packs into."""
-    tf_ = tf()
-    return place(tf_, tf_.cast(tokens.row_lengths(), tf_.int64), L, mode, truncate)[-1]
-
-
 def pack(tokens: Any, L: int, mode: Mode, truncate: bool = False) -> dict[str, Any]:
     """One chunk of documents (a `[docs, None]` int RaggedTensor, in order) as rows:
     `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `packing_numpy.pack`.

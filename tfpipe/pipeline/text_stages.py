@@ -15,11 +15,16 @@ order's stream of chunks.
 Each chunk is packed on its own, so the packed stream is a function of the document order. The
 resumable order gives that order from (seed, position); a run that starts at step K finds the
 chunk holding its first row by counting the rows of every chunk before it, from lengths only
-(parse, place; no tokens moved), then starts the order at that chunk.
+(no tokens moved), then starts the order at that chunk. The lengths come from the split's
+lengths file (`manifest.LengthsFile`, one small read when the iterator starts), ordered as
+the records are (the order's file and window permutations applied to the lengths), so no
+shard is opened for the count. A dataset converted without one counts the old way: every
+record before the start read and parsed (`describe()` says so).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -78,9 +83,16 @@ def column(tf_: Any, n: Any, value: int) -> Any:
     return tf_.RaggedTensor.from_tensor(tf_.fill(tf_.stack([n, 1]), tf_.constant(value, tf_.int64)))
 
 
-def rows_of(pack: Any, features: Any, where: str = "") -> Any:
-    """The rows a parsed chunk packs into (int64 scalar), from its lengths alone."""
-    return packing.rows_of(documents(pack, features, where), pack.sequence_length, pack.mode, pack.truncate)
+def rows_of(pack: Any, lengths: Any) -> Any:
+    """The rows a chunk packs into (int64 scalar), from its records' token counts alone (int64
+    `[docs]`): each document as `documents` makes it, placed as `pack_stage` places it."""
+    tf_ = tf()
+    L = pack.sequence_length
+    if pack.classify:  # [CLS] its first L - 2 tokens [SEP]
+        lengths = lengths + 2
+    elif pack.eos is not None:
+        lengths = lengths + 1
+    return packing.place(tf_, lengths, L, pack.mode, pack.truncate)[-1]
 
 
 def chunk_stage(p: Any) -> Callable[[Any], Any]:
@@ -184,7 +196,7 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     size = chunk_size(pack)
     stride = spec.pipelines if spec.by_record else 1
     rows_per_step = spec.global_batch // spec.pipelines
-    parse_spec = {TOKENS: p.decoder.spec[TOKENS]}
+    lengths = lengths_file(p.source)
 
     def chunks(first: Any) -> Any:
         return order_stream.stream(
@@ -200,9 +212,17 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
 
     def find(target: Any) -> Any:
         """(chunk, rows before it) of the chunk holding row `target` of the stream."""
-        counts = chunks(tf_.constant(0, tf_.int64)).map(
-            plain(lambda records, _: rows_of(pack, tf_.io.parse_example(records, parse_spec), p.source.where))
-        )
+        if lengths is None:  # no lengths file: every record before the start read and parsed
+            parse_spec = {TOKENS: p.decoder.spec[TOKENS]}
+            counts = chunks(tf_.constant(0, tf_.int64)).map(
+                plain(lambda records, _: rows_of(pack, record_lengths(tf_, records, parse_spec)))
+            )
+        else:
+            counts = ordered_lengths(spec, lengths, size).map(
+                plain(lambda chunk, _: rows_of(pack, chunk)),
+                num_parallel_calls=tf_.data.AUTOTUNE,
+                deterministic=True,
+            )
         spans = counts.scan(
             tf_.constant(0, tf_.int64), plain(lambda before, n: (before + n, tf_.stack([before, before + n])))
         )
@@ -228,17 +248,95 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
 
 
+def record_lengths(tf_: Any, records: Any, parse_spec: Any) -> Any:
+    """The token counts (int64 `[n]`) of serialized text records, parsed."""
+    return tf_.cast(tf_.io.parse_example(records, parse_spec)[TOKENS].row_lengths(), tf_.int64)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lengths:
+    """A split's lengths file and what the manifest says it holds (checked as it is read)."""
+
+    path: str
+    documents: int
+    tokens: int
+
+
+def lengths_file(src: Any) -> Lengths | None:
+    """The lengths file of the split `src` reads, or None (converted without one)."""
+    manifest, split = src.manifest, src.split
+    path = manifest.lengths_path(split) if manifest is not None and split is not None else None
+    if path is None:
+        return None
+    text = manifest.split(split).text
+    return Lengths(path, text.documents, text.tokens)
+
+
+def read_lengths(lengths: Lengths) -> Any:
+    """Every record's token count (int64 `[documents]`, in record order across the split's
+    shards): one read of the lengths file, checked against the manifest's documents and tokens."""
+    tf_ = tf()
+    data = tf_.io.read_file(lengths.path)
+    size = tf_.cast(tf_.strings.length(data), tf_.int64)
+    expected = (
+        f"Expected the lengths file {lengths.path} to hold {lengths.documents} uint32 lengths summing "
+        f"to {lengths.tokens} tokens, as the manifest says; it was changed or is not this conversion's "
+        "(convert the split again). Received:"
+    )
+    check = tf_.debugging.Assert(tf_.equal(size, 4 * lengths.documents), [expected, size, "bytes"])
+    with tf_.control_dependencies([check]):
+        # decode_raw has no uint32: int32 bits, made unsigned in int64.
+        signed = tf_.cast(tf_.io.decode_raw(data, tf_.int32, little_endian=True), tf_.int64)
+    values = tf_.bitwise.bitwise_and(signed, tf_.constant(0xFFFFFFFF, tf_.int64))
+    total = tf_.reduce_sum(values)
+    check = tf_.debugging.Assert(tf_.equal(total, lengths.tokens), [expected, total, "tokens"])
+    with tf_.control_dependencies([check]):
+        return tf_.identity(values)
+
+
+def ordered_lengths(spec: Any, lengths: Lengths, size: int) -> Any:
+    """The lengths of the records of the order's stream from position 0, in chunks of `size`
+    (`(lengths, "")` pairs, as `order_stream.stream` batches records): the order applied to the
+    lengths file read once, not to the records."""
+    tf_ = tf()
+
+    def table() -> Any:
+        first = tf_.constant(spec.first_ids, tf_.int64)
+        rows = tf_.ragged.range(first, first + tf_.constant(spec.counts, tf_.int64)).flat_values
+        return tf_.gather(read_lengths(lengths), rows)  # this pipeline's files, in their order
+
+    return order_stream.stream(
+        spec,
+        None,
+        lambda: tf_.constant(0, tf_.int64),
+        cached=True,
+        sources=False,
+        keys=False,
+        batch=size,
+        parallelism=1,
+        load=table,
+    )
+
+
 # TPU tiling: a core works on tiles of 8 rows by 128 lanes; shapes off that grid are padded.
 TPU_LANES, TPU_SUBLANES = 128, 8
 
 
-def plan_notes(pack: Any, batch: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def plan_notes(
+    pack: Any, batch: int, src: Any = None, resumable: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(notes for `describe()`, warnings about TPU tiling) of a text pipeline with `batch` rows
-    a batch (per replica)."""
+    a batch (per replica), reading `src` in the resumable order or not."""
     from tfpipe.pipeline.fill import predict_fill
 
     L = pack.sequence_length
     notes = [f"text: chunks of {chunk_size(pack)} documents, each packed on its own"]
+    if resumable and src is not None and lengths_file(src) is None:
+        notes.append(
+            f"text: {src.where} has no lengths file (converted before tfpipe wrote one), so start_step "
+            "counts the rows before it by reading and parsing every record before the step; convert "
+            "the split again to count them from one small file"
+        )
     if pack.histogram:
         fill = predict_fill(pack.histogram, L, pack.mode, truncate=pack.truncate, eos=pack.eos is not None)
         notes.append(
