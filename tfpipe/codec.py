@@ -69,13 +69,58 @@ def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
             inner += len(head) + len(v)
         head = b"\x0a" + _varint(inner)
         return [head, *pieces], len(head) + inner
-    if dtype == "float32":
+    if isinstance(values, _Packed):
+        packed = values.data
+    elif dtype == "float32":
         packed = struct.pack(f"<{len(values)}f", *values)
     else:
         packed = b"".join(_varint(int(v)) for v in values)
     inner = _len_delimited(0x0A, packed) if values else b""
     whole = _len_delimited(0x12 if dtype == "float32" else 0x1A, inner)
     return [whole], len(whole)
+
+
+class _Packed:
+    """An int64 list already encoded as its packed varints (and its length, for `if values`)."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.data, self.count = data, count
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def varints(values: Any) -> bytes:
+    """A 1-D integer array as packed protobuf varints (two's complement for negatives), the
+    bytes `_varint` gives one value at a time, computed for the whole array at once."""
+    import numpy as np
+
+    u = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
+    widths = np.ones(len(u), dtype=np.int64)
+    for k in range(1, 10):
+        widths += u >= np.uint64(1 << (7 * k))
+    ends = np.cumsum(widths)
+    out = np.empty(int(ends[-1]) if len(u) else 0, dtype=np.uint8)
+    starts = ends - widths
+    for k in range(int(widths.max()) if len(u) else 0):
+        sel = widths > k
+        byte = (u[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        more = (widths[sel] > k + 1).astype(np.uint64) << np.uint64(7)
+        out[starts[sel] + k] = (byte | more).astype(np.uint8)
+    return out.tobytes()
+
+
+def _packed_int64(name: str, value: Any) -> _Packed | None:
+    """A numpy integer array for an int64 list, encoded at once; None for anything else (which
+    takes the checked path one value at a time)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or dtype.kind not in "iu" or getattr(value, "ndim", 0) != 1:
+        return None
+    if dtype.kind == "u" and len(value) and int(value.max()) > _INT64_MAX:
+        return None  # refused, by value, on the checked path
+    return _Packed(varints(value), len(value))
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -135,8 +180,10 @@ def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
     return [convert(name, v) for v in values]
 
 
-def _check_count(field: Field, values: list[Any]) -> list[Any]:
-    want = math.prod(field.shape)
+def _check_count(field: Field, values: Any) -> Any:
+    if field.variable:
+        return values
+    want = math.prod(field.shape)  # type: ignore[arg-type]
     if len(values) != want:
         raise DataError(
             f"Feature {field.name!r}: expected {want} value(s) for shape {field.shape}. "
@@ -162,7 +209,14 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
             value = row[f.name]
         except KeyError:
             raise DataError(f"Record has no value for feature {f.name!r}") from None
-        entries.append((f.name, f.dtype, _check_count(f, _as_list(f.name, f.dtype, value))))
+        packed = _packed_int64(f.name, value) if f.dtype == "int64" and f.variable else None
+        entries.append(
+            (
+                f.name,
+                f.dtype,
+                packed if packed is not None else _check_count(f, _as_list(f.name, f.dtype, value)),
+            )
+        )
         if f.has_mask:
             if f.mask_name not in row:
                 raise DataError(

@@ -12,12 +12,32 @@ from typing import Any, Literal, get_args
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import check_choice, check_int
 
-Format = Literal["auto", "imagenet", "images", "csv", "parquet"]
+Format = Literal["auto", "imagenet", "images", "csv", "parquet", "text"]
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
 ImageCheck = Literal["decode", "header"]
 ColumnType = Literal["int", "float", "bool", "string"]
+TokenizerTraining = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
+
+TEXT_OPTIONS = ("text_field", "lines", "tokenizer", "train_tokenizer", "vocab_size")
+"""The ConvertConfig fields of text corpora only (recorded in a text split's manifest only)."""
+NOT_TEXT_OPTIONS = (
+    "resize_shorter",
+    "quality",
+    "check",
+    "strict",
+    "labels_file",
+    "label_offset",
+    "seed",
+    "missing",
+    "missing_label",
+    "encoding",
+    "null_values",
+    "column_types",
+    "chunk_rows",
+)
+"""The ConvertConfig fields of images and tables, which a text corpus refuses when set."""
 
 DEFAULT_SHARD_SIZE = 128 << 20
 """128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
@@ -178,6 +198,13 @@ class ConvertConfig:
         kept as written.
       column_types: declared types of CSV columns (and Hive partition columns), instead of
         the inferred ones: {"zip": "string"}; "int", "float", "bool" or "string".
+      text_field: the JSON field (or Parquet column) holding a text corpus's documents.
+      lines: a `.txt` file of a text corpus holds one document per line (else one per file).
+      tokenizer: a SentencePiece `.model` or a Hugging Face `tokenizer.json` to tokenize a
+        text corpus with (stored with the dataset).
+      train_tokenizer: train one on the corpus instead: "sentencepiece" (unigram),
+        "sentencepiece-bpe", "bpe" (byte-level, `tokenizers`) or "wordpiece"; with vocab_size.
+      vocab_size: the trained tokenizer's vocabulary size.
     """
 
     format: Format = "auto"
@@ -196,8 +223,14 @@ class ConvertConfig:
     encoding: str = "utf-8"
     null_values: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     column_types: Mapping[str, ColumnType] = dataclasses.field(default_factory=dict)
+    text_field: str = "text"
+    lines: bool = False
+    tokenizer: str | None = None
+    train_tokenizer: TokenizerTraining | None = None
+    vocab_size: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_text()
         object.__setattr__(self, "null_values", normalize_null_values(self.null_values))
         if not isinstance(self.column_types, Mapping) or not all(
             isinstance(c, str) and t in get_args(ColumnType) for c, t in self.column_types.items()
@@ -236,6 +269,41 @@ class ConvertConfig:
     @property
     def n_workers(self) -> int:
         return self.workers or os.cpu_count() or 1
+
+    def _check_text(self) -> None:
+        if not isinstance(self.text_field, str) or not self.text_field:
+            raise field_error(ConfigError, "text_field", "a field name", self.text_field)
+        if not isinstance(self.lines, bool):
+            raise field_error(ConfigError, "lines", "a bool", self.lines)
+        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
+            raise field_error(ConfigError, "tokenizer", "a path or None", self.tokenizer)
+        if self.train_tokenizer is not None:
+            check_choice("train_tokenizer", self.train_tokenizer, get_args(TokenizerTraining))
+        if self.tokenizer is not None and self.train_tokenizer is not None:
+            raise ConfigError(
+                "Expected either tokenizer (--tokenizer PATH) or train_tokenizer (--train-tokenizer "
+                f"KIND), not both. Received: tokenizer={self.tokenizer!r}, train_tokenizer={self.train_tokenizer!r}"
+            )
+        if (self.train_tokenizer is None) != (self.vocab_size is None):
+            raise ConfigError(
+                "train_tokenizer (--train-tokenizer KIND) and vocab_size (--vocab-size N) go together. "
+                f"Received: train_tokenizer={self.train_tokenizer!r}, vocab_size={self.vocab_size!r}"
+            )
+        if self.vocab_size is not None:
+            check_int("vocab_size", self.vocab_size, 2, 2**31 - 1, what="an int in 2..2**31-1")
+
+    def given(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The fields of `names` set to something other than their default, by name."""
+        default = ConvertConfig()
+        return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
+
+
+def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, layout: str) -> dict[str, Any]:
+    """The options a split's manifest (and its plan record) keeps: those of its kind of source,
+    `workers` left out (it changes no byte)."""
+    chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
+    other = NOT_TEXT_OPTIONS if layout == "text" else TEXT_OPTIONS
+    return {k: v for k, v in chosen.items() if k != "workers" and k not in other}
 
 
 def split_options(

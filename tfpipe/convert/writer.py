@@ -21,7 +21,8 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import frame_parts
-from tfpipe.convert.encode import Encoded
+from tfpipe.convert.encode import Encoded, EncodedPiece
+from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, shard_name
 
@@ -111,6 +112,15 @@ class ShardWriter:
         self.items = 0  # inputs taken by `add`: written or skipped
         self.strict = strict
         self.skipped: list[SkippedInput] = []
+        self.text: TextTally | None = None  # what the shard's text documents held
+
+    def add_piece(self, piece: EncodedPiece) -> None:
+        """Writes every input of an encoded piece (see `add`), and adds up what its text held."""
+        for item in piece.encoded:
+            self.add(item)
+        if piece.text is not None:
+            self.text = self.text or TextTally()
+            self.text.merge(piece.text)
 
     def add(self, item: Encoded) -> None:
         """Writes one encoded input, or notes it as skipped with its reason.
@@ -122,6 +132,8 @@ class ShardWriter:
         if item.record is not None:
             self.write(item.record)
             return
+        if item.skip_reason is None:
+            return  # an empty text document: its piece's TextTally counts it
         if self.strict:
             raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
         self.skipped.append(SkippedInput(item.input, item.skip_reason or "unknown"))
@@ -144,7 +156,7 @@ class ShardWriter:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
-        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped)))
+        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped), self.text))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -184,17 +196,20 @@ class FinishedShard:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ShardDone:
-    """The done-record of one committed shard."""
+    """The done-record of one committed shard; `text`: what its text documents held."""
 
     info: ShardInfo
     skipped: tuple[SkippedInput, ...]
+    text: TextTally | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        return out | ({} if self.text is None else {"text": self.text.to_json()})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ShardDone:
-        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]))
+        text = None if obj.get("text") is None else TextTally.from_json(obj["text"])
+        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]), text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

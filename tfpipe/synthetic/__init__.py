@@ -1,6 +1,6 @@
 """Generated data: photo-like images (`images`), image folder trees (`folders`) and mixed-type
-tables (`tables`). `tfpipe bench` makes its default dataset with them, and
-`tfpipe.testing.fake_data` offers them for users' own tests.
+tables (`tables`), and built-in real text (`text`). `tfpipe bench` makes its default datasets
+with them, and `tfpipe.testing.fake_data` offers them for users' own tests.
 
 Everything is deterministic per seed and needs no TensorFlow.
 """
