@@ -29,6 +29,7 @@ _EXPORTS = {
     "PipelineConfig": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
+    "attention_mask": "tfpipe.presets.text",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "TfpipeError": "tfpipe.errors",
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch
     from tfpipe.presets import Preset, register_preset
+    from tfpipe.presets.text import attention_mask
     from tfpipe.schema import Field, Schema
 
 

@@ -14,7 +14,7 @@ from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
-from tfpipe.pipeline import sources
+from tfpipe.pipeline import sources, text_stages
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.corrupt import SkipCounter, verify_group
 from tfpipe.pipeline.planned import Pipeline, skipped
@@ -24,7 +24,16 @@ from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 from tfpipe.schema import dtype_of_tf
 from tfpipe.validation import check_bool
 
-__all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
+__all__ = [
+    "DefaultWarning",
+    "Pipeline",
+    "ShardingWarning",
+    "TilingWarning",
+    "build",
+    "plan",
+    "skipped",
+    "steps_per_epoch",
+]
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -42,6 +51,11 @@ class ShardingWarning(UserWarning):
 
 class DefaultWarning(UserWarning):
     """A default changed the data, e.g. the label offset of records without a manifest."""
+
+
+class TilingWarning(UserWarning):
+    """Text batches off a TPU's tiling: sequence_length not a multiple of 128, or the batch per
+    replica not a multiple of 8."""
 
 
 def _split_kwargs(
@@ -79,7 +93,7 @@ def _per_replica_batch(batch_size: int, input_context: Any) -> int:
 
 def _default_preset(src: sources.ResolvedData) -> str:
     if src.manifest is not None:
-        return "tabular" if src.manifest.layout == "table" else "imagenet"
+        return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
     if "image/encoded" in src.keys:
         return "imagenet"
     raise ConfigError(
@@ -186,6 +200,11 @@ def plan(
     n, i = _pipelines(input_context)
     share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, n, resumable) + order_notes
+    if decoder.packing is not None:
+        text_notes, tiling = text_stages.plan_notes(decoder.packing, per_replica)
+        for message in tiling:
+            _warn(message, TilingWarning)
+        notes += text_notes + tiling
     _check_enough(
         share.examples,
         share.at_most,
@@ -219,7 +238,11 @@ def plan(
             run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(share.files)),
             resuming=resuming,
         )
-        start = order_module.start_fn(spec, position, step)
+        start = (
+            text_stages.start_fn(spec, decoder.packing, position, step)
+            if decoder.packing is not None
+            else order_module.start_fn(spec, position, step)
+        )
     stage_plan = StagePlan(
         source=src,
         files=src.files,
@@ -317,7 +340,12 @@ def _bind(
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
     ctx = PresetContext(
-        manifest=src.manifest, schema=src.schema, keys=src.keys, training=training, where=src.where
+        manifest=src.manifest,
+        schema=src.schema,
+        keys=src.keys,
+        training=training,
+        where=src.where,
+        split=src.split,
     )
     decoder = preset_obj.bind(ctx, options)
     _check_keys(decoder, src, preset_obj.name)

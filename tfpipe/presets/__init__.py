@@ -14,8 +14,8 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (tfpipe/presets/imagenet.py) and "tabular"
-(tfpipe/presets/tabular.py). `preset=None` picks one from the manifest's layout.
+Built-in presets: "imagenet" (tfpipe/presets/imagenet.py), "tabular"
+(tfpipe/presets/tabular.py) and "text" (tfpipe/presets/text.py). `preset=None` picks one from the manifest's layout.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class PresetContext:
       keys: every feature key the records hold (mask features included), with its dtype.
       training: training or evaluation semantics.
       where: the data argument, for error messages.
+      split: the manifest split read, or None.
     """
 
     manifest: Manifest | None
@@ -58,6 +59,7 @@ class PresetContext:
     keys: Mapping[str, str]
     training: bool
     where: str
+    split: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,6 +86,8 @@ class Decoder:
       notes: what the preset decided for this data, for `Pipeline.describe()`.
       warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
         records without a manifest): `plan()` warns them.
+      packing: text only: how documents are packed into rows (a `presets.text.TextPacking`);
+        the pipeline then chunks, parses, packs and batches rows instead of decoding records.
     """
 
     spec: Mapping[str, Any]
@@ -97,6 +101,7 @@ class Decoder:
     describe: Callable[[Any], list[Any]] | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    packing: Any = None
 
 
 @runtime_checkable
@@ -206,6 +211,8 @@ def _load_builtins() -> None:
         return
     from tfpipe.presets.imagenet import IMAGENET
     from tfpipe.presets.tabular import TABULAR
+    from tfpipe.presets.text import TEXT
 
     _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
     _REGISTRY.setdefault(TABULAR.name, TABULAR)
+    _REGISTRY.setdefault(TEXT.name, TEXT)
