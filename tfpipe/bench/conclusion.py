@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench import advice, results, verdict, wait
+from tfpipe.bench import advice, results, tokens, verdict, wait
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.report import Report
 from tfpipe.storage import is_gcs
@@ -34,8 +34,17 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
+    text: results.TextMeasure | None = None,
 ) -> Report:
-    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice."""
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
+    for text, the figures in tokens: the fill, padding, tokens/s)."""
+    figures = (
+        None
+        if text is None
+        else tokens.figures(
+            text, producer=producer, consumer_eps=consumer.examples_per_sec, stages=stages, scaling=scaling
+        )
+    )
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -53,8 +62,19 @@ def conclude(
         elapsed_sec=elapsed_sec,
         profile=profile,
         storage=storage,
+        text=figures,
         **_figures(
-            pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile, storage
+            pipeline,
+            dataset,
+            hosts,
+            producer,
+            consumer,
+            stages,
+            scaling,
+            worker_cores,
+            profile,
+            storage,
+            figures,
         ),
     )
 
@@ -70,6 +90,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
+    text: tokens.TextFigures | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
 
@@ -107,6 +128,7 @@ def _figures(
         storage=storage,
         storage_bound=storage_bound,
         first_epoch_wait=first_wait,
+        text=text,
     )
     return {
         "predicted_input_wait": predicted,

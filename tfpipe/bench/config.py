@@ -9,26 +9,36 @@ from typing import Literal, get_args
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import check_int
 
-PipelineName = Literal["imagenet", "tabular"]
+PipelineName = Literal["imagenet", "tabular", "text"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
+Packing = Literal["first_fit", "none", "concat"]
+PACKINGS: tuple[str, ...] = get_args(Packing)
 
 # Keras models `--model` builds with random weights (nothing is downloaded).
 IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
 TABLE_MODELS = ("mlp", "small_mlp")
-MODELS = IMAGE_MODELS + TABLE_MODELS
+TEXT_MODELS = ("small_transformer",)
+MODELS = IMAGE_MODELS + TABLE_MODELS + TEXT_MODELS
+MODELS_OF = {"imagenet": IMAGE_MODELS, "tabular": TABLE_MODELS, "text": TEXT_MODELS}
 
 # The consumer's sources a config may name, at most one; with none, the preset's reference row.
 CONSUMERS = ("step_time_ms", "model", "accelerator", "from_profile")
 
-# Per-host batch when none is given: a common per-accelerator batch for each kind of model.
-DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024}
+# Per-host batch when none is given: a common per-accelerator batch for each kind of model
+# (for text, sequences: a multiple of 8, a TPU core's rows per tile).
+DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024, "text": 64}
+# Tokens in a text row when none is given: BERT-large's, as the default reference row trained.
+DEFAULT_SEQUENCE_LENGTH = 512
 
 # No training step is shorter: launching one accelerator kernel alone takes ~5-10 us.
 MIN_STEP_TIME_MS = 0.01
 # The most examples/s one host's accelerators can take in, far above anything published (the
 # fastest reference row is 13,800 images/s per TPU v4 host): a million 224x224x3 uint8 images
-# or a billion table rows a second are each ~150 GB/s, beyond a host's memory bandwidth.
+# or a billion table rows a second are each ~150 GB/s, beyond a host's memory bandwidth. Text
+# counts slot tokens (sequences x sequence length): a billion a second is 3,000x the fastest
+# text row (297,114 per TPU v4 host).
 MAX_CONSUMER_EPS = {"imagenet": 1e6, "tabular": 1e9}
+MAX_CONSUMER_TOKENS = 1e9
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,12 +46,20 @@ class BenchConfig:
     """What to benchmark and against which consumer.
 
     Args:
-      pipeline: the preset, "imagenet" or "tabular". None picks the one `data`'s manifest
-        calls for, as build() picks its preset: tabular for a table, else imagenet.
-      data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it.
+      pipeline: the preset, "imagenet", "tabular" or "text". None picks the one `data`'s
+        manifest calls for, as build() picks its preset: tabular for a table, text for a
+        tokenized corpus, else imagenet.
+      data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it
+        (for text: the standard library's docstrings, tokenized by a tokenizer trained on them).
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
-        None uses 128 for imagenet and 1024 for tabular; with `from_profile`, the profiled
-        run's batch when the profile records it (else it must be given).
+        None uses 128 for imagenet, 1024 for tabular and 64 sequences for text; with
+        `from_profile`, the profiled run's batch when the profile records it (else it must be
+        given). For text, a batch counts sequences (rows of `sequence_length` tokens).
+      sequence_length: text only: L, the tokens in a row. None uses 512.
+      packing: text only: "first_fit", "none" or "concat", as build() takes it. None uses the
+        preset's default (first_fit; none for a classifier's one document a row).
+      truncate: text only: keep only each document's first L tokens, as build() takes it
+        (a classifier needs it when documents are longer than its row).
       step_time_ms: the consumer's measured step time for the global batch, in milliseconds.
       model: a Keras model to time a train step of on the best local device.
       accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`), taken
@@ -75,6 +93,9 @@ class BenchConfig:
     pipeline: PipelineName | None = None
     data: str | None = None
     batch_size: int | None = None
+    sequence_length: int | None = None
+    packing: Packing | None = None
+    truncate: bool = False
     step_time_ms: float | None = None
     model: str | None = None
     accelerator: str | None = None
@@ -103,6 +124,7 @@ class BenchConfig:
         if self.pipeline not in PIPELINES:
             raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
         check_int("hosts", self.hosts, 1, what="an integer >= 1")
+        self._check_text()
         if self.batch_size is not None:
             check_int("batch_size", self.batch_size, 1)
             # The one home of the per-host batch rule: every host gets the same batch.
@@ -130,7 +152,7 @@ class BenchConfig:
                 f"not given. Received: profile_run={self.profile_run!r}, from_profile=None"
             )
         if self.model is not None:
-            allowed = IMAGE_MODELS if self.pipeline == "imagenet" else TABLE_MODELS
+            allowed = MODELS_OF[self.pipeline]
             if self.model not in allowed:
                 raise field_error(
                     ConfigError, "model", f"one of {allowed} for pipeline={self.pipeline!r}", self.model
@@ -139,14 +161,6 @@ class BenchConfig:
             from tfpipe.bench import reference
 
             row = reference.lookup(self.accelerator)
-            if row.preset not in PIPELINES:
-                raise ConfigError(
-                    f"accelerator {row.name!r} is a reference for {row.model} ({row.preset} data), "
-                    "which no tfpipe pipeline reads, so it cannot be the consumer here; its figure is "
-                    "for --step-time-ms (global batch / examples per second). For pipeline="
-                    f"{self.pipeline!r} use one of "
-                    f"{[r.name for r in reference.rows() if r.preset == self.pipeline]}"
-                )
             if row.preset != self.pipeline:
                 raise ConfigError(
                     f"accelerator {row.name!r} is a {row.preset} reference; for pipeline="
@@ -173,6 +187,25 @@ class BenchConfig:
         if self.split is not None and (not isinstance(self.split, str) or not self.split):
             raise field_error(ConfigError, "split", "None or a split name such as 'train'", self.split)
 
+    def _check_text(self) -> None:
+        """sequence_length and packing: given for text only, and valid."""
+        if not isinstance(self.truncate, bool):
+            raise field_error(ConfigError, "truncate", "True or False", self.truncate)
+        if self.pipeline != "text":
+            for name in ("sequence_length", "packing", "truncate"):
+                if getattr(self, name) not in (None, False):
+                    raise ConfigError(
+                        f"{name} shapes the rows of the text pipeline; pipeline={self.pipeline!r} has "
+                        f"none. Received: {name}={getattr(self, name)!r}"
+                    )
+            return
+        if self.sequence_length is not None:
+            from tfpipe.presets.text import MAX_SEQUENCE_LENGTH
+
+            check_int("sequence_length", self.sequence_length, 2, MAX_SEQUENCE_LENGTH)
+        if self.packing is not None and self.packing not in PACKINGS:
+            raise field_error(ConfigError, "packing", f"None or one of {PACKINGS}", self.packing)
+
     def _check_consumer_rate(self) -> None:
         """Refuses a step time that implies more examples/s than any host takes in."""
         assert self.step_time_ms is not None
@@ -183,11 +216,20 @@ class BenchConfig:
             self.pipeline,
             what=f"step_time_ms={self.step_time_ms:g} (--step-time-ms)",
             received=f"step_time_ms={self.step_time_ms!r}",
+            sequence_length=self.rows_length,
         )
 
     @property
     def global_batch(self) -> int:
         return self.batch_size if self.batch_size is not None else DEFAULT_BATCH[self.pipeline] * self.hosts
+
+    @property
+    def rows_length(self) -> int | None:
+        """Text: the sequence length L of the rows (DEFAULT_SEQUENCE_LENGTH when not given);
+        else None."""
+        if self.pipeline != "text":
+            return None
+        return self.sequence_length or DEFAULT_SEQUENCE_LENGTH
 
     @property
     def host_batch(self) -> int:
@@ -204,14 +246,29 @@ class BenchConfig:
 
 
 def check_consumer_rate(
-    step_time_ms: float, global_batch: int, hosts: int, pipeline: str, *, what: str, received: str
+    step_time_ms: float,
+    global_batch: int,
+    hosts: int,
+    pipeline: str,
+    *,
+    what: str,
+    received: str,
+    sequence_length: int | None = None,
 ) -> None:
-    """Refuses a step time that implies more examples/s per host than any host takes in."""
+    """Refuses a step time that implies more examples/s per host than any host takes in (for
+    text, more slot tokens/s: sequences of `sequence_length`)."""
     rate = global_batch // hosts / (step_time_ms / 1000.0)
-    cap = MAX_CONSUMER_EPS[pipeline]
+    if pipeline == "text":
+        rate, cap, unit = (
+            rate * (sequence_length or DEFAULT_SEQUENCE_LENGTH),
+            MAX_CONSUMER_TOKENS,
+            "slot tokens",
+        )
+    else:
+        cap, unit = MAX_CONSUMER_EPS[pipeline], "examples"
     if rate > cap:
         raise ConfigError(
-            f"{what} for a global batch of {global_batch} means {rate:.3g} examples/s per host, beyond "
+            f"{what} for a global batch of {global_batch} means {rate:.3g} {unit}/s per host, beyond "
             f"what any accelerator host takes in ({cap:.0e}/s for the {pipeline} pipeline). "
             f"Expected the milliseconds of one training step of the global batch. Received: {received}"
         )
@@ -219,11 +276,12 @@ def check_consumer_rate(
 
 def pipeline_for(data: object) -> PipelineName:
     """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
-    table, else imagenet (also without a manifest, or without data)."""
+    table, text for a tokenized corpus, else imagenet (also without a manifest, or without data)."""
     from tfpipe.manifest import Manifest
 
     manifest = Manifest.find(data.rstrip("/")) if isinstance(data, str) and data else None
-    return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
+    layout = manifest.layout if manifest is not None else None
+    return "tabular" if layout == "table" else "text" if layout == "text" else "imagenet"
 
 
 def check_step_time_ms(value: object) -> float:

@@ -14,6 +14,8 @@ EXAMPLES = """examples:
   tfpipe bench --accelerator resnet50-tpu-v4 --simulate --plot bench.png --json bench.json
   tfpipe bench --model small_cnn --fit --batch-size 64
   tfpipe bench --compare                               # tensorflow/tpu-style baseline vs tfpipe
+  tfpipe bench --pipeline=text                         # Python's own docstrings vs a TPU v4 host
+  tfpipe bench --data gs://bucket/corpus --sequence-length 2048 --packing none --accelerator gpt3-175b-tpu-v5p
   tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
 
 Example: tfpipe bench --pipeline=imagenet
@@ -71,12 +73,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import PIPELINES
+    from tfpipe.bench.config import PACKINGS, PIPELINES
 
     g.add_argument(
         "--pipeline",
         choices=PIPELINES,
         help="the preset (default: the one --data's manifest calls for, as build() picks it; else imagenet)",
+    )
+    g.add_argument(
+        "--sequence-length",
+        type=_positive(int),
+        metavar="L",
+        help="text: tokens in a row (default: 512)",
+    )
+    g.add_argument(
+        "--packing",
+        choices=PACKINGS,
+        help="text: first_fit (several documents a row), none (one a row, padded) or concat (end to "
+        "end, cut every L) (default: build()'s, first_fit; none for a classifier)",
+    )
+    g.add_argument(
+        "--truncate",
+        action="store_true",
+        help="text: keep each document's first L tokens only (a labeled corpus's classifier rows "
+        "need it when documents are longer than L - 2)",
     )
     g.add_argument(
         "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
@@ -94,8 +114,8 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--batch-size",
         type=_positive(int),
-        help="global batch (default: 128 imagenet, 1024 tabular, per host; with --from-profile, the "
-        "profiled run's, from the profile when it records it)",
+        help="global batch (default: 128 imagenet, 1024 tabular, 64 text sequences, per host; with "
+        "--from-profile, the profiled run's, from the profile when it records it)",
     )
     g.add_argument(
         "--hosts",
@@ -131,7 +151,7 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
         "--accelerator",
         metavar="NAME",
         help="consumer: a published throughput (see --list-accelerators); default: the preset's row "
-        "(imagenet: a TPU v4 host)",
+        "(imagenet and text: a TPU v4 host)",
     )
     g.add_argument(
         "--profile-run",
@@ -210,6 +230,9 @@ def run(args: argparse.Namespace) -> int:
     config = BenchConfig(
         pipeline=args.pipeline,
         data=args.data,
+        sequence_length=args.sequence_length,
+        packing=args.packing,
+        truncate=args.truncate,
         split=args.split,
         cache=args.cache,
         batch_size=args.batch_size,
@@ -261,15 +284,17 @@ def _list_accelerators(out) -> None:  # out: rich.console.Console
     from rich.markup import escape
 
     from tfpipe.bench import reference
-    from tfpipe.bench.config import PIPELINES
 
     out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
     defaults = {name: preset for preset, name in reference.defaults().items()}
     for r in reference.rows():
         use = f"default for --pipeline={defaults[r.name]}" if r.name in defaults else r.preset
-        if r.preset not in PIPELINES:
-            use = f"{r.preset}: no tfpipe pipeline reads it; its figure serves --step-time-ms"
-        out.print(f"\n[bold]{r.name}[/]  ({use})  {r.examples_per_sec:,.0f} examples/s")
+        figure = f"{r.examples_per_sec:,.0f} examples/s"
+        if r.tokens_per_sec is not None:
+            figure = (
+                f"{r.tokens_per_sec:,.0f} slot tokens/s = {r.examples_per_sec:,.2f} sequences/s ({r.shape})"
+            )
+        out.print(f"\n[bold]{r.name}[/]  ({use})  {figure}")
         out.print(
             f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}"
         )
