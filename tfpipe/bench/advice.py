@@ -78,19 +78,8 @@ def recommend(
             )
         )
     if verdict == "not_input_bound":
-        keep = (
-            "No change needed: this pipeline keeps up with your accelerator's profiled step."
-            if profiled_wait is not None
-            else "No change needed. Re-run with the consumer you will train on "
-            "(--from-profile with a profile of your run, or --model) before buying more CPU."
-        )
         out.append(
-            Recommendation(
-                "keeps_up",
-                f"The pipeline produces {rate(producer_eps)} {unit}/s, {ratio:.1f}x what the "
-                f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
-                keep,
-            )
+            _keeps_up(wait, producer_eps, consumer_eps, ratio, profiled=profiled_wait is not None, unit=unit)
         )
         return tuple(out + tail)
 
@@ -99,6 +88,23 @@ def recommend(
         out.append(stage_advice)
     out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps, unit=unit)
     return tuple(out + tail)
+
+
+def _keeps_up(
+    wait: float, producer_eps: float, consumer_eps: float, ratio: float, *, profiled: bool, unit: str
+) -> Recommendation:
+    keep = (
+        "No change needed: this pipeline keeps up with your accelerator's profiled step."
+        if profiled
+        else "No change needed. Re-run with the consumer you will train on "
+        "(--from-profile with a profile of your run, or --model) before buying more CPU."
+    )
+    return Recommendation(
+        "keeps_up",
+        f"The pipeline produces {rate(producer_eps)} {unit}/s, {ratio:.1f}x what the "
+        f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
+        keep,
+    )
 
 
 def _storage_advice(

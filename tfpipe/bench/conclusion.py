@@ -38,13 +38,7 @@ def conclude(
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
     for text, the figures in tokens: the fill, padding, tokens/s)."""
-    figures = (
-        None
-        if text is None
-        else tokens.figures(
-            text, producer=producer, consumer_eps=consumer.examples_per_sec, stages=stages, scaling=scaling
-        )
-    )
+    figures = None if text is None else _text(text, producer, consumer, stages, scaling)
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -79,6 +73,19 @@ def conclude(
     )
 
 
+def _text(
+    text: results.TextMeasure,
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
+) -> tokens.TextFigures:
+    """A text pipeline's figures in tokens."""
+    return tokens.figures(
+        text, producer=producer, consumer_eps=consumer.examples_per_sec, stages=stages, scaling=scaling
+    )
+
+
 def _figures(
     pipeline: str,
     dataset: results.DatasetInfo,
@@ -93,10 +100,8 @@ def _figures(
     text: tokens.TextFigures | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
-
-    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU
-    helps: the bottleneck is the read stage, named as the storage.
-    """
+    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:
+    the bottleneck is the read stage, named as the storage."""
     need = consumer.examples_per_sec
     predicted = wait.predicted_wait(producer.examples_per_sec, need)
     band = wait.band(predicted)

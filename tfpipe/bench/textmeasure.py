@@ -8,8 +8,9 @@ manifest's lengths, with the EOS or [CLS]/[SEP] the pipeline adds, cut to L wher
 and a row carries L x the measured fill of them: rows = tokens / (L x fill).
 
 One counting pass runs before anything is timed: the batch prefix (the rows as they train,
-before the output form), real tokens (segment id not 0) over slots, until an epoch's rows or
-the bench's window, whichever comes first: a small split is counted whole.
+before the output form), real tokens (segment id not 0) over slots. A small split is counted
+whole (an epoch's rows); a large one until the window has passed and the fill is known within
+FILL_PRECISION (a 95% half-interval from the batches' spread), at most MAX_COUNT_SECONDS.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ if TYPE_CHECKING:
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 # A TPU lays a row over 128 lanes: lengths are suggested in multiples of it.
 LANES = 128
-# The counting pass: at least this many batches, whatever the window.
+# The counting pass: at least this many batches, whatever the window; past the window, on
+# until the measured fill's 95% half-interval is within a quarter point (a quarter of the one
+# point it must agree with the prediction within), but no longer than this.
 MIN_BATCHES = 4
+FILL_PRECISION = 0.0025
+MAX_COUNT_SECONDS = 60.0
 # Tokens the tokenizer's cost is timed on (decoded from the first batches' documents).
 TOKENIZE_SAMPLE = 50_000
 
@@ -194,12 +199,26 @@ def _count_batches(
         if sum(len(d) for d in sample) < TOKENIZE_SAMPLE:
             sample += _segments(rows)
         start = start or time.monotonic()  # from the first batch: an iterator takes seconds to start
-        counted = len(fills) * pipe.batch_size
-        if len(fills) >= MIN_BATCHES and (counted >= epoch_rows or time.monotonic() - start >= seconds):
+        if _counted_enough(
+            fills, slots, len(fills) * pipe.batch_size >= epoch_rows, time.monotonic() - start, seconds
+        ):
             break
-    per_batch = np.asarray(fills, np.float64) / slots
-    sd = float(per_batch.std(ddof=1)) if len(fills) > 1 else 0.0
-    return len(fills) * pipe.batch_size, int(sum(fills)), sd, len(fills), sample
+    return len(fills) * pipe.batch_size, int(sum(fills)), _sd(fills, slots), len(fills), sample
+
+
+def _sd(fills: list[int], slots: int) -> float:
+    """The standard deviation of one batch's fill."""
+    return float((np.asarray(fills, np.float64) / slots).std(ddof=1)) if len(fills) > 1 else 0.0
+
+
+def _counted_enough(fills: list[int], slots: int, epoch: bool, elapsed: float, seconds: float) -> bool:
+    """Whether the counting pass may stop: an epoch counted, or the window passed with the fill
+    known within FILL_PRECISION, or MAX_COUNT_SECONDS passed."""
+    if len(fills) < MIN_BATCHES:
+        return False
+    if epoch or elapsed >= MAX_COUNT_SECONDS:
+        return True
+    return elapsed >= seconds and 1.96 * _sd(fills, slots) / math.sqrt(len(fills)) <= FILL_PRECISION
 
 
 def _segments(rows: Any) -> list[list[int]]:

@@ -220,38 +220,14 @@ def run(args: argparse.Namespace) -> int:
         _list_accelerators(out)
         return 0
 
-    from tfpipe.bench import BenchConfig, bench
+    from tfpipe.bench import bench
     from tfpipe.bench.output import check_writable
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
-    config = BenchConfig(
-        pipeline=args.pipeline,
-        data=args.data,
-        sequence_length=args.sequence_length,
-        packing=args.packing,
-        truncate=args.truncate,
-        split=args.split,
-        cache=args.cache,
-        batch_size=args.batch_size,
-        hosts=args.hosts,
-        step_time_ms=args.step_time_ms,
-        model=args.model,
-        accelerator=args.accelerator,
-        from_profile=args.from_profile,
-        profile_run=args.profile_run,
-        seconds=args.seconds,
-        warmup_seconds=args.warmup,
-        simulate=args.simulate,
-        fit=args.fit,
-        profile=args.profile,
-        compare=args.compare,
-        workdir=args.workdir,
-        max_cores=args.max_cores,
-        worker_cores=args.worker_cores,
-    )
+    config = _config(args)
     if args.quiet or not out.is_terminal:
         report = bench(config, progress=lambda msg: out.print(f"- {msg}"))
     else:
@@ -278,6 +254,37 @@ def run(args: argparse.Namespace) -> int:
         print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
         return EXIT_INPUT_BOUND
     return 0
+
+
+def _config(args: argparse.Namespace) -> object:
+    """The BenchConfig the flags ask for."""
+    from tfpipe.bench import BenchConfig
+
+    return BenchConfig(
+        pipeline=args.pipeline,
+        data=args.data,
+        sequence_length=args.sequence_length,
+        packing=args.packing,
+        truncate=args.truncate,
+        split=args.split,
+        cache=args.cache,
+        batch_size=args.batch_size,
+        hosts=args.hosts,
+        step_time_ms=args.step_time_ms,
+        model=args.model,
+        accelerator=args.accelerator,
+        from_profile=args.from_profile,
+        profile_run=args.profile_run,
+        seconds=args.seconds,
+        warmup_seconds=args.warmup,
+        simulate=args.simulate,
+        fit=args.fit,
+        profile=args.profile,
+        compare=args.compare,
+        workdir=args.workdir,
+        max_cores=args.max_cores,
+        worker_cores=args.worker_cores,
+    )
 
 
 def _list_accelerators(out) -> None:  # out: rich.console.Console

@@ -1,0 +1,162 @@
+"""`tfpipe bench --pipeline=text`'s own harness, on its built-in default corpus.
+
+Run: python -m pytest benchmarks/test_bench_text_harness.py -s -p no:cacheprovider
+Measures, on the default text dataset (this Python's docstrings, a BPE of 8,000 ids trained on
+them, made once into a temporary cache):
+- the default `tfpipe bench --pipeline=text` run, first time (reading, tokenizer training and
+  conversion included) and cached, as wall time of the real command;
+- the fill measured on the pipeline's own batches (a whole epoch) against the fill predicted
+  from the manifest's length histogram, for each packing mode at L = 128, 512 and 2048:
+  |measured - predicted| <= 0.01;
+- --simulate against the predicted input wait in all three bands: |predicted - measured| <= 0.05
+  (a quiet machine's target; under load single runs miss, as for images).
+Every number is printed with -s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfpipe.bench import producer, textmeasure, wait
+from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
+from tfpipe.bench.simulate import simulate
+from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
+
+pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
+
+DEFAULTS = BenchConfig(pipeline="text")
+SECONDS, WARMUP = DEFAULTS.seconds, DEFAULTS.warmup
+
+
+def _report(name: str, **numbers: object) -> None:
+    print(
+        f"\n[{name}] "
+        + ", ".join(f"{k}={v:,.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
+    )
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("xdg_cache"))
+
+
+@pytest.fixture(scope="module")
+def corpus(cache_home):
+    manifest, _ = ensure_dataset(SyntheticSpec.default("text"), os.path.join(cache_home, "tfpipe"))
+    return manifest
+
+
+def _plan(manifest, sequence_length: int, packing: str):
+    from tfpipe.pipeline import plan
+
+    return plan(
+        manifest.root,
+        batch_size=DEFAULT_BATCH["text"],
+        sequence_length=sequence_length,
+        packing=packing,
+        seed=1,
+    )
+
+
+def _cli(cache_home: str, out: str) -> tuple[float, dict]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFPIPE_BENCH_")}
+    env["XDG_CACHE_HOME"] = cache_home
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "bench", "--pipeline=text", "--json", out, "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    wall = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr
+    with open(out) as f:
+        return wall, json.load(f)
+
+
+def test_default_text_run_first_time_and_cached(benchmark, tmp_path) -> None:
+    home = str(tmp_path / "cache")
+    first_wall, first = _cli(home, str(tmp_path / "first.json"))
+    cached_wall, cached = benchmark.pedantic(
+        lambda: _cli(home, str(tmp_path / "cached.json")), rounds=1, iterations=1
+    )
+    t = cached["text"]
+    info = {
+        "first_run_sec": first_wall,
+        "first_generation_sec": first["dataset"]["generated_sec"],
+        "cached_run_sec": cached_wall,
+        "documents": t["documents"],
+        "tokens": t["tokens"],
+        "fill_measured": t["fill"]["measured"],
+        "fill_predicted": t["fill"]["predicted"],
+        "real_tokens_per_sec": t["producer"]["real_tokens_per_sec"],
+        "verdict": cached["verdict"],
+        "bottleneck": cached["bottleneck"]["stage"],
+    }
+    info.update({f"cpu_ms_per_1k_{s['name']}": s["cpu_ms_per_1k_tokens"] for s in t["stages"]})
+    benchmark.extra_info.update(info)
+    _report("default text run", **info)
+    assert first["dataset"]["generated_sec"] > 0 and cached["dataset"]["generated_sec"] == 0
+    assert t["fill"]["agrees"]
+
+
+@pytest.mark.parametrize("packing", ["first_fit", "none", "concat"])
+@pytest.mark.parametrize("sequence_length", [128, 512, 2048])
+def test_fill_measured_against_predicted(corpus, sequence_length: int, packing: str) -> None:
+    pipe = _plan(corpus, sequence_length, packing)
+    # A long window: the pass stops at an epoch's rows, so the whole corpus is counted.
+    m = textmeasure.measure(pipe, seconds=120.0)
+    predicted = m.predicted_fill[packing]
+    _report(
+        f"fill L={sequence_length} {packing}",
+        measured=m.fill,
+        predicted=predicted,
+        difference=m.fill - predicted,
+        rows=m.rows,
+        batches=m.batches,
+    )
+    assert abs(m.fill - predicted) <= 0.01
+
+
+@pytest.mark.parametrize(
+    ("target", "band"),
+    [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")],
+)
+def test_simulate_text_within_005_of_prediction(benchmark, corpus, target: float, band: str) -> None:
+    pipe, seconds = _plan(corpus, 512, "first_fit"), 4 * SECONDS
+    results = []
+
+    def once():
+        # As for images: aim the step time at the band, retrying (at most twice) only when the
+        # host's speed changed so the simulation's producer phases put the prediction elsewhere.
+        for _ in range(3):
+            rate = producer.measure(
+                pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP
+            )
+            consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
+            results.append(
+                simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP)
+            )
+            if wait.band(results[-1].predicted_input_wait) == band:
+                break
+
+    benchmark.pedantic(once, rounds=1, iterations=1)
+    sim = results[-1]
+    _report(
+        f"simulate text {band}",
+        step_ms=sim.step_time_ms,
+        producer_sequences_per_sec=sim.producer_examples_per_sec,
+        predicted=sim.predicted_input_wait,
+        measured=sim.measured_input_wait,
+        steps=sim.steps,
+        attempts=len(results),
+    )
+    assert wait.band(sim.predicted_input_wait) == band
+    assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05
