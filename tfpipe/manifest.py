@@ -18,6 +18,7 @@ from tfpipe import storage
 from tfpipe._version import __version__
 from tfpipe.errors import ManifestError
 from tfpipe.schema import Schema
+from tfpipe.shardnames import ShardName, check_shard_sets
 
 MANIFEST_NAME = "tfpipe.json"
 FORMAT = "tfpipe.manifest"
@@ -486,9 +487,6 @@ def check_relative_name(name: str) -> str:
     return name
 
 
-_SHARD_NAME_RE = re.compile(r"(?P<split>.+)-(?P<index>\d{5,})-of-(?P<count>\d{5,})(?:\.gz)?")
-
-
 def _check_unique(names: list[str], where: str) -> None:
     seen: set[str] = set()
     twice = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
@@ -500,27 +498,11 @@ def _check_unique(names: list[str], where: str) -> None:
 
 
 def check_shard_list(split: str, shards: tuple[ShardInfo, ...]) -> None:
-    """Refuses a split that lists a shard twice, or whose tfpipe-named shards have gaps.
-
-    Shards named `{split}-{i}-of-{n}` must be exactly i = 0..n-1, in order: a list with one
-    of them missing or repeated would silently drop or duplicate its records.
-    """
+    """Refuses a split that lists a shard twice, or whose tfpipe-named shards are not one
+    whole set in order (`check_shard_sets`): a list with one of them missing or repeated
+    would silently drop or duplicate its records."""
     _check_unique([s.name for s in shards], f"split {split!r}")
-    matches = [_SHARD_NAME_RE.fullmatch(posixpath.basename(s.name)) for s in shards]
-    if not shards or not all(m and m["split"] == split for m in matches):
+    names = [ShardName.parse(s.name) for s in shards]
+    if not shards or not all(n is not None and n.stem == split for n in names):
         return  # names from another tool: nothing to check them against
-    counts = {int(m["count"]) for m in matches}  # type: ignore[index]
-    indices = [int(m["index"]) for m in matches]  # type: ignore[index]
-    if counts != {len(shards)} or indices != list(range(len(shards))):
-        count = max(counts)
-        missing = sorted(set(range(count)) - set(indices))
-        raise ManifestError(
-            f"split {split!r}: expected shards 0..{count - 1} of {count}, each once and in order. "
-            f"Received: {len(shards)} shards{f', missing index {missing[:5]}' if missing else ''} "
-            f"(indices {indices[:10]}{'...' if len(indices) > 10 else ''})"
-        )
-
-
-def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
-    """`{split}-{index:05d}-of-{count:05d}`, plus `.gz` under gzip."""
-    return f"{split}-{index:05d}-of-{count:05d}" + (".gz" if compression == "gzip" else "")
+    check_shard_sets([s.name for s in shards], f"split {split!r}", ManifestError, listed=True)

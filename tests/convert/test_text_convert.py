@@ -149,6 +149,13 @@ def test_labels_text_becomes_class_indices_numbers_stay(tmp_path):
     assert convert(tmp_path / "numbers", tmp_path / "b", "--tokenizer", tok, "--label", "label")[0] == 0
     recs, m = records(tmp_path / "b")
     assert m.class_names == () and [r["label"][0] for r in recs] == [(i * 7) % 5 - 1 for i in range(30)]
+    # A later split keeps the classes' numbering; a class the dataset does not know is refused.
+    write_corpus(tmp_path / "val", texts[:4], "jsonl", labels=["pos", "pos", "neg", "pos"])
+    assert convert(tmp_path / "val", tmp_path / "a", "--split", "validation", "--label", "label")[0] == 0
+    assert [r["label"][0] for r in records(tmp_path / "a", "validation")[0]] == [2, 2, 0, 2]
+    write_corpus(tmp_path / "odd", texts[:2], "jsonl", labels=["pos", "angry"])
+    code, _, err = convert(tmp_path / "odd", tmp_path / "a", "--split", "test", "--label", "label")
+    assert code == 1 and "label(s) ['angry'] are not classes of the dataset this split joins" in err
 
 
 def test_parquet_as_datasets_writes_it_with_a_classlabel(tmp_path):
@@ -247,3 +254,13 @@ def test_the_python_api_returns_the_manifest(corpus, tmp_path):
         ".json"
     )
     assert "resize_shorter" not in m.split("train").options  # only options that apply are recorded
+
+
+def test_a_trained_vocabulary_smaller_than_asked_is_said(tmp_path):
+    write_corpus(tmp_path / "src", docs()[:20], "jsonl")
+    code, out, err = convert(
+        tmp_path / "src", tmp_path / "out", "--train-tokenizer", "bpe", "--vocab-size", "50000"
+    )
+    assert code == 0, err
+    size = Manifest.load(str(tmp_path / "out")).tokenizer.vocab_size
+    assert size < 50000 and f"the trained bpe tokenizer has {size:,} ids, not the 50,000 asked for" in out

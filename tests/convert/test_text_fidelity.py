@@ -118,6 +118,9 @@ def test_bad_labels_are_named(tmp_path, bpe):
         f"labels of one kind in 'label': text (class names) or integers. Received: text at {src}: line 5"
         in err
     )
+    txt = tmp_path / "t.txt"
+    txt.write_text("no label here")
+    assert "a .txt file holds no label" in refused(txt, tmp_path / "txt", "--tokenizer", bpe, "--label", "y")
 
 
 def test_empty_documents_are_counted_and_left_out(tmp_path, bpe):

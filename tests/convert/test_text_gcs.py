@@ -6,10 +6,10 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from _text_data import docs, tokenizer_path
+from test_convert_identity import wait_stopped
 
 import tfpipe
 from tfpipe import storage
@@ -44,17 +44,6 @@ def test_a_corpus_and_tokenizer_on_gcs_convert_to_gcs_as_locally(gcs_bucket, loc
     assert storage.read_bytes(f"{dest}/tokenizer.json") == pathlib.Path(tok).read_bytes()
     more = tfpipe.convert(f"{gcs_bucket}/src/more", dest, split="extra", workers=1)
     assert more.split("extra").text.documents == 20 and more.tokenizer == m.tokenizer
-
-
-def wait_stopped(proc, timeout=120):
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(f"/proc/{proc.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run never reached its pause point"
-        time.sleep(0.02)
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def check_writable(path: str, field: str) -> None:
     if not path or path.endswith(("/", os.sep)):
         raise bad("it names a folder, not a file")
     if storage.is_gcs(path):
-        if "/" not in path[len("gs://") :]:
+        if not storage.split_gcs(path)[1]:
             raise bad("it names a bucket, not an object in it")
         return
     parent = os.path.dirname(os.path.abspath(path))

@@ -45,6 +45,11 @@ class Encoded:
     input_bytes: int
     input: str = ""  # the input's name, set when it is skipped
 
+    def __reduce__(self) -> tuple[type[Encoded], tuple[bytes | None, str | None, int, str]]:
+        # One per record crosses the pipe from every worker: the plain tuple pickles ~4x faster
+        # than a slotted dataclass's state (measured: 26k items 0.17 -> 0.045 CPU s both ways).
+        return Encoded, (self.record, self.skip_reason, self.input_bytes, self.input)
+
 
 def encode_images(task: ImageTask) -> list[Encoded]:
     """Encodes a chunk of images. Only undecodable bytes become a skip.

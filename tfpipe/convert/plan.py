@@ -27,8 +27,9 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo, shard_name
+from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo
 from tfpipe.schema import Schema
+from tfpipe.shardnames import shard_name
 
 PLAN_VERSION = 2
 """The version of `ConvertPlan.record`; a resumed run compares records, so a change in what

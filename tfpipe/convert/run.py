@@ -57,8 +57,10 @@ def convert(
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
-      src: an image folder tree, a flat validation folder (with `labels_file`), or a CSV or
-        Parquet file (or a folder of them). Local or gs://.
+      src: an image folder tree, a flat validation folder (with `labels_file`), a CSV or
+        Parquet file (or a folder of them), or a text corpus (`.jsonl`, `.jsonl.gz`, `.txt`
+        or `.parquet` files: one, a folder or a glob; with `tokenizer` or `train_tokenizer`).
+        Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
       shards: how to cut shards, as a ShardConfig; or pass its fields as options.
       config: everything else, as a ConvertConfig; or pass its fields as options.
@@ -75,7 +77,8 @@ def convert(
         `workers` processes.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
-        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
+        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding,
+        null_values, column_types, text_field, lines, tokenizer, train_tokenizer, vocab_size),
         each for the config not given as an object.
 
     Returns:
@@ -316,7 +319,7 @@ def _prepare_destination(dest: str) -> bool:
         try:
             storage.check_bucket(dest)
         except FileNotFoundError:
-            bucket = dest[len(storage.GCS_PREFIX) :].split("/", 1)[0]
+            bucket = storage.split_gcs(dest)[0]
             raise DestinationError(
                 f"{dest}: the bucket {bucket!r} does not exist. Create it first "
                 f"(gcloud storage buckets create gs://{bucket})."

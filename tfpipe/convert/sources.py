@@ -18,6 +18,7 @@ from tfpipe.convert import folders, tableread, tables
 from tfpipe.convert.config import TEXT_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.convert.text import open_text
+from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 from tfpipe.schema import IMAGE_SCHEMA, Schema
@@ -190,19 +191,6 @@ class TableRows:
                 piece = _rows_piece(shard, first, end, frame, file_first + offset, path, self.schema)
                 if piece is not None:
                     yield piece
-
-
-def files_holding(
-    files: Sequence[str], rows: Sequence[int], first: int, end: int
-) -> tuple[tuple[str, int], ...]:
-    """(file, index of its first written row) of the files holding rows first..end-1, where
-    file i adds rows[i] rows."""
-    out, start = [], 0
-    for path, n in zip(files, rows, strict=True):
-        if n and start < end and first < start + n:
-            out.append((path, start))
-        start += n
-    return tuple(out)
 
 
 def _rows_piece(

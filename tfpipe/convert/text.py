@@ -24,7 +24,8 @@ from tfpipe.convert.config import NOT_TEXT_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
 from tfpipe.convert.textencode import TextTask, text_schema
-from tfpipe.convert.textfiles import Doc, Reading
+from tfpipe.convert.textfiles import Raw, Reading
+from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 
@@ -108,6 +109,11 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     problems, labels = Problems(), _Labels()
     counts, identities, chars, blank = [], [], 0, 0
     for path in listing.files:
+        if reading.label and textfiles.kind_of(path) == "txt":
+            raise DataError(
+                f"{path}: a .txt file holds no label. Received: label={reading.label!r} (--label); labels "
+                "come from a JSON Lines field or a Parquet column."
+            )
         identities.append(storage.identity(path, checksum=not storage.is_gcs(path)))
         if reading.label and textfiles.kind_of(path) == "parquet":
             labels.declared = _declared(path, reading.label, labels.declared)
@@ -207,9 +213,9 @@ class _Cursor:
         self.starts = [start for _, start in self.files]
         self.at = -1  # index in the plan of the next document `docs` yields
         self.file = -1
-        self.docs: Iterator[Doc] = iter(())
+        self.docs: Iterator[Raw] = iter(())
 
-    def take(self, first: int, count: int) -> Iterator[tuple[str, Doc]]:
+    def take(self, first: int, count: int) -> Iterator[tuple[str, Raw]]:
         """Documents first..first+count-1 of the plan, each with its file."""
         end = first + count
         while first < end:
@@ -217,7 +223,7 @@ class _Cursor:
             path, start = self.files[k]
             if k != self.file or first < self.at:
                 self.file, self.at = k, first
-                self.docs = textfiles.read_documents(path, self.reading, first - start)
+                self.docs = textfiles.read_raw(path, self.reading, first - start)
             doc = next(self.docs, None)
             while doc is not None and self.at < first:  # skip to `first` (a shard after one done)
                 self.at += 1
@@ -233,37 +239,26 @@ class _Cursor:
 
 def _cut(inputs: TextInputs, shard: int, first: int, count: int, cursor: _Cursor) -> Iterator[Piece]:
     """The shard's documents as pieces of work: one file's consecutive documents, up to
-    DOCS_PER_TASK of them or TEXT_PER_TASK characters."""
-    index = {name: i for i, name in enumerate(inputs.class_names)}
-    batch: list[tuple[str, Doc]] = []
-    size, start = 0, first
+    DOCS_PER_TASK of them or TEXT_PER_TASK bytes."""
+    batch: list[Raw] = []
+    path, size, start = "", 0, first
 
     def piece() -> Piece:
-        docs = [d for _, d in batch]
-        labels = None if not inputs.reading.label else tuple(_label_index(d.label, index) for d in docs)
         task = TextTask(
-            tuple(d.text for d in docs),
-            labels,
-            batch[0][0],
-            tuple(d.line for d in docs),
-            inputs.tokenizer,
-            inputs.fingerprint,
+            tuple(batch), path, inputs.reading, inputs.class_names, inputs.tokenizer, inputs.fingerprint
         )
         return Piece(shard, start, task)
 
-    for path, doc in cursor.take(first, count):
-        if batch and (path != batch[0][0] or len(batch) == DOCS_PER_TASK or size >= TEXT_PER_TASK):
+    for where, raw in cursor.take(first, count):
+        if batch and (where != path or len(batch) == DOCS_PER_TASK or size >= TEXT_PER_TASK):
             yield piece()
             start += len(batch)
             batch, size = [], 0
-        batch.append((path, doc))
-        size += len(doc.text)
+        batch.append(raw)
+        path = where
+        size += len(raw.data or b"")
     if batch:
         yield piece()
-
-
-def _label_index(label: Any, index: dict[str, int]) -> int:
-    return index[label] if isinstance(label, str) else int(label)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -303,24 +298,12 @@ class TextSource:
         path = storage.join(self.dest, self.tokenizer.file)
         return TextInputs(files, self.reading, self.scan.class_names, path, self.tokenizer.fingerprint)
 
-    def _starts(self) -> list[tuple[str, int]]:
-        out, start = [], 0
-        for path, n in zip(self.scan.files, self.scan.file_docs, strict=True):
-            out.append((path, start))
-            start += n
-        return out
-
     def shard_inputs(self, first: int, end: int) -> TextInputs:
-        files = [
-            (p, s)
-            for (p, s), n in zip(self._starts(), self.scan.file_docs, strict=True)
-            if n and s < end and first < s + n
-        ]
-        return self._inputs(tuple(files))
+        return self._inputs(files_holding(self.scan.files, self.scan.file_docs, first, end))
 
     def pieces(self, tasks: Sequence[Any]) -> Iterator[Piece]:
         """The pieces of all `tasks`, reading each file once, forward."""
-        files = tuple((p, s) for (p, s), n in zip(self._starts(), self.scan.file_docs, strict=True) if n)
+        files = files_holding(self.scan.files, self.scan.file_docs, 0, self.n_items)
         inputs, cursor = self._inputs(files), _Cursor(files, self.reading)
         for task in tasks:
             yield from _cut(inputs, task.index, task.first, task.count, cursor)
@@ -364,13 +347,16 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     digest = hashlib.sha256(
         json.dumps([found.files, found.file_docs, found.class_names, info.fingerprint]).encode()
     ).hexdigest()
-    notes = (
-        (f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)",)
-        if found.blank_lines
-        else ()
+    notes = [f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)"] * bool(
+        found.blank_lines
     )
+    if cfg.vocab_size and tok.vocab_size < cfg.vocab_size:
+        notes.append(
+            f"the trained {cfg.train_tokenizer} tokenizer has {tok.vocab_size:,} ids, not the {cfg.vocab_size:,} "
+            "asked for (--vocab-size): the corpus has no more pairs to merge"
+        )
     estimate = _estimate_bytes(tok, found, reading)
-    return TextSource(found, reading, file, info, dest, digest, estimate, notes)
+    return TextSource(found, reading, file, info, dest, digest, estimate, tuple(notes))
 
 
 def _tokenizer_file(

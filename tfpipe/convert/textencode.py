@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tfpipe.codec import encode_example
-from tfpipe.convert.textfiles import where
+from tfpipe.codec import encode_example, packed_int64_lists
+from tfpipe.convert.textfiles import Doc, Raw, Reading, parse, where
 from tfpipe.convert.textstats import TextTally
 from tfpipe.convert.tokenizers import Tokenizer, load_stored
 from tfpipe.schema import VARIABLE, Field, Schema
@@ -30,53 +30,58 @@ def text_schema(labelled: bool) -> Schema:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TextTask:
-    """Consecutive documents of one file, and the tokenizer to encode them with.
+    """Consecutive documents of one file, as stored, and how to encode them. The worker
+    decodes and parses them (the first pass checked them), so the converting process only
+    moves bytes.
 
     Attributes:
-      texts: the documents.
-      labels: their class indices (or labels as given), or None for an unlabelled corpus.
-      path, lines: their file and each one's line (or Parquet row), for messages.
+      raws: the documents as stored (`textfiles.Raw`: bytes, label, line, byte offset).
+      path, reading: their file and how it is read.
+      class_names: text labels' class indices; empty when labels are numbers (or none).
       tokenizer, fingerprint: the dataset's stored tokenizer file and its fingerprint.
     """
 
-    texts: tuple[str, ...]
-    labels: tuple[int, ...] | None
+    raws: tuple[Raw, ...]
     path: str
-    lines: tuple[int, ...]
+    reading: Reading
+    class_names: tuple[str, ...]
     tokenizer: str
     fingerprint: str
 
 
 def encode_text(task: TextTask) -> tuple[list[bytes | None], TextTally]:
     """Each document's record (None for one left out as empty), and what they hold."""
-    import numpy as np
-
     tok = load_stored(task.tokenizer, task.fingerprint)
-    schema = text_schema(task.labels is not None)
+    docs = [parse(raw, task.path, task.reading) for raw in task.raws]
+    labelled = task.reading.label is not None
+    index = {name: i for i, name in enumerate(task.class_names)}
+    schema = text_schema(labelled)
     tally = TextTally()
+    ids = tok.encode([d.text for d in docs])
     records: list[bytes | None] = []
-    for i, (text, ids) in enumerate(zip(task.texts, tok.encode(list(task.texts)), strict=True)):
-        if not ids:
+    for doc, tokens, packed in zip(docs, ids, packed_int64_lists(ids), strict=True):
+        if not packed.count:
             tally.empty += 1
-            tally.first_empty = tally.first_empty or where(task.path, task.lines[i])
+            tally.first_empty = tally.first_empty or where(task.path, doc.line)
             records.append(None)
             continue
-        row = {TOKENS: np.asarray(ids, dtype=np.int64)}
-        if task.labels is not None:
-            row[LABEL] = task.labels[i]
+        row: dict[str, object] = {TOKENS: packed}
+        if labelled:
+            row[LABEL] = index[doc.label] if isinstance(doc.label, str) else int(doc.label)
         records.append(encode_example(row, schema))
-        tally.add(len(ids))
-        _check_round_trip(tok, text, ids, where(task.path, task.lines[i]), tally)
+        tally.add(packed.count)
+        _check_round_trip(tok, doc, task.path, tokens, tally)
     return records, tally
 
 
-def _check_round_trip(tok: Tokenizer, text: str, ids: list[int], place: str, tally: TextTally) -> None:
+def _check_round_trip(tok: Tokenizer, doc: Doc, path: str, ids: list[int], tally: TextTally) -> None:
     if tok.specials and not tok.specials.isdisjoint(ids):
         tally.special += 1
-        tally.first_special = tally.first_special or place
-    expected, got = tok.canonical(text), tok.canonical(tok.decode(ids))
-    if expected == got:
+        tally.first_special = tally.first_special or where(path, doc.line)
+    decoded = tok.decode(ids)
+    if tok.faithful(doc.text, decoded):
         return
+    expected, got = tok.canonical(doc.text), tok.canonical(decoded)
     tally.mismatched += 1
     if not tally.first_mismatch:
         at = next(
@@ -84,6 +89,6 @@ def _check_round_trip(tok: Tokenizer, text: str, ids: list[int], place: str, tal
             min(len(expected), len(got)),
         )
         tally.first_mismatch = (
-            f"{place}, character {at} after normalisation: the text has {expected[max(0, at - 20) : at + 20]!r}, "
-            f"its tokens decode to {got[max(0, at - 20) : at + 20]!r}"
+            f"{where(path, doc.line)}, character {at} after normalisation: the text has "
+            f"{expected[max(0, at - 20) : at + 20]!r}, its tokens decode to {got[max(0, at - 20) : at + 20]!r}"
         )

@@ -16,6 +16,7 @@ a file is dropped (`strip_bom`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import json
 import os
@@ -37,10 +38,14 @@ def strip_bom(data: bytes) -> bytes:
     return data[len(BOM) :] if data.startswith(BOM) else data
 
 
+_LONGEST_FIRST = sorted(SUFFIXES.items(), key=lambda item: -len(item[0]))
+
+
+@functools.lru_cache(maxsize=1024)
 def kind_of(path: str) -> str | None:
-    """ "jsonl", "txt" or "parquet" by the file's suffix; None for another file."""
+    """The kind of a corpus file by its suffix ("jsonl", "txt" or "parquet"), or None."""
     name = path.lower()
-    return next((k for s, k in sorted(SUFFIXES.items(), key=lambda i: -len(i[0])) if name.endswith(s)), None)
+    return next((kind for suffix, kind in _LONGEST_FIRST if name.endswith(suffix)), None)
 
 
 def looks_like_corpus(src: str) -> bool:
@@ -137,8 +142,19 @@ def _list_folder(src: str, wanted: str) -> Listing:
 
 
 Problem = Callable[[str], None]
-"""Where a reader reports a line it cannot take and reads on (the first pass, which lists
+"""Where a reader reports a document it cannot take and reads on (the first pass, which lists
 every problem at once); without one, the reader raises DataError at the first."""
+
+
+class Raw(NamedTuple):
+    """A document as stored, not yet decoded: a line's bytes (JSON Lines, text by line), a
+    whole file's, or a Parquet cell's (None: null) with its label; its line (or row), and the
+    byte offset where it starts in the file. `parse` makes it a Doc: conversion workers do."""
+
+    data: bytes | None
+    label: Any
+    line: int
+    offset: int
 
 
 def read_documents(
@@ -151,12 +167,46 @@ def read_documents(
         parse, a missing, null or non-string field), named by file and line or row; with
         `problem`, only what stops the file (a damaged gzip or Parquet file).
     """
+    for raw in read_raw(path, reading, start):
+        try:
+            yield parse(raw, path, reading)
+        except DataError as e:
+            if problem is None:
+                raise
+            problem(str(e))
+
+
+def read_raw(path: str, reading: Reading, start: int = 0) -> Iterator[Raw]:
+    """The documents of one corpus file as stored, from the `start`-th on.
+
+    Raises:
+      DataError: the file cannot be read on (a damaged gzip or Parquet file, a missing column).
+    """
     kind = kind_of(path)
     if kind == "parquet":
-        return _parquet_documents(path, reading, start, problem)
+        return _parquet_cells(path, reading, start)
     if kind == "txt" and not reading.lines:
         return _whole_file(path, start)
-    return _line_documents(path, reading, start, problem, kind == "jsonl")
+    return _lines(path, start, kind == "jsonl")
+
+
+def parse(raw: Raw, path: str, reading: Reading) -> Doc:
+    """A stored document decoded (and for JSON Lines, parsed).
+
+    Raises:
+      DataError: it is not UTF-8, not a JSON object, or lacks its text or label, by line or row.
+    """
+    kind = kind_of(path)
+    if kind == "parquet":
+        return _parquet_document(raw, path, reading)
+    if raw.data is None:  # unreachable for text files; keeps the type checker honest
+        raise DataError(f"{where(path, raw.line)}: expected text. Received: none")
+    if kind == "txt" and not reading.lines:
+        return Doc(_decode_whole(raw.data, path, raw.offset), None, 1)
+    text = _decode(raw.data, path, raw.line, raw.offset)
+    return (
+        _json_document(text, reading, path, raw.line) if kind == "jsonl" else Doc(_line(text), None, raw.line)
+    )
 
 
 def _open(path: str) -> BinaryIO:
@@ -183,19 +233,21 @@ def _utf8_error(path: str, line: int, offset: int, bad: bytes, reason: str) -> D
     )
 
 
-def _whole_file(path: str, start: int) -> Iterator[Doc]:
+def _whole_file(path: str, start: int) -> Iterator[Raw]:
     if start > 0:
         return
     with _open(path) as f:
         raw = _read_all(f, path)
     data = strip_bom(raw)
+    yield Raw(data, None, 1, len(raw) - len(data))
+
+
+def _decode_whole(data: bytes, path: str, offset: int) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        at = e.start + len(raw) - len(data)
-        raise _utf8_error(path, line, at, data[e.start : e.start + 4], e.reason) from None
-    yield Doc(text, None, 1)
+        raise _utf8_error(path, line, e.start + offset, data[e.start : e.start + 4], e.reason) from None
 
 
 def _read_all(f: BinaryIO, path: str) -> bytes:
@@ -205,14 +257,11 @@ def _read_all(f: BinaryIO, path: str) -> bytes:
         raise DataError(f"{path}: expected a readable file. Received: {e}") from None
 
 
-def _line_documents(
-    path: str, reading: Reading, start: int, problem: Problem | None, jsonl: bool
-) -> Iterator[Doc]:
-    """The documents of a JSON Lines file (blank lines left out) or a text file read by line."""
-    index, offset = 0, 0
+def _lines(path: str, start: int, jsonl: bool) -> Iterator[Raw]:
+    """The lines of a JSON Lines file (blank lines left out) or a text file read by line."""
+    index, offset, number = 0, 0, 0
     with _open(path) as f:
         lines = iter(f)
-        number = 0
         while True:
             try:
                 raw = next(lines)
@@ -229,15 +278,8 @@ def _line_documents(
             if jsonl and not raw.strip():
                 continue  # a blank line holds no document (the first pass counts them)
             index += 1
-            if index <= start:
-                continue
-            try:
-                text = _decode(raw, path, number, here)
-                yield _json_document(text, reading, path, number) if jsonl else Doc(_line(text), None, number)
-            except DataError as e:
-                if problem is None:
-                    raise
-                problem(str(e))
+            if index > start:
+                yield Raw(raw, None, number, here)
 
 
 def _line(text: str) -> str:
@@ -308,7 +350,7 @@ def parquet_labels(path: str, column: str) -> tuple[str, ...] | None:
     return None
 
 
-def _parquet_documents(path: str, reading: Reading, start: int, problem: Problem | None) -> Iterator[Doc]:
+def _parquet_cells(path: str, reading: Reading, start: int) -> Iterator[Raw]:
     import pyarrow as pa
 
     from tfpipe.convert.parquetfile import open_file
@@ -331,13 +373,11 @@ def _parquet_documents(path: str, reading: Reading, start: int, problem: Problem
     try:
         for batch in pf.iter_batches(batch_size=1024, columns=columns):
             n = batch.num_rows
-            if row + n <= start:
-                row += n
-                continue
-            texts = batch.column(0).cast(pa.large_binary()).to_pylist()  # bytes: decoded here, by row
-            labels = batch.column(1).to_pylist() if reading.label else [None] * n
-            for i in range(max(0, start - row), n):
-                yield _parquet_document(texts[i], labels[i], path, row + i, reading, problem)
+            if row + n > start:
+                texts = batch.column(0).cast(pa.large_binary()).to_pylist()  # decoded by `parse`, by row
+                labels = batch.column(1).to_pylist() if reading.label else [None] * n
+                for i in range(max(0, start - row), n):
+                    yield Raw(texts[i], labels[i], row + i, 0)
             row += n
     except (pa.ArrowException, OSError) as e:
         raise DataError(
@@ -345,28 +385,20 @@ def _parquet_documents(path: str, reading: Reading, start: int, problem: Problem
         ) from None
 
 
-def _parquet_document(
-    data: bytes | None, label: Any, path: str, row: int, reading: Reading, problem: Problem | None
-) -> Doc:
+def _parquet_document(raw: Raw, path: str, reading: Reading) -> Doc:
+    row = raw.line
+    if raw.data is None:
+        raise DataError(
+            f"{path}: row {row}: column {reading.text_field!r} is null. Expected text on every row."
+        )
+    if reading.label and raw.label is None:
+        raise DataError(
+            f"{path}: row {row}: column {reading.label!r} is null. Expected a label on every row."
+        )
     try:
-        if data is None:
-            raise DataError(
-                f"{path}: row {row}: column {reading.text_field!r} is null. Expected text on every row."
-            )
-        if reading.label and label is None:
-            raise DataError(
-                f"{path}: row {row}: column {reading.label!r} is null. Expected a label on every row."
-            )
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise DataError(
-                f"{path}: row {row}, byte offset {e.start} of column {reading.text_field!r}: expected UTF-8 "
-                f"text. Received: bytes {data[e.start : e.start + 4].hex(' ')} ({e.reason})"
-            ) from None
-    except DataError as e:
-        if problem is None:
-            raise
-        problem(str(e))
-        return Doc("", label, row)
-    return Doc(text, label, row)
+        return Doc(raw.data.decode("utf-8"), raw.label, row)
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{path}: row {row}, byte offset {e.start} of column {reading.text_field!r}: expected UTF-8 "
+            f"text. Received: bytes {raw.data[e.start : e.start + 4].hex(' ')} ({e.reason})"
+        ) from None

@@ -57,7 +57,8 @@ class TextTally:
         self.first_special = self.first_special or later.first_special
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"bins": [[k, *v] for k, v in sorted(self.bins.items())]}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "bins"}
+        return fields | {"bins": [[k, *v] for k, v in sorted(self.bins.items())]}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TextTally:

@@ -141,6 +141,19 @@ class Tokenizer:
         `canonical(decode(encode(text))) == canonical(text)`."""
         raise NotImplementedError
 
+    def faithful(self, text: str, decoded: str) -> bool:
+        """Whether `decoded` (the decode of `text`'s tokens) is `text` up to the documented
+        normalisation. The cheap cases first: equal, or equal but for whitespace where the
+        normalisation does not keep it; the normaliser runs only when they fail."""
+        return (
+            decoded == text
+            or self._same_but_whitespace(text, decoded)
+            or self.canonical(decoded) == self.canonical(text)
+        )
+
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return False
+
     def info(self, file: TokenizerFile) -> TokenizerInfo:
         return TokenizerInfo(
             kind=self.kind,
@@ -183,6 +196,9 @@ class _SentencePiece(Tokenizer):
     def canonical(self, text: str) -> str:
         return " ".join(self._sp.normalize(text).replace(_META_SPACE, " ").split())
 
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return decoded == " ".join(text.split())  # runs collapsed, trimmed: what it documents
+
 
 class _HuggingFace(Tokenizer):
     def __init__(self, data: bytes) -> None:
@@ -217,6 +233,9 @@ class _HuggingFace(Tokenizer):
         if self._normalizer is not None:
             text = self._normalizer.normalize_str(text)
         return text if self._byte_level else "".join(text.replace(_META_SPACE, " ").split())
+
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return not self._byte_level and "".join(decoded.split()) == "".join(text.split())
 
 
 def _type(component: Any) -> str:

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
@@ -24,7 +25,8 @@ from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, shard_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.shardnames import ShardName, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()
@@ -57,6 +59,24 @@ def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def files_holding(
+    files: Sequence[str], rows: Sequence[int], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1, where
+    file i adds rows[i] rows."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
+
+
+_JOINED = 1 << 16
+"""Records below this size are framed in one write: for a text document or a table row, three
+writes (each checksummed) cost more than copying the record once; an image is not copied."""
 
 
 class _HashingFile:
@@ -140,9 +160,12 @@ class ShardWriter:
 
     def write(self, record: bytes) -> None:
         header, footer = frame_parts(record)
-        self._out.write(header)
-        self._out.write(record)  # three writes instead of one concatenated copy of the payload
-        self._out.write(footer)
+        if len(record) < _JOINED:
+            self._out.write(header + record + footer)
+        else:  # three writes instead of one concatenated copy of a big payload
+            self._out.write(header)
+            self._out.write(record)
+            self._out.write(footer)
         self.examples += 1
 
     def commit(self) -> ShardDone:
@@ -344,8 +367,15 @@ class ResumeJournal:
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix
-_DONE_RE = re.compile(r"^\.([A-Za-z0-9_]+)-\d{5}-of-\d{5}(\.gz)?\.done$")
 _PLAN_RE = re.compile(r"^\.tfpipe-([A-Za-z0-9_]+)\.plan\.json$")
+
+
+def _done_split(name: str) -> str | None:
+    """The split of a done-record (`.<shard name>.done`), or None for other names."""
+    if not (name.startswith(".") and name.endswith(".done")):
+        return None
+    shard = ShardName.parse(name[1 : -len(".done")])
+    return shard.stem if shard is not None else None
 
 
 def sweep(dest: str, manifest: Manifest | None) -> list[str]:
@@ -362,7 +392,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
     names = storage.listdir(dest)
     plans = {m.group(1) for n in names if (m := _PLAN_RE.match(n))}
     removed = [n for n in names if _TEMPORARY_RE.match(n)]
-    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) not in plans]
+    removed += [n for n in names if (split := _done_split(n)) is not None and split not in plans]
     for split in sorted(plans):
         if manifest is not None and split in manifest.splits:
             state = ResumeJournal(dest, split, manifest.compression)
@@ -372,7 +402,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
                 options = {k: v for k, v in committed.options.items() if k != "engine"}  # not in the plan
                 if plan and plan.get("options") == options and plan["n_shards"] == len(committed.shards):
                     removed.append(os.path.basename(state.plan_path))
-                    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) == split]
+                    removed += [n for n in names if _done_split(n) == split]
     for name in dict.fromkeys(removed):
         storage.remove(storage.join(dest, name))
     storage.remove_dead_spools(dest)
