@@ -25,8 +25,9 @@ import numpy as np
 import tfpipe.cli
 from tfpipe.convert import tokenizers
 from tfpipe.convert.writer import ShardWriter
-from tfpipe.manifest import Manifest, Split, SplitText, TokenizerInfo, shard_name
+from tfpipe.manifest import Manifest, Split, SplitText, TokenizerInfo
 from tfpipe.schema import Field, Schema
+from tfpipe.shardnames import shard_name
 from tfpipe.synthetic import text
 
 # Stdlib packages and modules the tests read (a few seconds for all of the stdlib; these ~0.5 s).
@@ -235,10 +236,7 @@ def spm_text(text_corpus, tmp_path_factory):
     return root, proc, docs, ids
 
 
-# ---- h-textconv's helpers (the two branches each added this file; joined here to develop against both) ----
-
-pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')
-pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
+# ---- h-textconv's helpers (main's tests/_text_data.py; h-textpack added its own file of this name: joined here) ----
 
 N_DOCS = 241  # odd, so shards and pieces are uneven
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
-from tfpipe.pipeline import checks
+from tfpipe.pipeline import checks, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
@@ -23,7 +23,16 @@ from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
 from tfpipe.validation import check_bool
 
-__all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
+__all__ = [
+    "DefaultWarning",
+    "Pipeline",
+    "ShardingWarning",
+    "TilingWarning",
+    "build",
+    "plan",
+    "skipped",
+    "steps_per_epoch",
+]
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -43,6 +52,11 @@ class DefaultWarning(UserWarning):
     """A default changed the data, e.g. the label offset of records without a manifest."""
 
 
+class TilingWarning(UserWarning):
+    """Text batches off a TPU's tiling: sequence_length not a multiple of 128, or the batch per
+    replica not a multiple of 8."""
+
+
 def _split_kwargs(
     config: PipelineConfig | None, kwargs: dict[str, Any]
 ) -> tuple[PipelineConfig, dict[str, Any]]:
@@ -56,7 +70,7 @@ def _split_kwargs(
 
 def _default_preset(src: ResolvedData) -> str:
     if src.manifest is not None:
-        return "tabular" if src.manifest.layout == "table" else "imagenet"
+        return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
     if "image/encoded" in src.keys:
         return "imagenet"
     raise ConfigError(
@@ -228,6 +242,11 @@ def _decide(r: _Request) -> _Decisions:
     preset_obj, decoder = _bind(r.preset, src, training, r.options)
     share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, resumable) + order_notes
+    if decoder.packing is not None:
+        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica)
+        for message in tiling:
+            _warn(message, TilingWarning)
+        notes += text_notes + tiling
     checks.check_enough(
         share.examples,
         share.at_most,
@@ -267,7 +286,11 @@ def _assemble(r: _Request, d: _Decisions) -> Pipeline:
             run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(d.share.files)),
             resuming=r.resuming,
         )
-        start = order_module.start_fn(spec, r.position, r.step)
+        start = (
+            text_stages.start_fn(spec, d.decoder.packing, r.position, r.step)
+            if d.decoder.packing is not None
+            else order_module.start_fn(spec, r.position, r.step)
+        )
     stage_plan = StagePlan(
         source=src,
         share=d.share,
@@ -350,7 +373,12 @@ def _bind(
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
     ctx = PresetContext(
-        manifest=src.manifest, schema=src.schema, keys=src.keys, training=training, where=src.where
+        manifest=src.manifest,
+        schema=src.schema,
+        keys=src.keys,
+        training=training,
+        where=src.where,
+        split=src.split,
     )
     decoder = preset_obj.bind(ctx, options)
     checks.check_keys(decoder, src, preset_obj.name)
@@ -434,14 +462,23 @@ def build(
 
 
 def steps_per_epoch(
-    data: str | Sequence[str], batch_size: int, *, split: str | None = None, drop_remainder: bool = True
+    data: str | Sequence[str],
+    batch_size: int,
+    *,
+    split: str | None = None,
+    drop_remainder: bool = True,
+    sequence_length: int | None = None,
+    packing: str = "first_fit",
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
     `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
+    A text split's batches are rows of `sequence_length`: their count is predicted from the
+    manifest's length histogram for `packing` (`fill.predicted_rows`), without reading data.
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
+      ConfigError: a text split without `sequence_length`.
       DataError: fewer records than one batch with drop_remainder.
     """
     checks.check_batch_size(batch_size)
@@ -453,6 +490,17 @@ def steps_per_epoch(
             f"record counts come from its manifest. Received: {data!r}, files without one."
         )
     examples = sum(src.counts)
+    text = src.manifest.split(src.split).text if src.split is not None else None
+    if src.manifest.layout == "text" and text is not None:
+        if sequence_length is None:
+            raise ConfigError(
+                f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
+                "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
+                "sequence_length=None"
+            )
+        from tfpipe.pipeline.fill import predicted_rows
+
+        examples = predicted_rows(text.length_histogram, sequence_length, packing)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(

@@ -90,3 +90,10 @@ def predict_fill(
         real += int((np.minimum(part, L) if truncate else part).sum())
         slots += packing_numpy.place(part, L, mode, truncate).rows * L
     return real / slots
+
+
+def predicted_rows(histogram: Mapping[str, Sequence[int]], sequence_length: int, mode: Mode) -> int:
+    """Rows one pass over a split packs into: its tokens over the predicted fill of L."""
+    tokens = int(np.asarray(histogram.get("tokens", []), np.int64).sum())
+    fill = predict_fill(histogram, sequence_length, mode)
+    return round(tokens / (fill * sequence_length)) if fill else 0

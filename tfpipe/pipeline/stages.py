@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, shard_read, skips
+from tfpipe.pipeline import order_stream, shard_read, skips, text_stages
 from tfpipe.pipeline.generation import Generation
 from tfpipe.pipeline.sharding import FileShare, ShardBy
 

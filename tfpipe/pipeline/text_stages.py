@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe._tf import tf
+from tfpipe._tf import plain, tf
 from tfpipe.pipeline import order_stream, packing
-from tfpipe.pipeline.corrupt import plain
 from tfpipe.pipeline.order import seed_key
 from tfpipe.pipeline.packing_numpy import chunk_documents
 
@@ -46,7 +45,7 @@ def chunk_size(pack: Any) -> int:
     return chunk_documents(pack.sequence_length, mean)
 
 
-def documents(pack: Any, features: Any) -> Any:
+def documents(pack: Any, features: Any, where: str = "") -> Any:
     """The chunk's documents as packed: the EOS appended, the [CLS] and [SEP] around a
     classifier's (its first L - 2 tokens), ids checked against the vocabulary."""
     tf_ = tf()
@@ -57,7 +56,8 @@ def documents(pack: Any, features: Any) -> Any:
     check = tf_.debugging.Assert(
         ok,
         [
-            f"Expected token ids in [0, {high}) (the tokenizer's vocabulary). Received min/max:",
+            f"Expected token ids in [0, {high}) (the tokenizer's vocabulary) in the documents of "
+            f"{where or 'the records'}. Received min/max:",
             tf_.reduce_min(tf_.concat([values, [0]], 0)),
             tf_.reduce_max(tf_.concat([values, [0]], 0)),
         ],
@@ -78,9 +78,9 @@ def column(tf_: Any, n: Any, value: int) -> Any:
     return tf_.RaggedTensor.from_tensor(tf_.fill(tf_.stack([n, 1]), tf_.constant(value, tf_.int64)))
 
 
-def rows_of(pack: Any, features: Any) -> Any:
+def rows_of(pack: Any, features: Any, where: str = "") -> Any:
     """The rows a parsed chunk packs into (int64 scalar), from its lengths alone."""
-    return packing.rows_of(documents(pack, features), pack.sequence_length, pack.mode, pack.truncate)
+    return packing.rows_of(documents(pack, features, where), pack.sequence_length, pack.mode, pack.truncate)
 
 
 def chunk_stage(p: Any) -> Callable[[Any], Any]:
@@ -107,7 +107,7 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
 
     def rows(features: Any, source: Any, skip: Any) -> Any:
         tf_ = tf()
-        docs = documents(pack, features)
+        docs = documents(pack, features, p.source.where)
         out = packing.pack(docs, pack.sequence_length, pack.mode, pack.truncate)
         if pack.classify:
             out["label"] = tf_.cast(features[pack.label], tf_.int32)
@@ -201,7 +201,7 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     def find(target: Any) -> Any:
         """(chunk, rows before it) of the chunk holding row `target` of the stream."""
         counts = chunks(tf_.constant(0, tf_.int64)).map(
-            plain(lambda records, _: rows_of(pack, tf_.io.parse_example(records, parse_spec)))
+            plain(lambda records, _: rows_of(pack, tf_.io.parse_example(records, parse_spec), p.source.where))
         )
         spans = counts.scan(
             tf_.constant(0, tf_.int64), plain(lambda before, n: (before + n, tf_.stack([before, before + n])))
