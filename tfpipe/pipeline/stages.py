@@ -5,6 +5,7 @@ Order (all stages are always present; a disabled one is the identity):
   list_files, shard, interleave, cache, shuffle, repeat, then
   batched presets (tabular):   batch, parse, decode, map
   per-record presets (images): parse, decode, batch, map
+  text (a packing preset):     chunk, parse, pack, batch, map (text_stages.py)
   then [service], prefetch.
 Per-record presets parse inside the decode map ("parse" is then the identity), and that map
 fuses with the batch: one map per record, as in the baseline pipeline, with no stage and no
@@ -47,17 +48,19 @@ StageName = Literal[
     "list_files",
     "shard",
     "interleave",
+    "chunk",
     "cache",
     "shuffle",
     "repeat",
     "batch",
     "parse",
     "decode",
+    "pack",
     "map",
     "service",
     "prefetch",
 ]
-Group = Literal["read", "parse", "decode", "batch", "final"]
+Group = Literal["read", "parse", "decode", "pack", "batch", "final"]
 StageFn = Callable[[Any], Any]
 
 
@@ -161,7 +164,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     """The ordered stage list for a plan."""
     read = [Stage("list_files", list_files_stage(p), "read")]
     shard = Stage("shard", shard_stage(p), "read")
-    pre_batched = p.order is not None and p.decoder.batched
+    pre_batched = p.order is not None and p.decoder.batched and p.decoder.packing is None
     interleave = Stage("interleave", interleave_stage(p), "read", batches=pre_batched)
     # With record sharding "shard" splits the records the interleave yields, not the files.
     read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
@@ -174,6 +177,13 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     decode = Stage("decode", decode_stage(p), "decode")
     batch = Stage("batch", batch_stage(p), "batch", batches=True)
     middle = [batch, parse, decode] if p.decoder.batched else [parse, decode, batch]
+    if p.decoder.packing is not None:  # text: chunks of documents, packed into rows
+        middle = [
+            Stage("chunk", text_stages.chunk_stage(p), "read"),
+            parse,
+            Stage("pack", text_stages.pack_stage(p), "pack"),
+            Stage("batch", text_stages.batch_stage(p), "batch", batches=True),
+        ]
     final = [Stage("map", map_stage(p), "final")]
     if p.service:
         final.append(Stage("service", service_stage(p), "final"))
@@ -234,6 +244,10 @@ def interleave_stage(p: StagePlan) -> StageFn:
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
+        if p.order is not None and p.decoder.packing is not None:
+            return text_stages.resumable_chunks(
+                p, lambda path, size, count: read(path, size, count, grouped=True), read_calls(p)
+            )
         if p.order is not None:
             return order_stream.stream(
                 p.order,
