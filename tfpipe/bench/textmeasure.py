@@ -8,9 +8,10 @@ manifest's lengths, with the EOS or [CLS]/[SEP] the pipeline adds, cut to L wher
 and a row carries L x the measured fill of them: rows = tokens / (L x fill).
 
 One counting pass runs before anything is timed: the batch prefix (the rows as they train,
-before the output form), real tokens (segment id not 0) over slots. A small split is counted
-whole (an epoch's rows); a large one until the window has passed and the fill is known within
-FILL_PRECISION (a 95% half-interval from the batches' spread), at most MAX_COUNT_SECONDS.
+before the output form), real tokens (segment id not 0) over slots, until the window has
+passed and the fill is known within FILL_PRECISION (a 95% half-interval from the batches'
+spread), at most MAX_COUNT_SECONDS. Counting an epoch would not make it exact: a chunk may hold
+more than an epoch's documents, and its rows come out shuffled.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
 # A TPU lays a row over 128 lanes: lengths are suggested in multiples of it.
 LANES = 128
 # The counting pass: at least this many batches, whatever the window; past the window, on
-# until the measured fill's 95% half-interval is within a quarter point (a quarter of the one
-# point it must agree with the prediction within), but no longer than this.
+# until the measured fill's 95% half-interval is within 0.4 point (well inside the one point
+# it must agree with the prediction within; one padded document a row, whose rows' fills
+# spread most, takes ~30,000 rows to get there), but no longer than this.
 MIN_BATCHES = 4
-FILL_PRECISION = 0.0025
+FILL_PRECISION = 0.004
 MAX_COUNT_SECONDS = 60.0
 # Tokens the tokenizer's cost is timed on (decoded from the first batches' documents).
 TOKENIZE_SAMPLE = 50_000
@@ -60,8 +62,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     extra = 2 if pack.classify else int(pack.eos is not None)  # [CLS]+[SEP], or the EOS
     per_document = _packed_tokens(hist, extra, L if pack.truncate else None)
     predicted = {m: predict(pipe, hist, L, m) for m in _modes(pack)}
-    epoch_rows = text.documents * per_document / (L * predicted[pack.mode])
-    rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds, epoch_rows)
+    rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
     fill = real / (rows * L)
     lengths = _percentiles(hist, L - (2 if pack.classify else 0))
     suggested = _suggested_length(lengths["p99"] + extra)
@@ -178,12 +179,10 @@ def _prefix(pipe: Pipeline, name: str) -> int:
     raise DataError(f"Expected a text pipeline with a {name!r} stage. Received stages: {pipe.stages}")
 
 
-def _count_batches(
-    pipe: Pipeline, seconds: float, epoch_rows: float
-) -> tuple[int, int, float, int, list[Any]]:
-    """Batches through the batch prefix until an epoch's rows or `seconds` after the first:
-    (rows, real tokens, the standard deviation of a batch's fill, batches, the first batches'
-    documents as token lists, for the tokenizer's timing)."""
+def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any]]:
+    """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
+    the standard deviation of a batch's fill, batches, the first batches' documents as token
+    lists, for the tokenizer's timing)."""
     from tfpipe._tf import tf
 
     tf_ = tf()
@@ -191,34 +190,35 @@ def _count_batches(
         lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
     )
     slots = pipe.batch_size * pipe.decoder.packing.sequence_length
-    fills: list[int] = []
-    sample: list[Any] = []
-    start = None
-    for real, rows in ds:
-        fills.append(int(real))
-        if sum(len(d) for d in sample) < TOKENIZE_SAMPLE:
+    n, real, squares, sampled = 0, 0, 0.0, 0
+    sample: list[list[int]] = []
+    start = time.monotonic()
+    for count, rows in ds:
+        if n == 0:
+            start = time.monotonic()  # from the first batch: an iterator takes seconds to start
+        n, real, squares = n + 1, real + int(count), squares + (int(count) / slots) ** 2
+        if sampled < TOKENIZE_SAMPLE:
             sample += _segments(rows)
-        start = start or time.monotonic()  # from the first batch: an iterator takes seconds to start
-        if _counted_enough(
-            fills, slots, len(fills) * pipe.batch_size >= epoch_rows, time.monotonic() - start, seconds
-        ):
+            sampled = sum(len(d) for d in sample)
+        sd = _sd(n, real / slots, squares)
+        if _counted_enough(n, sd, time.monotonic() - start, seconds):
             break
-    return len(fills) * pipe.batch_size, int(sum(fills)), _sd(fills, slots), len(fills), sample
+    return n * pipe.batch_size, real, sd, n, sample
 
 
-def _sd(fills: list[int], slots: int) -> float:
-    """The standard deviation of one batch's fill."""
-    return float((np.asarray(fills, np.float64) / slots).std(ddof=1)) if len(fills) > 1 else 0.0
+def _sd(n: int, total: float, squares: float) -> float:
+    """The standard deviation of one batch's fill, from the sum of n fills and of their squares."""
+    if n < 2:
+        return 0.0
+    return math.sqrt(max(0.0, (squares - total * total / n) / (n - 1)))
 
 
-def _counted_enough(fills: list[int], slots: int, epoch: bool, elapsed: float, seconds: float) -> bool:
-    """Whether the counting pass may stop: an epoch counted, or the window passed with the fill
-    known within FILL_PRECISION, or MAX_COUNT_SECONDS passed."""
-    if len(fills) < MIN_BATCHES:
+def _counted_enough(n: int, sd: float, elapsed: float, seconds: float) -> bool:
+    """Whether the counting pass may stop: the window passed with the fill known within
+    FILL_PRECISION, or MAX_COUNT_SECONDS passed."""
+    if n < MIN_BATCHES:
         return False
-    if epoch or elapsed >= MAX_COUNT_SECONDS:
-        return True
-    return elapsed >= seconds and 1.96 * _sd(fills, slots) / math.sqrt(len(fills)) <= FILL_PRECISION
+    return elapsed >= MAX_COUNT_SECONDS or (elapsed >= seconds and 1.96 * sd / math.sqrt(n) <= FILL_PRECISION)
 
 
 def _segments(rows: Any) -> list[list[int]]:
