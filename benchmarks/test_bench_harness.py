@@ -20,10 +20,10 @@ import sys
 import time
 
 import pytest
+from bands import BANDS, simulate_in_band
 
 from tfpipe.bench import producer, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
-from tfpipe.bench.simulate import simulate
 from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
 
 DEFAULTS = BenchConfig()
@@ -156,29 +156,14 @@ def test_generate_and_convert_default_imagenet(benchmark, tmp_path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("target", "band"),
-    [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")],
-)
+@pytest.mark.parametrize(("target", "band"), BANDS)
 def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: float, band: str) -> None:
-    # Longer than the default window: a benchmark can afford 2 s phases, which average out
-    # more of the load other processes put on a shared host.
-    pipe, seconds = imagenet_pipe, 4 * SECONDS
     results = []
 
     def once():
-        # Aim the step time at the band; retry (at most twice) only when the host's speed
-        # changed so the simulation's own producer phases put the prediction in another band.
-        for _ in range(3):
-            rate = producer.measure(
-                pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP
-            )
-            consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
-            results.append(
-                simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP)
-            )
-            if wait.band(results[-1].predicted_input_wait) == band:
-                break
+        results.extend(
+            simulate_in_band(imagenet_pipe, target, band, seconds=4 * SECONDS, warmup=WARMUP, window=SECONDS)
+        )
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     sim = results[-1]
