@@ -353,7 +353,7 @@ def test_a_gcs_text_dataset_is_read_with_the_storage_figures(docs, gcs_bucket, t
 def test_a_small_transformer_timed_here_is_the_consumer(corpus, tmp_path, capsys) -> None:
     model = ["--model", "small_transformer", "--simulate"]
     rc, obj, _ = bench(
-        ["--data", corpus, *model, "--sequence-length", "64", "--batch-size", "8"], tmp_path, capsys
+        ["--data", corpus, *model, "--sequence-length", "128", "--batch-size", "8"], tmp_path, capsys
     )
     assert rc == 0
     assert obj["consumer"]["source"] == "model" and obj["consumer"]["device"]
