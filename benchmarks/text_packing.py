@@ -1,9 +1,9 @@
 """Text packing: tfpipe's fill and speed against seqio's `trim_and_pack_dataset` and Grain's
 `FirstFitPackIterDataset`, on real English text.
 
-Text: the standard library's docstrings and pydoc's topics (every CPython has them; ~8,700
-documents, ~0.5M tokens), tokenized by a 32k byte-level BPE trained here, written as a tfpipe text
-dataset in 8 shards (tests/_text_data.py, until `tfpipe convert` takes text).
+Text: the standard library's docstrings and pydoc's topics (`tfpipe.synthetic.text`: every
+CPython has them), written as a JSON Lines corpus and converted by `tfpipe convert` with a 32k
+byte-level BPE trained on it, in 8 shards.
 
 Fill (real tokens / slots) at L = 128, 512, 2048:
 - tfpipe first_fit, none, concat: measured on build()'s batches over two epochs of the training
@@ -49,9 +49,8 @@ from typing import Any
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "tests")]
+sys.path[:0] = [HERE]
 
-import _text_data  # noqa: E402
 import paired  # noqa: E402
 
 FILL_LENGTHS = (128, 512, 2048)
@@ -60,10 +59,20 @@ BATCH = 32
 GRAIN_BINS = 64
 
 
-def corpus(vocab: int = 32_000) -> tuple[list[str], Any, list[list[int]]]:
-    docs = _text_data.stdlib_documents()
-    tok = _text_data.train_bpe(docs, vocab)
-    return docs, tok, [e.ids for e in tok.encode_batch(docs)]
+def dataset(tmp: str, vocab: int = 32_000) -> tuple[str, list[list[int]]]:
+    """The corpus converted by `tfpipe convert` (a BPE trained on it); (path, token ids)."""
+    import tfpipe
+    from tfpipe.convert import tokenizers
+    from tfpipe.synthetic import text
+
+    docs = text.documents()
+    text.write_corpus(os.path.join(tmp, "corpus"), docs, "jsonl", files=8)
+    root = os.path.join(tmp, "text")
+    manifest = tfpipe.convert(
+        os.path.join(tmp, "corpus"), root, train_tokenizer="bpe", vocab_size=vocab, num_shards=8
+    )
+    tok = tokenizers.load_stored(os.path.join(root, manifest.tokenizer.file), manifest.tokenizer.fingerprint)
+    return root, tok.encode(docs)
 
 
 def tfpipe_fill(root: str, L: int, mode: str, documents: int, tokens: int) -> float:
@@ -203,16 +212,17 @@ def speed(
 
 
 def main() -> None:
+    import tfpipe
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--fill-only", action="store_true")
     args = parser.parse_args()
-    _, tok, ids = corpus()
-    with tempfile.TemporaryDirectory() as root:
-        manifest = _text_data.write_dataset(root, ids, _text_data.bpe_info(tok, root), shards=8)
-        files = manifest.shard_paths("train")
+    with tempfile.TemporaryDirectory() as tmp:
+        root, ids = dataset(tmp)
+        files = tfpipe.Manifest.load(root).shard_paths("train")
         print(f"corpus: {len(ids)} documents, {sum(map(len, ids))} tokens", flush=True)
         fill = {row["L"]: row for row in fills(root, files, ids)}
         speeds = [] if args.fill_only else speed(root, files, ids, fill, args)

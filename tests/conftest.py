@@ -38,7 +38,7 @@ from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
 
 # The pipeline tests' datasets (image_ds, foreign_ds, photos_ds, table_ds) and text datasets
 # (text_ds, labeled_text_ds, spm_text), made once a session.
-pytest_plugins = ["_pipeline_data", "_text_data"]
+pytest_plugins = ["_pipeline_data", "_packed_text"]
 
 for _key, _value in TF_GCS_TEST_ENV.items():
     os.environ.setdefault(_key, _value)
