@@ -276,6 +276,25 @@ def test_a_disagreeing_fill_is_said(capsys) -> None:
     assert not off.fill_agrees and "DISAGREE by more than 1 point" in fill_sentence(off)
 
 
+def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, monkeypatch) -> None:
+    import types
+
+    from tfpipe.bench import textmeasure
+    from tfpipe.convert import tokenizers
+    from tfpipe.errors import MissingExtraError
+    from tfpipe.manifest import Manifest
+
+    def missing(path, fingerprint):
+        raise MissingExtraError(
+            'Text conversion needs the tokenizers package. Install the extra: pip install "tfpipe[text]"'
+        )
+
+    monkeypatch.setattr(tokenizers, "load_stored", missing)
+    pipe = types.SimpleNamespace(source=types.SimpleNamespace(manifest=Manifest.load(corpus)))
+    cost, note = textmeasure._tokenize_cost(pipe, [[1, 2, 3]])
+    assert cost is None and 'pip install "tfpipe[text]"' in note
+
+
 # ---- slow: the default dataset, gs://, a model, the simulation ----
 
 

@@ -249,6 +249,16 @@ def _text_rows(report: Report) -> list[tuple[str, Any]]:
             f"{room:,} ({past}); chunks of {m.chunk_documents:,} documents pack into "
             f"{m.rows_per_chunk:,.1f} rows each",
         ),
+        (
+            "Tokenizer",
+            f"{m.tokenizer or 'none named'}: "
+            + (
+                f"encodes these documents at {m.tokenize_ms_per_1k:.3f} CPU ms per 1,000 tokens here, what "
+                "tokenizing in the pipeline would add"
+                if m.tokenize_ms_per_1k is not None
+                else f"its cost was not measured ({m.tokenize_note})"
+            ),
+        ),
     ]
 
 

@@ -252,6 +252,7 @@ def text_json(t: TextFigures) -> dict[str, Any]:
         "suggested_length_fill": _r(m.suggested_fill),
         "tokenizer": m.tokenizer,
         "tokenize_ms_per_1k_tokens": None if m.tokenize_ms_per_1k is None else _r(m.tokenize_ms_per_1k),
+        "tokenize_note": m.tokenize_note or None,
         "tokenize_cores": None if t.tokenize_cores is None else _r(t.tokenize_cores),
     }
 
