@@ -63,6 +63,11 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     per_document = _packed_tokens(hist, extra, L if pack.truncate else None)
     predicted = {m: predict(pipe, hist, L, m) for m in _modes(pack)}
     rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
+    if not real:
+        raise DataError(
+            f"{pipe.source.where}: expected tokens in the text pipeline's batches. Received "
+            f"{rows:,} rows of {L} slots, every one padding (segment id 0)"
+        )
     fill = real / (rows * L)
     lengths = _percentiles(hist, L - (2 if pack.classify else 0))
     suggested = _suggested_length(lengths["p99"] + extra)
