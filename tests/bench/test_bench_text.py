@@ -164,12 +164,18 @@ def test_a_labeled_corpus_against_a_profiled_tpu_run(docs, tmp_path_factory, tmp
 
 
 def test_a_raw_corpus_is_named_with_the_convert_that_tokenizes_it(tmp_path, capsys) -> None:
-    path = tmp_path / "corpus.jsonl"
-    path.write_text('{"text": "hello"}\n')
-    assert main(["bench", "--data", str(path), "--pipeline", "text"]) == 1
-    err = capsys.readouterr().err
-    assert "is a text corpus file (JSON Lines), not a tfpipe dataset" in err
-    assert f"tfpipe convert {path} DEST --tokenizer PATH" in err and "at convert time" in err
+    from tfpipe.synthetic import text
+
+    (jsonl,) = text.write_corpus(tmp_path / "j", ["hello"], "jsonl")
+    (parquet,) = text.write_corpus(tmp_path / "p", ["hello"], "parquet")
+    for path, kind in ((jsonl, "JSON Lines"), (parquet, "Parquet")):
+        assert main(["bench", "--data", path, "--pipeline", "text"]) == 1
+        err = capsys.readouterr().err
+        assert f"is a text corpus file ({kind}), not a tfpipe dataset" in err, err
+        assert f"tfpipe convert {path} DEST --tokenizer PATH" in err and "at convert time" in err
+    # Without --pipeline=text a Parquet file is a table, as before.
+    assert main(["bench", "--data", parquet]) == 1
+    assert "is a Parquet table file" in capsys.readouterr().err
 
 
 def test_list_accelerators_shows_text_rows_in_tokens(capsys) -> None:

@@ -217,16 +217,21 @@ def _suffix(name: str) -> str:
 
 
 def _corpus_kinds(cfg: BenchConfig) -> tuple[str, ...]:
-    """The text corpus kinds a raw file is named as: JSON Lines always, plain .txt files only
-    when the text pipeline is asked for (a .txt beside other data is a note, not a corpus)."""
-    return ("jsonl", "txt") if cfg.pipeline == "text" else ("jsonl",)
+    """The text corpus kinds a raw file is named as: JSON Lines always; plain .txt files and
+    Parquet only when the text pipeline is asked for (a .txt beside other data is a note, a
+    Parquet file otherwise a table)."""
+    return ("jsonl", "txt", "parquet") if cfg.pipeline == "text" else ("jsonl",)
+
+
+_CORPUS_WORDS = {"jsonl": "JSON Lines", "txt": "plain text", "parquet": "Parquet"}
 
 
 def _file_kind(path: str, corpus: tuple[str, ...] = ("jsonl",)) -> str | None:
     """ "a CSV table file" etc. for raw data; None for anything that may be a TFRecord file."""
     head = b"" if storage.is_gcs(path) else _head(path)  # on gs://, the name alone
-    if kind_of(path) in corpus:
-        return "a text corpus file (" + ("JSON Lines)" if kind_of(path) == "jsonl" else "plain text)")
+    kind = kind_of(path)
+    if kind in corpus:
+        return f"a text corpus file ({_CORPUS_WORDS[kind]})"
     fmt = "parquet" if head == b"PAR1" else TABLE_SUFFIXES.get(_suffix(path))
     if fmt:
         return f"a {'Parquet' if fmt == 'parquet' else 'CSV'} table file"
