@@ -322,7 +322,19 @@ def test_the_default_runs_offline_and_speaks_in_tokens(tmp_path) -> None:
     )
     args = [sys.executable, "-m", "tfpipe", "bench", "--pipeline=text", "--sequence-length", "128"]
     run = subprocess.run(
-        [*args, "--batch-size", "8", "--seconds", "0.3", "--warmup", "0.1", "--max-cores", "1"],
+        [
+            *args,
+            "--batch-size",
+            "8",
+            "--seconds",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--max-cores",
+            "1",
+            "--cache",
+            "none",
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -376,12 +388,15 @@ def test_a_gcs_text_dataset_is_read_with_the_storage_figures(docs, gcs_bucket, t
 
 @pytest.mark.slow
 def test_a_small_transformer_timed_here_is_the_consumer(corpus, tmp_path, capsys) -> None:
-    model = ["--model", "small_transformer", "--simulate"]
+    model = ["--model", "small_transformer"]
     rc, obj, _ = bench(
         ["--data", corpus, *model, "--sequence-length", "128", "--batch-size", "8"], tmp_path, capsys
     )
     assert rc == 0
     assert obj["consumer"]["source"] == "model" and obj["consumer"]["device"]
     assert "small_transformer train step" in obj["consumer"]["description"]
-    sim = obj["simulation"]
-    assert sim is not None and 0 <= sim["measured_input_wait"] <= 1
+    # The model's step, in sequences of 128: the consumer's slot tokens are its sequences x L.
+    t = obj["text"]
+    assert t["consumer"]["slot_tokens_per_sec"] == pytest.approx(
+        obj["consumer"]["examples_per_sec"] * 128, rel=1e-5
+    )
