@@ -251,7 +251,10 @@ def test_tokens_are_sequences_times_the_measured_fill() -> None:
 
 def test_first_fit_is_advised_within_a_point_of_the_best_fill() -> None:
     f = figures(measure(), producer=rate(2000.0), consumer_eps=500.0, stages=(), scaling=())
-    assert f.best_packing() == ("first_fit", 0.991)  # concat's 0.998 cuts documents for 0.7 points
+    # concat's 0.998 cuts documents for 0.7 points more: first_fit is named.
+    assert (f.alternative, f.alternative_better) == (("first_fit", 0.991), True)
+    assert f.steps_factor == pytest.approx(0.991 / 0.25)
+    assert f.alternative_useful_tokens_per_sec == pytest.approx(500 * 512 * 0.991)
     assert padding_sentence(f) == (
         "Your accelerator spends 75.0% of its token slots on padding with packing=none; first_fit makes it 0.90%."
     )
@@ -262,7 +265,7 @@ def test_first_fit_is_advised_within_a_point_of_the_best_fill() -> None:
         stages=(),
         scaling=(),
     )
-    assert packed.best_packing() is None
+    assert (packed.alternative, packed.alternative_better) == (("none", 0.252), False)
     assert padding_sentence(packed).endswith("; none would make it 74.8%.")
     recs = {r.kind: r for r in text_advice(f)}
     assert "4.0x fewer steps" in recs["padding"].action  # 0.991 / 0.25

@@ -272,19 +272,15 @@ TRUNCATED_SHARE = 0.01
 
 def padding_sentence(text: TextFigures) -> str:
     """The verdict on padding: the share of the accelerator's slots that hold no token, with this
-    pipeline's packing and with the best other (or, when this one is best, the worst other)."""
+    pipeline's packing and with the mode named beside it (see `TextFigures.alternative`)."""
     head = (
         f"Your accelerator spends {percent1(text.padding)} of its token slots on padding with "
         f"packing={text.packing}"
     )
-    best = text.best_packing()
-    if best is not None:
-        return f"{head}; {best[0]} makes it {percent1(1 - best[1])}."
-    others = {m: f for m, f in text.measure.predicted_fill.items() if m != text.packing}
-    if not others:
+    if text.alternative is None:
         return f"{head} (a classifier's row holds one document)."
-    worst = min(others, key=lambda m: others[m])
-    return f"{head}; {worst} would make it {percent1(1 - others[worst])}."
+    mode, fill = text.alternative
+    return f"{head}; {mode} {'makes' if text.alternative_better else 'would make'} it {percent1(1 - fill)}."
 
 
 def fill_sentence(text: TextFigures) -> str:
@@ -301,9 +297,8 @@ def fill_sentence(text: TextFigures) -> str:
 def text_advice(text: TextFigures) -> list[Recommendation]:
     """Text: packing, the sequence length against the length histogram, tokenizing."""
     out: list[Recommendation] = []
-    best = text.best_packing()
-    if best is not None:
-        mode, fill = best
+    if text.alternative_better and text.alternative is not None:
+        mode = text.alternative[0]
         out.append(
             Recommendation(
                 "padding",
@@ -311,8 +306,8 @@ def text_advice(text: TextFigures) -> list[Recommendation]:
                 f"tokens/s the accelerator computes on, {rate(text.consumer_useful_tokens_per_sec)} "
                 "are real tokens.",
                 f"Pack: tfpipe.build(..., sequence_length={text.sequence_length}, packing={mode!r}) "
-                f"(bench: --packing {mode}). The same documents then take {fill / text.fill:.1f}x fewer "
-                f"steps, and the accelerator trains on ~{rate(text.consumer_slot_tokens_per_sec * fill)} "
+                f"(bench: --packing {mode}). The same documents then take {text.steps_factor:.1f}x fewer "
+                f"steps, and the accelerator trains on ~{rate(text.alternative_useful_tokens_per_sec or 0.0)} "
                 "real tokens/s at the same step time.",
             )
         )
@@ -369,13 +364,11 @@ def _length_advice(text: TextFigures) -> list[Recommendation]:
 def _tokenize_advice(text: TextFigures) -> Recommendation:
     m = text.measure
     ms = m.tokenize_ms_per_1k or 0.0
-    pipeline_ms = text.stages[-1].cpu_ms_per_1k_tokens if text.stages else 0.0
     cores = f", ~{text.tokenize_cores:,.1f} more cores at the consumer's rate" if text.tokenize_cores else ""
-    ratio = (
-        f", {ms / pipeline_ms:,.1f}x the {pipeline_ms:.3f} ms the whole pipeline spends"
-        if pipeline_ms
-        else ""
-    )
+    ratio = ""
+    if text.tokenize_ratio is not None:
+        whole = text.stages[-1].cpu_ms_per_1k_tokens
+        ratio = f", {text.tokenize_ratio:,.1f}x the {whole:.3f} ms the whole pipeline spends"
     return Recommendation(
         "tokenize_at_convert",
         f"Tokenizing these documents in the pipeline would cost {ms:.3f} CPU ms per 1,000 tokens with "

@@ -38,7 +38,7 @@ def conclude(
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
     for text, the figures in tokens: the fill, padding, tokens/s)."""
-    figures = None if text is None else _text(text, producer, consumer, stages, scaling)
+    figures = None if text is None else _text(text, producer, consumer, stages, scaling, storage)
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -79,10 +79,16 @@ def _text(
     consumer: results.Consumer,
     stages: tuple[results.StageRate, ...],
     scaling: tuple[results.ScalingPoint, ...],
+    storage: results.Storage | None,
 ) -> tokens.TextFigures:
     """A text pipeline's figures in tokens."""
     return tokens.figures(
-        text, producer=producer, consumer_eps=consumer.examples_per_sec, stages=stages, scaling=scaling
+        text,
+        producer=producer,
+        consumer_eps=consumer.examples_per_sec,
+        stages=stages,
+        scaling=scaling,
+        storage=storage,
     )
 
 

@@ -107,15 +107,14 @@ def _scaling_points(report: Report) -> list[tuple[int, float]]:
 def _stage_panel(ax1: Any, report: Report) -> None:
     """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
     consumer = _consumer_rate(report)
-    # Text: every rate in real tokens, each sequence carrying L x the measured fill of them.
-    per = 1.0 if report.text is None else report.text.tokens_per_sequence
     labels, values, colors, notes = [], [], [], []
     st = report.storage
     if st is not None and st.cached:
         # The read prefix below reads the cache; this bar is what the storage itself gives.
+        read = st.examples_per_sec if report.text is None else report.text.storage_real_tokens_per_sec or 0.0
         labels.append(f"storage\nread without the {st.cache} cache")
-        values.append(st.examples_per_sec * per)
-        colors.append(_OK if st.examples_per_sec * per >= consumer else _SLOW)
+        values.append(read)
+        colors.append(_OK if read >= consumer else _SLOW)
         notes.append(_mb(st.mb_per_sec))
     for i, (s, eps) in enumerate(zip(report.stages, _stage_rates(report), strict=True)):
         labels.append(("" if i == 0 else "+ ") + s.name + "\n" + ", ".join(s.stages))

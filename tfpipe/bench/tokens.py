@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from tfpipe.bench.results import Rate, ScalingPoint, StageRate, TextMeasure
+from tfpipe.bench.results import Rate, ScalingPoint, StageRate, Storage, TextMeasure
 
 # The measured and the predicted fill must agree within one point: the prediction is the
 # simulation of the same packer on the manifest's lengths, so more means a bug, not noise.
@@ -73,6 +73,18 @@ class TextFigures:
       scaling: the scaling curve in tokens.
       tokenize_cores: cores that tokenizing the consumer's real tokens in the pipeline would
         take, at the measured tokenizer cost; None when not measured.
+      tokenize_ratio: that cost over the whole pipeline's CPU per 1,000 tokens; None when not
+        measured.
+      alternative: the packing mode the verdict names beside this one, and its predicted fill:
+        the one to advise when it beats this pipeline's prediction by more than FILL_AGREEMENT
+        (first_fit, which keeps documents whole where concat cuts them at every row's end, is
+        preferred within FILL_AGREEMENT of the best), else the worst other mode (what packing
+        saves); None when the pipeline can use no other mode (a classifier).
+      alternative_better: `alternative` is the one to advise.
+      steps_factor: with the better mode, the same documents take this many times fewer steps
+        (its fill over the measured one); None without one.
+      alternative_useful_tokens_per_sec: the consumer's real tokens/s at the alternative's fill.
+      storage_real_tokens_per_sec: the uncached read in real tokens/s, when storage was read.
     """
 
     measure: TextMeasure
@@ -92,6 +104,12 @@ class TextFigures:
     stages: tuple[TokenStage, ...]
     scaling: tuple[TokenPoint, ...]
     tokenize_cores: float | None
+    tokenize_ratio: float | None
+    alternative: tuple[str, float] | None
+    alternative_better: bool
+    steps_factor: float | None
+    alternative_useful_tokens_per_sec: float | None
+    storage_real_tokens_per_sec: float | None = None
 
     @property
     def sequence_length(self) -> int:
@@ -101,19 +119,6 @@ class TextFigures:
     def packing(self) -> str:
         return self.measure.packing
 
-    def best_packing(self) -> tuple[str, float] | None:
-        """The packing mode to advise, and its predicted fill, when it beats this pipeline's
-        own prediction by more than FILL_AGREEMENT; else None. first_fit, which keeps documents
-        whole where concat cuts them at every row's end, is preferred within FILL_AGREEMENT of
-        the best fill."""
-        others = {m: f for m, f in self.measure.predicted_fill.items() if m != self.packing}
-        if not others:
-            return None
-        mode = max(others, key=lambda m: others[m])
-        if "first_fit" in others and others["first_fit"] >= others[mode] - FILL_AGREEMENT:
-            mode = "first_fit"
-        return (mode, others[mode]) if others[mode] > self.fill_predicted + FILL_AGREEMENT else None
-
 
 def figures(
     measure: TextMeasure,
@@ -122,8 +127,9 @@ def figures(
     consumer_eps: float,
     stages: Sequence[StageRate],
     scaling: Sequence[ScalingPoint],
+    storage: Storage | None = None,
 ) -> TextFigures:
-    """The text figures from the measured sequences/s and the counting passes."""
+    """The text figures from the measured sequences/s and the counting pass."""
     L = measure.sequence_length
     fill = measure.fill
     per_sequence = L * fill
@@ -131,6 +137,9 @@ def figures(
     predicted = measure.predicted_fill.get(measure.packing, math.nan)
     tokenize = measure.tokenize_ms_per_1k
     useful = consumer_eps * per_sequence
+    token_stages = tuple(_stage(s, per_sequence) for s in stages)
+    pipeline_ms = token_stages[-1].cpu_ms_per_1k_tokens if token_stages else 0.0
+    alternative, better = _alternative(measure, predicted)
     return TextFigures(
         measure=measure,
         fill=fill,
@@ -146,7 +155,7 @@ def figures(
         consumer_sequences_per_sec=consumer_eps,
         consumer_slot_tokens_per_sec=consumer_eps * L,
         consumer_useful_tokens_per_sec=useful,
-        stages=tuple(_stage(s, per_sequence) for s in stages),
+        stages=token_stages,
         scaling=tuple(
             TokenPoint(
                 p.cores, *_per_token(p.examples_per_sec, p.cpu_ms_per_example, per_sequence), p.cores_busy
@@ -154,7 +163,28 @@ def figures(
             for p in scaling
         ),
         tokenize_cores=None if tokenize is None else useful * tokenize / 1e6,
+        tokenize_ratio=tokenize / pipeline_ms if tokenize is not None and pipeline_ms > 0 else None,
+        alternative=alternative,
+        alternative_better=better,
+        steps_factor=alternative[1] / fill if better and alternative and fill > 0 else None,
+        alternative_useful_tokens_per_sec=None if alternative is None else consumer_eps * L * alternative[1],
+        storage_real_tokens_per_sec=None if storage is None else storage.examples_per_sec * per_sequence,
     )
+
+
+def _alternative(measure: TextMeasure, predicted: float) -> tuple[tuple[str, float] | None, bool]:
+    """(the mode to name beside this pipeline's and its predicted fill, whether it is better):
+    see `TextFigures.alternative`."""
+    others = {m: f for m, f in measure.predicted_fill.items() if m != measure.packing}
+    if not others:
+        return None, False
+    mode = max(others, key=lambda m: others[m])
+    if "first_fit" in others and others["first_fit"] >= others[mode] - FILL_AGREEMENT:
+        mode = "first_fit"
+    if others[mode] > predicted + FILL_AGREEMENT:
+        return (mode, others[mode]), True
+    worst = min(others, key=lambda m: others[m])
+    return (worst, others[worst]), False
 
 
 def _stage(s: StageRate, per_sequence: float) -> TokenStage:
