@@ -254,18 +254,23 @@ def text_json(t: TextFigures) -> dict[str, Any]:
         "tokenize_ms_per_1k_tokens": None if m.tokenize_ms_per_1k is None else _r(m.tokenize_ms_per_1k),
         "tokenize_note": m.tokenize_note or None,
         "tokenize_cores": None if t.tokenize_cores is None else _r(t.tokenize_cores),
-        "alternative": None
-        if t.alternative is None
-        else {
-            "packing": t.alternative[0],
-            "predicted_fill": _r(t.alternative[1]),
-            "better": t.alternative_better,
-            "steps_factor": None if t.steps_factor is None else _r(t.steps_factor),
-            "useful_tokens_per_sec": _r(t.alternative_useful_tokens_per_sec or 0.0),
-        },
+        "alternative": _alternative_json(t),
         "storage_real_tokens_per_sec": None
         if t.storage_real_tokens_per_sec is None
         else _r(t.storage_real_tokens_per_sec),
+    }
+
+
+def _alternative_json(t: TextFigures) -> dict[str, Any] | None:
+    """The packing mode the text verdict names beside the pipeline's."""
+    if t.alternative is None:
+        return None
+    return {
+        "packing": t.alternative[0],
+        "predicted_fill": _r(t.alternative[1]),
+        "better": t.alternative_better,
+        "steps_factor": None if t.steps_factor is None else _r(t.steps_factor),
+        "useful_tokens_per_sec": _r(t.alternative_useful_tokens_per_sec or 0.0),
     }
 
 
