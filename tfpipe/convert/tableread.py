@@ -169,35 +169,14 @@ def file_chunks(
     import pandas as pd
 
     partition = reading.partitions.get(path)
+    handle: Any = None
     if reading.fmt == "csv":
-        names = header if reading.kinds is None else list(reading.kinds)
-        dtype = (
-            "string"
-            if reading.kinds is None
-            else {c: _KIND_TO_PANDAS[k] for c, k in reading.kinds.items() if k in _KIND_TO_PANDAS}
-        )
         handle = csvfile.open_binary(path)
-
-        def frames() -> Iterator[Any]:
-            with pd.read_csv(
-                handle,
-                chunksize=chunk_rows,
-                sep=csvfile.separator(path),
-                index_col=False,
-                dtype_backend="numpy_nullable",
-                dtype=dtype or None,
-                encoding=reading.encoding,
-                keep_default_na=False,
-                na_values=csvfile.na_values(names or [], reading.null_values),
-            ) as chunks:
-                yield from chunks
-
-        reader = frames()
+        reader = _csv_frames(handle, path, reading, chunk_rows, header)
         errors: tuple[type[BaseException], ...] = (pd.errors.ParserError, ValueError, UnicodeDecodeError)
     else:
         import pyarrow as pa
 
-        handle = None
         reader = parquetfile.batches(parquetfile.open_file(path), chunk_rows)
         errors = (pa.ArrowException, OSError)
     row = 0
@@ -222,6 +201,33 @@ def file_chunks(
         reader.close()  # pandas' reader first: it flushes a wrapper around the handle
         if handle is not None:
             handle.close()
+
+
+def _csv_frames(
+    handle: Any, path: str, reading: Reading, chunk_rows: int, header: list[str] | None
+) -> Iterator[Any]:
+    """A CSV file's rows as DataFrames of `chunk_rows`: as text in the first pass (`reading.kinds`
+    None), else typed by column kind."""
+    import pandas as pd
+
+    names = header if reading.kinds is None else list(reading.kinds)
+    dtype = (
+        "string"
+        if reading.kinds is None
+        else {c: _KIND_TO_PANDAS[k] for c, k in reading.kinds.items() if k in _KIND_TO_PANDAS}
+    )
+    with pd.read_csv(
+        handle,
+        chunksize=chunk_rows,
+        sep=csvfile.separator(path),
+        index_col=False,
+        dtype_backend="numpy_nullable",
+        dtype=dtype or None,
+        encoding=reading.encoding,
+        keep_default_na=False,
+        na_values=csvfile.na_values(names or [], reading.null_values),
+    ) as chunks:
+        yield from chunks
 
 
 def _with_partition(

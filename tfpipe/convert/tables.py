@@ -344,16 +344,7 @@ def finish(
         Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls, source_dtype=col.source_dtype)
         for c, col in columns.items()
     )
-    skipped = listing.skipped + tuple(
-        SkippedInput(
-            path,
-            f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
-            f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
-            f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
-            "header excluded)",
-        )
-        for path, (n, rows) in drops.items()
-    )
+    skipped = listing.skipped + _dropped_rows(drops, label)
     out = TableScan(
         files,
         fmt,
@@ -370,6 +361,20 @@ def finish(
         notes=tuple(dict.fromkeys([*notes, *(n for col in columns.values() if (n := col.note()))])),
     )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
+
+
+def _dropped_rows(drops: dict[str, tuple[int, list[int]]], label: str | None) -> tuple[SkippedInput, ...]:
+    """One skipped entry per file whose rows with a null label were left out."""
+    return tuple(
+        SkippedInput(
+            path,
+            f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
+            f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
+            f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
+            "header excluded)",
+        )
+        for path, (n, rows) in drops.items()
+    )
 
 
 def _check_mask_names(

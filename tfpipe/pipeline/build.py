@@ -9,7 +9,14 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.errors import (
+    ConfigError,
+    DataError,
+    DefaultWarning,
+    ManifestError,
+    ShardingWarning,
+    TilingWarning,
+)
 from tfpipe.pipeline import checks, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
@@ -21,7 +28,7 @@ from tfpipe.pipeline.sharding import FileShare, share_files
 from tfpipe.pipeline.skips import SkipCounter
 from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.validation import check_bool
+from tfpipe.validation import check_batch_size, check_bool
 
 __all__ = [
     "DefaultWarning",
@@ -42,19 +49,6 @@ SHUFFLE_SHARE = 0.25
 # Serialized records expand about this much when a gzip shard is decompressed into the cache
 # (measured on tfpipe's table shards; JPEG records barely compress, so this overestimates).
 GZIP_EXPANSION = 3
-
-
-class ShardingWarning(UserWarning):
-    """Input pipelines share files by record, not by file (fewer files than pipelines)."""
-
-
-class DefaultWarning(UserWarning):
-    """A default changed the data, e.g. the label offset of records without a manifest."""
-
-
-class TilingWarning(UserWarning):
-    """Text batches off a TPU's tiling: sequence_length not a multiple of 128, or the batch per
-    replica not a multiple of 8."""
 
 
 def _split_kwargs(
@@ -182,7 +176,7 @@ def _resolve(
     cfg, options = _split_kwargs(config, preset_options)
     check_bool("training", training)
     position, step = order_module.parse_start(start_step)
-    checks.check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     checks.check_service(service, cfg)
     per_replica = checks.per_replica_batch(batch_size, input_context)
     n, i = _pipelines(input_context)
@@ -447,6 +441,8 @@ def build(
     Example:
       >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=1024)
       >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
+
+    Long: the docstring is the public contract of tfpipe's main entry point; the body is one call.
     """
     return plan(
         data,
@@ -481,7 +477,7 @@ def steps_per_epoch(
       ConfigError: a text split without `sequence_length`.
       DataError: fewer records than one batch with drop_remainder.
     """
-    checks.check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
     src = resolve(data, split=split, training=True)
     if src.manifest is None:

@@ -219,28 +219,8 @@ def interleave_stage(p: StagePlan) -> StageFn:
     """The files' records as `(record, source)`: source is the shard path when the decoder
     names shards in its errors, else an empty string. Training interleaves files; eval reads
     them in source order."""
-    cfg, src = p.config, p.source
-    mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
-    group = shard_read.verify_group(mean_bytes)
-    buffer = p.reader_buffer
-    generation = Generation.of(src)  # reads never mix two conversions of the split
-
-    def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
-        return shard_read.read_shard(
-            path,
-            size,
-            count,
-            compression=src.compression,
-            buffer=buffer,
-            verify=p.verify,
-            counter=p.counter,
-            source=path if p.decoder.needs_source else "",
-            group=group,
-            counts_known=src.manifest is not None,
-            grouped=grouped,
-            generation=generation,
-            probe_open=not src.on_gcs,
-        )
+    cfg = p.config
+    read = shard_reader(p)
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
@@ -287,6 +267,34 @@ def interleave_stage(p: StagePlan) -> StageFn:
         return ds
 
     return interleave
+
+
+def shard_reader(p: StagePlan) -> Callable[..., Any]:
+    """`(path, size, count, grouped) -> Dataset`: one shard's verified read as the plan sets it."""
+    src = p.source
+    mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
+    group = shard_read.verify_group(mean_bytes)
+    buffer = p.reader_buffer
+    generation = Generation.of(src)  # reads never mix two conversions of the split
+
+    def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
+        return shard_read.read_shard(
+            path,
+            size,
+            count,
+            compression=src.compression,
+            buffer=buffer,
+            verify=p.verify,
+            counter=p.counter,
+            source=path if p.decoder.needs_source else "",
+            group=group,
+            counts_known=src.manifest is not None,
+            grouped=grouped,
+            generation=generation,
+            probe_open=not src.on_gcs,
+        )
+
+    return read
 
 
 def read_calls(p: StagePlan) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.presets import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import check_bool, check_choice, check_int, check_str
 
 Packing = Literal["first_fit", "none", "concat"]
