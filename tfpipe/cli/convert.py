@@ -39,7 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("src", help="image folder tree, flat validation folder, or CSV/Parquet file or folder")
+    p.add_argument(
+        "src", help="image folder tree, flat validation folder, or CSV/Parquet/Arrow (Feather) file or folder"
+    )
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
     _add_source_flags(p.add_argument_group("source"))
     _add_shard_flags(p.add_argument_group("shards"))
@@ -55,7 +57,7 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet"],
+        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow"],
         help="source format (default: auto, by content)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")

@@ -21,7 +21,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert import folders, tables
-from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
+from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
@@ -197,6 +197,7 @@ def _convert_locked(
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
+    folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
     fmt, reason = _choose_format(src, cfg)
     # The dataset this split joins: its class list and layout bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None

@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from tfpipe.convert import folders, tableread, tables
-from tfpipe.convert.config import ConvertConfig
+from tfpipe.convert.config import ConvertConfig, check_applies
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
-from tfpipe.errors import DataError
 from tfpipe.manifest import Manifest, SkippedInput
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
@@ -110,9 +109,8 @@ class ImageSource:
     unit: str = "images"
     dropped_rows: int = 0
 
-    notes: tuple[str, ...] = ()
-
     layout = property(lambda self: self.scan.layout)
+    notes = property(lambda self: self.scan.notes)
     n_items = property(lambda self: len(self.scan.items))
     inputs = property(lambda self: tuple(i.path for i in self.scan.items))
     identities = property(lambda self: self.scan.identities)
@@ -259,13 +257,9 @@ def open_source(
     Raises:
       DataError: the source does not fit the rules, naming the file, column and row.
     """
+    check_applies(cfg, fmt)
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
-    if cfg.label_offset not in (None, 0):
-        raise DataError(
-            f"label_offset applies to image folders. "
-            f"Received: label_offset={cfg.label_offset} for a {fmt} table"
-        )
     scan = scan_table(src, fmt, tables.TableOptions.of(cfg))
     digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
