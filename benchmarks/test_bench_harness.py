@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from tfpipe.bench import producer, verdict
+from tfpipe.bench import producer, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
 from tfpipe.bench.simulate import simulate
 from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
@@ -177,7 +177,7 @@ def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: flo
             results.append(
                 simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP)
             )
-            if verdict.band(results[-1].predicted_input_wait) == band:
+            if wait.band(results[-1].predicted_input_wait) == band:
                 break
 
     benchmark.pedantic(once, rounds=1, iterations=1)
@@ -199,5 +199,5 @@ def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: flo
         predicted=sim.predicted_input_wait,
         measured=sim.measured_input_wait,
     )
-    assert verdict.band(sim.predicted_input_wait) == band
+    assert wait.band(sim.predicted_input_wait) == band
     assert abs(sim.predicted_input_wait - sim.measured_input_wait) <= 0.05

@@ -80,3 +80,24 @@ def test_only_beam_imports_beam():
         if not m.startswith("tfpipe.beam") and any(d.startswith("tfpipe.beam") for d in deps)
     )
     assert users == []
+
+
+def test_bench_flows_one_way():
+    """bench: results (plain types), then the measuring modules, then the verdict's arithmetic
+    and advice, then the report, then the conclusion that makes it (DESIGN.md's layout)."""
+    graph = imports()
+    assert [c for c in circles(graph) if any(m.startswith("tfpipe.bench") for m in c)] == []
+
+    def bench_deps(module: str) -> set[str]:
+        return {d.removeprefix("tfpipe.bench.") for d in graph[module] if d.startswith("tfpipe.bench.")}
+
+    assert bench_deps("tfpipe.bench.results") == set()
+    assert bench_deps("tfpipe.bench.wait") == set()
+    later = {"verdict", "advice", "report", "conclusion", "run", "render", "plot"}
+    measuring = ["producer", "consumer", "models", "reading", "simulate", "data"]
+    measuring += [m.removeprefix("tfpipe.bench.") for m in graph if m.startswith("tfpipe.bench.profiles")]
+    for name in measuring:
+        assert bench_deps(f"tfpipe.bench.{name}") & later == set(), name
+    assert bench_deps("tfpipe.bench.verdict") & later == set()
+    assert bench_deps("tfpipe.bench.advice") & (later - {"verdict"}) == set()
+    assert bench_deps("tfpipe.bench.report") & {"conclusion", "run", "render", "plot"} == set()

@@ -150,7 +150,7 @@ def test_missing_profile_parent_is_refused(tmp_path) -> None:
 
 def test_library_errors_are_tfpipe_errors() -> None:
     from tfpipe._tf import tf
-    from tfpipe.bench.consumer import build_model
+    from tfpipe.bench.models import build_model
 
     with pytest.raises(ConfigError, match=r"Received: max_cores=0"):
         producer.core_counts(0)

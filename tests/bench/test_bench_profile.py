@@ -16,7 +16,7 @@ import pytest
 import tfpipe
 from tfpipe.bench import profiles
 from tfpipe.bench.profiles import xprof_tool
-from tfpipe.bench.verdict import band
+from tfpipe.bench.wait import band
 from tfpipe.cli import main
 
 PROFILES = pathlib.Path(__file__).parents[1] / "data" / "profiles"

@@ -9,8 +9,9 @@ import re
 import pytest
 
 from tfpipe.bench import reference
+from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.config import BenchConfig, check_step_time_ms
-from tfpipe.bench.report import (
+from tfpipe.bench.results import (
     Comparison,
     Consumer,
     DatasetInfo,
@@ -18,7 +19,6 @@ from tfpipe.bench.report import (
     ScalingPoint,
     Simulation,
     StageRate,
-    conclude,
 )
 from tfpipe.errors import ConfigError
 

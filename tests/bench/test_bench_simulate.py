@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from tfpipe.bench import producer, verdict
+from tfpipe.bench import producer, wait
 from tfpipe.bench.simulate import fit_check, simulate
 
 BATCH = 64
@@ -75,8 +75,8 @@ def test_simulate_finds_the_band_far_from_its_edges(pipe, consumer_speed: float,
     rate = producer.measure(pipe.dataset, examples_per_element=BATCH, seconds=1.0, warmup=0.75)
     consumer_eps = rate.examples_per_sec * consumer_speed
     sim = simulate(pipe, step_time_ms=BATCH / consumer_eps * 1000, seconds=1.5, warmup=0.75)
-    assert verdict.band(sim.predicted_input_wait) == band, sim
-    assert verdict.band(sim.measured_input_wait) == band, sim
+    assert wait.band(sim.predicted_input_wait) == band, sim
+    assert wait.band(sim.measured_input_wait) == band, sim
     assert 0 <= sim.measured_input_wait <= 1 and 0 <= sim.predicted_input_wait <= 1
     assert sim.steps >= 3 and sim.window_sec >= 1.5
 
@@ -130,5 +130,5 @@ def test_bench_reads_from_gcs(tiny_raw, gcs_bucket, capsys) -> None:
     assert report.consumer.examples_per_sec == pytest.approx(16 / 0.040)
     assert report.storage.location == "gcs" and report.storage.cache == "memory"
     assert report.storage.requests_per_sec > 0 and report.storage.first_epoch_examples_per_sec > 0
-    assert report.verdict == verdict.band(report.predicted_input_wait)
+    assert report.verdict == wait.band(report.predicted_input_wait)
     assert capsys.readouterr().out == ""  # the library prints nothing

@@ -10,7 +10,8 @@ import pytest
 import tfpipe
 from tfpipe.bench import reading
 from tfpipe.bench import verdict as v
-from tfpipe.bench.report import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate, conclude
+from tfpipe.bench.conclusion import conclude
+from tfpipe.bench.results import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate
 from tfpipe.cli import main
 from tfpipe.testing import fake_data
 

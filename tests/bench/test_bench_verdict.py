@@ -6,7 +6,9 @@ import math
 
 import pytest
 
+from tfpipe.bench import advice
 from tfpipe.bench import verdict as v
+from tfpipe.bench import wait as w
 from tfpipe.bench.config import BenchConfig
 from tfpipe.errors import ConfigError
 
@@ -27,25 +29,25 @@ from tfpipe.errors import ConfigError
     ],
 )
 def test_predicted_wait_and_band(producer: float, consumer: float, wait: float, band: str) -> None:
-    got = v.predicted_wait(producer, consumer)
+    got = w.predicted_wait(producer, consumer)
     assert got == pytest.approx(wait, abs=1e-9)
-    assert v.band(got) == band
+    assert w.band(got) == band
 
 
 def test_band_edges_directly() -> None:
-    assert v.band(0.0) == "not_input_bound"
-    assert v.band(0.0499999) == "not_input_bound"
-    assert v.band(0.05) == "moderately_input_bound"
-    assert v.band(0.1999999) == "moderately_input_bound"
-    assert v.band(0.2) == "highly_input_bound"
-    assert v.band(1.0) == "highly_input_bound"
+    assert w.band(0.0) == "not_input_bound"
+    assert w.band(0.0499999) == "not_input_bound"
+    assert w.band(0.05) == "moderately_input_bound"
+    assert w.band(0.1999999) == "moderately_input_bound"
+    assert w.band(0.2) == "highly_input_bound"
+    assert w.band(1.0) == "highly_input_bound"
 
 
 def test_predicted_wait_rejects_bad_consumer() -> None:
     with pytest.raises(ConfigError, match="consumer examples_per_sec must be a positive finite number"):
-        v.predicted_wait(100, 0)
+        w.predicted_wait(100, 0)
     with pytest.raises(ConfigError, match="Received: producer examples_per_sec=nan"):
-        v.predicted_wait(math.nan, 10)
+        w.predicted_wait(math.nan, 10)
 
 
 def test_per_host_batch_divides_global_batch() -> None:
@@ -61,8 +63,8 @@ def test_multi_host_verdict_uses_per_host_rates() -> None:
     # 4 hosts share a global batch of 1024 at 100 ms/step: each host must supply 2,560/s.
     per_host = BenchConfig(batch_size=1024, hosts=4).host_batch / 0.100
     assert per_host == pytest.approx(2560)
-    assert v.band(v.predicted_wait(2400, per_host)) == "moderately_input_bound"
-    assert v.band(v.predicted_wait(2600, per_host)) == "not_input_bound"
+    assert w.band(w.predicted_wait(2400, per_host)) == "moderately_input_bound"
+    assert w.band(w.predicted_wait(2600, per_host)) == "not_input_bound"
 
 
 def test_bottleneck_is_the_largest_added_time_not_the_largest_eps_drop() -> None:
@@ -142,10 +144,10 @@ def test_service_workers_for_all_hosts() -> None:
 def _advice(
     producer: float, consumer: float, stages: list[tuple[str, float]], curve: list[tuple[int, float]], **kw
 ):
-    wait = v.predicted_wait(producer, consumer)
+    wait = w.predicted_wait(producer, consumer)
     cores = v.cores_needed(consumer, curve)
-    return v.recommend(
-        verdict=v.band(wait),
+    return advice.recommend(
+        verdict=w.band(wait),
         wait=wait,
         producer_eps=producer,
         consumer_eps=consumer,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from tfpipe import storage
 from tfpipe.bench import synthetic
 from tfpipe.bench.config import BenchConfig, pipeline_for
-from tfpipe.bench.report import DatasetInfo
+from tfpipe.bench.results import DatasetInfo
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import ConfigError, DataError

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench.report import Rate, ScalingPoint, StageRate
+from tfpipe.bench.results import Rate, ScalingPoint, StageRate
 from tfpipe.errors import ConfigError, DataError, field_error
 
 if TYPE_CHECKING:

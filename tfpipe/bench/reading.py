@@ -16,54 +16,13 @@ tests/bench/test_bench_storage.py checks that figure against the requests the lo
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
 
+from tfpipe.bench.results import Location, Rate, Storage
 from tfpipe.pipeline.corrupt import gcs_block_bytes, generation_checks
 
-if TYPE_CHECKING:
-    from tfpipe.bench.report import Rate
-
 MB = 1e6
-
-Location = Literal["gcs", "local"]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Storage:
-    """What the storage gives the read stage, measured without a cache.
-
-    Attributes:
-      location: "gcs" for gs:// data, else "local".
-      cache: the pipeline's resolved cache ("none", "memory" or "disk:<path>"). Unless "none",
-        the steady state reads from the cache and the storage feeds only the first epoch.
-      examples_per_sec: the uncached read prefix's records per second.
-      mb_per_sec: the bytes those records take on storage, in MB (10**6 bytes) per second.
-      requests_per_sec: GET requests per second those reads cost on gs:// (estimated from the
-        read pattern, see the module doc); None for local files.
-      bytes_per_example: mean stored bytes per record: the files' bytes over their records.
-      needed_mb_per_sec: MB/s the consumer's examples/s take off storage.
-      The three byte figures are None for files without a manifest (no record count).
-      cpu_ms_per_example: the uncached read prefix's CPU cost per record.
-      first_epoch_examples_per_sec: the whole pipeline without its cache, the rate of the first
-        epoch; None when the pipeline does not cache (the producer's rate is the first epoch's).
-    """
-
-    location: Location
-    cache: str
-    examples_per_sec: float
-    mb_per_sec: float | None
-    requests_per_sec: float | None
-    bytes_per_example: float | None
-    needed_mb_per_sec: float | None
-    cpu_ms_per_example: float
-    first_epoch_examples_per_sec: float | None = None
-
-    @property
-    def cached(self) -> bool:
-        return self.cache != "none"
 
 
 def requests_per_file(sizes: Sequence[int], block: int, *, manifest: bool = True) -> float:

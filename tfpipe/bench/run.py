@@ -13,21 +13,19 @@ import os
 import platform
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import data, output, producer, reading
+from tfpipe.bench import data, output, producer, reading, results
+from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.config import BenchConfig
-from tfpipe.bench.report import (
-    Comparison,
-    Consumer,
-    FitCheck,
-    Report,
-    ScalingPoint,
-    Simulation,
-    StageRate,
-    conclude,
-)
+from tfpipe.bench.report import Report
 from tfpipe.manifest import Manifest
+from tfpipe.storage import is_gcs
+
+if TYPE_CHECKING:
+    from tfpipe.bench.models import Device
+    from tfpipe.bench.profiles import Profile
+    from tfpipe.pipeline import Pipeline
 
 # Called with a short description as each phase of a bench starts.
 StatusCallback = Callable[[str], None]
@@ -59,46 +57,32 @@ def bench(
       >>> report.verdict, report.predicted_input_wait
     """
     cfg = dataclasses.replace(config, **options) if config is not None else BenchConfig(**options)
-    say = progress or (lambda _msg: None)
-    started = time.monotonic()
+    return _measure_and_conclude(cfg, progress or (lambda _msg: None), started=time.monotonic())
 
+
+def _measure_and_conclude(cfg: BenchConfig, say: StatusCallback, *, started: float) -> Report:
+    """Every measurement, in the order that keeps them honest (see the module doc), then the
+    conclusion from them."""
     if cfg.profile:
         output.check_folder(cfg.profile, "profile (--profile)")
     from tfpipe.bench import consumer as consumers
+    from tfpipe.bench.models import num_classes_for
 
-    profile = None
-    if cfg.from_profile is not None:
-        # First: a profile that cannot give a step time should cost seconds, not a bench.
-        from tfpipe.bench import profiles
-
-        say(f"Reading the profile {cfg.from_profile}")
-        profile = profiles.read(cfg.from_profile, cfg.profile_run)
-        cfg = consumers.config_for_profile(cfg, profile)
+    cfg, profile = _read_profile(cfg, say)
     source = data.resolve(cfg, say)
     manifest = source.manifest
     pipe = _plan(cfg, source, say)
-    num_classes = consumers.num_classes_for(manifest.class_names if manifest else (), 0)
+    num_classes = num_classes_for(manifest.class_names if manifest else (), 0)
     stages, scaling = _time_producer(pipe, cfg, say)
     full = stages[-1].rate
     read, first_epoch = _time_storage(pipe, stages, cfg, source, say)
 
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
-    storage = reading.figures(
-        location="gcs" if source.root.startswith("gs://") else "local",
-        cache=pipe.cache,
-        read=read,
-        sizes=_sizes(pipe),
-        examples=pipe.examples,
-        consumer_eps=consumer.examples_per_sec,
-        first_epoch=first_epoch,
-    )
-
     comparison = None
     if cfg.compare:
         comparison = _compare(pipe, manifest, source.split, cfg, full.examples_per_sec, say)
     sim, fit = _ground_truth(pipe, cfg, consumer, device, num_classes, say)
-
     return conclude(
         pipeline=cfg.pipeline,
         dataset=source.info,
@@ -116,11 +100,26 @@ def bench(
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
         profile=profile,
-        storage=storage,
+        storage=_storage(pipe, source, read, first_epoch, consumer),
     )
 
 
-def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback, *, cache: str | None = None) -> Any:
+def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, Profile | None]:
+    """The profile `from_profile` names, read first (a profile that cannot give a step time
+    should cost seconds, not a bench), and `cfg` with the profiled run's batch."""
+    if cfg.from_profile is None:
+        return cfg, None
+    from tfpipe.bench import profiles
+    from tfpipe.bench.consumer import config_for_profile
+
+    say(f"Reading the profile {cfg.from_profile}")
+    profile = profiles.read(cfg.from_profile, cfg.profile_run)
+    return config_for_profile(cfg, profile), profile
+
+
+def _plan(
+    cfg: BenchConfig, source: data.BenchData, say: StatusCallback, *, cache: str | None = None
+) -> Pipeline:
     """The pipeline build() would make for this host, from the data `source` names (with
     `cache` in place of the config's, when given)."""
     from tfpipe._tf import tf
@@ -146,8 +145,12 @@ def _plan(cfg: BenchConfig, source: data.BenchData, say: StatusCallback, *, cach
 
 
 def _time_storage(
-    pipe: Any, stages: tuple[StageRate, ...], cfg: BenchConfig, source: data.BenchData, say: StatusCallback
-) -> tuple[Any, Any]:
+    pipe: Pipeline,
+    stages: tuple[results.StageRate, ...],
+    cfg: BenchConfig,
+    source: data.BenchData,
+    say: StatusCallback,
+) -> tuple[results.Rate, results.Rate | None]:
     """The read prefix without a cache (what the storage gives), and when the pipeline caches,
     the whole pipeline without it (the first epoch, which fills the cache from storage).
 
@@ -171,15 +174,34 @@ def _time_storage(
     return read, first
 
 
-def _sizes(pipe: Any) -> list[int]:
+def _storage(
+    pipe: Pipeline,
+    source: data.BenchData,
+    read: results.Rate,
+    first_epoch: results.Rate | None,
+    consumer: results.Consumer,
+) -> results.Storage:
+    """The storage figures from the uncached reads `_time_storage` timed."""
+    return reading.figures(
+        location="gcs" if is_gcs(source.root) else "local",
+        cache=pipe.cache,
+        read=read,
+        sizes=_sizes(pipe),
+        examples=pipe.examples,
+        consumer_eps=consumer.examples_per_sec,
+        first_epoch=first_epoch,
+    )
+
+
+def _sizes(pipe: Pipeline) -> list[int]:
     """Bytes of each file the pipeline reads."""
     size_of = dict(zip(pipe.source.files, pipe.source.sizes, strict=True))
     return [size_of[f] for f in pipe.files]
 
 
 def _time_producer(
-    pipe: Any, cfg: BenchConfig, say: StatusCallback
-) -> tuple[tuple[StageRate, ...], tuple[ScalingPoint, ...]]:
+    pipe: Pipeline, cfg: BenchConfig, say: StatusCallback
+) -> tuple[tuple[results.StageRate, ...], tuple[results.ScalingPoint, ...]]:
     """Every stage prefix, then the full pipeline on 1..N cores."""
     stages = tuple(
         producer.measure_prefixes(
@@ -205,8 +227,13 @@ def _time_producer(
 
 
 def _ground_truth(
-    pipe: Any, cfg: BenchConfig, consumer: Consumer, device: Any, num_classes: int, say: StatusCallback
-) -> tuple[Simulation | None, FitCheck | None]:
+    pipe: Pipeline,
+    cfg: BenchConfig,
+    consumer: results.Consumer,
+    device: Device | None,
+    num_classes: int,
+    say: StatusCallback,
+) -> tuple[results.Simulation | None, results.FitCheck | None]:
     """The optional checks of the prediction: --simulate and --fit."""
     from tfpipe.bench.simulate import fit_check, simulate
 
@@ -227,7 +254,7 @@ def _ground_truth(
     return sim, fit
 
 
-def _environment(cfg: BenchConfig, device: Any) -> dict[str, Any]:
+def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
     from tfpipe._tf import tf
 
     return {
@@ -243,13 +270,13 @@ def _environment(cfg: BenchConfig, device: Any) -> dict[str, Any]:
 
 
 def _compare(
-    pipe: Any,
+    pipe: Pipeline,
     manifest: Manifest | None,
     split: str | None,
     cfg: BenchConfig,
     tfpipe_eps: float,
     say: StatusCallback,
-) -> Comparison:
+) -> results.Comparison:
     """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
     full pipeline.
 
@@ -274,4 +301,4 @@ def _compare(
         seconds=cfg.seconds,
         warmup=cfg.warmup,
     )
-    return Comparison(tfpipe_eps, rate.examples_per_sec)
+    return results.Comparison(tfpipe_eps, rate.examples_per_sec)

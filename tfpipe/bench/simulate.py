@@ -21,9 +21,14 @@ producer is faster).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench.report import FitCheck, Simulation
+from tfpipe.bench import models
+from tfpipe.bench.results import FitCheck, Simulation
+from tfpipe.bench.wait import predicted_wait
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline import Pipeline
 
 # Rounds of (producer phase, consumer phase) in a simulation.
 ROUNDS = 4
@@ -34,7 +39,7 @@ MIN_PHASE_BATCHES = 3
 BLOCKED = 0.001
 
 
-def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: float) -> Simulation:
+def simulate(pipeline: Pipeline, *, step_time_ms: float, seconds: float, warmup: float) -> Simulation:
     """Runs the full pipeline against a consumer that sleeps `step_time_ms` per batch.
 
     Args:
@@ -49,8 +54,6 @@ def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: floa
       The Simulation: measured_input_wait is waiting time over consumer-phase time, next to
       the prediction from the producer phases' rate.
     """
-    from tfpipe.bench import verdict
-
     step = step_time_ms / 1000.0
     take = _taker()
     it = iter(pipeline.dataset())
@@ -81,7 +84,7 @@ def simulate(pipeline: Any, *, step_time_ms: float, seconds: float, warmup: floa
         window_sec=window,
         wait_sec=wait,
         producer_examples_per_sec=producer_eps,
-        predicted_input_wait=verdict.predicted_wait(producer_eps, consumer_eps),
+        predicted_input_wait=predicted_wait(producer_eps, consumer_eps),
         measured_input_wait=min(1.0, max(0.0, wait / window)),
     )
 
@@ -147,25 +150,23 @@ def _step(take: Any, it: Any, step: float) -> float:
 
 
 def fit_check(
-    pipeline: Any,
+    pipeline: Pipeline,
     model_name: str,
     *,
     num_classes: int,
     seconds: float,
     warmup: float,
-    device: Any = None,
+    device: models.Device | None = None,
 ) -> FitCheck:
     """`model.fit` of `model_name` on the real pipeline, against the same model on a batch
     repeated from memory (synthetic input, no input pipeline work). The input wait is the
     share of the real step the synthetic one does not need: max(0, 1 - synthetic / real).
     """
-    from tfpipe.bench import consumer
-
-    setup = consumer.model_on_device(model_name, pipeline, num_classes=num_classes, device=device)
-    syn_step, _ = consumer.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
+    setup = models.model_on_device(model_name, pipeline, num_classes=num_classes, device=device)
+    syn_step, _ = models.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     # Warm the real pipeline as long as the producer measurements do before timing it.
     warm_steps = max(2, int(warmup / max(syn_step, 1e-3)))
-    real_step, real_steps = consumer.fit_step_seconds(
+    real_step, real_steps = models.fit_step_seconds(
         setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps
     )
     return FitCheck(

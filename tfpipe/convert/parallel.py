@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TypeVar
 
+from tfpipe import _workers
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -30,18 +32,9 @@ IN_FLIGHT_PER_WORKER = 4
 
 
 def worker_context() -> multiprocessing.context.BaseContext:
-    """How to start worker processes.
-
-    `fork` while TensorFlow is not loaded: fast, and a user's script needs no
-    `if __name__ == "__main__":` guard. Once TensorFlow is loaded its threads make a fork
-    unsafe, so `forkserver` then starts workers from a clean process (which re-imports the
-    main module: scripts that load TensorFlow before converting need the guard).
-    """
-    if "tensorflow" not in sys.modules and "fork" in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("fork")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["tfpipe.convert.encode"])
-    return ctx
+    """How to start convert's worker processes (`tfpipe._workers.worker_context`); a fork
+    server preloads the encoder."""
+    return _workers.worker_context(preload=["tfpipe.convert.encode"])
 
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>

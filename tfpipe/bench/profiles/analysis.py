@@ -16,7 +16,7 @@ import dataclasses
 import math
 import statistics
 
-from tfpipe.bench.verdict import Band, band
+from tfpipe.bench.wait import Band, band
 from tfpipe.errors import DataError
 
 # A last step shorter than this share of the median step is partial: cut by the profile window.

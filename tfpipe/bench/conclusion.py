@@ -1,0 +1,120 @@
+"""The conclusion: measurements in, a Report out, every figure computed here once.
+
+The verdict's arithmetic (`verdict`, `wait`) gives the figures, `advice` words them, and the
+Report stores them all, so nothing downstream (the JSON, the table, the plot) computes one
+again. Pure: no clocks and no TensorFlow, so a Report can be built from given numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfpipe.bench import advice, results, verdict, wait
+from tfpipe.bench.profiles.analysis import Profile
+from tfpipe.bench.report import Report
+from tfpipe.storage import is_gcs
+
+
+def conclude(
+    *,
+    pipeline: str,
+    dataset: results.DatasetInfo,
+    batch_size: int,
+    hosts: int,
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
+    worker_cores: int | None = None,
+    simulation: results.Simulation | None = None,
+    fit: results.FitCheck | None = None,
+    comparison: results.Comparison | None = None,
+    profile_dir: str | None = None,
+    environment: dict[str, Any] | None = None,
+    elapsed_sec: float = 0.0,
+    profile: Profile | None = None,
+    storage: results.Storage | None = None,
+) -> Report:
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice."""
+    return Report(
+        pipeline=pipeline,
+        dataset=dataset,
+        batch_size=batch_size,
+        hosts=hosts,
+        producer=producer,
+        consumer=consumer,
+        stages=stages,
+        scaling=scaling,
+        simulation=simulation,
+        fit=fit,
+        comparison=comparison,
+        profile_dir=profile_dir,
+        environment=dict(environment or {}),
+        elapsed_sec=elapsed_sec,
+        profile=profile,
+        storage=storage,
+        **_figures(
+            pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile, storage
+        ),
+    )
+
+
+def _figures(
+    pipeline: str,
+    dataset: results.DatasetInfo,
+    hosts: int,
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
+    worker_cores: int | None,
+    profile: Profile | None = None,
+    storage: results.Storage | None = None,
+) -> dict[str, Any]:
+    """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
+
+    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU
+    helps: the bottleneck is the read stage, named as the storage.
+    """
+    need = consumer.examples_per_sec
+    predicted = wait.predicted_wait(producer.examples_per_sec, need)
+    band = wait.band(predicted)
+    rates = [(s.name, s.rate.examples_per_sec) for s in stages]
+    storage_bound = verdict.storage_bound(storage, need)
+    neck = (
+        verdict.stage_cost(rates, stages[0].name) if storage_bound and stages else verdict.bottleneck(rates)
+    )
+    curve = [(p.cores, p.examples_per_sec) for p in scaling]
+    cores = verdict.cores_needed(need, curve)
+    most = max(scaling, key=lambda p: p.cores)
+    cpu_cores = verdict.cores_from_cpu(
+        need, producer.cpu_ms_per_example, curve=cores, cores_busy=most.cores_busy
+    )
+    service = verdict.service_workers(need, hosts, worker_cores or cores.available, curve)
+    first = None if storage is None else storage.first_epoch_examples_per_sec
+    first_wait = None if first is None else wait.predicted_wait(first, need)
+    recommendations = advice.recommend(
+        verdict=band,
+        wait=predicted,
+        producer_eps=producer.examples_per_sec,
+        consumer_eps=need,
+        bottleneck=neck,
+        cores=cores,
+        service=service,
+        data_on_gcs=is_gcs(dataset.path),
+        preset=pipeline,
+        profiled_wait=None if profile is None else profile.input_wait,
+        storage=storage,
+        storage_bound=storage_bound,
+        first_epoch_wait=first_wait,
+    )
+    return {
+        "predicted_input_wait": predicted,
+        "verdict": band,
+        "bottleneck": neck,
+        "cores": cores,
+        "cpu_cores": cpu_cores,
+        "service": service,
+        "recommendations": recommendations,
+        "first_epoch_predicted_input_wait": first_wait,
+    }

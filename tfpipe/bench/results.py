@@ -1,0 +1,235 @@
+"""What bench measures, as plain values: the types the measuring modules return and the
+report holds.
+
+They import nothing from bench, so the measuring modules (producer, consumer, reading,
+simulate, data), the conclusion and the report all point down to them, never at each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+ConsumerSource = Literal["step_time", "model", "reference", "profile"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Rate:
+    """A steady-state throughput measurement, with its CPU cost.
+
+    CPU time is the process's own (user + system, every TensorFlow thread included) over the
+    window. It barely moves when a neighbour takes cores, while throughput does, so it tells
+    what the work costs on a shared host.
+
+    Attributes:
+      examples_per_sec: examples per second over the timed window.
+      elements_per_sec: dataset elements (batches once batched) per second.
+      elements: elements taken in the window.
+      window_sec: length of the timed window.
+      first_element_sec: from creating the iterator to the first element (reported apart).
+      warmup_sec: time run after the first element and before the window, excluded from it.
+      cpu_ms_per_example: CPU milliseconds spent in the window per example taken.
+      cores_busy: CPU seconds over wall seconds in the window: how many cores the work kept
+        busy on average.
+    """
+
+    examples_per_sec: float
+    elements_per_sec: float
+    elements: int
+    window_sec: float
+    first_element_sec: float
+    warmup_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StageRate:
+    """Throughput of one prefix of the pipeline's stage list.
+
+    Attributes:
+      name: the group the prefix ends with: read, parse, decode, batch or final.
+      stages: names of the stages this prefix adds to the previous one.
+      upto: how many stages of the list the prefix applies.
+      rate: the measurement.
+    """
+
+    name: str
+    stages: tuple[str, ...]
+    upto: int
+    rate: Rate
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScalingPoint:
+    """The full pipeline with its private threadpool limited to `cores` threads.
+
+    Attributes:
+      cores: threads in tf.data's private threadpool.
+      examples_per_sec: steady-state throughput.
+      cpu_ms_per_example: CPU milliseconds per example (see `Rate`).
+      cores_busy: cores kept busy on average; may exceed `cores`, since work outside the
+        threadpool (the loop taking elements, TensorFlow's runtime threads) counts too.
+    """
+
+    cores: int
+    examples_per_sec: float
+    cpu_ms_per_example: float
+    cores_busy: float
+
+    @classmethod
+    def of(cls, cores: int, rate: Rate) -> ScalingPoint:
+        return cls(cores, rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Consumer:
+    """How fast the accelerator takes examples, per host.
+
+    Attributes:
+      examples_per_sec: examples one host's accelerator(s) consume per second.
+      step_time_ms: time of one step on one host's batch.
+      source: "step_time" (given by the user), "model" (timed here), "reference" (published)
+        or "profile" (the user's profiled run, less its input wait).
+      description: what the number is, in words.
+      device: the device a model was timed on, if any.
+      url: the source of a reference number, if any.
+      approximate: True for published reference numbers.
+    """
+
+    examples_per_sec: float
+    step_time_ms: float
+    source: ConsumerSource
+    description: str
+    device: str = ""
+    url: str = ""
+    approximate: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Simulation:
+    """The pipeline run against a consumer that holds each batch for the step time, sleeping.
+
+    Attributes:
+      step_time_ms: how long the consumer held each batch.
+      steps: steps in the timed window.
+      window_sec: total length of the consumer phases timed (after warm-up).
+      wait_sec: time spent waiting for the next batch within the window.
+      producer_examples_per_sec: the full pipeline's rate in producer phases alternated with
+        the consumer phases on the same iterator.
+      predicted_input_wait: the prediction from that rate and the step time.
+      measured_input_wait: wait_sec / window_sec.
+    """
+
+    step_time_ms: float
+    steps: int
+    window_sec: float
+    wait_sec: float
+    producer_examples_per_sec: float
+    predicted_input_wait: float
+    measured_input_wait: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FitCheck:
+    """`model.fit` on the real pipeline against the same model on on-device synthetic input.
+
+    Attributes:
+      model: the Keras model name.
+      device: where it trained.
+      steps: timed steps per run (after warm-up steps).
+      real_step_ms: mean step time with the real pipeline.
+      synthetic_step_ms: mean step time with synthetic input already on the device.
+      measured_input_wait: max(0, 1 - synthetic / real).
+    """
+
+    model: str
+    device: str
+    steps: int
+    real_step_ms: float
+    synthetic_step_ms: float
+    measured_input_wait: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Comparison:
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.recipe`) and tfpipe's, on
+    the same data, measured the same way."""
+
+    tfpipe_examples_per_sec: float
+    baseline_examples_per_sec: float
+
+    @property
+    def ratio(self) -> float:
+        return self.tfpipe_examples_per_sec / self.baseline_examples_per_sec
+
+    @property
+    def recipe_examples_per_sec(self) -> float:
+        """Deprecated alias of `baseline_examples_per_sec`; removed in the next release."""
+        import warnings
+
+        warnings.warn(
+            "Comparison.recipe_examples_per_sec is deprecated: use baseline_examples_per_sec",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.baseline_examples_per_sec
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """The data benchmarked.
+
+    Attributes:
+      path: the dataset root (local or gs://).
+      examples: examples in the split.
+      shards: shard files in the split.
+      bytes: bytes in the split.
+      synthetic: True when tfpipe generated it.
+      generated_sec: time spent generating it in this run (0 when reused or given).
+    """
+
+    path: str
+    examples: int
+    shards: int
+    bytes: int
+    synthetic: bool
+    generated_sec: float = 0.0
+
+
+Location = Literal["gcs", "local"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Storage:
+    """What the storage gives the read stage, measured without a cache.
+
+    Attributes:
+      location: "gcs" for gs:// data, else "local".
+      cache: the pipeline's resolved cache ("none", "memory" or "disk:<path>"). Unless "none",
+        the steady state reads from the cache and the storage feeds only the first epoch.
+      examples_per_sec: the uncached read prefix's records per second.
+      mb_per_sec: the bytes those records take on storage, in MB (10**6 bytes) per second.
+      requests_per_sec: GET requests per second those reads cost on gs:// (estimated from the
+        read pattern, see `tfpipe.bench.reading`); None for local files.
+      bytes_per_example: mean stored bytes per record: the files' bytes over their records.
+      needed_mb_per_sec: MB/s the consumer's examples/s take off storage.
+      The three byte figures are None for files without a manifest (no record count).
+      cpu_ms_per_example: the uncached read prefix's CPU cost per record.
+      first_epoch_examples_per_sec: the whole pipeline without its cache, the rate of the first
+        epoch; None when the pipeline does not cache (the producer's rate is the first epoch's).
+    """
+
+    location: Location
+    cache: str
+    examples_per_sec: float
+    mb_per_sec: float | None
+    requests_per_sec: float | None
+    bytes_per_example: float | None
+    needed_mb_per_sec: float | None
+    cpu_ms_per_example: float
+    first_epoch_examples_per_sec: float | None = None
+
+    @property
+    def cached(self) -> bool:
+        return self.cache != "none"
