@@ -49,6 +49,7 @@ def assert_table(dest, names=("name", "score")):
         ("u16bom_le.csv", codecs.BOM_UTF16_LE + CSV.encode("utf-16-le"), ("--encoding", "utf-16-le")),
         ("u32.csv", CSV.encode("utf-32"), ("--encoding", "utf-32")),
     ],
+    ids=lambda v: v if isinstance(v, str) else None,
 )
 def test_a_byte_order_mark_is_never_part_of_a_column_name(tmp_path, capsys, name, data, flags):
     (tmp_path / name).write_bytes(data)
