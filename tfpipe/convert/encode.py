@@ -12,6 +12,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.infer import null_value_error
+from tfpipe.errors import DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 
@@ -62,6 +63,8 @@ def encode_images(task: ImageTask) -> list[Encoded]:
         except UndecodableImage as e:
             out.append(Encoded(None, str(e), len(data), item.path))
             continue
+        except Exception as e:  # a failure nobody foresaw: name the file, not only the error
+            raise DataError(f"{item.path}: cannot be converted: {type(e).__name__}: {e}") from e
         out.append(Encoded(encode_example(_image_row(item, img), IMAGE_SCHEMA), None, len(data)))
     return out
 

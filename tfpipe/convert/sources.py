@@ -261,7 +261,8 @@ def open_source(
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
     scan = scan_table(src, fmt, tables.TableOptions.of(cfg))
-    digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
+    files = [_relative(f, src) for f in scan.files]
+    digest = hashlib.sha256(json.dumps([files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 
 
@@ -272,5 +273,12 @@ def _open_images(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None)
         scan = folders.scan_validation(src, cfg.labels_file, offset, known)
     else:
         scan = folders.scan_class_folders(src, fmt, offset, cfg.seed, known)
-    digest = hashlib.sha256("\n".join(f"{i.path}\t{i.label}" for i in scan.items).encode()).hexdigest()
+    listing = "\n".join(f"{_relative(i.path, src)}\t{i.label}" for i in scan.items)
+    digest = hashlib.sha256(listing.encode()).hexdigest()
     return ImageSource(scan, cfg.resize_shorter, cfg.quality, cfg.check, digest)
+
+
+def _relative(path: str, src: str) -> str:
+    """`path` (listed under `src`) relative to `src`: a listing's digest does not depend on how
+    the source was spelled (`data/` or `/home/u/data/`)."""
+    return path[len(src) :] if path.startswith(src) else path
