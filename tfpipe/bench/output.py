@@ -17,7 +17,8 @@ def check_writable(path: str, field: str) -> None:
     """Raises ConfigError unless a file can be written at `path` (local or gs://).
 
     Locally this writes and removes an empty temporary file beside `path`, which proves what
-    permission bits alone cannot (a read-only mount, ACLs). On gs:// only the form is checked.
+    permission bits alone cannot (a read-only mount, ACLs). On gs:// the form is checked, and
+    that credentials are found (`storage.CredentialsError` otherwise).
     """
 
     def bad(why: str) -> ConfigError:
@@ -30,6 +31,7 @@ def check_writable(path: str, field: str) -> None:
     if storage.is_gcs(path):
         if "/" not in path[len("gs://") :]:
             raise bad("it names a bucket, not an object in it")
+        storage.check_credentials(path)
         return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
@@ -51,6 +53,7 @@ def check_folder(path: str, field: str) -> None:
     inside an existing folder (local only; gs:// paths need no folders). Like `check_writable`,
     it proves it by making and removing a folder, which permission bits alone cannot."""
     if storage.is_gcs(path):
+        storage.check_credentials(path)  # TensorFlow's profiler would retry in silence
         return
     if os.path.exists(path) and not os.path.isdir(path):
         raise ConfigError(f"{field} must be a folder; it is a file. Received: {path!r}")

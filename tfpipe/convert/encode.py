@@ -88,7 +88,7 @@ def read_input(path: str) -> bytes:
     """The bytes of one input file; every failure is a StorageError naming the file."""
     try:
         return storage.read_bytes(path)
-    except storage.StorageError:
+    except (storage.StorageError, storage.CredentialsError):
         raise
     except OSError as e:
         raise storage.StorageError(f"{path}: cannot read it: {e.strerror or e}") from e
