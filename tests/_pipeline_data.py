@@ -176,7 +176,8 @@ def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str
     import hashlib
 
     from tfpipe.codec import frame_record as _frame
-    from tfpipe.manifest import ShardInfo, Split, shard_name
+    from tfpipe.manifest import ShardInfo, Split
+    from tfpipe.shardnames import shard_name
 
     os.makedirs(root, exist_ok=True)
     shards = []

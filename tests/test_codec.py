@@ -270,3 +270,38 @@ def test_parse_size_rejects(bad):
 def test_shard_config_validates(kwargs, field):
     with pytest.raises(ConfigError, match=f"{field} must be .* Received: {field}="):
         ShardConfig(**kwargs)
+
+
+# ---- lists of any length (a text document's token ids)
+
+TOKENS = Schema((Field("tokens", "int64", shape=(None,)), Field("label", "int64")), label="label")
+
+
+def test_a_variable_length_int64_list_round_trips_through_tensorflow(tf):
+    from tfpipe.codec import varints
+
+    lists = [
+        [],
+        [0],
+        [5, 0, 127, 128, 16383, 16384, 2**21, 2**40],
+        list(range(1000)),
+        [INT64_MAX, -1, INT64_MIN],
+    ]
+    for values in lists:  # the numpy fast path writes the bytes of the checked path
+        packed = encode_example({"tokens": np.asarray(values, dtype=np.int64), "label": 1}, TOKENS)
+        assert packed == encode_example({"tokens": values, "label": 1}, TOKENS)
+        assert decode_example(packed)["tokens"] == values
+    assert varints(np.array([300, 1], np.uint16)) == b"\xac\x02\x01"
+    assert Schema.from_json(TOKENS.to_json()) == TOKENS and TOKENS.to_json()["fields"][0]["shape"] == [None]
+    batch = [encode_example({"tokens": v, "label": i}, TOKENS) for i, v in enumerate(lists)]
+    parsed = tf.io.parse_example(tf.constant(batch), TOKENS.parse_spec())
+    assert parsed["tokens"].to_list() == lists and parsed["label"].numpy().tolist() == [0, 1, 2, 3, 4]
+    one = tf.io.parse_single_example(batch[2], TOKENS.parse_spec())
+    assert one["tokens"].numpy().tolist() == lists[2]
+
+
+def test_only_one_unknown_dimension_is_a_shape():
+    with pytest.raises(Exception, match=r"expected a fixed shape, or \[None\] for a list of any length"):
+        Field("x", "int64", shape=(None, 3))
+    with pytest.raises(DataError, match="outside int64's range"):
+        encode_example({"tokens": np.array([2**64 - 1], np.uint64), "label": 0}, TOKENS)

@@ -37,12 +37,13 @@ CASES = [
             ("tensorflow==2.21.*", "tensorflow"),
         )
         # Alone, and with every extra at once: what CI installs (the strictest combination).
-        for extras in ((), ("beam", "profile", "test"))
+        for extras in ((), ("beam", "profile", "test", "text"))
     ],
     (None, ("tpu",), "tensorflow-tpu"),
     (None, ("cpu",), "tensorflow-cpu"),
     (None, ("tensorflow",), "tensorflow"),
     (None, (), None),  # plain tfpipe installs no TensorFlow at all
+    (None, ("text",), None),  # nor does the text extra (tensorflow-text would)
 ]
 
 
@@ -91,5 +92,11 @@ def test_exactly_one_tensorflow_distribution(resolved, spec, extras, expected):
         assert _tf._release(installs[expected]) in _tf.SUPPORTED
     if expected == "tensorflow-tpu":
         assert "libtpu" in installs  # the TPU runtime comes from its own wheel
-    for extra, package in (("beam", "apache-beam"), ("profile", "xprof"), ("test", "pytest")):
+    for extra, package in (
+        ("beam", "apache-beam"),
+        ("profile", "xprof"),
+        ("test", "pytest"),
+        ("text", "sentencepiece"),
+        ("text", "tokenizers"),
+    ):
         assert (package in installs) == (extra in extras)

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from tfpipe.errors import ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split, check_relative_name, shard_name
+from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split, check_relative_name
 from tfpipe.schema import IMAGE_SCHEMA
+from tfpipe.shardnames import shard_name
 
 
 def _manifest(root, name="train-00000-of-00001"):
@@ -128,8 +129,7 @@ def test_gaps_and_disorder_in_tfpipe_shard_names_are_refused(tmp_path):
     _write(tmp_path, obj)
     with pytest.raises(
         ManifestError,
-        match=r"expected shards 0..3 of 4, each once and in order. "
-        r"Received: 3 shards, missing index \[2\]",
+        match=r"split 'train' holds 3 of the 4 shards named train-NNNNN-of-00004: missing indices \[2\]\.",
     ):
         Manifest.load(str(tmp_path))
     obj = _four_shards(tmp_path)
@@ -178,3 +178,44 @@ def test_label_offset_out_of_range_is_refused(tmp_path):
     _write(tmp_path, obj)
     with pytest.raises(ManifestError, match=r"expected label_offset to be a small int. Received: 10{30}"):
         Manifest.load(str(tmp_path))
+
+
+# ---- a text split's figures
+
+
+def test_length_bins_are_exact_then_a_128th_of_an_octave():
+    from tfpipe.manifest import bin_width, length_bin
+
+    assert [length_bin(n) for n in (1, 16383, 16384, 16511, 16512, 32767, 32768, 33023)] == [
+        1,
+        16383,
+        16384,
+        16384,
+        16512,
+        32640,
+        32768,
+        32768,
+    ]
+    assert [bin_width(n) for n in (5, 16384, 32768, 2**20)] == [1, 128, 256, 8192]
+
+
+def test_a_histogram_that_does_not_add_up_is_refused():
+    from tfpipe.errors import ManifestError
+    from tfpipe.manifest import SplitText
+
+    good = {"lengths": [3, 7, 16384], "counts": [2, 1, 1], "tokens": [6, 7, 16400]}
+    text = SplitText(4, 16413, 1, good)
+    assert SplitText.from_json(text.to_json()) == text
+    assert text.percentiles((0.25, 0.5, 0.75, 1.0)) == [3, 3, 7, 16384]
+    for bad, problem in (
+        ({**good, "counts": [2, 1]}, "parallel lists"),
+        ({**good, "lengths": [7, 3, 16384]}, "increasing bin lower bounds"),
+        ({**good, "lengths": [3, 7, 16385]}, "increasing bin lower bounds"),
+        ({**good, "tokens": [7, 7, 16400]}, "each bin's tokens within"),
+        ({**good, "tokens": [6, 7, 16384 + 128]}, "each bin's tokens within"),
+        ({**good, "counts": [2, 1, 2], "tokens": [6, 7, 32800]}, "counts summing to documents=4"),
+    ):
+        with pytest.raises(ManifestError, match=problem):
+            SplitText(4, sum(bad["tokens"]) if "summing" not in problem else 16413, 1, bad)
+    with pytest.raises(ManifestError, match="documents"):
+        SplitText.from_json({"documents": -1, "tokens": 0})

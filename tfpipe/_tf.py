@@ -1,7 +1,8 @@
 """The one place tfpipe imports TensorFlow, lazily, and checks which TensorFlow it got.
 
 `import tfpipe` and `tfpipe --help` never start TensorFlow: TF import costs about 3 s and
-probes for CUDA. Library code calls `tf()` where it needs the module.
+probes for CUDA. Library code calls `tf()` where it needs the module; `plain`, `after` and
+`tensor_text` are the small helpers every piece of tfpipe's graph code uses.
 
 TensorFlow is not a dependency of tfpipe: it comes in several distributions (tensorflow,
 tensorflow-cpu, tensorflow-tpu, ...) that all write the same `tensorflow/` package, so the user
@@ -22,6 +23,7 @@ import sys
 import warnings
 from importlib import metadata
 from types import ModuleType
+from typing import Any
 
 from tfpipe.errors import MissingExtraError, TfpipeError
 
@@ -99,6 +101,30 @@ def tf() -> ModuleType:
         warnings.warn(problem, UntestedTensorFlowWarning, stacklevel=2)
     _checked = sys.modules["tensorflow"]
     return _checked
+
+
+def plain(fn: Any) -> Any:
+    """Marks a dataset function as plain graph code: autograph would add seconds of
+    transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
+    return tf().autograph.experimental.do_not_convert(fn)
+
+
+def after(deps: list[Any], value: Any) -> Any:
+    """`value` (graph code) once `deps` have run."""
+    tf_ = tf()
+    with tf_.control_dependencies(deps):
+        return tf_.identity(value)
+
+
+def tensor_text(template: str, *args: Any) -> Any:
+    """`template` (graph code) with each "{}" replaced by a scalar tensor (strings as they are,
+    unquoted): an error message that names a shard known only in the graph."""
+    tf_ = tf()
+    pieces = template.split("{}")
+    parts: list[Any] = [pieces[0]]
+    for arg, piece in zip(args, pieces[1:], strict=True):
+        parts += [arg if arg.dtype == tf_.string else tf_.strings.as_string(arg), piece]
+    return tf_.strings.join(parts)
 
 
 def _imported_version() -> str:

@@ -14,10 +14,11 @@ returns `row`, and `decode_example(encode_example(row))` returns it too (tests/t
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, BinaryIO
 
 import google_crc32c
@@ -69,13 +70,90 @@ def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
             inner += len(head) + len(v)
         head = b"\x0a" + _varint(inner)
         return [head, *pieces], len(head) + inner
-    if dtype == "float32":
+    if isinstance(values, PackedInt64):
+        packed = values.data
+    elif dtype == "float32":
         packed = struct.pack(f"<{len(values)}f", *values)
     else:
         packed = b"".join(_varint(int(v)) for v in values)
     inner = _len_delimited(0x0A, packed) if values else b""
     whole = _len_delimited(0x12 if dtype == "float32" else 0x1A, inner)
     return [whole], len(whole)
+
+
+class PackedInt64:
+    """An int64 list already encoded as packed varints, and how many values it holds: a value
+    `encode_example` takes for a list field (see `packed_int64_lists`)."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self.data, self.count = data, count
+
+    def __len__(self) -> int:
+        return self.count
+
+
+def _varint_array(values: Any) -> tuple[Any, Any]:
+    """(uint8 array of the packed varints, each value's byte width) of a 1-D integer array:
+    the bytes `_varint` gives one value at a time (two's complement for negatives), at once."""
+    import numpy as np
+
+    u = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
+    widths = np.ones(len(u), dtype=np.int64)
+    for k in range(1, 10):
+        widths += u >= np.uint64(1 << (7 * k))
+    ends = np.cumsum(widths)
+    out = np.empty(int(ends[-1]) if len(u) else 0, dtype=np.uint8)
+    starts = ends - widths
+    for k in range(int(widths.max()) if len(u) else 0):
+        sel = widths > k
+        byte = (u[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        more = (widths[sel] > k + 1).astype(np.uint64) << np.uint64(7)
+        out[starts[sel] + k] = (byte | more).astype(np.uint8)
+    return out, widths
+
+
+def varints(values: Any) -> bytes:
+    """A 1-D integer array as packed protobuf varints."""
+    return _varint_array(values)[0].tobytes()
+
+
+def packed_int64_lists(lists: Sequence[Sequence[int]]) -> list[PackedInt64]:
+    """Many int64 lists (e.g. each document's token ids) packed at once, one numpy pass for
+    all of them: per list, numpy's call overhead would cost more than the encoding.
+
+    Raises:
+      DataError: a value is not an int64.
+    """
+    import numpy as np
+
+    counts = [len(v) for v in lists]
+    try:
+        flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=sum(counts))
+    except (OverflowError, TypeError, ValueError):
+        for values in lists:  # refuses the first value that is not an int64, by value
+            for v in values:
+                _int_value("int64 list", v)
+        raise
+    data, widths = _varint_array(flat)
+    ends = np.cumsum(widths)
+    byte_ends = [0, *(int(ends[e - 1]) if e else 0 for e in itertools.accumulate(counts))]
+    raw = data.tobytes()
+    return [PackedInt64(raw[a:b], n) for a, b, n in zip(byte_ends, byte_ends[1:], counts, strict=False)]
+
+
+def _packed_int64(name: str, value: Any) -> PackedInt64 | None:
+    """A numpy integer array for an int64 list, encoded at once; None for anything else (which
+    takes the checked path one value at a time)."""
+    if isinstance(value, PackedInt64):
+        return value
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or dtype.kind not in "iu" or getattr(value, "ndim", 0) != 1:
+        return None
+    if dtype.kind == "u" and len(value) and int(value.max()) > _INT64_MAX:
+        return None  # refused, by value, on the checked path
+    return PackedInt64(varints(value), len(value))
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -135,8 +213,10 @@ def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
     return [convert(name, v) for v in values]
 
 
-def _check_count(field: Field, values: list[Any]) -> list[Any]:
-    want = math.prod(field.shape)
+def _check_count(field: Field, values: Any) -> Any:
+    if field.variable:
+        return values
+    want = math.prod(field.shape)  # type: ignore[arg-type]
     if len(values) != want:
         raise DataError(
             f"Feature {field.name!r}: expected {want} value(s) for shape {field.shape}. "
@@ -162,7 +242,14 @@ def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
             value = row[f.name]
         except KeyError:
             raise DataError(f"Record has no value for feature {f.name!r}") from None
-        entries.append((f.name, f.dtype, _check_count(f, _as_list(f.name, f.dtype, value))))
+        packed = _packed_int64(f.name, value) if f.dtype == "int64" and f.variable else None
+        entries.append(
+            (
+                f.name,
+                f.dtype,
+                packed if packed is not None else _check_count(f, _as_list(f.name, f.dtype, value)),
+            )
+        )
         if f.has_mask:
             if f.mask_name not in row:
                 raise DataError(

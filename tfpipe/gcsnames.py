@@ -1,4 +1,6 @@
-"""GCS path names: `gs://BUCKET/PATH` with a bucket name GCS accepts, checked before any request.
+"""gs:// path rules, in one place: the prefix, the bucket/object split, and the bucket names GCS
+accepts, checked before any request. `tfpipe.storage` re-exports them: call `storage.is_gcs`,
+`storage.split_gcs`, `storage.GCS_PREFIX`.
 
 A `gs:` path without a bucket (`gs://`, `gs:/b`) would otherwise be taken as a local folder named
 `gs:`, and a bucket name GCS refuses (`gs://Probe`) would fail later, with advice that fails too.
@@ -15,6 +17,26 @@ GCS_PREFIX = "gs://"
 
 class InvalidPath(TfpipeError, ValueError):
     """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
+
+
+def is_gcs(path: str) -> bool:
+    """Whether `path` is a gs:// path."""
+    return str(path).startswith(GCS_PREFIX)
+
+
+def split_gcs(path: str) -> tuple[str, str]:
+    """(bucket, object name) of a gs:// path: `gs://b/x/y` is ("b", "x/y"), `gs://b` ("b", "").
+
+    Raises:
+      InvalidPath: the path names no bucket, or one GCS would refuse (`check_url`).
+    """
+    check_url(path)
+    return _parts(str(path))
+
+
+def _parts(text: str) -> tuple[str, str]:
+    bucket, _, name = text[len(GCS_PREFIX) :].partition("/")
+    return bucket, name
 
 
 _BUCKET_PART = re.compile(r"[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?")
@@ -53,7 +75,7 @@ def check_url(path: str) -> None:
     text = str(path)
     if text[:3].lower() != "gs:":
         return
-    bucket = text[len(GCS_PREFIX) :].split("/", 1)[0] if text.startswith(GCS_PREFIX) else ""
+    bucket = _parts(text)[0] if is_gcs(text) else ""
     if not bucket:
         raise InvalidPath(f"Expected gs://BUCKET/PATH. Received: {text!r}, which names no bucket")
     problem = bucket_problem(bucket)

@@ -7,7 +7,9 @@ conversion. Shard names are checked on load: absolute names and `..` are refused
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import math
 import posixpath
 import re
 from typing import Any
@@ -16,6 +18,7 @@ from tfpipe import storage
 from tfpipe._version import __version__
 from tfpipe.errors import ManifestError
 from tfpipe.schema import Schema
+from tfpipe.shardnames import ShardName, check_shard_sets
 
 MANIFEST_NAME = "tfpipe.json"
 FORMAT = "tfpipe.manifest"
@@ -124,6 +127,53 @@ class TokenizerInfo:
         return info
 
 
+EXACT_LENGTHS = 16384
+"""Document lengths below this many tokens have a histogram bin each."""
+BINS_PER_OCTAVE = 128
+"""Longer lengths share bins 1/128 of a power of two wide: [2**k, 2**(k+1)) in 128 bins, so a
+bin's lengths differ by under 1%, which moves a predicted fill by far less than a point."""
+
+
+def length_bin(n: int) -> int:
+    """The lower bound of the length-histogram bin that holds a document of `n` tokens."""
+    return n if n < EXACT_LENGTHS else n - n % bin_width(n)
+
+
+def bin_width(n: int) -> int:
+    """How many lengths the histogram bin holding `n` covers: 1 below EXACT_LENGTHS."""
+    return 1 if n < EXACT_LENGTHS else (1 << (n.bit_length() - 1)) // BINS_PER_OCTAVE
+
+
+def _check_histogram(h: dict[str, list[int]], documents: int, tokens: int) -> None:
+    """Refuses a histogram that is not the one `length_bin` makes of `documents` documents
+    holding `tokens` tokens: a packing prediction read from it would be wrong."""
+    if not h and documents == 0:
+        return
+    keys = sorted(h)
+    lengths, counts, toks = (h.get(k, []) for k in ("lengths", "counts", "tokens"))
+    problem = None
+    if keys != ["counts", "lengths", "tokens"] or not len(lengths) == len(counts) == len(toks):
+        problem = "parallel lists lengths, counts and tokens of one length"
+    elif not all(_is_count(v) for v in (*lengths, *counts, *toks)):
+        problem = "counts in 0..2**63-1"
+    elif any(a >= b for a, b in itertools.pairwise(lengths)) or any(
+        n < 1 or length_bin(n) != n for n in lengths
+    ):
+        problem = "increasing bin lower bounds (lengths >= 1, binned by length_bin)"
+    elif any(
+        c < 1 or not c * n <= t <= c * (n + bin_width(n) - 1)
+        for n, c, t in zip(lengths, counts, toks, strict=True)
+    ):
+        problem = "each bin's tokens within its count times its lengths"
+    elif (sum(counts), sum(toks)) != (documents, tokens):
+        problem = f"counts summing to documents={documents} and tokens to tokens={tokens}"
+    if problem:
+        raise ManifestError(
+            f"length_histogram: expected {problem}. Received: lengths {lengths[:5]}, counts "
+            f"{counts[:5]}, tokens {toks[:5]} ({len(lengths)} bins)"
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SplitText:
     """What a text split holds, counted at convert time.
@@ -134,13 +184,38 @@ class SplitText:
       empty_documents: documents left out because they tokenized to nothing.
       length_histogram: document lengths in tokens, as parallel lists: `lengths[i]` is a bin's
         lower bound, `counts[i]` how many documents fall in it and `tokens[i]` their tokens.
-        Fine enough to predict each packing mode's fill at any sequence length.
+        Only non-empty bins are listed. Bins are one length wide below EXACT_LENGTHS tokens,
+        then 1/BINS_PER_OCTAVE of a power of two (`length_bin`): fine enough to predict each
+        packing mode's fill at any sequence length.
     """
 
     documents: int
     tokens: int
     empty_documents: int = 0
     length_histogram: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what in ("documents", "tokens", "empty_documents"):
+            if not _is_count(getattr(self, what)):
+                raise ManifestError(
+                    f"text: expected {what} to be an int in 0..2**63-1. Received: {getattr(self, what)!r}"
+                )
+        _check_histogram(self.length_histogram, self.documents, self.tokens)
+
+    def percentiles(self, qs: tuple[float, ...] = (0.1, 0.5, 0.9, 0.99, 1.0)) -> list[int]:
+        """Document lengths in tokens at each quantile in `qs` (nearest rank; the bin's lower
+        bound above EXACT_LENGTHS). Empty for a split without documents."""
+        if not self.documents:
+            return []
+        lengths, counts = self.length_histogram["lengths"], self.length_histogram["counts"]
+        out, seen, i = [], 0, -1
+        for q in sorted(qs):
+            rank = max(1, math.ceil(q * self.documents))
+            while seen < rank:
+                i += 1
+                seen += counts[i]
+            out.append(lengths[i])
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -154,6 +229,8 @@ class SplitText:
                 empty_documents=obj.get("empty_documents", 0),
                 length_histogram={str(k): list(v) for k, v in obj.get("length_histogram", {}).items()},
             )
+        except ManifestError:
+            raise
         except (KeyError, TypeError, ValueError) as e:
             raise ManifestError(f"Malformed text entry: {e!r}. Received: {str(obj)[:200]}") from e
 
@@ -410,9 +487,6 @@ def check_relative_name(name: str) -> str:
     return name
 
 
-_SHARD_NAME_RE = re.compile(r"(?P<split>.+)-(?P<index>\d{5,})-of-(?P<count>\d{5,})(?:\.gz)?")
-
-
 def _check_unique(names: list[str], where: str) -> None:
     seen: set[str] = set()
     twice = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
@@ -424,27 +498,11 @@ def _check_unique(names: list[str], where: str) -> None:
 
 
 def check_shard_list(split: str, shards: tuple[ShardInfo, ...]) -> None:
-    """Refuses a split that lists a shard twice, or whose tfpipe-named shards have gaps.
-
-    Shards named `{split}-{i}-of-{n}` must be exactly i = 0..n-1, in order: a list with one
-    of them missing or repeated would silently drop or duplicate its records.
-    """
+    """Refuses a split that lists a shard twice, or whose tfpipe-named shards are not one
+    whole set in order (`check_shard_sets`): a list with one of them missing or repeated
+    would silently drop or duplicate its records."""
     _check_unique([s.name for s in shards], f"split {split!r}")
-    matches = [_SHARD_NAME_RE.fullmatch(posixpath.basename(s.name)) for s in shards]
-    if not shards or not all(m and m["split"] == split for m in matches):
+    names = [ShardName.parse(s.name) for s in shards]
+    if not shards or not all(n is not None and n.stem == split for n in names):
         return  # names from another tool: nothing to check them against
-    counts = {int(m["count"]) for m in matches}  # type: ignore[index]
-    indices = [int(m["index"]) for m in matches]  # type: ignore[index]
-    if counts != {len(shards)} or indices != list(range(len(shards))):
-        count = max(counts)
-        missing = sorted(set(range(count)) - set(indices))
-        raise ManifestError(
-            f"split {split!r}: expected shards 0..{count - 1} of {count}, each once and in order. "
-            f"Received: {len(shards)} shards{f', missing index {missing[:5]}' if missing else ''} "
-            f"(indices {indices[:10]}{'...' if len(indices) > 10 else ''})"
-        )
-
-
-def shard_name(split: str, index: int, count: int, compression: str = "none") -> str:
-    """`{split}-{index:05d}-of-{count:05d}`, plus `.gz` under gzip."""
-    return f"{split}-{index:05d}-of-{count:05d}" + (".gz" if compression == "gzip" else "")
+    check_shard_sets([s.name for s in shards], f"split {split!r}", ManifestError, listed=True)

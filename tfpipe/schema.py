@@ -17,6 +17,8 @@ from typing import Any, Literal, get_args
 from tfpipe.errors import DataError, ManifestError
 
 Dtype = Literal["int64", "float32", "bytes"]
+VARIABLE: tuple[None] = (None,)
+"""The shape of a field holding a list of any length, written `[null]` in the manifest."""
 DTYPES: tuple[str, ...] = get_args(Dtype)
 MISSING_SUFFIX = "/missing"
 # A null mask `<name>/missing` is an int64 feature (1 where the value was filled).
@@ -61,14 +63,15 @@ class Field:
     Args:
       name: the feature key, e.g. `image/encoded` or a table column name.
       dtype: the tf.train.Example list type: int64, float32 or bytes.
-      shape: fixed shape of the value; `()` is a scalar.
+      shape: fixed shape of the value; `()` is a scalar, and `(None,)` a list of any length
+        (a text document's token ids), parsed as a `tf.io.RaggedFeature`.
       has_mask: a `<name>/missing` int64 feature marks rows whose value was filled.
       source_dtype: the dtype the value had in the source, for the record only.
     """
 
     name: str
     dtype: Dtype
-    shape: tuple[int, ...] = ()
+    shape: tuple[int | None, ...] = ()
     has_mask: bool = False
     source_dtype: str = ""
 
@@ -77,7 +80,18 @@ class Field:
             raise ManifestError(
                 f"Field {self.name!r}: dtype must be one of {DTYPES}. Received: dtype={self.dtype!r}"
             )
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        shape = tuple(None if d is None else int(d) for d in self.shape)
+        if None in shape and shape != VARIABLE:
+            raise ManifestError(
+                f"Field {self.name!r}: expected a fixed shape, or {list(VARIABLE)} for a list of any "
+                f"length. Received: shape={list(shape)}"
+            )
+        object.__setattr__(self, "shape", shape)
+
+    @property
+    def variable(self) -> bool:
+        """Whether the field holds a list of any length (shape `(None,)`)."""
+        return self.shape == VARIABLE
 
     @property
     def mask_name(self) -> str:
@@ -129,13 +143,17 @@ class Schema:
         return [f.name for f in self.fields]
 
     def parse_spec(self) -> dict[str, Any]:
-        """The `tf.io.parse_example` spec: one FixedLenFeature per field, plus mask features."""
+        """The `tf.io.parse_example` spec: one FixedLenFeature per field (a RaggedFeature for a
+        list of any length), plus mask features."""
         from tfpipe._tf import tf
 
         tf_ = tf()
         spec: dict[str, Any] = {}
         for f in self.fields:
-            spec[f.name] = tf_.io.FixedLenFeature(f.shape, tf_dtype(f.dtype))
+            if f.variable:
+                spec[f.name] = tf_.io.RaggedFeature(tf_dtype(f.dtype))
+            else:
+                spec[f.name] = tf_.io.FixedLenFeature(f.shape, tf_dtype(f.dtype))
             if f.has_mask:
                 spec[f.mask_name] = tf_.io.FixedLenFeature((), tf_dtype(MASK_DTYPE))
         return spec

@@ -29,11 +29,15 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
 
 from tfpipe.errors import TfpipeError
-from tfpipe.gcsnames import InvalidPath as InvalidPath  # re-exported
-from tfpipe.gcsnames import check_url
+
+# The gs:// path rules live in gcsnames.py; these are their names for the rest of tfpipe.
+from tfpipe.gcsnames import GCS_PREFIX as GCS_PREFIX
+from tfpipe.gcsnames import InvalidPath as InvalidPath
+from tfpipe.gcsnames import check_url as check_url
+from tfpipe.gcsnames import is_gcs as is_gcs
+from tfpipe.gcsnames import split_gcs as split_gcs
 
 T = TypeVar("T")
-GCS_PREFIX = "gs://"
 HIDDEN_PREFIX = "."
 
 
@@ -63,10 +67,6 @@ def _credentials_error(path: str, error: BaseException, found: bool) -> Credenti
     return CredentialsError(f"{path or 'gs://'}: {what} (google-auth: {reason}). {_PROVIDE_CREDENTIALS}")
 
 
-def is_gcs(path: str) -> bool:
-    return str(path).startswith(GCS_PREFIX)
-
-
 def join(base: str, *parts: str) -> str:
     base = str(base)
     if is_gcs(base):
@@ -78,11 +78,30 @@ def basename(path: str) -> str:
     return str(path).rstrip("/").rsplit("/", 1)[-1]
 
 
-def _split_gcs(path: str) -> tuple[str, str]:
-    check_url(path)
-    rest = path[len(GCS_PREFIX) :]
-    bucket, _, name = rest.partition("/")
-    return bucket, name
+# ---- how TensorFlow reads gs:// ----
+
+# TensorFlow's GCS filesystem reads a file in blocks of this many MiB, one request each
+# (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable, read once
+# when TensorFlow is imported, overrides it). It also fills a whole block for every file it
+# opens: ~30 ms of CPU per file, however small (GCS_TESTING.md).
+GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
+GCS_DEFAULT_BLOCK_MB = 64
+
+
+def gcs_block_bytes() -> int:
+    """TensorFlow's gs:// read block in bytes: the variable's MiB when set, else 64 MiB."""
+    raw = os.environ.get(GCS_BLOCK_MB_VARIABLE, "")
+    try:
+        mb = int(raw) if raw else GCS_DEFAULT_BLOCK_MB
+    except ValueError:
+        mb = GCS_DEFAULT_BLOCK_MB
+    return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
+
+
+def gcs_request_bytes() -> int:
+    """The longest gs:// file TensorFlow is taken to read in one request: the block, never more
+    than TensorFlow's default (a larger value set after TensorFlow read it has no effect yet)."""
+    return min(gcs_block_bytes(), GCS_DEFAULT_BLOCK_MB << 20)
 
 
 # ---- GCS client and retries ----
@@ -139,7 +158,7 @@ def reset_client() -> None:
 
 
 def _blob(path: str):
-    bucket, name = _split_gcs(path)
+    bucket, name = split_gcs(path)
     return _client(path).bucket(bucket).blob(name)
 
 
@@ -238,7 +257,7 @@ def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int
     Raises:
       FileNotFoundError: the bucket does not exist.
     """
-    bucket, prefix = _split_gcs(path.rstrip("/") + "/")
+    bucket, prefix = split_gcs(path.rstrip("/") + "/")
 
     def entries() -> list[tuple[str, bool, int, str]]:
         it = _client(path).list_blobs(
@@ -304,7 +323,7 @@ def glob(pattern: str) -> list[str]:
         import glob as globlib
 
         return sorted(p for p in globlib.glob(pattern) if not os.path.isdir(p))
-    bucket, name = _split_gcs(pattern)
+    bucket, name = split_gcs(pattern)
     first = min((name.find(c) for c in "*?[" if c in name), default=len(name))
     prefix = name[:first].rsplit("/", 1)[0] + "/" if "/" in name[:first] else ""
     parts = name.split("/")
@@ -587,7 +606,7 @@ def remove_generation(path: str, generation: int) -> bool:
 
 def check_bucket(path: str) -> None:
     """Raises FileNotFoundError naming the bucket if a gs:// path's bucket does not exist."""
-    bucket, _ = _split_gcs(path)
+    bucket, _ = split_gcs(path)
     if not with_retries(
         lambda: _client(path).bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"
     ):

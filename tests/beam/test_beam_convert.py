@@ -238,7 +238,7 @@ def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, 
         s.checksum for s in tfpipe.Manifest.load(str(local_images)).splits["train"].shards
     ]
     assert any(r.status == 412 for r in requests)  # the lost reply's retry found its own bytes
-    bucket, prefix = dest[len("gs://") :].split("/", 1)
+    bucket, prefix = storage.split_gcs(dest)
     blobs = storage._client().list_blobs(bucket, prefix=prefix)
     created = {b.name.rsplit("/", 1)[1]: b.time_created for b in blobs}
     assert created["tfpipe.json"] >= max(t for n, t in created.items() if n.startswith("train-"))  # last

@@ -194,7 +194,7 @@ def test_the_request_estimate_is_what_tensorflow_asks_the_twin_for(images, local
     sizes = [storage.size(f) for f in pipe.files]
     assert records == 37
     assert sorted(names) == sorted([*shard_names, *["tfpipe.json"] * 4])  # nothing else: no stat, no probe
-    assert len(log) == reading.requests_per_file(sizes, reading.gcs_block_bytes()) * len(sizes) == 8
+    assert len(log) == reading.requests_per_file(sizes, storage.gcs_block_bytes()) * len(sizes) == 8
 
 
 @pytest.mark.gcs

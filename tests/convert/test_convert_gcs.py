@@ -233,7 +233,7 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
     _, url, _ = gcs_image_source
     dest = str(tmp_path / "out")
     last = scan_class_folders(url, "imagenet", 1, 0).items[-1]  # read last, in the last shard
-    bucket_path = last.path[len("gs://") :].split("/", 1)[1].replace("/", "%2F")
+    bucket_path = storage.split_gcs(last.path)[1].replace("/", "%2F")
     with (
         local_gcs.inject_faults(
             503, count=storage.RETRY_ATTEMPTS, path_contains=bucket_path, route="plain"

@@ -28,14 +28,20 @@ FLAGS = {
     "column_types": ["--column-type", "x=int"],
     "encoding": ["--encoding", "latin-1"],
     "null_values": ["--null-values", "NA"],
+    "text_field": ["--text-field", "body"],
+    "lines": ["--lines"],
+    "tokenizer": ["--tokenizer", "{labels}"],
+    "train_tokenizer": ["--train-tokenizer", "bpe", "--vocab-size", "64"],
+    "vocab_size": ["--vocab-size", "64", "--train-tokenizer", "bpe"],
 }
-KINDS = ("images", "imagenet_flat", "csv", "parquet", "arrow")
+KINDS = ("images", "imagenet_flat", "csv", "parquet", "arrow", "text")
 FORMAT = {
     "images": "images",
     "imagenet_flat": "imagenet",
     "csv": "csv",
     "parquet": "parquet",
     "arrow": "arrow",
+    "text": "text",
 }
 
 
@@ -50,8 +56,10 @@ def sources(tmp_path_factory):
     frame.to_csv(root / "t.csv", index=False)
     frame.to_parquet(root / "t.parquet", index=False)
     feather.write_feather(pa.Table.from_pandas(frame, preserve_index=False), root / "t.feather")
+    (root / "c.jsonl").write_text('{"text": "a few words"}\n{"text": "and a few more"}\n')
     paths = {"images": root / "images", "imagenet_flat": root / "imagenet_flat", "csv": root / "t.csv"}
-    return paths | {"parquet": root / "t.parquet", "arrow": root / "t.feather", "labels": root / "labels.txt"}
+    paths |= {"parquet": root / "t.parquet", "arrow": root / "t.feather", "text": root / "c.jsonl"}
+    return paths | {"labels": root / "labels.txt"}
 
 
 def test_every_option_with_a_limited_scope_has_a_flag_here():
@@ -75,9 +83,10 @@ def test_an_option_that_does_not_apply_to_the_source_is_refused_naming_where_it_
         ["--labels", str(sources["labels"])] if kind == "imagenet_flat" and option != "labels_file" else []
     )
     dest = tmp_path / "out"
-    code = main(["convert", str(sources[kind]), str(dest), "--quiet", "--workers", "1", *extra, *flags])
+    fmt = ["--format", FORMAT[kind]]  # a tokenizer option alone would make the format text
+    code = main(["convert", str(sources[kind]), str(dest), "--quiet", "--workers", "1", *fmt, *extra, *flags])
     err = capsys.readouterr().err
     assert code == 1, f"{option} on {kind} was accepted"
-    flag = flags[-2] if option == "missing_label" else flags[0]
+    flag = {"missing_label": "--missing-label", "vocab_size": "--vocab-size"}.get(option, flags[0])
     assert f"({flag}) applies to " in err, err
     assert nothing_written(dest)

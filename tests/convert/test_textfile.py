@@ -80,6 +80,7 @@ def test_one_home_strips_a_mark_for_every_text_reader(tmp_path):
     with textfile.open_text(str(tmp_path / "d.txt.gz"), "utf-16") as f:
         assert f.read() == "one\ntwo\n"
     assert textfile.strip_bom("\ufeffname") == "name" and textfile.strip_bom("name") == "name"
+    assert textfile.strip_bom(codecs.BOM_UTF8 + b"name") == b"name"
 
 
 # ---- UTF-16 and UTF-32 without a byte-order mark ----

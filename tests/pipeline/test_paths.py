@@ -10,7 +10,7 @@ import pytest
 
 import tfpipe
 from tfpipe import storage
-from tfpipe.pipeline import sources
+from tfpipe.pipeline import resolve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -37,7 +37,7 @@ def test_wildcards_in_folder_parts_match(tmp_path):
         for n in names:
             write_records(tmp_path / d / n, 2)
     (tmp_path / "d1" / ".train-hidden").write_bytes(b"")
-    found = sources.resolve(str(tmp_path / "d*" / "train-*"), split=None, training=False)
+    found = resolve.resolve(str(tmp_path / "d*" / "train-*"), split=None, training=False)
     assert [os.path.relpath(f, tmp_path) for f in found.files] == ["d1/train-a", "d1/train-b", "d2/train-c"]
 
 
@@ -46,7 +46,7 @@ def test_a_path_that_exists_is_taken_literally(tmp_path):
     for name in ("loc[1]", "run?"):
         dest = tmp_path / name
         tfpipe.convert(str(tmp_path / "t.csv"), str(dest), label="y", workers=1)
-        found = sources.resolve(str(dest), split=None, training=False)
+        found = resolve.resolve(str(dest), split=None, training=False)
         assert found.manifest is not None and found.examples == 7
 
 
@@ -81,7 +81,7 @@ def test_bucket_names_are_checked_before_any_request(tmp_path, url, rule):
     pd.DataFrame({"x": [1]}).to_csv(tmp_path / "t.csv", index=False)
     with pytest.raises(storage.InvalidPath, match=rule):
         tfpipe.convert(str(tmp_path / "t.csv"), url)
-    if url.startswith("gs://"):
+    if storage.is_gcs(url):
         with pytest.raises(storage.InvalidPath, match=rule):
             storage.exists(url)  # every gs:// operation checks the name first
 

@@ -200,7 +200,7 @@ def test_partial_glob_of_a_manifest_split_names_the_missing_shards(table_ds):
 def test_foreign_set_with_out_of_range_index_is_refused(tmp_path):
     for k in (0, 1, 2):
         write_tf_examples(str(tmp_path / f"data-{k:05d}-of-00002"), [{"x": k}])
-    with pytest.raises(DataError, match=r"indices \[2\] of data-NNNNN-of-00002 .* out of range"):
+    with pytest.raises(DataError, match=r"shards named data-NNNNN-of-00002 .*indices \[2\] out of range"):
         tfpipe.build(str(tmp_path / "data-*"), preset="tabular", label="x", batch_size=1, training=False)
 
 

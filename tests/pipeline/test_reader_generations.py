@@ -125,7 +125,5 @@ def test_gcs_shards_are_checked_once_unless_read_in_parts(dataset, local_gcs, gc
     assert manifest_reads(local_gcs, build()) == SHARDS  # one request each: checked once, after opening
     # A shard longer than one of TensorFlow's requests could change between them: checked at its
     # end too. (These shards are ~20 KB: taken here as longer than a 1 KB request.)
-    from tfpipe.pipeline import corrupt
-
-    monkeypatch.setattr(corrupt, "request_bytes", lambda: 1024)
+    monkeypatch.setattr(storage, "gcs_request_bytes", lambda: 1024)
     assert manifest_reads(local_gcs, build()) == 2 * SHARDS

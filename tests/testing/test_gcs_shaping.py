@@ -141,7 +141,7 @@ def test_bandwidth_is_per_connection(local_gcs, gcs_bucket):
 
 
 def test_requests_above_the_rate_get_429_with_retry_after(local_gcs, gcs_bucket):
-    bucket = gcs_bucket[len("gs://") :]
+    bucket = storage.split_gcs(gcs_bucket)[0]
     rate, n = 5.0, 25
     with local_gcs.shaped(max_requests_per_s=rate), local_gcs.recording() as rec:
         start = time.monotonic()
@@ -160,7 +160,7 @@ def test_requests_above_the_rate_get_429_with_retry_after(local_gcs, gcs_bucket)
 
 
 def test_writes_have_their_own_limit(local_gcs, gcs_bucket):
-    bucket = gcs_bucket[len("gs://") :]
+    bucket = storage.split_gcs(gcs_bucket)[0]
     rate, n = 3.0, 12
     with local_gcs.shaped(max_writes_per_s=rate):
         start = time.monotonic()

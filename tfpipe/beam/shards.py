@@ -24,6 +24,7 @@ from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.engine import write_shard
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import ImageInputs, TableRows
+from tfpipe.convert.text import TextInputs
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
 from tfpipe.schema import Schema
 
@@ -34,16 +35,21 @@ def task_to_json(task: ShardTask) -> dict[str, Any]:
         body = {"kind": "images", **dataclasses.asdict(inputs)}
     elif isinstance(inputs, TableRows):
         body = {"kind": "rows", **dataclasses.asdict(inputs), "schema": inputs.schema.to_json()}
+    elif isinstance(inputs, TextInputs):
+        body = {"kind": "text", **inputs.to_json()}
     else:
-        raise TypeError(f"Expected ImageInputs or TableRows. Received: {type(inputs).__name__}")
+        raise TypeError(f"Expected ImageInputs, TableRows or TextInputs. Received: {type(inputs).__name__}")
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
     return fields | {"inputs": body}
 
 
 def task_from_json(obj: dict[str, Any]) -> ShardTask:
     body = dict(obj["inputs"])
-    if body.pop("kind") == "images":
+    kind = body.pop("kind")
+    if kind == "images":
         inputs: Any = ImageInputs(tuple(ImageItem(**i) for i in body.pop("items")), **body)
+    elif kind == "text":
+        inputs = TextInputs.from_json(body)
     else:
         files = tuple((str(p), int(i)) for p, i in body.pop("files"))
         nulls = {c: tuple(t) for c, t in body.pop("null_values", {}).items()}

@@ -32,8 +32,9 @@ from tfpipe.codec import encode_example
 from tfpipe.convert.config import DEFAULT_SHARD_SIZE, ShardConfig, parse_size
 from tfpipe.convert.writer import ShardWriter
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo, Split, shard_name
+from tfpipe.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo, Split
 from tfpipe.schema import Field, Schema
+from tfpipe.shardnames import shard_name
 
 beam = require_beam()
 

@@ -29,7 +29,7 @@ def check_writable(path: str, field: str) -> None:
     if not path or path.endswith(("/", os.sep)):
         raise bad("it names a folder, not a file")
     if storage.is_gcs(path):
-        if "/" not in path[len("gs://") :]:
+        if not storage.split_gcs(path)[1]:
             raise bad("it names a bucket, not an object in it")
         storage.check_credentials(path)
         return

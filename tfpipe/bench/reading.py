@@ -10,7 +10,7 @@ it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 Mi
 from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
 Reading a tfpipe dataset adds a read of its manifest per shard read, once the shard is open
 (two for a shard longer than a block), so records of two conversions of a split are never
-mixed (pipeline/corrupt.py).
+mixed (pipeline/generation.py).
 tests/bench/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
@@ -20,7 +20,8 @@ import math
 from collections.abc import Sequence
 
 from tfpipe.bench.results import Location, Rate, Storage
-from tfpipe.pipeline.corrupt import gcs_block_bytes, generation_checks
+from tfpipe.pipeline.generation import generation_checks
+from tfpipe.storage import gcs_block_bytes
 
 MB = 1e6
 

@@ -25,6 +25,9 @@ EXAMPLES = """examples:
   tfpipe convert survey.csv out/ --label answer --missing-label drop --encoding latin-1
   tfpipe convert airquality.csv out/ --label Temp --null-values NA --missing fill --column-type zip=string
   tfpipe convert hive_parquet/ out/ --label y      # year=2021/part-0.parquet: year is a column
+  tfpipe convert corpus/ out/ --train-tokenizer sentencepiece --vocab-size 32000   # .jsonl/.txt/.parquet
+  tfpipe convert reviews.jsonl out/ --tokenizer tokenizer.json --label sentiment
+  tfpipe convert books/ out/ --lines --tokenizer spm.model    # .txt files, one document per line
   tfpipe convert gs://b/raw gs://b/imagenet --engine beam \
       --beam-options="--runner=DataflowRunner --project=P --region=us-central1 --temp_location=gs://b/tmp"
 """
@@ -33,20 +36,23 @@ EXAMPLES = """examples:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "convert",
-        help="turn image folders, CSV or Parquet into sharded TFRecords (local or gs://)",
+        help="turn image folders, CSV or Parquet tables, or text corpora into sharded TFRecords (local or gs://)",
         description="Convert raw data into sharded TFRecords plus a tfpipe.json manifest. "
         "Shards appear atomically; the manifest is written last. Interrupted runs --resume.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
-        "src", help="image folder tree, flat validation folder, or CSV/Parquet/Arrow (Feather) file or folder"
+        "src",
+        help="image folder tree, flat validation folder, CSV/Parquet/Arrow (Feather) file or folder, or a "
+        "text corpus (.jsonl, .jsonl.gz, .txt or .parquet files: one, a folder or a glob)",
     )
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
     _add_source_flags(p.add_argument_group("source"))
     _add_shard_flags(p.add_argument_group("shards"))
     _add_image_flags(p.add_argument_group("images"))
     _add_table_flags(p.add_argument_group("tables"))
+    _add_text_flags(p.add_argument_group("text"))
     _add_engine_flags(p.add_argument_group("engine"))
     _add_run_flags(p.add_argument_group("run"))
     add_common(p)
@@ -57,8 +63,8 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow"],
-        help="source format (default: auto, by content)",
+        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"],
+        help="source format (default: auto, by content; text when a tokenizer option is given)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
     g.add_argument(
@@ -107,7 +113,12 @@ def _add_image_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def _add_table_flags(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--label", metavar="COLUMN", help="the label column of a table")
+    g.add_argument(
+        "--label",
+        metavar="COLUMN",
+        help="the label column of a table, or the label field of a text corpus (text labels become "
+        "class indices, numbers are kept)",
+    )
     g.add_argument(
         "--missing",
         default="error",
@@ -144,6 +155,34 @@ def _add_table_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)"
+    )
+
+
+def _add_text_flags(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="a SentencePiece .model or a Hugging Face tokenizer.json (stored with the dataset)",
+    )
+    g.add_argument(
+        "--train-tokenizer",
+        choices=["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"],
+        help="train a tokenizer on the corpus instead, deterministically: SentencePiece unigram "
+        "(or BPE), byte-level BPE or WordPiece; needs --vocab-size",
+    )
+    g.add_argument("--vocab-size", type=int, metavar="N", help="the trained tokenizer's vocabulary size")
+    g.add_argument(
+        "--text-field",
+        default="text",
+        metavar="FIELD",
+        help="the JSON Lines field (or Parquet column) holding each document (default: text)",
+    )
+    g.add_argument(
+        "--lines", action="store_true", help=".txt files hold one document per line (default: one per file)"
+    )
+    g.description = (
+        "One record per document: its token ids (an int64 list, every token, no special tokens "
+        "added) and its --label. The sequence length is chosen when the data is read."
     )
 
 
@@ -207,6 +246,11 @@ _OPTIONS = (
     "missing_label",
     "encoding",
     "engine",
+    "tokenizer",
+    "train_tokenizer",
+    "vocab_size",
+    "text_field",
+    "lines",
 )
 
 
@@ -294,6 +338,9 @@ def _progress_lines(out) -> Callable[[Tick], None]:
 
 def _print_summary(out, manifest: Manifest, split_name: str) -> None:
     split = manifest.split(split_name)
+    if split.text is not None:
+        _print_text_summary(out, manifest, split_name)
+        return
     dropped = split.dropped_rows
     left_out = (
         f"{dropped:,} row{'' if dropped == 1 else 's'} dropped"
@@ -316,3 +363,19 @@ def _print_retries(out, after: dict[str, int], before: dict[str, int]) -> None:
     if retried:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in retried.items())
         out.print(f"retried {sum(retried.values())} storage requests ({kinds}), with backoff")
+
+
+def _print_text_summary(out, manifest: Manifest, split_name: str) -> None:
+    split = manifest.split(split_name)
+    text, tok = split.text, manifest.tokenizer
+    assert text is not None and tok is not None
+    out.print(
+        f"converted {text.documents:,} documents ({text.tokens:,} tokens) into {len(split.shards)} shards, "
+        f"{human_bytes(split.bytes)}, {text.empty_documents:,} empty left out, in {split.seconds:.1f} s "
+        f"-> {manifest.root}"
+    )
+    out.print(f"  tokenizer: {tok.kind} {tok.file}, vocabulary {tok.vocab_size:,}, {tok.fingerprint[:19]}")
+    for s in split.skipped:
+        out.print(f"  skipped {s.input}: {s.reason}")
+    for note in split.notes:
+        out.print(f"  {'WARNING' if note.startswith('ROUND TRIP') else 'note'}: {note}")

@@ -41,15 +41,20 @@ def run(args: argparse.Namespace) -> int:
     out.print(
         "  features: "
         + ", ".join(
-            f"{f.name}:{f.dtype}{'*' if f.name == label else ''}{'+mask' if f.has_mask else ''}"
+            f"{f.name}:{f.dtype}{'[any length]' if f.variable else ''}{'*' if f.name == label else ''}"
+            f"{'+mask' if f.has_mask else ''}"
             for f in manifest.schema.fields
         )
     )
+    if manifest.tokenizer is not None:
+        _print_tokenizer(out, manifest)
     for name, split in manifest.splits.items():
         out.print(
             f"  split {name}: {split.examples:,} examples in {len(split.shards)} shards, "
             f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})"
         )
+        if split.text is not None:
+            _print_text(out, manifest, name)
         for note in split.notes:
             out.print(f"    note: {note}")
     if not args.verify:
@@ -64,3 +69,59 @@ def run(args: argparse.Namespace) -> int:
     n_bad = sum(1 for c in report.shards if not c.ok)
     out.print(f"verify: {len(report.shards) - n_bad} of {len(report.shards)} shards ok")
     return 0 if report.ok else 1
+
+
+_QUANTILES = (0.1, 0.5, 0.9, 0.99, 1.0)
+_FILL_LENGTHS = (128, 512, 2048)
+
+
+def _print_tokenizer(out, manifest) -> None:
+    tok = manifest.tokenizer
+    specials = ", ".join(f"{role} {i}" for role, i in tok.special_ids.items()) or "none"
+    out.print(
+        f"  tokenizer: {tok.kind} {tok.file}, vocabulary {tok.vocab_size:,}, special ids: {specials}; "
+        f"{tok.fingerprint}"
+    )
+    out.print(f"    its round trip may change: {tok.normalization}")
+
+
+def _print_text(out, manifest, name: str) -> None:
+    from tfpipe.errors import TfpipeError
+
+    text = manifest.split(name).text
+    if not text.documents:
+        out.print(f"    text: no documents ({text.empty_documents:,} empty left out)")
+        return
+    pct = ", ".join(
+        f"p{round(q * 100)} {n:,}" for q, n in zip(_QUANTILES, text.percentiles(_QUANTILES), strict=True)
+    )
+    out.print(
+        f"    text: {text.documents:,} documents, {text.tokens:,} tokens (mean {text.tokens / text.documents:,.1f} "
+        f"a document), {text.empty_documents:,} empty left out"
+    )
+    out.print(f"    document length in tokens: {pct.replace('p100', 'max')}")
+    _print_fill(out, text)
+    try:
+        from tfpipe.convert.text import sample
+
+        ids, decoded = sample(manifest, name)[0]
+    except (TfpipeError, IndexError) as e:
+        out.print(f"    sample: not decoded ({e})")
+        return
+    shown = decoded if len(decoded) <= 200 else decoded[:200] + "..."
+    out.print(f"    sample record 0 ({len(ids):,} tokens): {shown!r}")
+
+
+def _print_fill(out, text) -> None:
+    """The fill each packing mode would give, predicted from the histogram (once the text
+    pipeline's `predict_fill` is there)."""
+    try:
+        from tfpipe.pipeline.fill import predict_fill  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    histogram = text.length_histogram
+    for length in _FILL_LENGTHS:
+        modes = ", ".join(
+            f"{mode} {predict_fill(histogram, length, mode):.1%}" for mode in ("first_fit", "concat", "none")
+        )
+        out.print(f"    predicted fill at L={length}: {modes}")

@@ -12,12 +12,52 @@ from typing import Any, Literal, get_args
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import check_choice, check_int
 
-Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow"]
+Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"]
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
 ImageCheck = Literal["decode", "header"]
 ColumnType = Literal["int", "float", "bool", "string"]
+TokenizerTraining = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
+
+_FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
+
+_IMAGES = ("imagenet", "images")
+_TABLES = ("csv", "parquet", "arrow")
+_TEXT = ("text",)
+_SOURCE_KINDS = {
+    _IMAGES: "image folders (--format imagenet or images)",
+    _TABLES: "tables (--format csv, parquet or arrow)",
+    ("csv",): "CSV files (--format csv)",
+    _TEXT: "text corpora (--format text)",
+    (*_TABLES, *_TEXT): "tables and text corpora (--format csv, parquet, arrow or text)",
+}
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "resize_shorter": _IMAGES,
+    "quality": _IMAGES,
+    "check": _IMAGES,
+    "strict": _IMAGES,
+    "labels_file": _IMAGES,
+    "label_offset": _IMAGES,
+    "seed": _IMAGES,  # it shuffles a class-folder tree's files (a labelled flat folder keeps its order)
+    "label": (*_TABLES, *_TEXT),
+    "missing": _TABLES,
+    "missing_label": _TABLES,
+    "chunk_rows": _TABLES,
+    "column_types": _TABLES,  # in Parquet, of Hive partition columns (`tables.check_options`)
+    "encoding": ("csv",),
+    "null_values": ("csv",),
+    "text_field": _TEXT,
+    "lines": _TEXT,
+    "tokenizer": _TEXT,
+    "train_tokenizer": _TEXT,
+    "vocab_size": _TEXT,
+}
+"""The source formats each ConvertConfig field applies to; the others apply to every source."""
+TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if formats == _TEXT)
+"""The ConvertConfig fields of text corpora only (recorded in a text split's manifest only)."""
+NOT_TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if "text" not in formats)
+"""The ConvertConfig fields of images and tables, which a text corpus refuses when set."""
 
 DEFAULT_SHARD_SIZE = 128 << 20
 """128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
@@ -178,6 +218,13 @@ class ConvertConfig:
         kept as written.
       column_types: declared types of CSV columns (and Hive partition columns), instead of
         the inferred ones: {"zip": "string"}; "int", "float", "bool" or "string".
+      text_field: the JSON field (or Parquet column) holding a text corpus's documents.
+      lines: a `.txt` file of a text corpus holds one document per line (else one per file).
+      tokenizer: a SentencePiece `.model` or a Hugging Face `tokenizer.json` to tokenize a
+        text corpus with (stored with the dataset).
+      train_tokenizer: train one on the corpus instead: "sentencepiece" (unigram),
+        "sentencepiece-bpe", "bpe" (byte-level, `tokenizers`) or "wordpiece"; with vocab_size.
+      vocab_size: the trained tokenizer's vocabulary size.
     """
 
     format: Format = "auto"
@@ -196,8 +243,14 @@ class ConvertConfig:
     encoding: str = "utf-8"
     null_values: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     column_types: Mapping[str, ColumnType] = dataclasses.field(default_factory=dict)
+    text_field: str = "text"
+    lines: bool = False
+    tokenizer: str | None = None
+    train_tokenizer: TokenizerTraining | None = None
+    vocab_size: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_text()
         object.__setattr__(self, "null_values", normalize_null_values(self.null_values))
         if not isinstance(self.column_types, Mapping) or not all(
             isinstance(c, str) and t in get_args(ColumnType) for c, t in self.column_types.items()
@@ -237,33 +290,50 @@ class ConvertConfig:
     def n_workers(self) -> int:
         return self.workers or os.cpu_count() or 1
 
+    def _check_text(self) -> None:
+        if not isinstance(self.text_field, str) or not self.text_field:
+            raise field_error(ConfigError, "text_field", "a field name", self.text_field)
+        if not isinstance(self.lines, bool):
+            raise field_error(ConfigError, "lines", "a bool", self.lines)
+        if self.tokenizer is not None and not isinstance(self.tokenizer, str):
+            raise field_error(ConfigError, "tokenizer", "a path or None", self.tokenizer)
+        if self.train_tokenizer is not None:
+            check_choice("train_tokenizer", self.train_tokenizer, get_args(TokenizerTraining))
+        if self.tokenizer is not None and self.train_tokenizer is not None:
+            raise ConfigError(
+                "Expected either tokenizer (--tokenizer PATH) or train_tokenizer (--train-tokenizer "
+                f"KIND), not both. Received: tokenizer={self.tokenizer!r}, train_tokenizer={self.train_tokenizer!r}"
+            )
+        if (self.train_tokenizer is None) != (self.vocab_size is None):
+            raise ConfigError(
+                "train_tokenizer (--train-tokenizer KIND) and vocab_size (--vocab-size N) go together. "
+                f"Received: train_tokenizer={self.train_tokenizer!r}, vocab_size={self.vocab_size!r}"
+            )
+        if self.vocab_size is not None:
+            check_int("vocab_size", self.vocab_size, 2, 2**31 - 1, what="an int in 2..2**31-1")
 
-_FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
+    def given(self, names: tuple[str, ...]) -> dict[str, Any]:
+        """The fields of `names` set to something other than their default, by name."""
+        default = ConvertConfig()
+        return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
-_IMAGES = ("imagenet", "images")
-_TABLES = ("csv", "parquet", "arrow")
-_SOURCE_KINDS = {
-    _IMAGES: "image folders (--format imagenet or images)",
-    _TABLES: "tables (--format csv, parquet or arrow)",
-    ("csv",): "CSV files (--format csv)",
+
+def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, layout: str) -> dict[str, Any]:
+    """The options a split's manifest (and its plan record) keeps: those of its kind of source,
+    `workers` left out (it changes no byte)."""
+    chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
+    other = NOT_TEXT_OPTIONS if layout == "text" else TEXT_OPTIONS
+    return {k: v for k, v in chosen.items() if k != "workers" and k not in other}
+
+
+_SOURCE_NOUNS = {
+    "imagenet": "an image folder",
+    "images": "an image folder",
+    "csv": "a CSV table",
+    "parquet": "a Parquet table",
+    "arrow": "an Arrow IPC table",
+    "text": "a text corpus",
 }
-APPLIES_TO: dict[str, tuple[str, ...]] = {
-    "resize_shorter": _IMAGES,
-    "quality": _IMAGES,
-    "check": _IMAGES,
-    "strict": _IMAGES,
-    "labels_file": _IMAGES,
-    "label_offset": _IMAGES,
-    "seed": _IMAGES,  # it shuffles a class-folder tree's files (a labelled flat folder keeps its order)
-    "label": _TABLES,
-    "missing": _TABLES,
-    "missing_label": _TABLES,
-    "chunk_rows": _TABLES,
-    "column_types": _TABLES,  # in Parquet, of Hive partition columns (`tables.check_options`)
-    "encoding": ("csv",),
-    "null_values": ("csv",),
-}
-"""The source formats each ConvertConfig field applies to; the others apply to every source."""
 
 
 def check_applies(cfg: ConvertConfig, fmt: str) -> None:
@@ -274,7 +344,7 @@ def check_applies(cfg: ConvertConfig, fmt: str) -> None:
       ConfigError: naming every such option, its value, the source's format and where it applies.
     """
     defaults = ConvertConfig()
-    wrong = []
+    wrong, values = [], []
     for name, formats in APPLIES_TO.items():
         value = getattr(cfg, name)
         unused = name == "seed" and cfg.labels_file is not None
@@ -286,10 +356,11 @@ def check_applies(cfg: ConvertConfig, fmt: str) -> None:
             else _SOURCE_KINDS[formats]
         )
         wrong.append(f"{name} ({_FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}) applies to {where}")
+        values.append(f"{name}={value!r}")
     if wrong:
         raise ConfigError(
-            f"{'; '.join(wrong)}. Received: {', '.join(w.split(' (')[0] for w in wrong)} for a source "
-            f"of format {fmt!r}. Drop {'it' if len(wrong) == 1 else 'them'}, or pass --format if the "
+            f"{'; '.join(wrong)}. Received: {', '.join(values)} for {_SOURCE_NOUNS.get(fmt, fmt)} "
+            f"(format {fmt!r}). Drop {'it' if len(wrong) == 1 else 'them'}, or pass --format if the "
             "format is wrong."
         )
 

@@ -12,6 +12,8 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.infer import null_value_error
+from tfpipe.convert.textencode import TextTask, encode_text
+from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
@@ -36,12 +38,18 @@ class ImageTask:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Encoded:
-    """A worker's answer for one input: the record, or why it was skipped; and bytes read."""
+    """A worker's answer for one input: the record, or why it was skipped; and bytes read.
+    Neither record nor reason: an empty text document, left out and counted by its piece."""
 
     record: bytes | None
     skip_reason: str | None
     input_bytes: int
     input: str = ""  # the input's name, set when it is skipped
+
+    def __reduce__(self) -> tuple[type[Encoded], tuple[bytes | None, str | None, int, str]]:
+        # One per record crosses the pipe from every worker: the plain tuple pickles ~4x faster
+        # than a slotted dataclass's state (measured: 26k items 0.17 -> 0.045 CPU s both ways).
+        return Encoded, (self.record, self.skip_reason, self.input_bytes, self.input)
 
 
 def encode_images(task: ImageTask) -> list[Encoded]:
@@ -141,21 +149,26 @@ class Piece:
 
     shard: int
     first: int
-    work: ImageTask | TableTask
+    work: ImageTask | TableTask | TextTask
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EncodedPiece:
-    """What encoding a Piece gave: one Encoded per item, in order. Carries no input bytes back."""
+    """What encoding a Piece gave: one Encoded per item, in order. Carries no input bytes back.
+    `text`: what a piece of text documents held (tokens, lengths, what was noticed)."""
 
     shard: int
     first: int
     encoded: list[Encoded]
+    text: TextTally | None = None
 
 
 def encode_piece(piece: Piece) -> EncodedPiece:
     """Encodes one piece (in a worker process or in this one)."""
     work = piece.work
+    if isinstance(work, TextTask):
+        records, tally = encode_text(work)
+        return EncodedPiece(piece.shard, piece.first, [Encoded(r, None, 0) for r in records], tally)
     encoded = encode_images(work) if isinstance(work, ImageTask) else encode_table(work)
     return EncodedPiece(piece.shard, piece.first, encoded)
 

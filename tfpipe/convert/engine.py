@@ -59,8 +59,7 @@ def write_shard(task: ShardTask, spool_dir: str | None = None) -> ShardDone:
         writer = ShardWriter(task.dest, task.name, task.compression, spool_dir=spool, strict=task.strict)
         try:
             for piece in readahead(task.pieces()):
-                for item in (copy_piece(piece) or encode_piece(piece)).encoded:
-                    writer.add(item)
+                writer.add_piece(copy_piece(piece) or encode_piece(piece))
             if writer.items != task.count:
                 raise DataError(
                     f"{task.name}: expected the {task.count} inputs the plan gives this shard. "
@@ -124,8 +123,7 @@ def _write_local(
     try:
         while writer.items < task.count:
             piece = next(encoded)
-            for item in piece.encoded:
-                writer.add(item)
+            writer.add_piece(piece)
             yield Step(task.index, piece)
         return writer.finish()
     except BaseException:

@@ -16,9 +16,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.config import ConvertConfig, ShardConfig
+from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.sources import ImageInputs, Source, TableRows
+from tfpipe.convert.text import TextInputs
+from tfpipe.convert.textstats import TextTally
 from tfpipe.convert.writer import (
     JournalState,
     ShardDone,
@@ -27,8 +29,9 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, SkippedInput, Split, shard_name
+from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo
 from tfpipe.schema import Schema
+from tfpipe.shardnames import shard_name
 
 PLAN_VERSION = 3
 """The version of `ConvertPlan.record`; a resumed run compares records, so a change in what
@@ -47,7 +50,8 @@ class ShardTask:
       dest: the output directory, local or gs://.
       first: the index in the plan of its first item (image or written row).
       count: how many items it covers.
-      inputs: its images (`ImageInputs`) or rows (`TableRows`), with the encode options.
+      inputs: its images (`ImageInputs`), rows (`TableRows`) or documents (`TextInputs`),
+        with the encode options.
     """
 
     index: int
@@ -57,7 +61,7 @@ class ShardTask:
     first: int
     count: int
     strict: bool
-    inputs: ImageInputs | TableRows
+    inputs: ImageInputs | TableRows | TextInputs
 
     def pieces(self) -> Iterator[Piece]:
         """The pieces of encoding work of this shard, in order."""
@@ -79,6 +83,7 @@ class ConvertPlan:
       skipped, dropped_rows: what the source left out while listing or scanning.
       shards: one task per shard, in order.
       notes: what the summary says of how the source was read.
+      tokenizer: a text dataset's tokenizer, else None.
     """
 
     src: str
@@ -100,6 +105,7 @@ class ConvertPlan:
     inputs: tuple[str, ...] = ()
     identities: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    tokenizer: TokenizerInfo | None = None
 
     @property
     def n_shards(self) -> int:
@@ -137,6 +143,11 @@ class ConvertPlan:
                 f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
                 f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}"
             )
+        text = None
+        if self.layout == "text":
+            text = TextTally()
+            for d in done:
+                text.merge(d.text or TextTally())
         split = Split(
             shards=tuple(d.info for d in done),
             skipped=self.skipped + tuple(s for d in done for s in d.skipped),
@@ -144,7 +155,9 @@ class ConvertPlan:
             source=self.src,
             options=self.options,
             seconds=round(seconds, 3),
-            notes=self.notes,
+            notes=self.notes
+            + tuple(text.notes(self.tokenizer.normalization) if text and self.tokenizer else ()),
+            text=None if text is None else text.split_text(),
         )
         return Manifest(
             root=self.dest,
@@ -155,6 +168,7 @@ class ConvertPlan:
             compression=self.compression,
             missing=self.missing,
             splits={**(existing.splits if existing else {}), self.split: split},
+            tokenizer=self.tokenizer,
         )
 
 
@@ -183,8 +197,7 @@ def make_plan(
         )
         for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
     )
-    chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
-    options = {k: v for k, v in chosen.items() if k != "workers"}  # workers change no byte
+    options = recorded_options(shard_cfg, cfg, source.layout)
     options["format"], options["format_reason"] = fmt, reason
     return ConvertPlan(
         src,
@@ -206,6 +219,7 @@ def make_plan(
         source.inputs,
         source.identities,
         source.notes,
+        source.tokenizer,
     )
 
 

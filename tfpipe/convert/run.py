@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import folders, tables
+from tfpipe.convert import folders, tables, textfiles
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -57,8 +57,10 @@ def convert(
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
-      src: an image folder tree, a flat validation folder (with `labels_file`), or a CSV or
-        Parquet file (or a folder of them). Local or gs://.
+      src: an image folder tree, a flat validation folder (with `labels_file`), a CSV or
+        Parquet file (or a folder of them), or a text corpus (`.jsonl`, `.jsonl.gz`, `.txt`
+        or `.parquet` files: one, a folder or a glob; with `tokenizer` or `train_tokenizer`).
+        Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
       shards: how to cut shards, as a ShardConfig; or pass its fields as options.
       config: everything else, as a ConvertConfig; or pass its fields as options.
@@ -75,7 +77,8 @@ def convert(
         `workers` processes.
       **options: ShardConfig fields (split, num_shards, shard_size, compression) and
         ConvertConfig fields (format, workers, resize_shorter, quality, label, missing,
-        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding),
+        label_offset, labels_file, strict, check, seed, chunk_rows, missing_label, encoding,
+        null_values, column_types, text_field, lines, tokenizer, train_tokenizer, vocab_size),
         each for the config not given as an object.
 
     Returns:
@@ -198,10 +201,10 @@ def _convert_locked(
     if refused:
         raise DestinationError(refused.reason)
     folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
-    fmt, reason = _choose_format(src, cfg)
-    # The dataset this split joins: its class list and layout bind the new split.
+    # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
-    source = open_source(src, fmt, cfg, joins, run.scan_table)
+    fmt, reason = _choose_format(src, cfg, joins)
+    source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
     source = _check_compatible(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
@@ -214,6 +217,8 @@ def _convert_locked(
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
     if isinstance(decision, Start):
         journal.start(plan.record())
+    for name, data in source.attachments:  # e.g. the tokenizer, which the workers read
+        storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
     manifest = plan.manifest(shards, existing, time.monotonic() - started)
@@ -240,9 +245,9 @@ def _convert_locked(
 
 
 def _check_tables_unchanged(source: Source) -> None:
-    """Refuses to commit a table that changed after its first pass: its shards would mix the
-    rows of two versions. (Each image is read once, so an image that changes cannot mix.)"""
-    if source.layout != "table":
+    """Refuses to commit a table or text corpus that changed after its first pass: its shards
+    would mix the rows of two versions. (Each image is read once, so an image cannot mix.)"""
+    if source.layout not in ("table", "text"):
         return
     for path, identity in zip(source.inputs, source.identities, strict=True):
         now = storage.identity(path)
@@ -269,11 +274,24 @@ def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
     return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
 
 
-def _choose_format(src: str, cfg: ConvertConfig) -> tuple[str, str]:
-    """The source format, and why: given, or detected by content."""
+def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple[str, str]:
+    """The source format, and why: given, or detected by content. A tokenizer option, or a
+    text dataset to join, makes it text."""
     if cfg.format != "auto":
         return cfg.format, "given"
-    choice = folders.explain_format(src, cfg.labels_file)
+    if cfg.tokenizer or cfg.train_tokenizer:
+        return "text", "auto: a tokenizer option (--tokenizer or --train-tokenizer) was given"
+    if joins is not None and joins.layout == "text":
+        return "text", f"auto: the dataset it joins (splits {sorted(joins.splits)}) is text"
+    try:
+        choice = folders.explain_format(src, cfg.labels_file)
+    except DataError:
+        if textfiles.looks_like_corpus(src):
+            raise ConfigError(
+                f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
+                "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
+            ) from None
+        raise
     return choice.format, f"auto: {choice.reason}"
 
 
@@ -302,7 +320,7 @@ def _prepare_destination(dest: str) -> bool:
         try:
             storage.check_bucket(dest)
         except FileNotFoundError:
-            bucket = dest[len(storage.GCS_PREFIX) :].split("/", 1)[0]
+            bucket = storage.split_gcs(dest)[0]
             raise DestinationError(
                 f"{dest}: the bucket {bucket!r} does not exist. Create it first "
                 f"(gcloud storage buckets create gs://{bucket})."

@@ -17,7 +17,9 @@ from typing import Any, Protocol
 from tfpipe.convert import folders, tableread, tables
 from tfpipe.convert.config import ConvertConfig, check_applies
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
-from tfpipe.manifest import Manifest, SkippedInput
+from tfpipe.convert.text import open_text
+from tfpipe.convert.writer import files_holding
+from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 IMAGES_PER_TASK = 16
@@ -47,8 +49,8 @@ class Source(Protocol):
     """A listed input (an image folder or a table) that convert can plan and execute.
 
     Attributes:
-      layout: "imagenet", "images" or "table".
-      unit: what an item is, "images" or "rows".
+      layout: "imagenet", "images", "table" or "text".
+      unit: what an item is, "images", "rows" or "documents".
       fingerprint: a digest of the listing, so a resumed run knows the inputs are the same.
       inputs, identities: each input (image file or table file) and its `storage.identity`
         (size, modification time, and for tables a content checksum), so a resumed run
@@ -56,6 +58,9 @@ class Source(Protocol):
       skipped: inputs left out while listing or scanning the source.
       dropped_rows: table rows left out before planning (null label, missing_label="drop").
       notes: what the summary says of how the source was read (a column kept as text).
+      tokenizer: a text corpus's tokenizer (for the manifest), else None.
+      attachments: (name, bytes) of files stored in the dataset before its shards (a text
+        corpus's tokenizer).
     """
 
     layout: str
@@ -71,6 +76,8 @@ class Source(Protocol):
     inputs: tuple[str, ...]
     identities: tuple[str, ...]
     notes: tuple[str, ...]
+    tokenizer: TokenizerInfo | None
+    attachments: tuple[tuple[str, bytes], ...]
 
     def shard_inputs(self, first: int, end: int) -> ShardInputs:
         """The inputs of the shard holding items first..end-1."""
@@ -108,6 +115,8 @@ class ImageSource:
     schema: Schema = IMAGE_SCHEMA
     unit: str = "images"
     dropped_rows: int = 0
+    tokenizer = None
+    attachments = ()
 
     layout = property(lambda self: self.scan.layout)
     notes = property(lambda self: self.scan.notes)
@@ -183,19 +192,6 @@ class TableRows:
                     yield piece
 
 
-def files_holding(
-    files: Sequence[str], rows: Sequence[int], first: int, end: int
-) -> tuple[tuple[str, int], ...]:
-    """(file, index of its first written row) of the files holding rows first..end-1, where
-    file i adds rows[i] rows."""
-    out, start = [], 0
-    for path, n in zip(files, rows, strict=True):
-        if n and start < end and first < start + n:
-            out.append((path, start))
-        start += n
-    return tuple(out)
-
-
 def _rows_piece(
     shard: int, first: int, end: int, frame: Any, start: int, path: str, schema: Schema
 ) -> Piece | None:
@@ -217,6 +213,8 @@ class TableSource:
     unit: str = "rows"
     class_names: tuple[str, ...] = ()
     label_offset: int = 0
+    tokenizer = None
+    attachments = ()
 
     schema = property(lambda self: self.scan.schema)
     n_items = property(lambda self: self.scan.rows)
@@ -246,18 +244,23 @@ def open_source(
     cfg: ConvertConfig,
     joins: Manifest | None,
     scan_table: Callable[..., tables.TableScan] = tables.scan,
+    dest: str = "",
 ) -> Source:
-    """Lists (and for tables, scans) the source.
+    """Lists (and for tables and text, scans) the source.
 
     Args:
       joins: the dataset the new split joins, whose classes it keeps; None if none.
       scan_table: the table's first pass, `tables.scan(src, fmt, TableOptions)` (the Beam
         engine runs it on its workers).
+      dest: the dataset directory (a text corpus's tokenizer is stored there).
 
     Raises:
       DataError: the source does not fit the rules, naming the file, column and row.
+      ConfigError: an option of another kind of source.
     """
     check_applies(cfg, fmt)
+    if fmt == "text":
+        return open_text(src, cfg, joins, dest)
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
     scan = scan_table(src, fmt, tables.TableOptions.of(cfg))

@@ -25,7 +25,7 @@ import io
 import lzma
 import zipfile
 from collections.abc import Callable
-from typing import BinaryIO, TextIO
+from typing import AnyStr, BinaryIO, TextIO
 
 from tfpipe import storage
 from tfpipe.errors import DataError
@@ -289,8 +289,11 @@ def open_text(
     return io.TextIOWrapper(handle, encoding=chosen, newline=newline)
 
 
-def strip_bom(text: str) -> str:
-    """`text` without a leading byte-order mark (U+FEFF), for text decoded elsewhere."""
+def strip_bom(text: AnyStr) -> AnyStr:
+    """`text` without a leading byte-order mark: U+FEFF in decoded text, the UTF-8 mark in
+    bytes (Windows editors write one), for text read elsewhere."""
+    if isinstance(text, bytes):
+        return text.removeprefix(codecs.BOM_UTF8)
     return text.removeprefix("\ufeff")
 
 

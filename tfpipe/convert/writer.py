@@ -17,13 +17,16 @@ import os
 import re
 import signal
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import frame_parts
-from tfpipe.convert.encode import Encoded
+from tfpipe.convert.encode import Encoded, EncodedPiece
+from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, shard_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.shardnames import ShardName, shard_name
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()
@@ -56,6 +59,24 @@ def shard_bounds(n_items: int, n_shards: int) -> list[tuple[int, int]]:
         bounds.append((start, end))
         start = end
     return bounds
+
+
+def files_holding(
+    files: Sequence[str], rows: Sequence[int], first: int, end: int
+) -> tuple[tuple[str, int], ...]:
+    """(file, index of its first written row) of the files holding rows first..end-1, where
+    file i adds rows[i] rows."""
+    out, start = [], 0
+    for path, n in zip(files, rows, strict=True):
+        if n and start < end and first < start + n:
+            out.append((path, start))
+        start += n
+    return tuple(out)
+
+
+_JOINED = 1 << 16
+"""Records below this size are framed in one write: for a text document or a table row, three
+writes (each checksummed) cost more than copying the record once; an image is not copied."""
 
 
 class _HashingFile:
@@ -111,6 +132,15 @@ class ShardWriter:
         self.items = 0  # inputs taken by `add`: written or skipped
         self.strict = strict
         self.skipped: list[SkippedInput] = []
+        self.text: TextTally | None = None  # what the shard's text documents held
+
+    def add_piece(self, piece: EncodedPiece) -> None:
+        """Writes every input of an encoded piece (see `add`), and adds up what its text held."""
+        for item in piece.encoded:
+            self.add(item)
+        if piece.text is not None:
+            self.text = self.text or TextTally()
+            self.text.merge(piece.text)
 
     def add(self, item: Encoded) -> None:
         """Writes one encoded input, or notes it as skipped with its reason.
@@ -122,15 +152,20 @@ class ShardWriter:
         if item.record is not None:
             self.write(item.record)
             return
+        if item.skip_reason is None:
+            return  # an empty text document: its piece's TextTally counts it
         if self.strict:
             raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
         self.skipped.append(SkippedInput(item.input, item.skip_reason or "unknown"))
 
     def write(self, record: bytes) -> None:
         header, footer = frame_parts(record)
-        self._out.write(header)
-        self._out.write(record)  # three writes instead of one concatenated copy of the payload
-        self._out.write(footer)
+        if len(record) < _JOINED:
+            self._out.write(header + record + footer)
+        else:  # three writes instead of one concatenated copy of a big payload
+            self._out.write(header)
+            self._out.write(record)
+            self._out.write(footer)
         self.examples += 1
 
     def commit(self) -> ShardDone:
@@ -144,7 +179,7 @@ class ShardWriter:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
-        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped)))
+        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped), self.text))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -184,17 +219,20 @@ class FinishedShard:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ShardDone:
-    """The done-record of one committed shard."""
+    """The done-record of one committed shard; `text`: what its text documents held."""
 
     info: ShardInfo
     skipped: tuple[SkippedInput, ...]
+    text: TextTally | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
+        return out | ({} if self.text is None else {"text": self.text.to_json()})
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> ShardDone:
-        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]))
+        text = None if obj.get("text") is None else TextTally.from_json(obj["text"])
+        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]), text)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -329,8 +367,15 @@ class ResumeJournal:
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix
-_DONE_RE = re.compile(r"^\.([A-Za-z0-9_]+)-\d{5}-of-\d{5}(\.gz)?\.done$")
 _PLAN_RE = re.compile(r"^\.tfpipe-([A-Za-z0-9_]+)\.plan\.json$")
+
+
+def _done_split(name: str) -> str | None:
+    """The split of a done-record (`.<shard name>.done`), or None for other names."""
+    if not (name.startswith(".") and name.endswith(".done")):
+        return None
+    shard = ShardName.parse(name[1 : -len(".done")])
+    return shard.stem if shard is not None else None
 
 
 def sweep(dest: str, manifest: Manifest | None) -> list[str]:
@@ -347,7 +392,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
     names = storage.listdir(dest)
     plans = {m.group(1) for n in names if (m := _PLAN_RE.match(n))}
     removed = [n for n in names if _TEMPORARY_RE.match(n)]
-    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) not in plans]
+    removed += [n for n in names if (split := _done_split(n)) is not None and split not in plans]
     for split in sorted(plans):
         if manifest is not None and split in manifest.splits:
             state = ResumeJournal(dest, split, manifest.compression)
@@ -357,7 +402,7 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
                 options = {k: v for k, v in committed.options.items() if k != "engine"}  # not in the plan
                 if plan and plan.get("options") == options and plan["n_shards"] == len(committed.shards):
                     removed.append(os.path.basename(state.plan_path))
-                    removed += [n for n in names if (m := _DONE_RE.match(n)) and m.group(1) == split]
+                    removed += [n for n in names if _done_split(n) == split]
     for name in dict.fromkeys(removed):
         storage.remove(storage.join(dest, name))
     storage.remove_dead_spools(dest)

@@ -21,7 +21,7 @@ from tfpipe.pipeline.build import (
     steps_per_epoch,
 )
 from tfpipe.pipeline.config import AUTOTUNE, PipelineConfig
-from tfpipe.pipeline.corrupt import SkipCounts
+from tfpipe.pipeline.skips import SkipCounts
 from tfpipe.pipeline.stages import Stage
 from tfpipe.presets import Preset, register_preset
 

@@ -5,23 +5,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.pipeline import checks
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
-from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.corrupt import SkipCounter, verify_group
 from tfpipe.pipeline.planned import Pipeline, skipped
-from tfpipe.pipeline.sharding import RECORD_FRAMING, FileShare, share_files
+from tfpipe.pipeline.resolve import ResolvedData, resolve
+from tfpipe.pipeline.shard_read import verify_group
+from tfpipe.pipeline.sharding import FileShare, share_files
+from tfpipe.pipeline.skips import SkipCounter
 from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.schema import dtype_of_tf
 from tfpipe.validation import check_bool
 
 __all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
@@ -55,29 +54,7 @@ def _split_kwargs(
     return dataclasses.replace(config or PipelineConfig(), **overrides), preset_options
 
 
-def _check_batch_size(batch_size: Any) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise ConfigError(
-            f"batch_size must be a positive int (the global batch). Received: batch_size={batch_size!r}"
-        )
-
-
-def _per_replica_batch(batch_size: int, input_context: Any) -> int:
-    if input_context is None:
-        return batch_size
-    replicas = int(input_context.num_replicas_in_sync)
-    if batch_size % replicas:
-        lower, upper = batch_size // replicas * replicas, (batch_size // replicas + 1) * replicas
-        raise ConfigError(
-            f"batch_size is the global batch and must divide evenly among the {replicas} replicas "
-            f"in sync, or some replicas would get a smaller batch. Received: batch_size={batch_size} "
-            f"({batch_size}/{replicas} = {batch_size / replicas:g}). Use "
-            + (f"{lower} or {upper}." if lower else f"{upper}.")
-        )
-    return input_context.get_per_replica_batch_size(batch_size)
-
-
-def _default_preset(src: sources.ResolvedData) -> str:
+def _default_preset(src: ResolvedData) -> str:
     if src.manifest is not None:
         return "tabular" if src.manifest.layout == "table" else "imagenet"
     if "image/encoded" in src.keys:
@@ -88,28 +65,7 @@ def _default_preset(src: sources.ResolvedData) -> str:
     )
 
 
-def _check_keys(decoder: Decoder, src: sources.ResolvedData, preset_name: str) -> None:
-    how = (
-        "checked against the manifest schema"
-        if src.manifest is not None
-        else f"checked against the first record of {src.files[0]}"
-    )
-    missing = [k for k in decoder.required if k not in src.keys]
-    if missing:
-        raise DataError(
-            f"Preset {preset_name!r} needs feature(s) {missing}, absent from the records at "
-            f"{src.where} ({how}). The records hold: {sorted(src.keys)}"
-        )
-    for key, feature in decoder.spec.items():
-        want = dtype_of_tf(getattr(feature, "dtype", None))
-        if key in src.keys and want and src.keys[key] != want:
-            raise DataError(
-                f"Preset {preset_name!r} parses feature {key!r} as {want}, but the records at "
-                f"{src.where} hold {src.keys[key]} ({how})."
-            )
-
-
-def _cache_bytes(share: FileShare, src: sources.ResolvedData, resumable: bool) -> int | None:
+def _cache_bytes(share: FileShare, src: ResolvedData, resumable: bool) -> int | None:
     """Bytes this pipeline would cache: with record sharding the resumable order caches every
     file (each pipeline orders the global stream), the shuffle buffer's order its share."""
     if resumable and share.shard_by == "record":
@@ -117,7 +73,7 @@ def _cache_bytes(share: FileShare, src: sources.ResolvedData, resumable: bool) -
     return share.cache_bytes
 
 
-def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: int | None) -> str:
+def _resolve_cache(cfg: PipelineConfig, src: ResolvedData, cache_bytes: int | None) -> str:
     """The cache setting, with "auto" resolved: memory when `cache_bytes` (serialized, as read
     from the files) fit in CACHE_SHARE of the RAM budget once decompressed."""
     if cfg.cache != "auto":
@@ -128,7 +84,7 @@ def _resolve_cache(cfg: PipelineConfig, src: sources.ResolvedData, cache_bytes: 
     return "memory" if estimate <= CACHE_SHARE * cfg.resolved_ram_budget() else "none"
 
 
-def _shuffle_buffer(cfg: PipelineConfig, src: sources.ResolvedData, copies: int = 1) -> int:
+def _shuffle_buffer(cfg: PipelineConfig, src: ResolvedData, copies: int = 1) -> int:
     """The configured buffer, capped so `copies` of it take at most SHUFFLE_SHARE of the RAM
     budget in mean-size records."""
     if not (src.bytes and src.examples):
@@ -151,28 +107,115 @@ def plan(
 ) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
 
+    Three steps: `_resolve` checks the arguments and finds the data, `_decide` makes every
+    choice (the order, the config for this mode and storage, the preset bound to the data,
+    the share of files, the cache), and `_assemble` makes the stages.
+
     Args: as for `build()`.
 
     Returns:
       A Pipeline; `.dataset()` is the tf.data.Dataset, `.stages` the named stages.
     """
+    request = _resolve(
+        data,
+        preset=preset,
+        batch_size=batch_size,
+        training=training,
+        input_context=input_context,
+        service=service,
+        config=config,
+        start_step=start_step,
+        preset_options=preset_options,
+    )
+    return _assemble(request, _decide(request))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Request:
+    """`plan()`'s arguments, checked, with the data resolved (its first step)."""
+
+    src: ResolvedData
+    config: PipelineConfig  # as given: mode and storage defaults not filled in yet
+    preset: str | PresetLike | None
+    options: dict[str, Any]  # the preset's options
+    training: bool
+    service: str | None
+    batch_size: int  # global
+    per_replica: int
+    pipelines: int
+    index: int
+    position: Any  # a Position, or None for a fixed step
+    step: int
+
+    @property
+    def resuming(self) -> bool:
+        return self.position is not None or self.step > 0
+
+
+def _resolve(
+    data: str | Sequence[str],
+    *,
+    preset: str | PresetLike | None,
+    batch_size: int,
+    training: bool,
+    input_context: Any,
+    service: str | None,
+    config: PipelineConfig | None,
+    start_step: Any,
+    preset_options: dict[str, Any],
+) -> _Request:
+    """The arguments checked (each refused by name) and the data resolved."""
     cfg, options = _split_kwargs(config, preset_options)
     check_bool("training", training)
     position, step = order_module.parse_start(start_step)
-    resuming = position is not None or step > 0
-    _check_batch_size(batch_size)
-    _check_service(service, cfg)
-    per_replica = _per_replica_batch(batch_size, input_context)
-    src = _resolve_data(data, cfg, training)
+    checks.check_batch_size(batch_size)
+    checks.check_service(service, cfg)
+    per_replica = checks.per_replica_batch(batch_size, input_context)
+    n, i = _pipelines(input_context)
+    return _Request(
+        src=_resolve_data(data, cfg, training),
+        config=cfg,
+        preset=preset,
+        options=options,
+        training=training,
+        service=service,
+        batch_size=batch_size,
+        per_replica=per_replica,
+        pipelines=n,
+        index=i,
+        position=position,
+        step=step,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Decisions:
+    """What `plan()` chose for a request (its second step)."""
+
+    config: PipelineConfig  # mode, order and storage defaults filled in
+    preset: PresetLike
+    decoder: Decoder
+    share: FileShare
+    read_records: int | None
+    cache: str
+    counter: SkipCounter | None
+    notes: tuple[str, ...]
+    resumable: bool  # the resumable order (training only)
+
+
+def _decide(r: _Request) -> _Decisions:
+    """Every choice of the pipeline: order, config, preset, file share, cache; each refusal of
+    data that cannot work (fewer records than a batch) and each note saying what was done."""
+    src, training = r.src, r.training
     chosen, order_notes = order_module.decide(
-        cfg,
+        r.config,
         src,
         default=config_module.DEFAULT_TRAINING_ORDER,
         training=training,
-        service=service,
-        resuming=resuming,
+        service=r.service,
+        resuming=r.resuming,
     )
-    cfg = cfg.for_mode(training, chosen)
+    cfg = r.config.for_mode(training, chosen)
     resumable = chosen == "resumable"
     if resumable and cfg.seed is None:
         cfg = dataclasses.replace(cfg, seed=order_module.draw_seed())
@@ -181,91 +224,81 @@ def plan(
         )
     if training:
         cfg = cfg.for_storage(src.on_gcs)
-    _check_cache_dir(cfg.cache)
-    preset_obj, decoder = _bind(preset, src, training, options)
-    n, i = _pipelines(input_context)
-    share = share_files(src.sizes, src.counts, n, i, compressed=bool(src.compression))
-    notes = src.notes + decoder.notes + _sharding_notes(share, n, resumable) + order_notes
-    _check_enough(
+    checks.check_cache_dir(cfg.cache)
+    preset_obj, decoder = _bind(r.preset, src, training, r.options)
+    share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
+    notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, resumable) + order_notes
+    checks.check_enough(
         share.examples,
         share.at_most,
-        per_replica,
+        r.per_replica,
         training=training,
         drop=bool(cfg.drop_remainder),
         where=src.where,
-        n=n,
-        i=i,
+        n=r.pipelines,
+        i=r.index,
     )
-    read_records, why_unknown = _known_length(share, cfg, service)
+    read_records, why_unknown = _known_length(share, cfg, r.service)
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
     cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
     if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
         cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
+    return _Decisions(cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable)
+
+
+def _assemble(r: _Request, d: _Decisions) -> Pipeline:
+    """The stages of the decided pipeline (its third step), with the resumable order's spec."""
+    src, cfg = r.src, d.config
     spec = start = None
-    if resumable:
+    if d.resumable:
         mean = src.bytes // src.examples if src.bytes and src.examples else None
         window = _shuffle_buffer(cfg, src, order_module.WINDOW_COPIES)
         spec = order_module.make_spec(
             cfg,
             src,
-            share,
-            pipelines=n,
-            index=i,
-            global_batch=batch_size,
-            per_replica=per_replica,
+            d.share,
+            pipelines=r.pipelines,
+            index=r.index,
+            global_batch=r.batch_size,
+            per_replica=r.per_replica,
             window=window,
-            run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(share.files)),
-            resuming=resuming,
+            run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(d.share.files)),
+            resuming=r.resuming,
         )
-        start = order_module.start_fn(spec, position, step)
+        start = order_module.start_fn(spec, r.position, r.step)
     stage_plan = StagePlan(
         source=src,
-        files=src.files,
-        sizes=src.sizes,
-        counts=src.counts,
-        read_files=len(share.files),
-        read_records=read_records,
-        decoder=decoder,
+        share=d.share,
+        read_records=d.read_records,
+        decoder=d.decoder,
         config=cfg,
-        training=training,
-        batch_size=per_replica,
-        num_shards=n,
-        shard_index=i,
-        shard_by=share.shard_by,
-        cache=cache,
+        training=r.training,
+        batch_size=r.per_replica,
+        num_shards=r.pipelines,
+        shard_index=r.index,
+        cache=d.cache,
         shuffle_buffer=_shuffle_buffer(cfg, src),
-        service=service,
-        counter=counter,
+        service=r.service,
+        counter=d.counter,
         order=spec,
         start=start,
     )
-    files = tuple(src.files[j] for j in share.files)
     return Pipeline(
         stages=make_stages(stage_plan),
-        training=training,
-        batch_size=per_replica,
-        global_batch_size=batch_size,
-        config=cfg,
-        preset=preset_obj,
-        files=files if share.shard_by == "file" else tuple(src.files),
-        shard_by=share.shard_by,
-        cache=cache,
-        examples=share.examples,
-        decoder=decoder,
-        source=src,
-        counter=counter,
-        notes=notes,
-        order=spec,
-        position=position,
-        start_step=step,
+        plan=stage_plan,
+        global_batch_size=r.batch_size,
+        preset=d.preset,
+        notes=d.notes,
+        position=r.position,
+        start_step=r.step,
     )
 
 
-def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool) -> sources.ResolvedData:
+def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool) -> ResolvedData:
     """The data, refused when skip_corrupt could not count what a corrupt shard loses."""
-    src = sources.resolve(data, split=cfg.split, training=training)
+    src = resolve(data, split=cfg.split, training=training)
     if cfg.skip_corrupt and src.manifest is None and src.compression:
         raise ConfigError(
             f"skip_corrupt=True cannot count what a corrupt shard loses in {src.where}: gzip files "
@@ -312,7 +345,7 @@ def _known_length(share: FileShare, cfg: PipelineConfig, service: str | None) ->
 
 
 def _bind(
-    preset: str | PresetLike | None, src: sources.ResolvedData, training: bool, options: dict[str, Any]
+    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
 ) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
@@ -320,7 +353,7 @@ def _bind(
         manifest=src.manifest, schema=src.schema, keys=src.keys, training=training, where=src.where
     )
     decoder = preset_obj.bind(ctx, options)
-    _check_keys(decoder, src, preset_obj.name)
+    checks.check_keys(decoder, src, preset_obj.name)
     for message in decoder.warnings:
         _warn(message, DefaultWarning)
     return preset_obj, decoder
@@ -334,78 +367,6 @@ def _warn(message: str, category: type[Warning]) -> None:
     while frame is not None and frame.f_globals.get("__name__", "").startswith("tfpipe."):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, category, stacklevel=level)
-
-
-def _check_enough(
-    examples: int | None,
-    most: int | None,
-    batch: int,
-    *,
-    training: bool,
-    drop: bool,
-    where: str,
-    n: int,
-    i: int,
-) -> None:
-    """Refuses data with fewer records than one batch where that cannot work: no batch at all
-    (eval with drop_remainder), or, in training, batches that repeat records and a batch
-    buffer far beyond the data (a huge batch_size grows memory until the machine runs out)."""
-    whose = f"Input pipeline {i} of {n} gets" if n > 1 else "It gets"
-    if examples is not None:
-        if examples == 0 or ((training or drop) and examples < batch):
-            raise DataError(
-                f"{whose} {examples} records from {where}, fewer than one batch of {batch}"
-                + (
-                    " with drop_remainder=True: it would yield no batches"
-                    if drop and not training
-                    else ": every batch would repeat records"
-                    if training
-                    else ""
-                )
-                + ". Use a smaller batch_size or more data."
-            )
-    elif most is not None and (training or drop) and most < batch:
-        # Foreign files have no count, but every record takes at least 16 bytes of framing.
-        raise DataError(
-            f"{whose} at most {most} records from {where} (each TFRecord record takes at least "
-            f"{RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
-            "batch_size or more data."
-        )
-
-
-def _check_service(service: Any, cfg: PipelineConfig) -> None:
-    if service is not None and (not isinstance(service, str) or "://" not in service):
-        raise ConfigError(
-            f"service must be a dispatcher address like 'grpc://host:port'. Received: {service!r}"
-        )
-    if service is not None and cfg.skip_corrupt:
-        raise ConfigError(
-            "skip_corrupt=True counts in this process, but service= runs the pipeline on tf.data "
-            "service workers where the counts cannot be read. Received: skip_corrupt=True, "
-            f"service={service!r}"
-        )
-
-
-def _check_cache_dir(cache: str) -> None:
-    """A disk cache's directory must exist and be writable now, not at the first batch."""
-    if not cache.startswith("disk:"):
-        return
-
-    prefix = cache[len("disk:") :]
-    if storage.is_gcs(prefix):
-        try:
-            storage.listdir(prefix.rsplit("/", 1)[0])
-        except FileNotFoundError:
-            raise ConfigError(f"cache={cache!r}: the bucket does not exist.") from None
-        return
-    parent = os.path.dirname(prefix) or "."
-    if not os.path.isdir(parent):
-        raise ConfigError(
-            f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
-            "writes files named <path>.index and <path>.data-*)."
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable.")
 
 
 def build(
@@ -483,9 +444,9 @@ def steps_per_epoch(
       ManifestError: `data` has no manifest (foreign files have no known count).
       DataError: fewer records than one batch with drop_remainder.
     """
-    _check_batch_size(batch_size)
+    checks.check_batch_size(batch_size)
     check_bool("drop_remainder", drop_remainder)
-    src = sources.resolve(data, split=split, training=True)
+    src = resolve(data, split=split, training=True)
     if src.manifest is None:
         raise ManifestError(
             "steps_per_epoch needs a tfpipe dataset (a directory with tfpipe.json, or its shards): "

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Literal
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.pipeline.order import ORDERS, Order
 from tfpipe.service.address import DEFAULT_CONNECT_TIMEOUT
 from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, ProcessingMode
 from tfpipe.validation import check_bool, check_choice, check_int, check_seconds, check_str
 
 AUTOTUNE = -1
+# The training orders (see `PipelineConfig.order`; order.py decides and describes them).
+Order = Literal["resumable", "shuffle_buffer"]
+ORDERS: tuple[Order, ...] = ("resumable", "shuffle_buffer")
 # THE SWITCH: the training order when `order` is not given. "resumable" (a pure function of
 # seed and position: start_step, Position, resume after preemption) or "shuffle_buffer" (the
 # order before it: files shuffled, interleaved as they arrive, a shuffle buffer). It becomes

@@ -37,17 +37,15 @@ import hashlib
 import json
 import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import ConfigError
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.config import Order, PipelineConfig
+    from tfpipe.pipeline.resolve import ResolvedData
     from tfpipe.pipeline.sharding import FileShare
-    from tfpipe.pipeline.sources import ResolvedData
 
-Order = Literal["resumable", "shuffle_buffer"]
-ORDERS: tuple[Order, ...] = ("resumable", "shuffle_buffer")
 # The version of the order's definition, kept in every position checkpoint: a change to how
 # positions map to records must bump it, so an old checkpoint is refused, not misread.
 ORDER_VERSION = 1

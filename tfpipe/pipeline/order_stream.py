@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe._tf import tf
-from tfpipe.pipeline.corrupt import plain
+from tfpipe._tf import plain, tf
 from tfpipe.pipeline.order import OrderSpec, seed_key
 
 # Key domains, so the file order, the window orders and augmentation draw unrelated numbers.

@@ -6,56 +6,90 @@ import dataclasses
 from typing import Any
 
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import sources
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.corrupt import SkipCounter, SkipCounts
 from tfpipe.pipeline.order import OrderSpec
-from tfpipe.pipeline.stages import Stage, make_options
+from tfpipe.pipeline.resolve import ResolvedData
+from tfpipe.pipeline.sharding import ShardBy
+from tfpipe.pipeline.skips import SkipCounter, SkipCounts
+from tfpipe.pipeline.stages import Stage, StagePlan, make_options
 from tfpipe.presets import Decoder, PresetLike
 
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-    """A planned pipeline: the ordered stages plus what `plan()` decided.
+    """A planned pipeline: the ordered stages, the plan they were made from, and what else
+    `plan()` decided.
 
     Attributes:
       stages: the named stages, in order.
-      training: training (shuffle, repeat) or eval (each record once, in source order).
-      batch_size: the batch each element holds (per replica with an input_context).
+      plan: what the stages were made from (`StagePlan`): the data, this pipeline's share of
+        its files, the bound preset, the resolved config, cache and order.
       global_batch_size: the batch_size argument.
-      config: the PipelineConfig, with mode-dependent defaults filled in.
       preset: the preset object.
-      files: the files this pipeline reads (after file sharding).
-      shard_by: "none", "file" or "record".
-      cache: the resolved cache: "none", "memory" or "disk:<path>".
-      examples: records this pipeline reads per epoch, if the manifest says (else None).
-      decoder: the preset bound to this data.
-      source: the resolved data.
-      counter: the skip_corrupt counters, or None.
       notes: what plan() decided that changes or explains the data (label offsets, how a
         glob was resolved, record sharding); the defaults among them were also warned.
-      order: the resumable order of this pipeline, or None ("shuffle_buffer", eval).
       position: the Position the dataset starts from, or None (a fixed start_step).
       start_step: the fixed start step (0 with a Position: the step is read at iterator start).
+
+    The plan's fields most callers read are properties here too: `training`, `batch_size`
+    (per replica with an input_context), `config` (mode-dependent defaults filled in),
+    `files` (this pipeline's, after file sharding), `shard_by`, `cache` ("none", "memory" or
+    "disk:<path>"), `examples` (records per epoch, None if unknown), `decoder`, `source`,
+    `counter` (skip_corrupt's, or None) and `order` (the resumable order, or None).
     """
 
     stages: tuple[Stage, ...]
-    training: bool
-    batch_size: int
+    plan: StagePlan
     global_batch_size: int
-    config: PipelineConfig
     preset: PresetLike
-    files: tuple[str, ...]
-    shard_by: str
-    cache: str
-    examples: int | None
-    decoder: Decoder
-    source: sources.ResolvedData
-    counter: SkipCounter | None = None
     notes: tuple[str, ...] = ()
-    order: OrderSpec | None = None
     position: Any = None
     start_step: int = 0
+
+    @property
+    def training(self) -> bool:
+        return self.plan.training
+
+    @property
+    def batch_size(self) -> int:
+        return self.plan.batch_size
+
+    @property
+    def config(self) -> PipelineConfig:
+        return self.plan.config
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.plan.files
+
+    @property
+    def shard_by(self) -> ShardBy:
+        return self.plan.shard_by
+
+    @property
+    def cache(self) -> str:
+        return self.plan.cache
+
+    @property
+    def decoder(self) -> Decoder:
+        return self.plan.decoder
+
+    @property
+    def source(self) -> ResolvedData:
+        return self.plan.source
+
+    @property
+    def counter(self) -> SkipCounter | None:
+        return self.plan.counter
+
+    @property
+    def order(self) -> OrderSpec | None:
+        return self.plan.order
+
+    @property
+    def examples(self) -> int | None:
+        """Records this pipeline reads per epoch, if the manifest says (else None)."""
+        return self.plan.share.examples
 
     def describe(self) -> str:
         """A few lines saying what this pipeline reads and what it decided."""

@@ -32,15 +32,15 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfpipe._tf import tf
-from tfpipe.pipeline import corrupt, order_stream
-from tfpipe.pipeline.corrupt import plain
-from tfpipe.pipeline.sharding import ShardBy
+from tfpipe._tf import plain, tf
+from tfpipe.pipeline import order_stream, shard_read, skips
+from tfpipe.pipeline.generation import Generation
+from tfpipe.pipeline.sharding import FileShare, ShardBy
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
     from tfpipe.pipeline.order import OrderSpec
-    from tfpipe.pipeline.sources import ResolvedData
+    from tfpipe.pipeline.resolve import ResolvedData
     from tfpipe.presets import Decoder
 
 StageName = Literal[
@@ -80,13 +80,14 @@ class Stage:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class StagePlan:
-    """Everything the stage factories read, decided by `plan()`."""
+    """Everything the stage factories read, decided by `plan()`.
+
+    `source.files` are all the data's files, which "list_files" lists; `files` are the ones
+    this input pipeline reads (`share`: after file sharding).
+    """
 
     source: ResolvedData
-    files: tuple[str, ...]  # all files; the "shard" stage picks this pipeline's
-    sizes: tuple[int, ...]
-    counts: tuple[int, ...]
-    read_files: int  # files this pipeline reads after sharding
+    share: FileShare  # what this input pipeline reads of the source's files
     read_records: int | None  # records the interleave yields, when known for sure
     decoder: Decoder
     config: PipelineConfig  # with deterministic and drop_remainder resolved
@@ -94,13 +95,26 @@ class StagePlan:
     batch_size: int  # per pipeline
     num_shards: int  # input pipelines
     shard_index: int
-    shard_by: ShardBy
     cache: str  # resolved: "none", "memory" or "disk:<path>"
     shuffle_buffer: int
     service: str | None
-    counter: corrupt.SkipCounter | None
+    counter: skips.SkipCounter | None
     order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
     start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files this input pipeline reads (all of them with record sharding)."""
+        return tuple(self.source.files[j] for j in self.share.files)
+
+    @property
+    def shard_by(self) -> ShardBy:
+        return self.share.shard_by
+
+    @property
+    def read_files(self) -> int:
+        """Files this input pipeline reads."""
+        return len(self.share.files)
 
     @property
     def keyed(self) -> bool:
@@ -172,8 +186,9 @@ def list_files_stage(p: StagePlan) -> StageFn:
 
     def list_files(_: Any) -> Any:
         tf_ = tf()
+        src = p.source
         return tf_.data.Dataset.from_tensor_slices(
-            (list(p.files), tf_.constant(p.sizes, tf_.int64), tf_.constant(p.counts, tf_.int64))
+            (list(src.files), tf_.constant(src.sizes, tf_.int64), tf_.constant(src.counts, tf_.int64))
         )
 
     return list_files
@@ -196,12 +211,12 @@ def interleave_stage(p: StagePlan) -> StageFn:
     them in source order."""
     cfg, src = p.config, p.source
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
-    group = corrupt.verify_group(mean_bytes)
+    group = shard_read.verify_group(mean_bytes)
     buffer = p.reader_buffer
-    generation = corrupt.Generation.of(src)  # reads never mix two conversions of the split
+    generation = Generation.of(src)  # reads never mix two conversions of the split
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
-        return corrupt.read_shard(
+        return shard_read.read_shard(
             path,
             size,
             count,
@@ -343,9 +358,9 @@ def decode_stage(p: StagePlan) -> StageFn:
     def run(features: Any, source: Any, seed: Any) -> Any:
         if p.parse_in_decode:  # `features` is still the serialized record
             features = tf().io.parse_single_example(features, dec.spec)
-        features = corrupt.checked(features, source, dec, counter)
+        features = skips.checked(features, source, dec, counter)
         out = dec.decode(features, seed, source if dec.needs_source else None)
-        return corrupt.count_decoded(out, counter) if counting else out
+        return skips.count_decoded(out, counter) if counting else out
 
     def decode(ds: Any) -> Any:
         tf_ = tf()
@@ -354,7 +369,7 @@ def decode_stage(p: StagePlan) -> StageFn:
             # Each record's seed came with it: (seed, epoch, example id), whatever came before.
             if counting:  # drop_bad takes (features, source): carry the seed beside the source
                 ds = ds.map(plain(lambda f, s, k: (f, (s, k))))
-                ds = corrupt.drop_bad(ds, dec.check, counter).map(plain(lambda f, sk: (f, *sk)))
+                ds = skips.drop_bad(ds, dec.check, counter).map(plain(lambda f, sk: (f, *sk)))
             ds = ds.map(
                 plain(lambda features, source, seed: run(features, source, seed)),
                 num_parallel_calls=par,
@@ -362,7 +377,7 @@ def decode_stage(p: StagePlan) -> StageFn:
             )
             return ds.ignore_errors() if counting else ds
         if counting:
-            ds = corrupt.drop_bad(ds, dec.check, counter)
+            ds = skips.drop_bad(ds, dec.check, counter)
         if dec.random and not dec.batched:
             # One seed per record, drawn from a seeded stream zipped in order: the augmentation of
             # a record does not depend on which thread runs it, so seed + deterministic repeats.

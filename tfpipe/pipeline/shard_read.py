@@ -1,53 +1,30 @@
-"""Corrupt data: reading a shard so a bad one is named, and counting what `skip_corrupt` drops.
+"""The verified shard read: one shard's records, read so that a bad shard is named.
 
 TensorFlow's own errors do not name the file: a CRC mismatch reads "corrupted record at 240",
-a truncation "truncated record at 684", and `decode_jpeg` says "Invalid JPEG data". So:
+a truncation "truncated record at 684". So each shard is read with `ignore_errors()`
+(TFRecordDataset stops at the first bad record), in groups of VERIFY_GROUP records; at the end
+of the shard one check compares what was read with the manifest's record count and size (or,
+without a manifest, the file size). A read that ends short is judged (see `read_shard`):
+corruption raises an error naming the shard, or with `skip_corrupt=True` is counted (skips.py);
+a shard that reads cleanly but holds other records than listed is an error saying what was
+found; a network error is raised, never counted. The generation guard (generation.py) runs
+inside the same read.
 
-- Each shard is read with `ignore_errors()` (TFRecordDataset stops at the first bad record),
-  in groups of VERIFY_GROUP records; at the end of the shard one check compares what was read
-  with the manifest's record count and size (or, without a manifest, the file size). A read
-  that ends short is judged (see `read_shard`): corruption raises an error naming the shard,
-  or with `skip_corrupt=True` is counted; a shard that reads cleanly but holds other records
-  than listed is an error saying what was found; a network error is raised, never counted.
-- Images get a cheap structural check (a complete JPEG, see presets/imagenet.py) before
-  decoding; a failure raises naming the shard and the image's file name, or is counted.
-
-The counts live in `tf.Variable`s of a `SkipCounter`, updated inside the pipeline and read
-with `tfpipe.pipeline.skipped(ds)` (or `Pipeline.skipped()`) at any time.
-
-Two things a read never does:
-- mix generations of a split: `tfpipe convert --overwrite` rewrites shards under the same
-  names (and often the same sizes and counts). Once a shard is open and its first records are
-  read, before any is yielded, the dataset's `tfpipe.json` must still list the shard's
-  checksum as `build()` read it (a `Generation`); otherwise the read fails, naming the shard,
-  and a pipeline never goes on with records of the new generation. Checked after the open,
-  not before it, one check covers the whole read: convert un-commits the manifest before it
-  rewrites a shard, and an open local file keeps the inode it opened (convert renames shards
-  into place), as one gs:// request reads one object generation. Only a gs:// shard longer
-  than one of TensorFlow's read requests (`request_bytes`) is checked again at its end: its
-  later requests read whatever generation is there then. Each check reads `tfpipe.json`; on
-  gs:// that costs a request and about 30 ms of CPU (TensorFlow fills a whole read block for
-  it), which is why it is not done twice per shard;
-- hang: TensorFlow's `ignore_errors()` retries a file that cannot be opened forever (a local
-  shard deleted before its turn spun three threads at 100% CPU, deaf to Ctrl-C). Each read
-  first probes the shard a bounded number of times and reads it only if it opens; a missing
-  shard then raises NotFoundError from the judge's probe. (A shard deleted in the moment
-  between the probe and the read's own open would still spin: a window of microseconds, which
-  only a bound on every record, +0.5 us each, would close.)
+A read never hangs: TensorFlow's `ignore_errors()` retries a file that cannot be opened
+forever (a local shard deleted before its turn spun three threads at 100% CPU, deaf to
+Ctrl-C). Each local read first probes the shard a bounded number of times and reads it only if
+it opens; a missing shard then raises NotFoundError from the judge's probe. (A shard deleted in
+the moment between the probe and the read's own open would still spin: a window of
+microseconds, which only a bound on every record, +0.5 us each, would close.)
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tfpipe import storage
-from tfpipe._tf import tf
-from tfpipe.manifest import MANIFEST_NAME
-
-if TYPE_CHECKING:
-    from tfpipe.presets import Decoder
+from tfpipe._tf import after, plain, tensor_text, tf
+from tfpipe.pipeline.generation import Generation
+from tfpipe.pipeline.skips import SkipCounter
 
 # Records per verification step, at most. Measured on 4 shards of 50k 40-column rows: one
 # step per record read 8.8k rows/s (a function call per record); groups of 128-1024 read
@@ -56,32 +33,6 @@ VERIFY_GROUP = 256
 # Bytes per verification step, at most: a group is held in memory per open file, so large
 # records (JPEGs) go in smaller groups (2 MiB / 108 KB = 19 ImageNet records).
 VERIFY_GROUP_BYTES = 2 << 20
-# TensorFlow's GCS filesystem reads a file in blocks of this many MiB, one request each
-# (tensorflow/tsl/platform/cloud/gcs_file_system.cc, kDefaultBlockSize; the variable, read once
-# when TensorFlow is imported, overrides it).
-GCS_BLOCK_MB_VARIABLE = "GCS_READ_CACHE_BLOCK_SIZE_MB"
-GCS_DEFAULT_BLOCK_MB = 64
-
-
-def gcs_block_bytes() -> int:
-    """TensorFlow's gs:// read block in bytes: the variable's MiB when set, else 64 MiB."""
-    raw = os.environ.get(GCS_BLOCK_MB_VARIABLE, "")
-    try:
-        mb = int(raw) if raw else GCS_DEFAULT_BLOCK_MB
-    except ValueError:
-        mb = GCS_DEFAULT_BLOCK_MB
-    return (mb if mb > 0 else GCS_DEFAULT_BLOCK_MB) << 20
-
-
-def request_bytes() -> int:
-    """The longest gs:// shard the reader takes to be one request: the block, never more than
-    TensorFlow's default (a larger value set after TensorFlow read it has no effect yet)."""
-    return min(gcs_block_bytes(), GCS_DEFAULT_BLOCK_MB << 20)
-
-
-def generation_checks(size: int, gcs: bool) -> int:
-    """`tfpipe.json` reads of one read of a shard of `size` bytes (see the module doc)."""
-    return 2 if gcs and size > request_bytes() else 1
 
 
 def verify_group(mean_record_bytes: int | None) -> int:
@@ -89,121 +40,6 @@ def verify_group(mean_record_bytes: int | None) -> int:
     if not mean_record_bytes:
         return 16
     return max(1, min(VERIFY_GROUP, VERIFY_GROUP_BYTES // mean_record_bytes))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SkipCounts:
-    """What `skip_corrupt=True` dropped so far.
-
-    Attributes:
-      corrupt_shards: shards that ended early (CRC mismatch or truncation). TFRecord framing
-        cannot resynchronise, so the rest of such a shard is lost.
-      records_lost: records not read from those shards (from manifest counts; records of
-        foreign shards, whose counts are unknown, are in `bytes_lost` only).
-      bytes_lost: bytes of those shards not read (uncompressed foreign shards).
-      bad_images: records whose image failed the structural check (empty, not JPEG,
-        truncated) and were dropped.
-      failed_decodes: images that passed the check but still failed to decode, dropped.
-        Exact once the iterator is exhausted or deleted; while it runs, images still being
-        decoded count here too.
-    """
-
-    corrupt_shards: int = 0
-    records_lost: int = 0
-    bytes_lost: int = 0
-    bad_images: int = 0
-    failed_decodes: int = 0
-
-    @property
-    def records(self) -> int:
-        """Records dropped in total (known counts only)."""
-        return self.records_lost + self.bad_images + self.failed_decodes
-
-
-class SkipCounter:
-    """The variables behind `SkipCounts`. One per planned pipeline with `skip_corrupt=True`."""
-
-    def __init__(self) -> None:
-        tf_ = tf()
-        with tf_.init_scope(), tf_.device("/cpu:0"):
-
-            def var(name: str) -> Any:
-                return tf_.Variable(0, dtype=tf_.int64, trainable=False, name=f"tfpipe_skipped_{name}")
-
-            self.corrupt_shards = var("corrupt_shards")
-            self.records_lost = var("records_lost")
-            self.bytes_lost = var("bytes_lost")
-            self.bad_images = var("bad_images")
-            self.decode_attempts = var("decode_attempts")
-            self.decoded = var("decoded")
-
-    def read(self) -> SkipCounts:
-        return SkipCounts(
-            corrupt_shards=int(self.corrupt_shards.numpy()),
-            records_lost=int(self.records_lost.numpy()),
-            bytes_lost=int(self.bytes_lost.numpy()),
-            bad_images=int(self.bad_images.numpy()),
-            failed_decodes=max(0, int(self.decode_attempts.numpy()) - int(self.decoded.numpy())),
-        )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Generation:
-    """The generation of a split a pipeline reads: each shard's checksum in the manifest
-    `build()` loaded, to check that the manifest still lists it (see the module doc)."""
-
-    manifest: str
-    files: tuple[str, ...]
-    checksums: tuple[str, ...]
-
-    @classmethod
-    def of(cls, source: Any) -> Generation | None:
-        """The generation of a `ResolvedData` read through a manifest; None for foreign files."""
-        if source.manifest is None or source.split is None:
-            return None
-        shards = source.manifest.split(source.split).shards
-        return cls(
-            storage.join(source.manifest.root, MANIFEST_NAME),
-            tuple(source.files),
-            tuple(s.checksum for s in shards),
-        )
-
-    def read_in_parts(self, size: Any) -> Any:
-        """Whether a shard of `size` bytes (-1: unknown) takes TensorFlow more than one read
-        request (graph code): only a gs:// shard longer than `request_bytes()`."""
-        tf_ = tf()
-        if not storage.is_gcs(self.manifest):
-            return tf_.constant(False)
-        return tf_.logical_or(tf_.less(size, 0), tf_.greater(size, request_bytes()))
-
-    def still_listed(self, path: Any) -> Any:
-        """An assertion (graph code) that the manifest now still lists `path` with its checksum."""
-        tf_ = tf()
-        files, checksums = tf_.constant(self.files), tf_.constant(self.checksums)
-        checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
-        # A manifest that is gone (--overwrite un-commits the split first) reads as "".
-        manifest = (
-            tf_.data.Dataset.from_tensors(self.manifest)
-            .map(tf_.io.read_file)
-            .ignore_errors()
-            .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
-            .take(1)
-            .get_single_element()
-        )
-        listed = tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
-        message = _format(
-            tf_,
-            (
-                "TFRecord shard {} changed generation while this pipeline read it: "
-                f"{self.manifest} no longer lists it with checksum {{}}, as it did when build() "
-                "read it (the split was converted again, e.g. with --overwrite, or is being). "
-                "Reading on would mix records of two conversions: build() the pipeline again "
-                "once the conversion has finished."
-            ),
-            path,
-            checksum,
-        )
-        return tf_.debugging.Assert(listed, [message])
 
 
 def _readable(tf_: Any, path: Any) -> Any:
@@ -219,18 +55,6 @@ def _readable(tf_: Any, path: Any) -> Any:
     )
     found = probe.ignore_errors().take(1).reduce(tf_.constant(0, tf_.int32), plain(lambda n, _: n + 1))
     return tf_.slice(tf_.reshape(path, [1]), [0], [found])
-
-
-def _after(deps: list[Any], value: Any) -> Any:
-    tf_ = tf()
-    with tf_.control_dependencies(deps):
-        return tf_.identity(value)
-
-
-def plain(fn: Any) -> Any:
-    """Marks a dataset function as plain graph code: autograph would add seconds of
-    transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
-    return tf().autograph.experimental.do_not_convert(fn)
 
 
 # Reads of one shard before an early end is judged: the first, then re-reads from the start.
@@ -341,8 +165,8 @@ def _verified_groups(
         code = judge.verdict(is_end, pos_r, pos_b, yielded, last_stop, attempt)
         if generation is not None:  # the shard open is the listed one (see the module doc)
             check = tf_.logical_or(opened, tf_.logical_and(is_end, in_parts))
-            code = tf_.cond(check, lambda: _after([generation.still_listed(path)], code), lambda: code)
-            fresh = _after([code], fresh)  # nothing of the group leaves before its check
+            code = tf_.cond(check, lambda: after([generation.still_listed(path)], code), lambda: code)
+            fresh = after([code], fresh)  # nothing of the group leaves before its check
         retry = tf_.equal(code, _RETRY)
         state = (
             tf_.where(retry, zero, pos_r),
@@ -423,8 +247,7 @@ class _Judge:
 
     def _raise_or_count(self, code: Any, pos_r: Any, pos_b: Any, yielded: Any, last_stop: Any) -> list[Any]:
         tf_, path = self.tf, self.path
-        unstable = _format(
-            tf_,
+        unstable = tensor_text(
             (
                 "Reading TFRecord shard {} failed at a different place on each of "
                 f"{READ_ATTEMPTS} reads (records {{}} then {{}}): a network or storage error, not "
@@ -446,8 +269,7 @@ class _Judge:
                 if self.counts_known
                 else ("read {} records ({} of {} bytes)", pos_r, pos_b, self.size)
             )
-            corrupt = _format(
-                tf_,
+            corrupt = tensor_text(
                 (
                     "Corrupt TFRecord shard {}: " + read[0] + ", then hit bad data (CRC mismatch or "
                     "truncation) at the same record on a re-read. Re-convert the shard, or pass "
@@ -470,10 +292,9 @@ class _Judge:
         return out
 
     def _mismatch(self, pos_r: Any, pos_b: Any) -> Any:
-        tf_, path = self.tf, self.path
+        path = self.path
         if not self.counts_known:
-            return _format(
-                tf_,
+            return tensor_text(
                 (
                     "TFRecord shard {} ends cleanly at {} bytes, but held {} bytes when "
                     "build() listed it: it changed while being read."
@@ -487,8 +308,8 @@ class _Judge:
         else:
             found = "holds {} records in {} bytes, where the manifest says {} records in {} bytes"
             args = (pos_r, pos_b, self.count, self.size)
-        return _format(
-            tf_, "TFRecord shard {} reads cleanly to its end but " + found + _NOT_LISTED, path, *args
+        return tensor_text(
+            "TFRecord shard {} reads cleanly to its end but " + found + _NOT_LISTED, path, *args
         )
 
 
@@ -496,63 +317,3 @@ _NOT_LISTED = (
     ": it is not the file the manifest lists (replaced, or the manifest is wrong). "
     "Re-convert, or check with `tfpipe inspect --verify`."
 )
-
-
-def _format(tf_: Any, template: str, *args: Any) -> Any:
-    """`template` with each "{}" replaced by a scalar tensor (strings as they are, unquoted)."""
-    pieces = template.split("{}")
-    parts: list[Any] = [pieces[0]]
-    for arg, piece in zip(args, pieces[1:], strict=True):
-        parts += [arg if arg.dtype == tf_.string else tf_.strings.as_string(arg), piece]
-    return tf_.strings.join(parts)
-
-
-# ---- images that fail the preset's check before decode ----
-
-BAD_IMAGE = "Undecodable image (empty, not a JPEG, or truncated) in shard"
-
-
-def drop_bad(ds: Any, check: Any, counter: SkipCounter) -> Any:
-    """Drops `(features, source)` elements failing `check`, counting them (skip_corrupt)."""
-    tf_ = tf()
-
-    def keep(features: Any, _: Any) -> Any:
-        ok = check(features)
-        with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
-            return tf_.identity(ok)
-
-    return ds.filter(plain(keep))
-
-
-def checked(features: Any, source: Any, dec: Decoder, counter: SkipCounter | None) -> Any:
-    """`features`, passed to decode only once the preset's check has run on them: without
-    `counter` a failing check raises naming the shard (when known) and what `dec.describe`
-    adds; with it, the decode attempt is counted (`drop_bad` already dropped the failures)."""
-    if dec.check is None:
-        return features
-    tf_ = tf()
-    if counter is None:
-        where = source if dec.needs_source else "(unknown shard)"
-        extra = dec.describe(features) if dec.describe is not None else []
-        dep = tf_.debugging.Assert(
-            dec.check(features),
-            [
-                BAD_IMAGE,
-                where,
-                *extra,
-                "- re-convert the data, or pass skip_corrupt=True to skip and count such records.",
-            ],
-        )
-    else:
-        dep = counter.decode_attempts.assign_add(1)
-    with tf_.control_dependencies([dep]):  # the check must pass before decode starts
-        return tf_.nest.map_structure(tf_.identity, features)
-
-
-def count_decoded(out: Any, counter: SkipCounter) -> Any:
-    """`out` once counted as decoded: attempts minus decodes are the images whose decode failed."""
-    tf_ = tf()
-    with tf_.control_dependencies(tf_.nest.flatten(out)):
-        done = counter.decoded.assign_add(1)
-    with tf_.control_dependencies([done]):
-        return tf_.nest.map_structure(tf_.identity, out)

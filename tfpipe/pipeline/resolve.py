@@ -23,7 +23,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import os
-import re
 import stat
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -33,10 +32,10 @@ from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.pipeline.sharding import UNKNOWN
 from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
+from tfpipe.shardnames import ShardName, check_shard_sets, few
 
 GLOB_CHARS = "*?["
 GZIP_MAGIC = b"\x1f\x8b"
-SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<index>\d+)-of-(?P<total>\d+)(?P<ext>(?:\.[A-Za-z0-9]+)*)$")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -162,7 +161,7 @@ def _no_dataset_message(data: str, path: str) -> str:
         )
     names = storage.listdir(path)
     if any(n.startswith(storage.HIDDEN_PREFIX) and ".tmp-" in n for n in names) or any(
-        SHARD_NAME.match(n) for n in names
+        ShardName.parse(n) is not None for n in names
     ):
         return (
             f"{data!r} has no {MANIFEST_NAME} but holds shards: a `tfpipe convert` into it did "
@@ -236,7 +235,7 @@ def _from_files(files: list[str], *, where: str, split: str | None, training: bo
     manifest = _manifest_of(files, where)
     if manifest is not None:
         return _listed_in_manifest(files, manifest, where=where, split=split, training=training)
-    check_complete_sets(files, where)
+    check_shard_sets(files, where, DataError)
     if split is not None:
         raise DataError(
             f"split={split!r} selects a split of a tfpipe manifest, but {where} has none; "
@@ -294,41 +293,12 @@ def _listed_in_manifest(
         raise DataError(
             f"{where} holds {len(have)} of the {len(shards)} shards of split {name!r} listed in "
             f"{mpath} ({got} of {manifest.split(name).examples} records): missing shard indices "
-            f"{_few(missing)} ({shards[missing[0]].name}, ...). A partial split is refused, since "
+            f"{few(missing)} ({shards[missing[0]].name}, ...). A partial split is refused, since "
             "it would read without error; pass every shard, or the directory."
         )
     src = _from_manifest(manifest, split=name, training=training)
     note = f"{where} read through {mpath}: split {name!r}, {len(shards)} shards in manifest order"
     return dataclasses.replace(src, notes=(note,))
-
-
-def _few(items: list[int], n: int = 20) -> str:
-    return str(items[:n])[:-1] + (", ...]" if len(items) > n else "]")
-
-
-def check_complete_sets(files: list[str], where: str) -> None:
-    """Refuses a glob or list holding part of a `<name>-NNNNN-of-MMMMM` set, naming the gaps."""
-    sets: dict[tuple[str, str, str, str], set[int]] = {}
-    for f in files:
-        m = SHARD_NAME.match(storage.basename(f))
-        if m:
-            key = (_parent(f), m["stem"], m["total"], m["ext"])
-            sets.setdefault(key, set()).add(int(m["index"]))
-    for (parent, stem, total, ext), indices in sorted(sets.items()):
-        pattern = f"{stem}-{'N' * len(total)}-of-{total}{ext}"
-        beyond = sorted(i for i in indices if i >= int(total))
-        if beyond:
-            raise DataError(
-                f"{where}: shard indices {_few(beyond)} of {pattern} in {parent} are out "
-                f"of range: the names say {int(total)} shards (0..{int(total) - 1})."
-            )
-        missing = sorted(set(range(int(total))) - indices)
-        if missing:
-            raise DataError(
-                f"{where} holds {len(indices)} of the {int(total)} shards named {pattern} in "
-                f"{parent}: missing indices {_few(missing)}. A partial set is refused, since it "
-                "would read without error (an interrupted write leaves one); pass every shard."
-            )
 
 
 def check_files(

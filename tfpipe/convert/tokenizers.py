@@ -1,0 +1,443 @@
+"""Tokenizers for text conversion: a SentencePiece model or a Hugging Face `tokenizer.json`,
+loaded or trained, behind one small interface. No TensorFlow.
+
+- `read_file(path)` reads a tokenizer file and says which kind it is; `train(...)` trains one,
+  deterministically (the same documents and options give the same bytes).
+- `load(file)` gives a `Tokenizer`: the plain encode (no special tokens added), decode, the
+  tokenizer's documented normalisation (`canonical`: what a round trip may change), its
+  vocabulary size and its special ids by role.
+
+`sentencepiece` and `tokenizers` are the `text` extra, imported only here and only on use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Literal
+
+from tfpipe import storage
+from tfpipe.errors import ConfigError, DataError, MissingExtraError
+from tfpipe.manifest import TokenizerInfo
+
+Kind = Literal["sentencepiece", "huggingface"]
+TrainKind = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
+FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}
+"""The name a dataset stores its tokenizer under, beside the shards, by kind."""
+INSTALL_HINT = 'pip install "tfpipe[text]"'
+ROLES = ("pad", "unk", "bos", "eos", "cls", "sep", "mask")
+
+# The tokens that hold each role, by name, as the common tokenizers spell them (BERT, RoBERTa,
+# T5, GPT-2, Llama); a tokenizer's own declarations (SentencePiece's ids, a Hugging Face
+# post-processor's CLS/SEP) come first.
+_ROLE_NAMES: dict[str, tuple[str, ...]] = {
+    "pad": ("[PAD]", "<pad>", "<|pad|>"),
+    "unk": ("[UNK]", "<unk>", "<|unk|>"),
+    "bos": ("<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>"),
+    "eos": ("</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>"),
+    "cls": ("[CLS]", "<cls>"),
+    "sep": ("[SEP]", "<sep>"),
+    "mask": ("[MASK]", "<mask>"),
+}
+SPM_TRAIN_THREADS = 4
+"""Threads SentencePiece trains with, fixed: its result depends on the thread count (measured:
+2 threads twice gave the same model, 1 thread another), so a fixed count makes the model a
+function of the documents and options alone, on any machine."""
+_META_SPACE = "\u2581"  # SentencePiece's visible space, '▁'
+
+
+def require(module: str) -> Any:
+    """Imports `sentencepiece` or `tokenizers`, or says in one line to install the text extra.
+
+    Raises:
+      MissingExtraError: the module is not installed.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingExtraError(
+            f"Text conversion needs the {module} package, which is not installed "
+            f"({type(e).__name__}: {e}). Install the extra: {INSTALL_HINT}"
+        ) from e
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TokenizerFile:
+    """A tokenizer's file: its kind and bytes. Stored as `FILE_NAMES[kind]` beside the shards."""
+
+    kind: str
+    data: bytes
+
+    @property
+    def name(self) -> str:
+        return FILE_NAMES[self.kind]
+
+    @property
+    def fingerprint(self) -> str:
+        return "sha256:" + hashlib.sha256(self.data).hexdigest()
+
+
+def read_file(path: str) -> TokenizerFile:
+    """Reads a SentencePiece `.model` or a Hugging Face `tokenizer.json`, local or gs://.
+
+    The kind comes from the content: a JSON object with a "model" is a Hugging Face
+    tokenizer, anything else is tried as a SentencePiece model.
+
+    Raises:
+      DataError: the file is missing, or neither kind of tokenizer loads from it.
+    """
+    try:
+        data = storage.read_bytes(path)
+    except (OSError, storage.StorageError) as e:
+        raise DataError(f"{path}: cannot read the tokenizer file: {e}") from None
+    kind = "huggingface" if data.lstrip()[:1] == b"{" else "sentencepiece"
+    file = TokenizerFile(kind, data)
+    try:
+        load(file)
+    except MissingExtraError:
+        raise
+    except Exception as e:
+        raise DataError(
+            f"{path}: expected a SentencePiece model (.model) or a Hugging Face tokenizer.json. "
+            f"Received: a file the {kind} loader refuses: {' '.join(str(e).split())[:300]}"
+        ) from None
+    return file
+
+
+class Tokenizer:
+    """A loaded tokenizer: the plain encode and decode, and what they may change.
+
+    Attributes:
+      kind: "sentencepiece" or "huggingface".
+      vocab_size: ids are 0..vocab_size-1.
+      special_ids: role -> id, for the roles it has (see ROLES).
+      normalization: what `decode(encode(text))` may change, in words (for the manifest).
+      specials: every id of a special or control token (which plain text should not produce).
+    """
+
+    kind: str
+    vocab_size: int
+    special_ids: dict[str, int]
+    normalization: str
+    specials: frozenset[int]
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Each text's token ids, with no special tokens added."""
+        raise NotImplementedError
+
+    def decode(self, ids: list[int]) -> str:
+        """The text of `ids`, special tokens spelled out (never skipped)."""
+        raise NotImplementedError
+
+    def canonical(self, text: str) -> str:
+        """`text` after the tokenizer's documented normalisation: a round trip is faithful when
+        `canonical(decode(encode(text))) == canonical(text)`."""
+        raise NotImplementedError
+
+    def faithful(self, text: str, decoded: str) -> bool:
+        """Whether `decoded` (the decode of `text`'s tokens) is `text` up to the documented
+        normalisation. The cheap cases first: equal, or equal but for whitespace where the
+        normalisation does not keep it; the normaliser runs only when they fail."""
+        return (
+            decoded == text
+            or self._same_but_whitespace(text, decoded)
+            or self.canonical(decoded) == self.canonical(text)
+        )
+
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return False
+
+    def info(self, file: TokenizerFile) -> TokenizerInfo:
+        return TokenizerInfo(
+            kind=self.kind,
+            file=file.name,
+            fingerprint=file.fingerprint,
+            vocab_size=self.vocab_size,
+            special_ids=dict(self.special_ids),
+            normalization=self.normalization,
+        )
+
+
+class _SentencePiece(Tokenizer):
+    def __init__(self, data: bytes) -> None:
+        spm = require("sentencepiece")
+        self._sp = spm.SentencePieceProcessor(model_proto=data)
+        sp = self._sp
+        self.kind = "sentencepiece"
+        self.vocab_size = sp.get_piece_size()
+        ids = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
+        for role in ("cls", "sep", "mask", "pad"):
+            for piece in _ROLE_NAMES[role]:
+                i = sp.piece_to_id(piece)
+                if ids.get(role, -1) < 0 and not sp.is_unknown(i) and sp.id_to_piece(i) == piece:
+                    ids[role] = i
+        self.special_ids = {r: ids[r] for r in ROLES if ids.get(r, -1) >= 0}
+        self.specials = frozenset(
+            i for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)
+        ) - {sp.unk_id()}  # <unk> stands for unknown text: counted by the round trip instead
+        self.normalization = (
+            "SentencePiece's own normalizer (SentencePieceProcessor.normalize; NFKC-based unless "
+            "the model says otherwise); whitespace runs as one space, trimmed"
+        )
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        return self._sp.encode(texts, out_type=int, num_threads=1)
+
+    def decode(self, ids: list[int]) -> str:
+        return self._sp.decode(ids)
+
+    def canonical(self, text: str) -> str:
+        return " ".join(self._sp.normalize(text).replace(_META_SPACE, " ").split())
+
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return decoded == " ".join(text.split())  # runs collapsed, trimmed: what it documents
+
+
+class _HuggingFace(Tokenizer):
+    def __init__(self, data: bytes) -> None:
+        tokenizers = require("tokenizers")
+        self._tok = tokenizers.Tokenizer.from_str(data.decode("utf-8"))
+        spec = json.loads(data)
+        tok = self._tok
+        self.kind = "huggingface"
+        self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
+        self.special_ids = _hf_roles(tok, spec)
+        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
+        unk = self.special_ids.get("unk")
+        self.specials = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special")) - {unk}
+        self._normalizer = tok.normalizer
+        # Byte-level tokenizers keep every byte, whitespace included; the others split words
+        # on whitespace, which their decoders do not restore exactly.
+        self._byte_level = _type(spec.get("decoder")) == "ByteLevel"
+        what = _type(spec.get("normalizer"))
+        self.normalization = (f"the tokenizer's normalizer ({what})" if what else "none") + (
+            "" if self._byte_level else "; whitespace not kept (words are split on it)"
+        )
+
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        # One text at a time: encode_batch would spread over every core, and each conversion
+        # worker is meant to use one.
+        return [self._tok.encode(t, add_special_tokens=False).ids for t in texts]
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids, skip_special_tokens=False)
+
+    def canonical(self, text: str) -> str:
+        if self._normalizer is not None:
+            text = self._normalizer.normalize_str(text)
+        return text if self._byte_level else "".join(text.replace(_META_SPACE, " ").split())
+
+    def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        return not self._byte_level and "".join(decoded.split()) == "".join(text.split())
+
+
+def _type(component: Any) -> str:
+    """The type name of a tokenizer.json component ("ByteLevel", "Sequence[NFC, Lowercase]")."""
+    if not isinstance(component, dict):
+        return ""
+    kind = str(component.get("type", ""))
+    parts = [_type(c) for c in component.get("normalizers", component.get("decoders", []))]
+    return f"{kind}[{', '.join(parts)}]" if parts else kind
+
+
+def _hf_roles(tok: Any, spec: dict[str, Any]) -> dict[str, int]:
+    """Role -> id: CLS and SEP as the post-processor declares them, then tokens by name."""
+    ids: dict[str, int] = {}
+    post = spec.get("post_processor") or {}
+    if post.get("type") in ("BertProcessing", "RobertaProcessing"):
+        ids["cls"], ids["sep"] = int(post["cls"][1]), int(post["sep"][1])
+    for role in ROLES:
+        for name in _ROLE_NAMES[role]:
+            i = tok.token_to_id(name)
+            if role not in ids and i is not None:
+                ids[role] = int(i)
+    return {r: ids[r] for r in ROLES if r in ids}
+
+
+def load(file: TokenizerFile) -> Tokenizer:
+    """The tokenizer in `file`.
+
+    Raises:
+      MissingExtraError: its library is not installed.
+      Exception: whatever its library raises for bytes it cannot load.
+    """
+    return _SentencePiece(file.data) if file.kind == "sentencepiece" else _HuggingFace(file.data)
+
+
+@functools.lru_cache(maxsize=4)
+def load_stored(path: str, fingerprint: str) -> Tokenizer:
+    """The tokenizer stored at `path` (a dataset's), loaded once per process; a conversion
+    worker's way to it.
+
+    Raises:
+      DataError: the file's bytes are not those of `fingerprint` (it changed after the plan).
+    """
+    data = storage.read_bytes(path)
+    kind = "huggingface" if data.lstrip()[:1] == b"{" else "sentencepiece"
+    file = TokenizerFile(kind, data)
+    if file.fingerprint != fingerprint:
+        raise DataError(
+            f"{path}: expected the tokenizer of the plan ({fingerprint}). Received: {file.fingerprint}; "
+            "did the tokenizer file change during the conversion?"
+        )
+    return load(file)
+
+
+# ---- training ----
+
+
+def train(kind: str, vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
+    """Trains a tokenizer on the documents, deterministically.
+
+    Args:
+      kind: "sentencepiece" (unigram) or "sentencepiece-bpe" (SentencePiece, with byte
+        fallback, so no character is unknown); "bpe" (byte-level BPE, `tokenizers`; lossless);
+        "wordpiece" (BERT's WordPiece, cased, `tokenizers`).
+      documents: makes a fresh iterator over the training documents (read once or twice).
+
+    Raises:
+      ConfigError: `vocab_size` does not suit this corpus (too large for it, or too small for
+        the tokenizer's alphabet), naming the limit where the trainer gives one.
+    """
+    if kind.startswith("sentencepiece"):
+        return _train_sentencepiece(
+            "bpe" if kind == "sentencepiece-bpe" else "unigram", vocab_size, documents
+        )
+    if kind == "bpe":
+        return _train_byte_bpe(vocab_size, documents)
+    return _train_wordpiece(vocab_size, documents)
+
+
+def _train_sentencepiece(
+    model_type: str, vocab_size: int, documents: Callable[[], Iterator[str]]
+) -> TokenizerFile:
+    spm = require("sentencepiece")
+    out = io.BytesIO()
+    # SentencePiece trains on sentences: each non-empty line of each document.
+    lines = (line for doc in documents() for line in doc.splitlines() if line.strip())
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=lines,
+            model_writer=out,
+            model_type=model_type,
+            vocab_size=vocab_size,
+            byte_fallback=True,
+            unk_id=0,
+            bos_id=1,
+            eos_id=2,
+            pad_id=3,
+            control_symbols=["<cls>", "<sep>", "<mask>"],
+            num_threads=SPM_TRAIN_THREADS,
+            input_sentence_size=0,  # every sentence: a sample would be drawn at random
+            shuffle_input_sentence=False,
+            max_sentence_length=1 << 16,
+            minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise _vocab_error("sentencepiece", vocab_size, e) from None
+    return TokenizerFile("sentencepiece", out.getvalue())
+
+
+def _vocab_error(kind: str, vocab_size: int, e: Exception) -> ConfigError:
+    text = " ".join(str(e).split())
+    limit = re.search(r"<= (\d+)", text)
+    hint = f" (at most {limit.group(1)} for this corpus)" if limit else ""
+    return ConfigError(
+        f"vocab_size (--vocab-size) must suit the training corpus{hint}. Received: "
+        f"vocab_size={vocab_size} for a {kind} tokenizer; its trainer says: {text[:300]}"
+    )
+
+
+_BPE_SPECIALS = ("<pad>", "<s>", "</s>", "<mask>")
+_WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def _train_byte_bpe(vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
+    """Byte-level BPE as GPT-2 and RoBERTa use it: every byte is in the alphabet, so decode
+    gives back the text exactly. <s> and </s> frame a sequence (RoBERTa's post-processor)."""
+    tk = require("tokenizers")
+    alphabet = tk.pre_tokenizers.ByteLevel.alphabet()
+    if vocab_size < len(alphabet) + len(_BPE_SPECIALS):
+        raise ConfigError(
+            f"vocab_size (--vocab-size) must be at least {len(alphabet) + len(_BPE_SPECIALS)} for a "
+            f"byte-level BPE (its 256 bytes and {len(_BPE_SPECIALS)} special tokens). Received: {vocab_size}"
+        )
+    tok = tk.Tokenizer(tk.models.BPE())
+    tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tk.decoders.ByteLevel()
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(_BPE_SPECIALS),
+        initial_alphabet=alphabet,
+        show_progress=False,
+    )
+    tok.train_from_iterator(documents(), trainer)
+    tok.post_processor = tk.processors.RobertaProcessing(("</s>", 2), ("<s>", 1), add_prefix_space=False)
+    return TokenizerFile("huggingface", tok.to_str().encode("utf-8"))
+
+
+# WordPiece's continuation pieces ("##ing") are trained as their own characters: each character
+# after a word's first is moved to the plane-15/16 private-use block (U+F0000 + code point), so
+# a plain BPE learns word-initial and continuation pieces apart. `tokenizers`' own
+# WordPieceTrainer does the same with a "##" prefix, but numbers those pieces in hash-map order,
+# which changes the vocabulary from run to run (huggingface/tokenizers issue 1794).
+_CONTINUATION = 0xF0000
+_MAPPABLE = 0x10FFFE - _CONTINUATION  # code points up to here have a continuation twin
+
+
+def _continuation_word(word: str) -> str | None:
+    """`word` with every character after the first moved to its continuation twin; None for a
+    word that cannot be (a character beyond U+1FFFD, or one already in the private-use planes)."""
+    if any(ord(c) >= _MAPPABLE for c in word):
+        return None
+    return word[0] + "".join(chr(_CONTINUATION + ord(c)) for c in word[1:])
+
+
+def _wordpiece_token(piece: str) -> str:
+    """A trained piece back in WordPiece's spelling: a continuation piece gets the "##" prefix."""
+    prefix = "##" if ord(piece[0]) >= _CONTINUATION else ""
+    return prefix + "".join(chr(ord(c) - _CONTINUATION) if ord(c) >= _CONTINUATION else c for c in piece)
+
+
+def _train_wordpiece(vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
+    """BERT's cased WordPiece, trained deterministically (see _CONTINUATION)."""
+    tk = require("tokenizers")
+    normalizer = tk.normalizers.BertNormalizer(lowercase=False)
+    pre = tk.pre_tokenizers.BertPreTokenizer()
+
+    def words() -> Iterator[str]:
+        for doc in documents():
+            pieces = pre.pre_tokenize_str(normalizer.normalize_str(doc))
+            mapped = (_continuation_word(w) for w, _ in pieces)
+            yield " ".join(w for w in mapped if w)
+
+    bpe = tk.Tokenizer(tk.models.BPE())
+    bpe.pre_tokenizer = tk.pre_tokenizers.WhitespaceSplit()
+    trainer = tk.trainers.BpeTrainer(
+        vocab_size=max(vocab_size - len(_WORDPIECE_SPECIALS), 1), show_progress=False
+    )
+    bpe.train_from_iterator(words(), trainer)
+    learned = sorted(bpe.get_vocab().items(), key=lambda kv: kv[1])
+    vocab = {t: i for i, t in enumerate(_WORDPIECE_SPECIALS)}
+    for piece, _ in learned:
+        vocab.setdefault(_wordpiece_token(piece), len(vocab))
+    tok = tk.Tokenizer(tk.models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre
+    tok.decoder = tk.decoders.WordPiece(prefix="##")
+    tok.add_special_tokens(list(_WORDPIECE_SPECIALS))
+    tok.post_processor = tk.processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    return TokenizerFile("huggingface", tok.to_str().encode("utf-8"))
+
+
+def documents_of(texts: Iterable[str]) -> Callable[[], Iterator[str]]:
+    """A `documents` argument for `train` from a list of texts (tests, small corpora)."""
+    items = list(texts)
+    return lambda: iter(items)

@@ -1,0 +1,135 @@
+"""The refusals of `plan()`: arguments and data that cannot make a working pipeline, each
+refused by name with what was expected and what was received."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from tfpipe import storage
+from tfpipe.errors import ConfigError, DataError
+from tfpipe.pipeline.sharding import RECORD_FRAMING
+from tfpipe.schema import dtype_of_tf
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.presets import Decoder
+
+
+def check_batch_size(batch_size: Any) -> None:
+    """Refuses a batch_size that is not a positive int."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise ConfigError(
+            f"batch_size must be a positive int (the global batch). Received: batch_size={batch_size!r}"
+        )
+
+
+def per_replica_batch(batch_size: int, input_context: Any) -> int:
+    """The batch of each replica: the global batch, which must divide among the replicas."""
+    if input_context is None:
+        return batch_size
+    replicas = int(input_context.num_replicas_in_sync)
+    if batch_size % replicas:
+        lower, upper = batch_size // replicas * replicas, (batch_size // replicas + 1) * replicas
+        raise ConfigError(
+            f"batch_size is the global batch and must divide evenly among the {replicas} replicas "
+            f"in sync, or some replicas would get a smaller batch. Received: batch_size={batch_size} "
+            f"({batch_size}/{replicas} = {batch_size / replicas:g}). Use "
+            + (f"{lower} or {upper}." if lower else f"{upper}.")
+        )
+    return input_context.get_per_replica_batch_size(batch_size)
+
+
+def check_keys(decoder: Decoder, src: ResolvedData, preset_name: str) -> None:
+    """Refuses records that lack a feature the preset needs, or hold it as another dtype."""
+    how = (
+        "checked against the manifest schema"
+        if src.manifest is not None
+        else f"checked against the first record of {src.files[0]}"
+    )
+    missing = [k for k in decoder.required if k not in src.keys]
+    if missing:
+        raise DataError(
+            f"Preset {preset_name!r} needs feature(s) {missing}, absent from the records at "
+            f"{src.where} ({how}). The records hold: {sorted(src.keys)}"
+        )
+    for key, feature in decoder.spec.items():
+        want = dtype_of_tf(getattr(feature, "dtype", None))
+        if key in src.keys and want and src.keys[key] != want:
+            raise DataError(
+                f"Preset {preset_name!r} parses feature {key!r} as {want}, but the records at "
+                f"{src.where} hold {src.keys[key]} ({how})."
+            )
+
+
+def check_enough(
+    examples: int | None,
+    most: int | None,
+    batch: int,
+    *,
+    training: bool,
+    drop: bool,
+    where: str,
+    n: int,
+    i: int,
+) -> None:
+    """Refuses data with fewer records than one batch where that cannot work: no batch at all
+    (eval with drop_remainder), or, in training, batches that repeat records and a batch
+    buffer far beyond the data (a huge batch_size grows memory until the machine runs out)."""
+    whose = f"Input pipeline {i} of {n} gets" if n > 1 else "It gets"
+    if examples is not None:
+        if examples == 0 or ((training or drop) and examples < batch):
+            raise DataError(
+                f"{whose} {examples} records from {where}, fewer than one batch of {batch}"
+                + (
+                    " with drop_remainder=True: it would yield no batches"
+                    if drop and not training
+                    else ": every batch would repeat records"
+                    if training
+                    else ""
+                )
+                + ". Use a smaller batch_size or more data."
+            )
+    elif most is not None and (training or drop) and most < batch:
+        # Foreign files have no count, but every record takes at least 16 bytes of framing.
+        raise DataError(
+            f"{whose} at most {most} records from {where} (each TFRecord record takes at least "
+            f"{RECORD_FRAMING} bytes), fewer than one batch of {batch}. Use a smaller "
+            "batch_size or more data."
+        )
+
+
+def check_service(service: Any, cfg: PipelineConfig) -> None:
+    if service is not None and (not isinstance(service, str) or "://" not in service):
+        raise ConfigError(
+            f"service must be a dispatcher address like 'grpc://host:port'. Received: {service!r}"
+        )
+    if service is not None and cfg.skip_corrupt:
+        raise ConfigError(
+            "skip_corrupt=True counts in this process, but service= runs the pipeline on tf.data "
+            "service workers where the counts cannot be read. Received: skip_corrupt=True, "
+            f"service={service!r}"
+        )
+
+
+def check_cache_dir(cache: str) -> None:
+    """A disk cache's directory must exist and be writable now, not at the first batch."""
+    if not cache.startswith("disk:"):
+        return
+
+    prefix = cache[len("disk:") :]
+    if storage.is_gcs(prefix):
+        try:
+            storage.listdir(prefix.rsplit("/", 1)[0])
+        except FileNotFoundError:
+            raise ConfigError(f"cache={cache!r}: the bucket does not exist.") from None
+        return
+    parent = os.path.dirname(prefix) or "."
+    if not os.path.isdir(parent):
+        raise ConfigError(
+            f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
+            "writes files named <path>.index and <path>.data-*)."
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable.")

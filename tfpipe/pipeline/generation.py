@@ -1,0 +1,88 @@
+"""The generation guard: a read never mixes two conversions of a split.
+
+`tfpipe convert --overwrite` rewrites shards under the same names (and often the same sizes
+and counts). Once a shard is open and its first records are read, before any is yielded, the
+dataset's `tfpipe.json` must still list the shard's checksum as `build()` read it (a
+`Generation`); otherwise the read fails, naming the shard, and a pipeline never goes on with
+records of the new generation.
+
+Checked after the open, not before it, one check covers the whole read: convert un-commits the
+manifest before it rewrites a shard, and an open local file keeps the inode it opened (convert
+renames shards into place), as one gs:// request reads one object generation. Only a gs://
+shard longer than one of TensorFlow's read requests (`storage.gcs_request_bytes`) is checked
+again at its end: its later requests read whatever generation is there then. Each check reads
+`tfpipe.json`; on gs:// that costs a request and about 30 ms of CPU (TensorFlow fills a whole
+read block for it), which is why it is not done twice per shard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tfpipe import storage
+from tfpipe._tf import tensor_text, tf
+from tfpipe.manifest import MANIFEST_NAME
+
+
+def generation_checks(size: int, gcs: bool) -> int:
+    """`tfpipe.json` reads of one read of a shard of `size` bytes (see the module doc)."""
+    return 2 if gcs and size > storage.gcs_request_bytes() else 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Generation:
+    """The generation of a split a pipeline reads: each shard's checksum in the manifest
+    `build()` loaded, to check that the manifest still lists it (see the module doc)."""
+
+    manifest: str
+    files: tuple[str, ...]
+    checksums: tuple[str, ...]
+
+    @classmethod
+    def of(cls, source: Any) -> Generation | None:
+        """The generation of a `ResolvedData` read through a manifest; None for foreign files."""
+        if source.manifest is None or source.split is None:
+            return None
+        shards = source.manifest.split(source.split).shards
+        return cls(
+            storage.join(source.manifest.root, MANIFEST_NAME),
+            tuple(source.files),
+            tuple(s.checksum for s in shards),
+        )
+
+    def read_in_parts(self, size: Any) -> Any:
+        """Whether a shard of `size` bytes (-1: unknown) takes TensorFlow more than one read
+        request (graph code): only a gs:// shard longer than `storage.gcs_request_bytes()`."""
+        tf_ = tf()
+        if not storage.is_gcs(self.manifest):
+            return tf_.constant(False)
+        return tf_.logical_or(tf_.less(size, 0), tf_.greater(size, storage.gcs_request_bytes()))
+
+    def still_listed(self, path: Any) -> Any:
+        """An assertion (graph code) that the manifest now still lists `path` with its checksum."""
+        tf_ = tf()
+        files, checksums = tf_.constant(self.files), tf_.constant(self.checksums)
+        checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
+        # A manifest that is gone (--overwrite un-commits the split first) reads as "".
+        manifest = (
+            tf_.data.Dataset.from_tensors(self.manifest)
+            .map(tf_.io.read_file)
+            .ignore_errors()
+            .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
+            .take(1)
+            .get_single_element()
+        )
+        listed = tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
+        message = tensor_text(
+            (
+                "TFRecord shard {} changed generation while this pipeline read it: "
+                f"{self.manifest} no longer lists it with checksum {{}}, as it did when build() "
+                "read it (the split was converted again, e.g. with --overwrite, or is being). "
+                "Reading on would mix records of two conversions: build() the pipeline again "
+                "once the conversion has finished."
+            ),
+            path,
+            checksum,
+        )
+        return tf_.debugging.Assert(listed, [message])
