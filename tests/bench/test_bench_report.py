@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 
 import pytest
@@ -325,3 +326,29 @@ def test_bench_config_validation() -> None:
         BenchConfig(seconds=0)
     with pytest.raises(ConfigError, match=r"compare .* needs pipeline='imagenet'"):
         BenchConfig(pipeline="tabular", compare=True)
+
+
+@pytest.mark.parametrize(
+    "name,magic",
+    [("r.jpg", b"\xff\xd8\xff"), ("r.JPEG", b"\xff\xd8\xff"), ("r.svg", b"<?xml"), ("r.pdf", b"%PDF-")],
+)
+def test_a_plot_is_written_in_the_format_its_extension_names(tmp_path, name, magic) -> None:
+    from PIL import Image
+
+    from tfpipe.bench.plot import write_plot
+
+    path = write_plot(sample_report(250.0), str(tmp_path / name))
+    with open(path, "rb") as f:
+        assert f.read(len(magic)) == magic  # not PNG bytes under another name
+    if name.lower().endswith((".jpg", ".jpeg")):
+        with Image.open(path) as im:
+            assert im.format == "JPEG" and im.size[0] >= 1200
+
+
+@pytest.mark.parametrize("name", ["r.gif", "r.webp", "report", "r.png.gz"])
+def test_a_plot_extension_tfpipe_does_not_write_is_refused(tmp_path, name) -> None:
+    from tfpipe.bench.plot import write_plot
+
+    with pytest.raises(ConfigError, match=r"writes the format its file extension names: one of \.png, \.jpg"):
+        write_plot(sample_report(250.0), str(tmp_path / name))
+    assert not os.listdir(tmp_path)

@@ -180,7 +180,9 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
 def _add_output_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
     g.add_argument(
-        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
+        "--plot",
+        metavar="FILE.png",
+        help="write a plot: stage throughputs vs consumer, scaling curve (.png, .jpg, .svg or .pdf)",
     )
     g.add_argument(
         "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
@@ -201,12 +203,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from tfpipe.bench import BenchConfig, bench
-    from tfpipe.bench.output import check_writable
+    from tfpipe.bench.output import check_json_name, check_writable, plot_format
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
+            if flag == "--json":
+                check_json_name(path, flag)
+            else:
+                plot_format(path, flag)
     config = BenchConfig(
         pipeline=args.pipeline,
         data=args.data,
