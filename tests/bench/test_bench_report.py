@@ -352,3 +352,37 @@ def test_a_plot_extension_tfpipe_does_not_write_is_refused(tmp_path, name) -> No
     with pytest.raises(ConfigError, match=r"writes the format its file extension names: one of \.png, \.jpg"):
         write_plot(sample_report(250.0), str(tmp_path / name))
     assert not os.listdir(tmp_path)
+
+
+def test_the_first_screen_reads_whole_at_80_columns() -> None:
+    """An 80-column terminal: no header or stage name is cut ("examples…", "list_fil…")."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    console = Console(width=80, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = console.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    words = set(re.findall(r"[\w/]+", text))
+    for stage in report.stages:
+        assert stage.name in words and all(name in words for name in stage.stages), stage
+    for header in ("examples", "consumer", "ms/ex", "busy", "element"):
+        assert header in words, header
+
+
+def test_the_scaling_point_at_the_producers_threadpool_is_the_producer() -> None:
+    """One measurement: the curve's point at build()'s threadpool is the producer's window."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    point = report.scaling[-1]
+    console = Console(width=120, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    said = f"{point.cores} cores: the producer's own window"
+    assert (point.examples_per_sec == report.producer.examples_per_sec) == (said in console.export_text())

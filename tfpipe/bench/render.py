@@ -236,13 +236,12 @@ def _stage_table(report: Report) -> Any:
     from rich.table import Table
 
     table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
-    table.add_column("prefix")
-    table.add_column("adds stages")
-    table.add_column("examples/s", justify="right")
-    table.add_column("vs consumer", justify="right")
-    table.add_column("CPU ms/ex", justify="right")
-    table.add_column("cores busy", justify="right")
-    table.add_column("first element", justify="right")
+    # Headers of two short lines, figures that never wrap, and stage names that wrap at their
+    # commas (or fold, never cut): the table reads whole in an 80-column terminal.
+    table.add_column("prefix", no_wrap=True)
+    table.add_column("adds stages", overflow="fold", ratio=1)
+    for header in ("examples\n/s", "vs\nconsumer", "CPU\nms/ex", "cores\nbusy", "first\nelement"):
+        table.add_column(header, justify="right", no_wrap=True)
     consumer = report.consumer.examples_per_sec
     for s in report.stages:
         table.add_row(
@@ -268,6 +267,11 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("per core", justify="right")
     table.add_column("CPU ms/ex", justify="right")
     table.add_column("cores busy", justify="right")
+    same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
+    if same:
+        table.caption = (
+            f"{same[0]} cores: the producer's own window (build()'s threadpool), the same measurement"
+        )
     for pt in report.scaling:
         table.add_row(
             str(pt.cores),

@@ -26,7 +26,7 @@ from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
 from tfpipe.convert.progress import ProgressCallback, Tick
-from tfpipe.convert.sources import ImageSource, Source, TableSource, open_source
+from tfpipe.convert.sources import ImageSource, Source, joining, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import ConfigError, DataError, DestinationError, ManifestError, TfpipeError
@@ -205,7 +205,7 @@ def _convert_locked(
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
     fmt, reason = _choose_format(src, cfg, joins)
     source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
-    source = _check_compatible(joins, source, shard_cfg, dest)
+    source = joining(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
     decision = decide(existing, journal.state(), plan, resume, overwrite)
@@ -432,53 +432,6 @@ def _load_existing(dest: str) -> Manifest | None:
         raise DestinationError(
             f"{dest} holds an unreadable manifest ({e}); pick another destination"
         ) from None
-
-
-def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: ShardConfig, dest: str) -> Source:
-    """The source of a new split, written with the schema of the dataset it joins (`existing`:
-    None when it joins none), or a DestinationError naming what differs."""
-    if existing is None:
-        return source
-    for what, have, new in (
-        ("layout", existing.layout, source.layout),
-        ("compression", existing.compression, shard_cfg.compression),
-        ("label_offset", existing.label_offset, source.label_offset),
-        ("class_names", existing.class_names, source.class_names),
-    ):
-        if have != new:
-            raise DestinationError(
-                f"{dest} holds splits {sorted(existing.splits)} with {what} {have!r}; the new split "
-                f"{shard_cfg.split!r} would have {what} {new!r}. Write it to another destination."
-            )
-    schema, differences = existing.schema.joined_by(source.schema)
-    if schema is None:
-        raise DestinationError(_schema_differs(existing, shard_cfg.split, differences, dest))
-    if isinstance(source, TableSource) and schema != source.schema:
-        return dataclasses.replace(source, scan=dataclasses.replace(source.scan, schema=schema))
-    return source
-
-
-_DIFFERENCES_NAMED = 3
-
-
-def _schema_differs(existing: Manifest, split: str, differences: list[str], dest: str) -> str:
-    named = "; ".join(differences[:_DIFFERENCES_NAMED])
-    more = (
-        f"; and {len(differences) - _DIFFERENCES_NAMED} more" if len(differences) > _DIFFERENCES_NAMED else ""
-    )
-    masks = any("has nulls in this split" in d for d in differences)
-    way = (
-        " A split with nulls beside splits without them: convert the split with nulls first, with "
-        "--missing fill, into a new destination, then the others beside it (a split without "
-        "nulls in a column writes the dataset's null mask as all 0), or convert every split with "
-        "nulls filled in the source."
-        if masks
-        else " Write it to another destination, or make the source's columns match."
-    )
-    return (
-        f"{dest} holds splits {sorted(existing.splits)}, whose records the new split {split!r} "
-        f"would not match: {named}{more}.{way}"
-    )
 
 
 def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -> Manifest | None:

@@ -332,12 +332,7 @@ def finish(
 ) -> TableScan:
     """The TableScan of a first pass over every file, or a DataError naming all its problems."""
     files, label = listing.files, options.label
-    for column in columns.values():
-        for problem in (column.float_problem(), column.underflow_problem()):
-            if problem:
-                problems.add(problem)
-    if label is not None and columns[label].first_nan and not columns[label].failed:
-        problems.add(_nan_label(label, *columns[label].first_nan))
+    _value_problems(columns, label, problems)
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
     if options.missing == "error":
         for c in sorted(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1])):
@@ -381,6 +376,16 @@ def finish(
         notes=tuple(dict.fromkeys([*notes, *(n for col in columns.values() if (n := col.note()))])),
     )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
+
+
+def _value_problems(columns: dict[str, Column], label: str | None, problems: Problems) -> None:
+    """Values float32 would change (whole numbers, the smallest values), and a NaN label."""
+    for column in columns.values():
+        for problem in (column.float_problem(), column.underflow_problem()):
+            if problem:
+                problems.add(problem)
+    if label is not None and columns[label].first_nan and not columns[label].failed:
+        problems.add(_nan_label(label, *columns[label].first_nan))
 
 
 def _check_mask_names(
