@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from tfpipe import storage
+from tfpipe import commit_markers, storage
 from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.testing.gcs import LocalGCS
 
@@ -30,13 +30,19 @@ def start(**shaping: float | None) -> LocalGCS:
     return gcs
 
 
-def upload_dataset(local_root: str, dest: str) -> str:
-    """Copies a converted dataset (its manifest and shards) to gs:// `dest`; returns `dest`."""
+def upload_dataset(local_root: str, dest: str, *, markers: bool = True) -> str:
+    """Copies a converted dataset (its shards, then with `markers` each split's commit marker,
+    then its manifest) to gs:// `dest`, as `tfpipe convert` to gs:// leaves it; returns `dest`.
+    Without markers, each of a reader's generation checks reads tfpipe.json (as for a dataset
+    copied by another tool)."""
     manifest = Manifest.load(local_root)
-    names = [MANIFEST_NAME] + [s.name for split in manifest.splits.values() for s in split.shards]
-    for name in names:
+    for name in [s.name for split in manifest.splits.values() for s in split.shards]:
         with open(os.path.join(local_root, name), "rb") as f:
             storage.write_atomic(storage.join(dest, name), f.read(), overwrite=True)
+    for split_name, split in manifest.splits.items() if markers else ():
+        commit_markers.mark(dest, split_name, split.shards)
+    with open(os.path.join(local_root, MANIFEST_NAME), "rb") as f:
+        storage.write_atomic(storage.join(dest, MANIFEST_NAME), f.read(), overwrite=True)
     return dest
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import socket
 import subprocess
-import sys
 import threading
 import time
+
+from _cli import command, environment, run_cli
 
 
 def free_port() -> int:
@@ -22,11 +22,11 @@ class Cli:
 
     def __init__(self, *args: str):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tfpipe", "serve", *args],
+            command("serve", *args),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            env=environment({"PYTHONUNBUFFERED": "1"}),
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -65,8 +65,6 @@ class Cli:
             self.proc.wait()
 
 
-def run_serve(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def run_serve(*args: str) -> subprocess.CompletedProcess:
     """`python -m tfpipe serve ARGS` run to completion (for commands that refuse to start)."""
-    return subprocess.run(
-        [sys.executable, "-m", "tfpipe", "serve", *args], capture_output=True, text=True, timeout=timeout
-    )
+    return run_cli("serve", *args)

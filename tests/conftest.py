@@ -22,25 +22,45 @@ google-cloud-storage client (tfpipe.storage) reach the same in-memory buckets. N
 - `gcs_bucket` (function scope): a fresh empty bucket, yielded as "gs://<name>". Faults the
   test left unserved are cancelled at teardown, so they never leak into the next test.
 
+A test sets the environment it asserts about: what the caller's shell exported that changes a
+command's output or network (TF_CPP_MIN_LOG_LEVEL, proxies: `_cli.SHELL_VARIABLES`) is removed
+from this process when pytest loads this file, and never reaches a child process.
+
+`slow` marks what spawns processes, starts servers, runs `model.fit` or asks the package index:
+`pytest -m "not slow"` is the fast inner loop. A test that uses the GCS twin (`local_gcs`,
+`gcs_bucket`, or the `gcs` marker) is marked here: the twin is two servers in child processes.
+
 Ordering: TensorFlow reads its GCS_* tuning variables (retry backoff, stat cache) once, inside
 `import tensorflow`. This file therefore sets `TF_GCS_TEST_ENV` when pytest loads it, before
-any test imports TF, with setdefault so a developer's own values win. Retries then back off
-for milliseconds instead of up to 32 s, and a rewritten object's new size is seen at once.
+any test imports TF, over whatever the shell exported (the tests assert on these values).
+Retries then back off for milliseconds instead of up to 32 s, and a rewritten object's new
+size is seen at once.
 """
 
 import itertools
 import os
 import secrets
 
+import _cli
 import pytest
 
 from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
 
-# The pipeline tests' datasets (image_ds, foreign_ds, photos_ds, table_ds), made once a session.
-pytest_plugins = ["_pipeline_data"]
+# The pipeline tests' datasets (image_ds, foreign_ds, photos_ds, table_ds) and text datasets
+# (text_ds, labeled_text_ds, spm_text), made once a session.
+pytest_plugins = ["_pipeline_data", "_packed_text"]
 
-for _key, _value in TF_GCS_TEST_ENV.items():
-    os.environ.setdefault(_key, _value)
+_cli.forget_the_shell()
+os.environ.update(TF_GCS_TEST_ENV)
+
+
+def pytest_collection_modifyitems(items):
+    """Every test on the GCS twin (its fixtures, or the `gcs` marker) is slow (see the module doc)."""
+    for item in items:
+        on_twin = {"local_gcs", "gcs_bucket"} & set(getattr(item, "fixturenames", ()))
+        if on_twin or item.get_closest_marker("gcs") is not None:
+            item.add_marker(pytest.mark.slow)
+
 
 _bucket_numbers = itertools.count()
 
@@ -48,7 +68,7 @@ _bucket_numbers = itertools.count()
 @pytest.fixture(scope="session")
 def local_gcs():
     """One LocalGCS for the session, with its environment applied (see the module doc)."""
-    # Keep the GCS_* values set above: they are the ones TensorFlow read at import.
+    # The GCS_* values set above: they are the ones TensorFlow read at import.
     with LocalGCS() as gcs, gcs.activate(**{k: os.environ[k] for k in TF_GCS_TEST_ENV}):
         yield gcs
 

@@ -1,22 +1,21 @@
 """The CLI through its real entry points: help for every command, no TensorFlow at start-up."""
 
 import logging
-import os
 import shutil
 import subprocess
 import sys
 
 import pytest
+from _cli import CLI_TIMEOUT, environment, run_cli
 
 from tfpipe.cli import COMMANDS
 
 
 def run(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "tfpipe", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_cli(*args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help_with_an_example(command):
     out = run(command, "--help")
@@ -25,6 +24,7 @@ def test_every_command_has_help_with_an_example(command):
     assert "example" in out.stdout.lower() and f"tfpipe {command}" in out.stdout.split("xample", 1)[1]
 
 
+@pytest.mark.slow
 def test_top_level_help_lists_every_command():
     out = run("--help")
     assert out.returncode == 0
@@ -32,6 +32,7 @@ def test_top_level_help_lists_every_command():
         assert command in out.stdout
 
 
+@pytest.mark.slow
 def test_console_script_is_the_same_cli():
     script = shutil.which("tfpipe")
     assert script, "the tfpipe console script is not installed (pip install -e .)"
@@ -40,6 +41,7 @@ def test_console_script_is_the_same_cli():
     assert subprocess.run([script, "--version"], capture_output=True, text=True).stdout.startswith("tfpipe ")
 
 
+@pytest.mark.slow
 def test_import_and_help_do_not_start_tensorflow():
     code = (
         "import sys, tfpipe, tfpipe.cli\n"
@@ -52,11 +54,16 @@ def test_import_and_help_do_not_start_tensorflow():
 
 
 def _python_without_tf_log_settings(code):
-    """Runs `code` in a fresh Python whose environment sets none of TensorFlow's log variables."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    """Runs `code` in a fresh Python whose environment sets none of TensorFlow's log variables
+    (the session removed the shell's: `_cli.SHELL_VARIABLES`)."""
+    env = environment()
+    assert not {"TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS"} & set(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=CLI_TIMEOUT
+    )
 
 
+@pytest.mark.slow
 def test_tensorflow_log_noise_is_hidden_by_the_cli():
     # cli.main opts in to quiet TensorFlow; TF is imported afterwards, as a command would.
     code = (
@@ -74,6 +81,7 @@ def test_tensorflow_log_noise_is_hidden_by_the_cli():
         assert noise not in out.stderr
 
 
+@pytest.mark.slow
 def test_library_leaves_tensorflow_logging_as_the_user_set_it():
     code = (
         "import logging, os\n"
@@ -86,11 +94,13 @@ def test_library_leaves_tensorflow_logging_as_the_user_set_it():
     assert out.returncode == 0 and out.stdout.split() == ["3", "None", str(logging.INFO)], out.stderr
 
 
+@pytest.mark.slow
 def test_no_command_prints_help_and_fails():
     out = run()
     assert out.returncode == 2 and "usage: tfpipe" in out.stdout
 
 
+@pytest.mark.slow
 def test_errors_are_one_line_not_tracebacks(tmp_path):
     out = run("inspect", str(tmp_path))
     assert out.returncode == 1

@@ -64,6 +64,7 @@ def test_without_a_tpu_it_never_asks_the_metadata_server(metadata_server, monkey
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_a_tpu_lookup_would_be_seen(metadata_server) -> None:
     """The control for the test above: TensorFlow's resolver given a TPU name asks the metadata
     server for the project, and the listener sees it."""
@@ -113,6 +114,7 @@ def test_strategy_is_public() -> None:
     assert tfpipe.strategy is devices.strategy
 
 
+@pytest.mark.slow
 def test_a_tpu_that_looks_attached_but_cannot_be_reached_is_an_error_not_the_cpu() -> None:
     # TPU_NAME says a TPU is here; this machine has none, so connecting fails. The bench must not
     # time the CPU instead and call it the TPU.

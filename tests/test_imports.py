@@ -1,5 +1,5 @@
-"""The import graph: no circle through convert/ or beam/, and the core never imports the
-optional Beam engine (it is found by name). Read from the source, every import counted,
+"""The import graph: no circle anywhere, and the core never imports the optional Beam engine
+(it is found by name). Read from the source, every import counted,
 those inside functions and under TYPE_CHECKING too."""
 
 import ast
@@ -66,10 +66,14 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def test_no_import_circle_runs_through_convert_or_beam():
-    mine = ("tfpipe.convert", "tfpipe.beam", "tfpipe.storage", "tfpipe.schema", "tfpipe.manifest")
-    found = [c for c in circles(imports()) if any(m.startswith(mine) for m in c)]
-    assert found == []
+def test_no_import_circle_anywhere():
+    """Not one circle, counting imports inside functions and under TYPE_CHECKING."""
+    assert circles(imports()) == []
+
+
+def test_type_checking_imports_are_counted():
+    # order.py imports PipelineConfig only for type checking: that edge is in the graph.
+    assert "tfpipe.pipeline.config" in imports()["tfpipe.pipeline.order"]
 
 
 def test_only_beam_imports_beam():

@@ -1,8 +1,9 @@
 """Installing tfpipe beside any TensorFlow distribution leaves exactly one: pip's own resolver,
 asked for a dry run against the package index, as a user's `pip install` would be.
 
-Needs the package index. Offline, these tests skip, except under CI (the CI variable set),
-where an unreachable index fails them.
+Needs the package index, and minutes of pip: not in the default run (pyproject's `-m "not
+index"`), run by CI as its own step, `python -m pytest -m index`. Offline they skip, except
+under CI (the CI variable set), where an unreachable index fails them.
 """
 
 import concurrent.futures
@@ -13,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from _cli import CALLER_ENVIRON
 from packaging.utils import canonicalize_name
 
 from tfpipe import _tf
@@ -20,12 +22,13 @@ from tfpipe import _tf
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TF_DISTRIBUTIONS = {canonicalize_name(n) for n in _tf.DISTRIBUTIONS}
 
-pytestmark = pytest.mark.index
+# Ten resolves, two at a time, take minutes on a loaded machine: more than the default timeout.
+pytestmark = [pytest.mark.index, pytest.mark.slow, pytest.mark.timeout(1800)]
 
-# The environment as the session began: collection imports this module before any fixture
-# runs, and the session's local GCS fixture later points https_proxy at its own proxy, which
-# refuses every host but Google's storage names (pip would reach no index through it).
-ENVIRON = dict(os.environ)
+# pip reaches the index as the caller's shell would (its proxy, if it set one): the session
+# removes the shell's proxies, and the local GCS fixture points https_proxy at its own proxy,
+# which refuses every host but Google's storage names.
+ENVIRON = CALLER_ENVIRON
 
 # (what the user has or asks for, tfpipe's extras) -> the one TensorFlow distribution expected.
 CASES = [

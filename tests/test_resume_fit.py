@@ -253,6 +253,7 @@ def check(kind: str, total: int, kill: int, before: list[dict], after: list[dict
     assert sorted(ids[:n]) == sorted(set(ids[:n])) and len(set(ids[:n])) == n  # each example once per epoch
 
 
+@pytest.mark.slow
 def test_model_fit_survives_sigkill(tmp_path, image_ds, table_ds):
     survive_sigkill(
         tmp_path,
@@ -263,6 +264,7 @@ def test_model_fit_survives_sigkill(tmp_path, image_ds, table_ds):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.gcs
 def test_model_fit_survives_sigkill_on_gcs(tmp_path, image_ds, table_ds, gcs_bucket):
     runs = {}

@@ -68,6 +68,7 @@ def test_this_environment_has_one_supported_tensorflow():
     assert _tf._release(version) in _tf.SUPPORTED
 
 
+@pytest.mark.slow
 def test_without_tensorflow_the_library_raises_one_line_naming_the_extras(tmp_path):
     out = run_without(
         "tensorflow",
@@ -93,6 +94,7 @@ def test_without_tensorflow_the_library_raises_one_line_naming_the_extras(tmp_pa
     assert issubclass(MissingExtraError, ImportError)
 
 
+@pytest.mark.slow
 def test_without_tensorflow_the_cli_fails_in_one_line_and_convert_still_works(tmp_path):
     src, out_dir = tmp_path / "table.csv", tmp_path / "out"
     src.write_text("x,label\n" + "".join(f"{i},{i % 2}\n" for i in range(7)))
@@ -115,6 +117,7 @@ def test_without_tensorflow_the_cli_fails_in_one_line_and_convert_still_works(tm
     assert 'pip install "tfpipe[tensorflow]"' in line
 
 
+@pytest.mark.slow
 def test_pip_check_is_clean_beside_this_tensorflow():
     # The extras (beam, profile) and the test tools installed beside this TensorFlow release
     # within every package's declared bounds.

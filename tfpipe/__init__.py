@@ -21,19 +21,54 @@ from tfpipe._version import __version__
 _EXPORTS = {
     "ShardConfig": "tfpipe.convert",
     "ConvertConfig": "tfpipe.convert",
+    "Tick": "tfpipe.convert",
     "Manifest": "tfpipe.manifest",
     "Schema": "tfpipe.schema",
     "Field": "tfpipe.schema",
     "build": "tfpipe.pipeline",
+    "plan": "tfpipe.pipeline",
+    "Pipeline": "tfpipe.pipeline",
     "steps_per_epoch": "tfpipe.pipeline",
+    "skipped": "tfpipe.pipeline",
+    "SkipCounts": "tfpipe.pipeline",
     "PipelineConfig": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
+    "attention_mask": "tfpipe.presets.text",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
-    "TfpipeError": "tfpipe.errors",
     "strategy": "tfpipe.devices",
 }
+# Every error and warning tfpipe raises, from their one module (`except tfpipe.ConfigError`,
+# `warnings.filterwarnings(..., category=tfpipe.DefaultWarning)`).
+_ERRORS = (
+    "TfpipeError",
+    "ConfigError",
+    "DataError",
+    "UndecodableImage",
+    "ProfileError",
+    "UnknownFormat",
+    "ManifestError",
+    "DestinationError",
+    "StorageError",
+    "AlreadyExists",
+    "CredentialsError",
+    "InvalidPath",
+    "MissingExtraError",
+    "UnsupportedTensorFlowError",
+    "TpuUnavailableError",
+    "ServiceError",
+    "PipelineFailed",
+    "CommandUnavailable",
+    "TfpipeWarning",
+    "DefaultWarning",
+    "ShardingWarning",
+    "EmptyClassWarning",
+    "UntestedTensorFlowWarning",
+    "TilingWarning",
+    "TpuBatchWarning",
+)
+_EXPORTS |= dict.fromkeys(_ERRORS, "tfpipe.errors")
 
 # `convert` and `bench` are functions that share their names with the subpackages holding them.
 # Importing a subpackage binds it as an attribute of its parent, so the packages are imported
@@ -44,19 +79,46 @@ from tfpipe.convert import convert  # noqa: E402
 
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
-# Public submodules loaded on first use, outside __all__ because they import TensorFlow:
-# `tfpipe.resume` (Position, the Keras callback).
-_SUBMODULES = ("resume",)
+# Public submodules loaded on first use, outside __all__ (some import TensorFlow or an extra):
+# `tfpipe.resume` (Position, the Keras callback), `tfpipe.service` (distribute, the servers),
+# `tfpipe.beam` (WriteDataset; the beam extra), `tfpipe.testing` (LocalGCS, fake_data).
+_SUBMODULES = ("resume", "service", "beam", "testing")
 
 if TYPE_CHECKING:
-    from tfpipe import resume
+    from tfpipe import resume, service, testing  # not beam: only Beam imports it (test_imports)
     from tfpipe.bench import BenchConfig, Report
-    from tfpipe.convert import ConvertConfig, ShardConfig
+    from tfpipe.convert import ConvertConfig, ShardConfig, Tick
     from tfpipe.devices import strategy
-    from tfpipe.errors import TfpipeError
+    from tfpipe.errors import (
+        AlreadyExists,
+        CommandUnavailable,
+        ConfigError,
+        CredentialsError,
+        DataError,
+        DefaultWarning,
+        DestinationError,
+        EmptyClassWarning,
+        InvalidPath,
+        ManifestError,
+        MissingExtraError,
+        PipelineFailed,
+        ProfileError,
+        ServiceError,
+        ShardingWarning,
+        StorageError,
+        TfpipeError,
+        TfpipeWarning,
+        TpuBatchWarning,
+        TpuUnavailableError,
+        UndecodableImage,
+        UnknownFormat,
+        UnsupportedTensorFlowError,
+        UntestedTensorFlowWarning,
+    )
     from tfpipe.manifest import Manifest
-    from tfpipe.pipeline import PipelineConfig, build, steps_per_epoch
+    from tfpipe.pipeline import Pipeline, PipelineConfig, SkipCounts, build, plan, skipped, steps_per_epoch
     from tfpipe.presets import Preset, register_preset
+    from tfpipe.presets.text import attention_mask
     from tfpipe.schema import Field, Schema
 
 

@@ -25,7 +25,11 @@ from importlib import metadata
 from types import ModuleType
 from typing import Any
 
-from tfpipe.errors import MissingExtraError, TfpipeError
+from tfpipe.errors import (
+    MissingExtraError,
+    UnsupportedTensorFlowError,
+    UntestedTensorFlowWarning,
+)
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the
 # newest TPU build (tensorflow-tpu has no 2.21), 2.21 the newest release.
@@ -56,14 +60,6 @@ _SHIM_PAIRS = ({"tensorflow", "tensorflow-intel"},)
 
 _quiet = False
 _checked: ModuleType | None = None
-
-
-class UnsupportedTensorFlowError(TfpipeError, ImportError):
-    """The installed TensorFlow is older than tfpipe supports, or mixes two releases."""
-
-
-class UntestedTensorFlowWarning(UserWarning):
-    """The installed TensorFlow is newer than the releases tfpipe is tested on."""
 
 
 def set_quiet(quiet: bool) -> None:

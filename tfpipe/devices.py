@@ -21,7 +21,8 @@ import os
 import sys
 from typing import Any, Literal
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import TpuBatchWarning as TpuBatchWarning  # raised by bench.consumer; its old home
+from tfpipe.errors import TpuUnavailableError
 
 # A TPU core's matrix units multiply 128x128 tiles (v2 to v5): a batch per core that is a
 # multiple of 128 fills them, a smaller remainder pads a tile with zeros.
@@ -30,14 +31,6 @@ TPU_BATCH_MULTIPLE = 128
 # Environment variables that name a TPU: TPU_NAME on TPU VMs and pods (and for a TPU Node),
 # COLAB_TPU_ADDR in Colab.
 _TPU_VARIABLES = ("TPU_NAME", "COLAB_TPU_ADDR")
-
-
-class TpuUnavailableError(TfpipeError, RuntimeError):
-    """Something says a TPU is attached, but TensorFlow could not connect to it."""
-
-
-class TpuBatchWarning(UserWarning):
-    """The batch per TPU core is not a multiple of 128, so the matrix units run partly empty."""
 
 
 @dataclasses.dataclass(frozen=True)

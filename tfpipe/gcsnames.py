@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import re
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import InvalidPath
 
 GCS_PREFIX = "gs://"
-
-
-class InvalidPath(TfpipeError, ValueError):
-    """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
 
 
 def is_gcs(path: str) -> bool:

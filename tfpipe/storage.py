@@ -28,29 +28,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
 
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import AlreadyExists, CredentialsError, StorageError
+from tfpipe.errors import InvalidPath as InvalidPath  # re-exported
 
 # The gs:// path rules live in gcsnames.py; these are their names for the rest of tfpipe.
 from tfpipe.gcsnames import GCS_PREFIX as GCS_PREFIX
-from tfpipe.gcsnames import InvalidPath as InvalidPath
 from tfpipe.gcsnames import check_url as check_url
 from tfpipe.gcsnames import is_gcs as is_gcs
 from tfpipe.gcsnames import split_gcs as split_gcs
 
 T = TypeVar("T")
 HIDDEN_PREFIX = "."
-
-
-class StorageError(TfpipeError, OSError):
-    """A read or write failed for a reason other than a missing file."""
-
-
-class AlreadyExists(StorageError):
-    """An atomic write found its destination taken."""
-
-
-class CredentialsError(TfpipeError):
-    """gs:// needs Google Cloud credentials, and none were found (or they were refused)."""
 
 
 _PROVIDE_CREDENTIALS = (
@@ -379,6 +367,24 @@ def _open_regular(path: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def write_problem(folder: str) -> str | None:
+    """Why no new file can be written in the local `folder` ("no such folder", "Permission
+    denied", "Read-only file system"), or None when one can.
+
+    The one writability check: it makes and removes an empty hidden file there, which proves
+    what permission bits alone cannot (a read-only mount, ACLs, root bypassing the bits).
+    """
+    if not os.path.isdir(folder):
+        return "no such folder"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f"{HIDDEN_PREFIX}tfpipe-write-check-", dir=folder)
+    except OSError as e:
+        return e.strerror or str(e)
+    os.close(fd)
+    os.remove(probe)
+    return None
 
 
 def file_kind(mode: int) -> str:

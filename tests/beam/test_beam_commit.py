@@ -68,6 +68,7 @@ def test_gcs_lost_reply_then_retry_is_success(gcs_bucket, local_gcs, tmp_path):
     assert lost.served == 1 and storage.read_bytes(dest) == b"shard bytes"
 
 
+@pytest.mark.slow
 def test_import_and_the_local_engine_never_load_beam(tmp_path):
     out = run_without(
         "apache_beam",
@@ -85,6 +86,7 @@ def test_import_and_the_local_engine_never_load_beam(tmp_path):
     assert out.stdout.split() == ["examples", "5"]
 
 
+@pytest.mark.slow
 def test_the_beam_engine_without_beam_names_the_extra(tmp_path):
     out = run_without(
         "apache_beam",

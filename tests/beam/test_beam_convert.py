@@ -24,12 +24,15 @@ from _gcs_faults import lose_commit_reply
 pytest.importorskip("apache_beam")
 
 import tfpipe
-from tfpipe import storage
+from tfpipe import commit_markers, storage
 from tfpipe.beam.engine import PipelineFailed
 from tfpipe.beam.shards import FAULT_ENV
 from tfpipe.errors import ConfigError
 from tfpipe.testing import fake_data
 from tfpipe.verify import verify
+
+# Every test here runs a Beam pipeline (the DirectRunner's worker processes).
+pytestmark = pytest.mark.slow
 
 IN_PROCESS = "--runner=FnApiRunner"
 TWO_WORKERS = "--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=2"
@@ -243,7 +246,8 @@ def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, 
     created = {b.name.rsplit("/", 1)[1]: b.time_created for b in blobs}
     assert created["tfpipe.json"] >= max(t for n, t in created.items() if n.startswith("train-"))  # last
     assert verify(dest).ok
-    assert [n for n in storage.listdir(dest) if n.startswith(".") and n != ".tfpipe.lock"] == []
+    hidden = [n for n in storage.listdir(dest) if n.startswith(".") and n != ".tfpipe.lock"]
+    assert hidden == [commit_markers.COMMITS_DIR]
 
 
 def test_options_are_checked(tree, tmp_path):

@@ -10,6 +10,9 @@ import textwrap
 
 import pytest
 
+# Every test here runs a Beam pipeline (the DirectRunner's worker processes).
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("apache_beam")
 
 TEXT = 5000  # characters per row

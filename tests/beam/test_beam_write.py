@@ -18,6 +18,9 @@ from tfpipe.errors import DataError, DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.verify import verify
 
+# Every test here runs a Beam pipeline (the DirectRunner's worker processes).
+pytestmark = pytest.mark.slow
+
 RUNNER = ["--runner=FnApiRunner"]
 
 

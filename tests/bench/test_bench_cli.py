@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from _cli import run_cli
 
 from tfpipe.bench.synthetic import EXAMPLES_ENV
 from tfpipe.cli import main
@@ -25,27 +24,11 @@ def cache_home(tmp_path_factory):
 def first_run(cache_home):
     """`tfpipe bench` with no flags but a short window, on a fresh cache: it generates data."""
     # COLUMNS: wide enough that rich does not wrap the data line's phrases apart.
-    env = dict(os.environ, XDG_CACHE_HOME=cache_home, COLUMNS="200", **{EXAMPLES_ENV: TINY})
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "bench",
-            "--seconds",
-            "0.5",
-            "--warmup",
-            "0.25",
-            "--batch-size",
-            BATCH,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"XDG_CACHE_HOME": cache_home, "COLUMNS": "200", EXAMPLES_ENV: TINY}
+    return run_cli("bench", "--seconds", "0.5", "--warmup", "0.25", "--batch-size", BATCH, env=env)
 
 
+@pytest.mark.slow
 def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -> None:
     assert first_run.returncode == 0, first_run.stderr
     out = first_run.stdout
@@ -71,6 +54,7 @@ def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -
     assert "TensorFlow" not in first_run.stderr and "cuda" not in first_run.stderr.lower()
 
 
+@pytest.mark.slow
 def test_second_run_reuses_the_cache_and_writes_json_plot(
     first_run, cache_home, tmp_path, monkeypatch, capsys
 ) -> None:

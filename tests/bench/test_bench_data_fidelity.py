@@ -3,13 +3,12 @@ calls for, and a --profile folder it cannot write is refused before anything is 
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run_cli
 
 import tfpipe
 from tfpipe.errors import ConfigError
@@ -17,14 +16,8 @@ from tfpipe.errors import ConfigError
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def bench(*args, timeout=180):
-    return subprocess.run(
-        [sys.executable, "-m", "tfpipe", "bench", "--quiet", *map(str, args)],
-        env=os.environ | {"PYTHONPATH": ROOT, "COLUMNS": "200"},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def bench(*args):
+    return run_cli("bench", "--quiet", *args, env={"COLUMNS": "200"})
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +29,7 @@ def table_ds(tmp_path_factory):
     return root / "ds"
 
 
+@pytest.mark.slow
 def test_a_table_dataset_is_benched_with_the_pipeline_its_manifest_calls_for(table_ds, tmp_path):
     report = tmp_path / "report.json"
     run = bench(
@@ -53,6 +47,7 @@ def test_from_python_too_the_manifest_picks_the_pipeline(table_ds):
     assert tfpipe.BenchConfig(data=str(table_ds), pipeline="tabular").global_batch == 1024
 
 
+@pytest.mark.slow
 def test_an_image_pipeline_on_a_table_dataset_is_refused_by_name(table_ds):
     with pytest.raises(
         ConfigError, match=r"is a table, which the tabular pipeline reads. Received: pipeline='imagenet'"
@@ -60,6 +55,7 @@ def test_an_image_pipeline_on_a_table_dataset_is_refused_by_name(table_ds):
         tfpipe.bench(data=str(table_ds), pipeline="imagenet", step_time_ms=10, batch_size=64)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["proc", "read-only"])
 def test_a_profile_folder_that_cannot_be_written_is_refused_before_timing(table_ds, tmp_path, where):
     if where == "proc":

@@ -9,11 +9,11 @@ import shutil
 import time
 
 import pytest
+from _cli import main_cli
 
 import tfpipe
 from tfpipe.bench import BenchConfig, data, producer
 from tfpipe.bench.synthetic import EXAMPLES_ENV
-from tfpipe.cli import main
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.testing import fake_data
 
@@ -32,13 +32,16 @@ def raw(tmp_path_factory):
     shutil.copy(root / "tab" / "train-00000-of-00002", root / "lone.tfrecord")
     os.makedirs(root / "empty_ish")
     (root / "empty_ish" / "notes.txt").write_text("no data here")
+    os.makedirs(root / "run[1]")  # exists: a folder, not a pattern, as build() takes it
+    (root / "run[1]" / "notes.txt").write_text("no data here")
     return root
 
 
 def bench_cli(capsys, *args: str) -> tuple[int, str]:
     start = time.monotonic()
-    code = main(["bench", "--quiet", "--seconds", "0.2", "--warmup", "0.1", "--max-cores", "1", *args])
-    out, err = capsys.readouterr()
+    code, out, err = main_cli(
+        capsys, "bench", "--quiet", "--seconds", "0.2", "--warmup", "0.1", "--max-cores", "1", *args
+    )
     assert time.monotonic() - start < 30 and "Timing" not in out  # refused before measuring
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     return code, err.strip()
@@ -61,6 +64,10 @@ def test_raw_data_is_named_with_what_to_run(raw, capsys, monkeypatch) -> None:
         "tab/train-*": "tab/train-* names shard files of the tfpipe dataset tab",
         "empty_ish": "empty_ish has no tfpipe.json, so it is not a tfpipe dataset: pass its TFRecord "
         "files as a glob such as 'empty_ish/train-*'",
+        "empty_ish/": "empty_ish/ has no tfpipe.json, so it is not a tfpipe dataset: pass its "
+        "TFRecord files as a glob such as 'empty_ish/train-*'",
+        "run[1]": "run[1] has no tfpipe.json, so it is not a tfpipe dataset",
+        "run[2]": "No files match data='run[2]' (--data): expected TFRecord shards.",
         "nothing/here": "data='nothing/here' (--data) does not exist.",
     }
     for given, message in expected.items():

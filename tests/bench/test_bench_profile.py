@@ -12,6 +12,7 @@ import shutil
 import sys
 
 import pytest
+from _cli import main_cli
 
 import tfpipe
 from tfpipe.bench import profiles
@@ -21,6 +22,18 @@ from tfpipe.cli import main
 
 PROFILES = pathlib.Path(__file__).parents[1] / "data" / "profiles"
 XPROF = xprof_tool.version()
+# Raw .xplane.pb and .pb files are read with xprof; without the `profile` extra those tests skip,
+# naming it (the converter's JSON needs no xprof).
+needs_xprof = pytest.mark.skipif(
+    XPROF is None, reason='needs the profile extra: pip install "tfpipe[profile]"'
+)
+
+
+def by_xprof(names):
+    """`names` as parameters, those xprof must read (not JSON) marked `needs_xprof`."""
+    return [pytest.param(n, marks=() if ".json" in n else needs_xprof) for n in names]
+
+
 # Tiny settings: the producer's figures do not matter here, the profile's do.
 # No cache: the storage and first-epoch runs a caching pipeline adds are not what these test.
 FAST = ["--seconds", "0.1", "--warmup", "0.05", "--max-cores", "1", "--quiet", "--cache", "none"]
@@ -64,15 +77,14 @@ def data(tmp_path_factory) -> str:
 def bench(args: list[str], tmp_path: pathlib.Path, capsys) -> tuple[int, dict | None, str, str]:
     """A real `tfpipe bench` through its entry point: exit code, JSON report, stdout, stderr."""
     report = tmp_path / "report.json"
-    rc = main(["bench", *args, *FAST, "--json", str(report)])
-    out, err = capsys.readouterr()
+    rc, out, err = main_cli(capsys, "bench", *args, *FAST, "--json", report)
     return rc, json.loads(report.read_text()) if report.exists() else None, out, err
 
 
 def refused(args: list[str], capsys) -> str:
     """Runs `tfpipe bench` expecting a refusal: exit 1 and one line on stderr, which it returns."""
-    assert main(["bench", *args, "--quiet"]) == 1
-    err = capsys.readouterr().err
+    rc, _, err = main_cli(capsys, "bench", *args, "--quiet")
+    assert rc == 1
     assert err.startswith("tfpipe bench: error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
     return err
@@ -84,7 +96,7 @@ def hide_xprof(monkeypatch) -> None:
         monkeypatch.setitem(sys.modules, name, None)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", by_xprof(sorted(EXPECTED)))
 def test_bench_reads_the_profilers_own_figures(name, data, tmp_path, capsys, monkeypatch) -> None:
     from _report_schema import validate
 
@@ -115,7 +127,7 @@ def test_bench_reads_the_profilers_own_figures(name, data, tmp_path, capsys, mon
         assert "Dropped step 4 of tpu-v5-training (3.05 ms): a partial last step" in out
 
 
-@pytest.mark.parametrize("name", sorted(SAME_RUN))
+@pytest.mark.parametrize("name", by_xprof(sorted(SAME_RUN)))
 def test_input_pipeline_files_give_the_same_figures(name) -> None:
     a, b = profiles.read(str(PROFILES / name)), profiles.read(str(PROFILES / SAME_RUN[name]))
     assert (a.steps, a.step_time_ms, a.input_wait, a.dropped) == (
@@ -126,6 +138,7 @@ def test_input_pipeline_files_give_the_same_figures(name) -> None:
     )
 
 
+@needs_xprof
 def test_the_input_bound_run_side_by_side_in_text_plot_and_json(data, tmp_path, capsys) -> None:
     png = tmp_path / "r.png"
     profile = str(PROFILES / "gpu-input-bound.overview_page.pb")
@@ -144,6 +157,7 @@ def test_the_input_bound_run_side_by_side_in_text_plot_and_json(data, tmp_path, 
         assert kinds[0] == "pipeline_would_help"
 
 
+@needs_xprof
 def test_newest_run_by_default_and_profile_run_picks_one(data, tmp_path, capsys) -> None:
     logs = tmp_path / "logs"
     for run, source in (
@@ -167,6 +181,7 @@ def test_newest_run_by_default_and_profile_run_picks_one(data, tmp_path, capsys)
     assert "profile_run must be one of the runs in" in err and "2020_05_01_10_00_00" in err
 
 
+@needs_xprof
 def test_every_host_of_a_multi_host_run(data, tmp_path, capsys) -> None:
     """Two hosts' pre-converted files: both read, the slowest host's step and the largest input
     share taken. (Two real hosts' files of different runs, to tell the rule's two halves apart.)"""
@@ -187,6 +202,7 @@ def test_every_host_of_a_multi_host_run(data, tmp_path, capsys) -> None:
     assert obj["consumer"]["examples_per_sec"] == pytest.approx(16 / (1.8051 * (1 - 0.81372)), rel=0.01)
 
 
+@needs_xprof
 def test_raw_xplanes_of_every_host_go_to_xprof_together(tmp_path) -> None:
     run = tmp_path / "plugins" / "profile" / "2021_02_03_04_05_06"
     run.mkdir(parents=True)
@@ -199,6 +215,7 @@ def test_raw_xplanes_of_every_host_go_to_xprof_together(tmp_path) -> None:
     assert len(list(run.iterdir())) == 2  # xprof's cache file went to a temporary folder, not here
 
 
+@needs_xprof
 @pytest.mark.gcs
 def test_a_gcs_log_dir(data, gcs_bucket, tmp_path, capsys) -> None:
     from tfpipe import storage
@@ -218,6 +235,7 @@ def test_a_gcs_log_dir(data, gcs_bucket, tmp_path, capsys) -> None:
 # ---- refused by name, one line, exit 1, before anything is timed ----
 
 
+@needs_xprof
 def test_an_inference_profile_has_no_training_steps(capsys) -> None:
     err = refused(
         ["--from-profile", str(PROFILES / "tpu-v6e-inference.xplane.pb"), "--batch-size", "8"], capsys
@@ -225,6 +243,7 @@ def test_an_inference_profile_has_no_training_steps(capsys) -> None:
     assert "holds no training steps" in err and "TPU v6 Lite" in err and "No step time measured" in err
 
 
+@needs_xprof
 def test_a_cpu_only_profile_from_keras_fit(tmp_path, capsys) -> None:
     """Made here by Keras fit with TensorBoard(profile_batch=(2, 4)): Keras writes under train/."""
     run = tmp_path / "logs" / "train" / "plugins" / "profile" / "2026_11_25_12_59_35"
@@ -248,6 +267,7 @@ def test_a_missing_path(tmp_path, capsys) -> None:
     assert "(--from-profile) does not exist" in err
 
 
+@needs_xprof
 @pytest.mark.parametrize(
     ("name", "make", "says"),
     [
@@ -277,6 +297,7 @@ def test_xprof_missing_names_the_extra(monkeypatch, capsys) -> None:
         assert 'pip install "tfpipe[profile]"' in err
 
 
+@needs_xprof
 def test_an_xprof_output_it_does_not_know_names_the_version(tmp_path, capsys) -> None:
     page = json.loads((PROFILES / "cloud-tpu-v2-8.overview_page.json").read_text())
     page = [t for t in page if "stepnum" not in [c.get("id") for c in t.get("cols", [])]]
@@ -285,6 +306,7 @@ def test_an_xprof_output_it_does_not_know_names_the_version(tmp_path, capsys) ->
     assert "no step-time table" in err and f"xprof 2.24 (installed: {XPROF})" in err
 
 
+@needs_xprof
 def test_batch_size_from_the_profile_or_given(capsys) -> None:
     gpu = str(PROFILES / "gpu-input-bound.overview_page.pb")
     err = refused(["--from-profile", gpu], capsys)
@@ -294,6 +316,7 @@ def test_batch_size_from_the_profile_or_given(capsys) -> None:
     assert "batch_size=256 (--batch-size), but the profile" in err and "records a global batch of 1024" in err
 
 
+@needs_xprof
 def test_a_consumer_beyond_any_host_is_refused(capsys) -> None:
     # 21.3 ms for 10^6 images would be 47M images/s: the batch cannot be that.
     err = refused(
@@ -313,6 +336,7 @@ def test_profile_flags_are_checked(capsys) -> None:
     )
 
 
+@pytest.mark.slow
 def test_import_tfpipe_and_bench_need_no_xprof() -> None:
     import subprocess
 

@@ -329,6 +329,38 @@ def test_bench_config_validation() -> None:
 
 
 @pytest.mark.parametrize(
+    ("field", "bad", "expected"),
+    [
+        ("seconds", True, "a positive number of seconds"),
+        ("seconds", "3", "a positive number of seconds"),
+        ("step_time_ms", "12.5", "a number of milliseconds, not text"),
+        ("warmup_seconds", "1", "a number of seconds >= 0"),
+        ("warmup_seconds", -1, "a number of seconds >= 0"),
+        ("simulate", 1, "True or False"),
+        ("fit", "yes", "True or False"),
+        ("compare", None, "True or False"),
+        ("batch_size", 4.0, r"a positive int \(the global batch\) or None"),
+        ("batch_size", True, r"a positive int \(the global batch\) or None"),
+        ("hosts", 1.0, "an integer >= 1"),
+        ("max_cores", False, "an int >= 1 or None"),
+        ("data", 5, "a path or None"),
+        ("split", "", "None or a split name such as 'train'"),
+    ],
+)
+def test_every_bench_field_is_checked_by_name(field, bad, expected) -> None:
+    with pytest.raises(ConfigError, match=rf"{field} must be {expected}. Received: {field}={bad!r}"):
+        BenchConfig(**{field: bad})
+
+
+def test_bench_config_takes_any_integral_type_as_an_int(tmp_path) -> None:
+    import numpy as np
+
+    cfg = BenchConfig(batch_size=np.int64(8), hosts=np.int32(2), max_cores=np.uint8(2), data=tmp_path)
+    assert (cfg.batch_size, cfg.hosts, cfg.host_batch, cfg.max_cores, cfg.data) == (8, 2, 4, 2, str(tmp_path))
+    assert {type(v) for v in (cfg.batch_size, cfg.hosts, cfg.max_cores)} == {int}
+
+
+@pytest.mark.parametrize(
     "name,magic",
     [("r.jpg", b"\xff\xd8\xff"), ("r.JPEG", b"\xff\xd8\xff"), ("r.svg", b"<?xml"), ("r.pdf", b"%PDF-")],
 )

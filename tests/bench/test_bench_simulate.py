@@ -101,6 +101,7 @@ def test_measure_reports_cpu_cost_per_example_and_cores_busy(pipe) -> None:
     assert points[0].cores == 1 and points[0].cpu_ms_per_example > 0 and points[0].cores_busy > 0
 
 
+@pytest.mark.slow
 def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
     check = fit_check(pipe, "small_cnn", num_classes=3, seconds=0.5, warmup=0.3)
     assert check.model == "small_cnn" and check.device == "CPU"

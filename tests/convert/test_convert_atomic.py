@@ -2,13 +2,12 @@
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run_cli, start_cli
 
 import tfpipe
 from tfpipe.codec import decode_example, read_records
@@ -47,17 +46,13 @@ def ids_in(path):
         return [decode_example(r)["id"][0] for r in read_records(f, where=path)]
 
 
-def convert_cmd(table, dest, *extra):
-    """`tfpipe convert` of `table` into SHARDS shards, as a command line."""
-    return [sys.executable, "-m", "tfpipe", "convert", table, dest, "--num-shards", str(SHARDS), *extra]
+def convert_args(table, dest, *extra):
+    """The arguments of a `tfpipe convert` of `table` into SHARDS shards."""
+    return ("convert", table, dest, "--num-shards", SHARDS, *extra)
 
 
 def start_convert(table, dest, *extra):
-    return subprocess.Popen(
-        convert_cmd(table, dest, "--workers", "1", "--quiet", *extra),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    return start_cli(*convert_args(table, dest, "--workers", "1", "--quiet", *extra))
 
 
 def kill_after_done(proc, dest, shard_index, timeout=120):
@@ -83,13 +78,14 @@ def assert_nothing_wrong_visible(dest):
     return visible
 
 
+@pytest.mark.slow
 def test_kill9_then_resume_gives_every_row_exactly_once(table, reference, tmp_path):
     dest = str(tmp_path / "out")
     proc = start_convert(table, dest, "--chunk-rows", "500")
     kill_after_done(proc, dest, 2)
     assert len(assert_nothing_wrong_visible(dest)) >= 3
 
-    refused = subprocess.run(convert_cmd(table, dest, "--chunk-rows", "500"), capture_output=True, text=True)
+    refused = run_cli(*convert_args(table, dest, "--chunk-rows", "500"))
     assert refused.returncode == 1
     assert "interrupted conversion of split 'train'" in refused.stderr and "--resume" in refused.stderr
 
@@ -110,6 +106,7 @@ def test_kill9_then_resume_gives_every_row_exactly_once(table, reference, tmp_pa
     )
 
 
+@pytest.mark.slow
 def test_shard_committed_without_done_record_is_rewritten(table, reference, tmp_path):
     """The window between a shard's rename and its done-record: resume redoes that shard."""
     dest = str(tmp_path / "out")
@@ -124,6 +121,7 @@ def test_shard_committed_without_done_record_is_rewritten(table, reference, tmp_
     ]
 
 
+@pytest.mark.slow
 def test_resume_with_other_options_refused(table, tmp_path):
     dest = str(tmp_path / "out")
     proc = start_convert(table, dest, "--chunk-rows", "500")
@@ -139,6 +137,7 @@ def test_resume_with_other_options_refused(table, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_finished_destination_refused_unless_overwrite(tmp_path):
     src = tmp_path / "t.csv"
     pd.DataFrame({"a": range(37)}).to_csv(src, index=False)
@@ -153,9 +152,7 @@ def test_finished_destination_refused_unless_overwrite(tmp_path):
     again = tfpipe.convert(str(src), dest, num_shards=3, overwrite=True)
     assert [s.name for s in again.splits["train"].shards] == [f"train-0000{i}-of-00003" for i in range(3)]
     assert sorted(os.listdir(dest)) == sorted(["tfpipe.json"] + [f"train-0000{i}-of-00003" for i in range(3)])
-    cli = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", str(src), dest], capture_output=True, text=True
-    )
+    cli = run_cli("convert", src, dest)
     assert cli.returncode == 1 and "already holds a finished dataset" in cli.stderr
 
 

@@ -4,9 +4,8 @@ in silence: each is converted and counted, listed as skipped with a reason, or r
 
 import os
 import shutil
-import subprocess
-import sys
 
+import _cli
 import pytest
 from _records import split_records as records
 
@@ -29,14 +28,8 @@ def by_filename(manifest, split="train"):
     }
 
 
-def run_cli(*args, prefix=(), timeout=120):
-    out = subprocess.run(
-        [*prefix, sys.executable, "-m", "tfpipe", *args],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"PYTHONPATH": ROOT},
-        timeout=timeout,
-    )
+def run_cli(*args, prefix=()):
+    out = _cli.run_cli(*args, prefix=prefix)
     return out.returncode, out.stdout, out.stderr
 
 
@@ -67,6 +60,7 @@ def test_a_class_whose_images_are_all_undecodable_is_said_loudly(tree, tmp_path)
     assert labels == [1, 1, 1, 3, 3, 3, 3]  # the other classes keep their labels
 
 
+@pytest.mark.slow
 def test_subfolders_of_a_class_are_converted_and_counted(tree, tmp_path):
     """`scenes/2019/*.jpg` used to be dropped with "0 skipped"; now it is found, as in Keras."""
     nested = tree / SYNSETS[1] / "2019" / "deeper"
@@ -128,6 +122,7 @@ def test_one_non_synset_folder_is_refused_by_name(tree, tmp_path):
     assert m.splits["train"].options["format"] == "imagenet"
 
 
+@pytest.mark.slow
 def test_auto_says_which_layout_and_why(tree, tmp_path):
     choice = explain_format(str(tree))
     assert (
@@ -194,9 +189,10 @@ def test_later_split_with_an_unknown_class_is_refused_by_name(tmp_path):
 # ---- special files, loops and names: one line, never a hang or a traceback ----
 
 
+@pytest.mark.slow
 def test_fifo_among_the_images_is_refused_not_read(tree, tmp_path):
     os.mkfifo(tree / SYNSETS[0] / "pipe.JPEG")
-    code, _, err = run_cli("convert", str(tree), str(tmp_path / "o"), "--quiet", timeout=60)
+    code, _, err = run_cli("convert", str(tree), str(tmp_path / "o"), "--quiet")
     assert code == 1 and err.count("\n") == 1, err
     assert (
         f"{tree / SYNSETS[0] / 'pipe.JPEG'}: expected image files and folders. Received: a FIFO (named pipe)"
@@ -213,6 +209,7 @@ def test_fifo_swapped_in_after_listing_is_refused_by_the_reader(tmp_path):
         encode_images(ImageTask((ImageItem(str(tmp_path / "late.JPEG"), 1, "n0"),), None, 90))
 
 
+@pytest.mark.slow
 def test_symlink_loops_and_broken_links_are_named(tree, tmp_path):
     os.symlink("..", tree / SYNSETS[0] / "up")  # the class folder's parent: a loop
     with pytest.raises(DataError, match=rf"{SYNSETS[0]}/up: a symlink loop \(it leads back to {tree}\)"):
@@ -243,6 +240,7 @@ def test_symlinked_class_folders_are_followed(tree, tmp_path):
     assert m.splits["train"].examples == 9
 
 
+@pytest.mark.slow
 def test_file_name_not_utf8_is_one_line(tree, tmp_path):
     bad = os.path.join(os.fsencode(tree / SYNSETS[0]), b"caf\xe9.JPEG")
     with open(bad, "wb") as f:
@@ -252,6 +250,7 @@ def test_file_name_not_utf8_is_one_line(tree, tmp_path):
     assert "a file name is not valid UTF-8: b'caf\\xe9.JPEG'" in err
 
 
+@pytest.mark.slow
 def test_unreadable_class_folder_is_one_line(tree, tmp_path):
     from test_convert_safety import as_unprivileged
 

@@ -15,7 +15,7 @@ import pytest
 from _gcs_faults import lose_commit_reply
 
 import tfpipe
-from tfpipe import storage
+from tfpipe import commit_markers, storage
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
@@ -53,6 +53,7 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
     uploads = [r for r in requests if r.method == "POST" and "uploadType" in r.path]
     assert uploads and all("ifGenerationMatch=0" in r.path for r in uploads if "train-" in r.path)
     assert storage.listdir(dest) == [
+        commit_markers.COMMITS_DIR,  # the committed split's marker (tfpipe/commit_markers.py)
         "tfpipe.json",
         "train-00000-of-00003",
         "train-00001-of-00003",
@@ -135,6 +136,7 @@ def test_lost_upload_reply_is_not_a_conflict(tree, gcs_bucket, local_gcs, local_
     ]
 
 
+@pytest.mark.slow
 def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     rows, shards = 40_000, 16
     src = tmp_path / "t.parquet"
@@ -174,7 +176,7 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     assert spools, "the killed run's spool folder is what --resume must clean up"
     m = tfpipe.convert(str(src), dest, num_shards=shards, chunk_rows=500, resume=True)
     assert m.splits["train"].examples == rows and verify(dest).ok
-    assert [n for n in storage.listdir(dest) if n.startswith(".")] == []
+    assert [n for n in storage.listdir(dest) if n.startswith(".")] == [commit_markers.COMMITS_DIR]
     assert not any(os.path.exists(p) for p in spools)
 
 
@@ -252,6 +254,7 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
     assert verify(dest).ok
 
 
+@pytest.mark.slow
 def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path):
     _, url, _ = gcs_image_source
     with local_gcs.inject_faults(403, count=1, path_contains="alt=media", route="plain"):
@@ -282,6 +285,7 @@ def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path)
 # ---- destinations: missing buckets, the lock ----
 
 
+@pytest.mark.slow
 def test_missing_bucket_is_one_line_naming_it(tree, tmp_path, local_gcs):
     with pytest.raises(DestinationError, match=r"the bucket 'tfpipe-no-such-bucket' does not exist"):
         tfpipe.convert(tree[0], "gs://tfpipe-no-such-bucket/out", num_shards=2, workers=1)
@@ -317,6 +321,7 @@ def write_lock(dest, **fields):
     return holder.host
 
 
+@pytest.mark.slow
 def test_gcs_lock_refuses_a_live_writer_and_recovers_a_dead_one(tree, gcs_bucket):
     from tfpipe.convert.lock import LOCK_NAME
 
@@ -335,7 +340,8 @@ def test_gcs_lock_refuses_a_live_writer_and_recovers_a_dead_one(tree, gcs_bucket
     write_lock(dest, pid=int(dead.stdout))  # a run on this host that no longer runs: stale
     m = tfpipe.convert(tree[0], dest, num_shards=2, workers=1)
     assert m.splits["train"].examples == 16
-    assert [n for n in storage.listdir(dest) if n.startswith(".")] == []  # released on success
+    hidden = [n for n in storage.listdir(dest) if n.startswith(".")]
+    assert hidden == [commit_markers.COMMITS_DIR]  # the lock released on success
 
 
 def test_gcs_lock_of_another_host_needs_break_lock(tree, gcs_bucket):

@@ -14,6 +14,9 @@ import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.testing import fake_data
 
+# Every test here runs `tfpipe convert` as a process it stops, edits under and resumes.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

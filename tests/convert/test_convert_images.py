@@ -2,12 +2,11 @@
 
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run_cli
 
 import tfpipe
 from tfpipe.convert.folders import detect_format
@@ -175,23 +174,16 @@ def test_detect_format_by_content(imagenet_tree, tmp_path):
         detect_format(str(tmp_path / "nope"))
 
 
+@pytest.mark.slow
 def test_cli_convert_prints_summary_with_skips(imagenet_tree, tmp_path):
     src, odd = imagenet_tree
-    out = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", src, str(tmp_path / "o"), "--num-shards", "3", "--quiet"],
-        capture_output=True,
-        text=True,
-    )
+    out = run_cli("convert", src, tmp_path / "o", "--num-shards", "3", "--quiet")
     assert out.returncode == 0, out.stderr
     assert "converted 19 examples into 3 shards" in out.stdout and "3 skipped" in out.stdout
     assert f"skipped {odd['empty']}" in out.stdout
     manifest = Manifest.load(str(tmp_path / "o"))
     assert manifest.splits["train"].examples == 19
-    inspect = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "inspect", str(tmp_path / "o"), "--verify"],
-        capture_output=True,
-        text=True,
-    )
+    inspect = run_cli("inspect", tmp_path / "o", "--verify")
     assert inspect.returncode == 0 and "verify: 3 of 3 shards ok" in inspect.stdout
 
 

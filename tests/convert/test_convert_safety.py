@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 
+import _cli
 import pytest
+from _cli import CLI_TIMEOUT, start_cli
 
 import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
@@ -38,24 +40,14 @@ def reference(src, tmp_path_factory):
     return tfpipe.convert(src, str(tmp_path_factory.mktemp("ref")), num_shards=SHARDS, workers=1)
 
 
-def cli(*args, pause=None, prefix=(), **kwargs):
-    """`[prefix] python -m tfpipe ARGS` as a Popen (stdout and stderr as text pipes)."""
-    env = os.environ | {"PYTHONPATH": ROOT}
-    if pause:
-        env[PAUSE_ENV] = pause
-    return subprocess.Popen(
-        [*prefix, sys.executable, "-m", "tfpipe", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kwargs,
-    )
+def cli(*args, pause=None, **kwargs):
+    """`tfpipe ARGS` started (see `_cli.start_cli`), told to pause itself at step `pause`."""
+    return start_cli(*args, env={PAUSE_ENV: pause} if pause else None, **kwargs)
 
 
-def run_cli(*args, timeout=120, **kwargs):
+def run_cli(*args, **kwargs):
     proc = cli(*args, **kwargs)
-    out, err = proc.communicate(timeout=timeout)
+    out, err = proc.communicate(timeout=CLI_TIMEOUT)
     return proc.returncode, out, err
 
 
@@ -117,6 +109,7 @@ def visible(dest):
 # ---- workers die with their parent ----
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start_method", ["fork", "forkserver"])
 def test_sigkill_takes_the_encode_workers_with_it(src, tmp_path, start_method):
     """A SIGKILLed convert once left its workers running under PID 1 indefinitely."""
@@ -157,6 +150,7 @@ def test_fork_server_workers_see_the_callers_current_environment(monkeypatch):
     assert list(ordered_map(os.getenv, ["TFPIPE_PROBE"] * 5, 2)) == ["set later"] * 5
 
 
+@pytest.mark.slow
 def test_sigterm_cleans_up_and_resume_finishes(src, reference, tmp_path):
     dest = tmp_path / "out"
     proc = cli(*convert_args(src, dest), pause="shard-committed")
@@ -180,6 +174,7 @@ def test_sigterm_cleans_up_and_resume_finishes(src, reference, tmp_path):
 # ---- one writer per destination ----
 
 
+@pytest.mark.slow
 def test_second_writer_is_refused_naming_the_first(src, reference, tmp_path):
     """Run B with --overwrite 1.5 s after run A once deleted shards A had committed."""
     dest = tmp_path / "out"
@@ -202,6 +197,7 @@ def test_second_writer_is_refused_naming_the_first(src, reference, tmp_path):
     assert sorted(os.listdir(dest)) == ["tfpipe.json", *visible(dest)[1:]]  # lock released
 
 
+@pytest.mark.slow
 def test_a_killed_writers_lock_does_not_block_resume(src, reference, tmp_path):
     dest = tmp_path / "out"
     a = cli(*convert_args(src, dest), pause="shard-committed")
@@ -217,6 +213,7 @@ def test_a_killed_writers_lock_does_not_block_resume(src, reference, tmp_path):
 # ---- --overwrite un-commits before it deletes ----
 
 
+@pytest.mark.slow
 def test_kill_between_uncommit_and_delete_leaves_no_finished_dataset_without_shards(src, tmp_path):
     dest = tmp_path / "out"
     tfpipe.convert(src, str(dest), num_shards=SHARDS, workers=1)
@@ -251,6 +248,7 @@ def test_failure_while_deleting_old_shards_leaves_the_manifest_consistent(src, t
 # ---- what a killed run leaves is cleaned by the next run ----
 
 
+@pytest.mark.slow
 def test_next_run_removes_leftovers_of_killed_runs(src, tmp_path):
     dest = tmp_path / "out"
     proc = cli(*convert_args(src, dest), pause="manifest-committed")
@@ -269,6 +267,7 @@ def test_next_run_removes_leftovers_of_killed_runs(src, tmp_path):
 # ---- destinations that cannot be written ----
 
 
+@pytest.mark.slow
 def test_dest_is_a_file_or_inside_src(src, tmp_path):
     (tmp_path / "afile").write_text("x")
     code, _, err = run_cli(*convert_args(src, tmp_path / "afile"))
@@ -282,6 +281,7 @@ def test_dest_is_a_file_or_inside_src(src, tmp_path):
         tfpipe.convert(src, src)
 
 
+@pytest.mark.slow
 def test_full_disk_says_resume_continues(src, reference, tmp_path):
     """A real file-size limit (RLIMIT_FSIZE) makes every write past 12 KB fail with EFBIG,
     as ENOSPC does on a full disk."""
@@ -291,14 +291,8 @@ def test_full_disk_says_resume_continues(src, reference, tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
         resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
 
-    env = os.environ | {"PYTHONPATH": ROOT, "PYTHONDONTWRITEBYTECODE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-m", "tfpipe", *convert_args(src, dest, "--num-shards", "2")],
-        env=env,
-        preexec_fn=limit,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    out = _cli.run_cli(
+        *convert_args(src, dest, "--num-shards", "2"), env={"PYTHONDONTWRITEBYTECODE": "1"}, preexec_fn=limit
     )
     assert out.returncode == 1, out.stderr
     assert out.stderr.count("\n") == 1, out.stderr
@@ -309,6 +303,7 @@ def test_full_disk_says_resume_continues(src, reference, tmp_path):
     assert m.splits["train"].examples == N_IMAGES and verify(str(dest)).ok
 
 
+@pytest.mark.slow
 def test_unwritable_dest_is_one_line(src, tmp_path):
     dest = tmp_path / "ro"
     dest.mkdir()
@@ -345,6 +340,7 @@ def kill_after_first_shard(src, dest):
     proc.communicate(timeout=30)
 
 
+@pytest.mark.slow
 def test_corrupt_plan_is_one_line_and_overwrite_recovers(src, tmp_path):
     dest = tmp_path / "out"
     kill_after_first_shard(src, dest)
@@ -355,6 +351,7 @@ def test_corrupt_plan_is_one_line_and_overwrite_recovers(src, tmp_path):
     assert run_cli(*convert_args(src, dest, "--overwrite"))[0] == 0
 
 
+@pytest.mark.slow
 def test_corrupt_done_record_redoes_that_shard(src, reference, tmp_path):
     dest = tmp_path / "out"
     kill_after_first_shard(src, dest)
@@ -365,6 +362,7 @@ def test_corrupt_done_record_redoes_that_shard(src, reference, tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_real_full_disk_then_resume_after_space_is_freed(src, tmp_path):
     """ENOSPC from a 24 KB tmpfs in a private mount namespace; then the tmpfs grows."""
     if (

@@ -3,11 +3,10 @@ black, and one file reached under two class folders is refused by name."""
 
 import io
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from _cli import run_cli
 from PIL import Image
 
 import tfpipe
@@ -56,14 +55,9 @@ def test_one_file_under_two_class_folders_is_refused_by_name(tmp_path):
         tfpipe.convert(str(src), str(tmp_path / "out"))
 
 
+@pytest.mark.slow
 def test_help_says_what_images_hold():
-    out = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", "--help"],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"PYTHONPATH": ROOT, "COLUMNS": "200"},
-        timeout=60,
-    ).stdout
+    out = run_cli("convert", "--help", env={"COLUMNS": "200"}).stdout
     text = " ".join(out.split())
     for fact in (
         "EXIF orientation is ignored",

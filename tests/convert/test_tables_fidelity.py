@@ -4,14 +4,13 @@ float32 precision, type changes, page checksums, encodings and unreadable files.
 import csv
 import gzip
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _cli import run_cli
 from _records import column, nothing_written, records
 
 import tfpipe
@@ -20,12 +19,7 @@ from tfpipe.errors import ConfigError, DataError
 
 
 def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", *map(str, args), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli("convert", *args, "--quiet")
 
 
 # ---- nullable ints stay int64, whatever the source
@@ -176,6 +170,7 @@ def test_dropping_rows_resumes_exactly(tmp_path):
     assert column(records(tmp_path / "out")[0], "x") == [i for i in range(n) if i % 7 != 3]
 
 
+@pytest.mark.slow
 def test_cli_summary_counts_dropped_rows(penguins, tmp_path):
     out = cli(penguins, tmp_path / "out", "--label", "sex", "--missing", "fill", "--missing-label", "drop")
     assert out.returncode == 0, out.stderr
@@ -436,6 +431,7 @@ BAD_INPUTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,make,match", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
 def test_unreadable_tables_fail_with_one_line_naming_the_input(tmp_path, name, make, match):
     make(tmp_path / name)
@@ -454,6 +450,7 @@ def test_other_encodings_convert_when_named(tmp_path, encoding, write):
     assert column(records(tmp_path / "out")[0], "name") == [n.encode() for n in NAMES]
 
 
+@pytest.mark.slow
 def test_cli_encoding_flag(tmp_path):
     _latin1(tmp_path / "t.csv")
     out = cli(tmp_path / "t.csv", tmp_path / "out", "--encoding", "latin-1")

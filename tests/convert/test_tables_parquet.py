@@ -84,6 +84,7 @@ def test_a_hive_partitioned_folder_is_read_whole_with_its_partition_columns(tmp_
     assert "Hive partition folders" in m.split("train").options["format_reason"]
 
 
+@pytest.mark.slow
 def test_a_hive_folder_converts_alike_on_beam(tmp_path, hive):
     pytest.importorskip("apache_beam")
     root, _ = hive

@@ -2,12 +2,11 @@
 would read otherwise is said. Tables are written by pandas, as users write them."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import run_cli
 from _records import column, nothing_written, records
 
 import tfpipe
@@ -18,13 +17,7 @@ PANDAS_MISSING = ["NA", "None", "N/A", "null", "NULL", "nan", "NaN", "#N/A", "<N
 
 
 def cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", *map(str, args), "--quiet", "--workers", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=os.environ | {"PYTHONPATH": ROOT},
-    )
+    return run_cli("convert", *args, "--quiet", "--workers", "1")
 
 
 # ---- text pandas takes for missing is kept as written
@@ -60,6 +53,7 @@ def test_a_label_class_named_none_is_kept_not_dropped(tmp_path):
     assert any("'Improved' holds 42 values such as 'None'" in n for n in m.split("train").notes)
 
 
+@pytest.mark.slow
 def test_null_values_name_what_is_missing_for_every_column_or_one(tmp_path):
     """R's airquality writes missing Ozone as NA; 'NA' in country is Namibia."""
     src = tmp_path / "air.csv"
@@ -83,6 +77,7 @@ def test_null_values_name_what_is_missing_for_every_column_or_one(tmp_path):
     assert m.split("train").options["null_values"] == {"Ozone": ["NA"], "*": ["-", "N/A"]}
 
 
+@pytest.mark.slow
 def test_a_column_of_numbers_with_na_is_text_and_the_summary_says_how_to_read_it(tmp_path):
     src = tmp_path / "air.csv"
     src.write_text("Ozone,Temp\n41,67\nNA,72\n12,74\n")
@@ -120,6 +115,7 @@ def test_leading_zeros_and_codes_stay_text_and_are_said(tmp_path):
     assert "--column-type zip=int" in notes
 
 
+@pytest.mark.slow
 def test_column_type_declares_a_type(tmp_path):
     src = tmp_path / "codes.csv"
     pd.DataFrame({"zip": ["01234", "00501"], "part": ["1E5", "2E3"], "n": [5, 6]}).to_csv(src, index=False)
@@ -197,6 +193,7 @@ def test_a_column_named_like_a_null_mask_is_refused_before_anything_is_written(t
 # ---- every problem at once
 
 
+@pytest.mark.slow
 def test_the_first_pass_reports_every_problem_at_once(tmp_path):
     src = tmp_path / "t.csv"
     src.write_text("a,b,c,y\n1,x,1.5,0\n2,y,,1\nhello,z,2.5,\n4,w,3.5,1\n")

@@ -94,6 +94,7 @@ def table(tmp_path_factory) -> str:
     return dest
 
 
+@pytest.mark.slow
 def test_two_replica_mirrored_strategy_fit(table):
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, table, str(GLOBAL_BATCH), str(STEPS), str(EPOCHS)],

@@ -2,11 +2,10 @@
 with `?` or `[1]` in it, and gs:// paths checked against GCS's bucket rules before any request."""
 
 import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+from _cli import run_cli
 
 import tfpipe
 from tfpipe import storage
@@ -50,15 +49,9 @@ def test_a_path_that_exists_is_taken_literally(tmp_path):
         assert found.manifest is not None and found.examples == 7
 
 
+@pytest.mark.slow
 def test_a_gs_path_without_a_bucket_writes_no_local_folder(tmp_path):
-    run = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", str(tmp_path), "gs://", "--quiet"],
-        cwd=tmp_path,
-        env=os.environ | {"PYTHONPATH": ROOT},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli("convert", tmp_path, "gs://", "--quiet", cwd=tmp_path)
     assert (
         run.returncode == 1
         and "Expected gs://BUCKET/PATH. Received: 'gs://', which names no bucket" in run.stderr
@@ -93,3 +86,22 @@ def test_wildcards_in_folder_parts_match_on_gcs(gcs_bucket):
     found = storage.glob(f"{gcs_bucket}/data/a*/train-*")
     assert found == [f"{gcs_bucket}/data/{n}" for n in ("a1/train-0", "a1/train-1", "a2/train-0")]
     assert storage.glob(f"{gcs_bucket}/data/a1/train-?") == found[:2]
+
+
+def test_what_a_data_path_names_is_decided_in_one_place(tmp_path, table_ds):
+    """build() and bench read the same decision: trailing slashes, roots and wildcards alike."""
+    dataset = resolve.data_path(table_ds + "//")
+    assert (dataset.path, dataset.kind, dataset.manifest.root) == (table_ds, "dataset", table_ds)
+    (tmp_path / "run[1]").mkdir()
+    write_records(tmp_path / "one.tfrecord", 1)
+    folder = str(tmp_path / "run[1]")
+    assert resolve.data_path(folder + "/") == resolve.DataPath(folder, "folder")
+    assert resolve.data_path(str(tmp_path / "run[2]")).kind == "glob"  # no such path: a pattern
+    assert resolve.data_path(str(tmp_path / "one.tfrecord")).kind == "file"
+    assert resolve.data_path(str(tmp_path / "gone") + "/").kind == "missing"
+    assert resolve.data_path("/").path == "/"
+    with pytest.raises(storage.InvalidPath, match="names no bucket"):
+        resolve.data_path("gs://")
+    with pytest.raises(tfpipe.ManifestError, match=r"run\[1\]/', which has no tfpipe.json"):
+        tfpipe.plan(folder + "/", batch_size=1)
+    assert tfpipe.BenchConfig(data=table_ds + "/").pipeline == "tabular"

@@ -107,6 +107,7 @@ def test_steps_per_epoch_from_manifest(image_ds):
         steps_per_epoch(image_ds, 0)
 
 
+@pytest.mark.slow
 def test_model_fit_on_converted_images(image_ds):
     import keras
 
@@ -136,6 +137,7 @@ def test_model_fit_on_converted_images(image_ds):
     assert 0.0 <= result["accuracy"] <= 1.0
 
 
+@pytest.mark.slow
 def test_model_fit_on_converted_table(table_ds):
     import keras
 

@@ -273,6 +273,11 @@ def test_a_changed_position_meaning_is_refused_by_name(table_ds, image_ds, tmp_p
         ({"start_step": -1}, r"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step=-1"),
         ({"start_step": "3"}, r"start_step must be an int >= 0 or a tfpipe.Position. Received: str '3'"),
         ({"start_step": True}, r"Received: bool True"),
+        (  # 4 records a step: beyond 2**62 // 4 the int64 stream position would overflow
+            {"start_step": 2**62},
+            r"start_step must be an int in \[0, 1152921504606846976\] or a tfpipe.Position: the stream "
+            r"position of the order.*2\*\*62.*Received: start_step=4611686018427387904",
+        ),
         (
             {"service": "grpc://localhost:1", "start_step": 3},
             "start_step needs order='resumable'.*tf.data service",
@@ -314,6 +319,7 @@ def test_foreign_files_and_other_settings_keep_the_shuffle_buffer_saying_why(for
     assert r.cache == "memory"  # 37 rows fit: the resumable order caches them in memory
 
 
+@pytest.mark.slow
 def test_keras_callback_refuses_a_restart_with_other_settings(table_ds, tmp_path):
     import keras
 

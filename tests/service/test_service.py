@@ -9,11 +9,10 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
+from _cli import run_cli
 
 import tfpipe
 from tfpipe import service
@@ -21,6 +20,9 @@ from tfpipe.errors import ConfigError
 from tfpipe.testing.fake_data import make_table, write_table
 
 from _service_util import Cli, free_port, run_serve
+
+# Every test here starts tf.data service servers (in this process or as `tfpipe serve`).
+pytestmark = pytest.mark.slow
 
 ROWS = 37
 
@@ -315,8 +317,6 @@ def test_cli_bad_flags_are_clear_errors():
     bad = run_serve("worker", "--dispatcher", "nowhere", "--allow-remote")
     assert bad.returncode == 1
     assert "Received: dispatcher='nowhere'" in bad.stderr
-    helped = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "serve", "--help"], capture_output=True, text=True, timeout=60
-    )
+    helped = run_cli("serve", "--help")
     assert helped.returncode == 0 and "Example:" in helped.stdout
     assert "listen on every interface" in helped.stdout and "--allow-remote" in helped.stdout

@@ -15,12 +15,16 @@ import textwrap
 import time
 
 import pytest
+from _cli import start_cli
 
 from tfpipe import service
 from tfpipe.errors import ConfigError
 from tfpipe.service.address import ServiceAddress, probe_all, worker_addresses
 
 from _service_util import Cli, free_port, run_serve
+
+# Every test here starts tf.data service servers (in this process or as `tfpipe serve`).
+pytestmark = pytest.mark.slow
 
 # ---- exposure: an explicit opt-in, and the startup line says who can connect ----
 
@@ -110,12 +114,7 @@ def test_a_server_that_cannot_start_is_a_config_error():
 
 
 def test_cli_server_whose_stdout_reader_left_stops_quietly():
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tfpipe", "serve", "dispatcher", "--allow-remote"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli("serve", "dispatcher", "--allow-remote")
     try:
         for line in proc.stdout:
             if "ready at" in line:

@@ -418,6 +418,7 @@ def test_env_points_both_clients_at_the_proxy(local_gcs):
     assert os.environ["GCS_STAT_CACHE_MAX_AGE"] == "0"
 
 
+@pytest.mark.slow
 def test_children_exit_with_a_killed_parent(tmp_path):
     # A test process that dies by SIGKILL must not leave the emulator or proxy running.
     script = (

@@ -21,6 +21,7 @@ def wait_missing(path, timeout=10.0):
     return not os.path.exists(path)
 
 
+@pytest.mark.slow
 def test_temp_dir_removed_on_stop_and_on_a_killed_parent():
     gcs = LocalGCS().start()
     folder = os.path.dirname(gcs.ca_file)

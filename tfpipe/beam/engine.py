@@ -30,7 +30,7 @@ from tfpipe.convert.sources import Source
 from tfpipe.convert.tableread import list_table
 from tfpipe.convert.tables import TableOptions, TableScan, check_options
 from tfpipe.convert.writer import ResumeJournal, ShardDone
-from tfpipe.errors import ConfigError, TfpipeError
+from tfpipe.errors import ConfigError, PipelineFailed, TfpipeError
 
 _UPLOADS = 16  # task files written or removed at once: GCS requests are latency-bound
 
@@ -69,10 +69,6 @@ def pipeline_options(options: Any, workers: int) -> Any:
     if bad:
         raise ConfigError(f"Expected Beam pipeline options such as --runner=DataflowRunner. Received: {bad}")
     return PipelineOptions(flags)
-
-
-class PipelineFailed(TfpipeError):
-    """A Beam pipeline failed on its workers; the message ends with the worker's error."""
 
 
 def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: Any) -> None:

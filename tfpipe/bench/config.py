@@ -3,11 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from typing import Literal, get_args
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.validation import check_int
+from tfpipe.validation import (
+    Check,
+    check_batch_size,
+    check_bool,
+    check_choice,
+    check_fields,
+    check_int,
+    check_number,
+    check_path,
+    check_seconds,
+    check_str,
+)
+
+if TYPE_CHECKING:
+    from tfpipe.manifest import Manifest
 
 PipelineName = Literal["imagenet", "tabular"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
@@ -95,83 +111,12 @@ class BenchConfig:
     cache: str = "auto"
 
     def __post_init__(self) -> None:
-        from tfpipe.pipeline.config import check_cache
-
-        check_cache(self.cache)
+        check_fields(self, {"data": functools.partial(check_path, optional=True)})
         if self.pipeline is None:
             object.__setattr__(self, "pipeline", pipeline_for(self.data))
-        if self.pipeline not in PIPELINES:
-            raise field_error(ConfigError, "pipeline", f"one of {PIPELINES}", self.pipeline)
-        check_int("hosts", self.hosts, 1, what="an integer >= 1")
-        if self.batch_size is not None:
-            check_int("batch_size", self.batch_size, 1)
-            # The one home of the per-host batch rule: every host gets the same batch.
-            if self.batch_size % self.hosts:
-                raise ConfigError(
-                    "batch_size must be a multiple of hosts, so each host gets the same batch. "
-                    f"Received: batch_size={self.batch_size}, hosts={self.hosts}"
-                )
-        if self.step_time_ms is not None:
-            check_step_time_ms(self.step_time_ms)
-            self._check_consumer_rate()
-        given = [n for n in CONSUMERS if getattr(self, n) is not None]
-        if len(given) > 1:
-            raise ConfigError(
-                "Give at most one consumer: step_time_ms, model, accelerator or from_profile. "
-                f"Received: {', '.join(f'{n}={getattr(self, n)!r}' for n in given)}"
-            )
-        for name in ("from_profile", "profile_run"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise field_error(ConfigError, name, "None or a non-empty path or name", value)
-        if self.profile_run is not None and self.from_profile is None:
-            raise ConfigError(
-                "profile_run (--profile-run) picks a run of from_profile (--from-profile), which is "
-                f"not given. Received: profile_run={self.profile_run!r}, from_profile=None"
-            )
-        if self.model is not None:
-            allowed = IMAGE_MODELS if self.pipeline == "imagenet" else TABLE_MODELS
-            if self.model not in allowed:
-                raise field_error(
-                    ConfigError, "model", f"one of {allowed} for pipeline={self.pipeline!r}", self.model
-                )
-        if self.accelerator is not None:
-            from tfpipe.bench import reference
-
-            row = reference.lookup(self.accelerator)
-            if row.preset not in PIPELINES:
-                raise ConfigError(
-                    f"accelerator {row.name!r} is a reference for {row.model} ({row.preset} data), "
-                    "which no tfpipe pipeline reads, so it cannot be the consumer here; its figure is "
-                    "for --step-time-ms (global batch / examples per second). For pipeline="
-                    f"{self.pipeline!r} use one of "
-                    f"{[r.name for r in reference.rows() if r.preset == self.pipeline]}"
-                )
-            if row.preset != self.pipeline:
-                raise ConfigError(
-                    f"accelerator {row.name!r} is a {row.preset} reference; for pipeline="
-                    f"{self.pipeline!r} use one of "
-                    f"{[r.name for r in reference.rows() if r.preset == self.pipeline]}"
-                )
-        if self.fit and self.model is None:
-            raise ConfigError("fit needs a model to train: pass model (--model). Received: model=None")
-        if not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds) and self.seconds > 0):
-            raise field_error(ConfigError, "seconds", "a positive number of seconds", self.seconds)
-        if self.warmup_seconds is not None and not (
-            math.isfinite(self.warmup_seconds) and self.warmup_seconds >= 0
-        ):
-            raise field_error(ConfigError, "warmup_seconds", "a number of seconds >= 0", self.warmup_seconds)
-        for name in ("max_cores", "worker_cores", "synthetic_examples"):
-            if getattr(self, name) is not None:
-                check_int(name, getattr(self, name), 1)
-        if self.compare and self.pipeline != "imagenet":
-            raise ConfigError(
-                "compare benches the baseline ImageNet pipeline (tensorflow/tpu-style), so it needs "
-                "pipeline='imagenet'. "
-                f"Received: pipeline={self.pipeline!r}"
-            )
-        if self.split is not None and (not isinstance(self.split, str) or not self.split):
-            raise field_error(ConfigError, "split", "None or a split name such as 'train'", self.split)
+        check_fields(self, _FIELDS)
+        for check in _RELATIONS:
+            check(self)
 
     def _check_consumer_rate(self) -> None:
         """Refuses a step time that implies more examples/s than any host takes in."""
@@ -203,6 +148,130 @@ class BenchConfig:
         return max(1.0, 0.5 * self.seconds)
 
 
+def _cache(name: str, value: object) -> str:
+    from tfpipe.pipeline.config import check_cache
+
+    return check_cache(value, name)
+
+
+def _step_time(name: str, value: object) -> object:
+    if value is not None:
+        check_step_time_ms(value)
+        if isinstance(value, str):  # a field takes one type; the command line parses its text
+            raise field_error(ConfigError, name, "a number of milliseconds, not text", value)
+    return value  # as given: the report says the step time the user gave
+
+
+def _warmup(name: str, value: object) -> object:
+    if value is not None:
+        check_number(name, value, "a number of seconds >= 0", lambda v: v >= 0)
+    return value
+
+
+_optional_name = functools.partial(check_str, optional=True, what="None or a non-empty path or name")
+_optional_count = functools.partial(check_int, low=1, optional=True)
+
+# Each field's own check, in order (`pipeline` is defaulted from `data` first).
+_FIELDS: dict[str, Check] = {
+    "pipeline": functools.partial(check_choice, choices=PIPELINES),
+    "batch_size": functools.partial(check_batch_size, optional=True),
+    "step_time_ms": _step_time,
+    "model": functools.partial(check_str, optional=True),
+    "accelerator": functools.partial(check_str, optional=True),
+    "from_profile": _optional_name,
+    "profile_run": _optional_name,
+    "seconds": functools.partial(check_seconds, expected="a positive number of seconds"),
+    "warmup_seconds": _warmup,
+    "simulate": check_bool,
+    "fit": check_bool,
+    "profile": functools.partial(check_path, optional=True),
+    "compare": check_bool,
+    "hosts": functools.partial(check_int, low=1, what="an integer >= 1"),
+    "workdir": functools.partial(check_path, optional=True),
+    "max_cores": _optional_count,
+    "worker_cores": _optional_count,
+    "split": functools.partial(check_str, optional=True, what="None or a split name such as 'train'"),
+    "synthetic_examples": _optional_count,
+    "cache": _cache,
+}
+
+
+def _batch_per_host(cfg: BenchConfig) -> None:
+    # The one home of the per-host batch rule: every host gets the same batch.
+    if cfg.batch_size is not None and cfg.batch_size % cfg.hosts:
+        raise ConfigError(
+            "batch_size must be a multiple of hosts, so each host gets the same batch. "
+            f"Received: batch_size={cfg.batch_size}, hosts={cfg.hosts}"
+        )
+
+
+def _one_consumer(cfg: BenchConfig) -> None:
+    if cfg.step_time_ms is not None:
+        cfg._check_consumer_rate()
+    given = [n for n in CONSUMERS if getattr(cfg, n) is not None]
+    if len(given) > 1:
+        raise ConfigError(
+            "Give at most one consumer: step_time_ms, model, accelerator or from_profile. "
+            f"Received: {', '.join(f'{n}={getattr(cfg, n)!r}' for n in given)}"
+        )
+    if cfg.profile_run is not None and cfg.from_profile is None:
+        raise ConfigError(
+            "profile_run (--profile-run) picks a run of from_profile (--from-profile), which is "
+            f"not given. Received: profile_run={cfg.profile_run!r}, from_profile=None"
+        )
+
+
+def _model_fits_pipeline(cfg: BenchConfig) -> None:
+    if cfg.model is not None:
+        allowed = IMAGE_MODELS if cfg.pipeline == "imagenet" else TABLE_MODELS
+        if cfg.model not in allowed:
+            raise field_error(
+                ConfigError, "model", f"one of {allowed} for pipeline={cfg.pipeline!r}", cfg.model
+            )
+    if cfg.fit and cfg.model is None:
+        raise ConfigError("fit needs a model to train: pass model (--model). Received: model=None")
+
+
+def _accelerator_fits_pipeline(cfg: BenchConfig) -> None:
+    if cfg.accelerator is None:
+        return
+    from tfpipe.bench import reference
+
+    row = reference.lookup(cfg.accelerator)
+    rows = [r.name for r in reference.rows() if r.preset == cfg.pipeline]
+    if row.preset not in PIPELINES:
+        raise ConfigError(
+            f"accelerator {row.name!r} is a reference for {row.model} ({row.preset} data), "
+            "which no tfpipe pipeline reads, so it cannot be the consumer here; its figure is "
+            "for --step-time-ms (global batch / examples per second). For pipeline="
+            f"{cfg.pipeline!r} use one of {rows}"
+        )
+    if row.preset != cfg.pipeline:
+        raise ConfigError(
+            f"accelerator {row.name!r} is a {row.preset} reference; for pipeline={cfg.pipeline!r} "
+            f"use one of {rows}"
+        )
+
+
+def _compare_needs_imagenet(cfg: BenchConfig) -> None:
+    if cfg.compare and cfg.pipeline != "imagenet":
+        raise ConfigError(
+            "compare benches the baseline ImageNet pipeline (tensorflow/tpu-style), so it needs "
+            "pipeline='imagenet'. "
+            f"Received: pipeline={cfg.pipeline!r}"
+        )
+
+
+# The checks between fields, after each field's own.
+_RELATIONS: tuple[Callable[[BenchConfig], None], ...] = (
+    _batch_per_host,
+    _one_consumer,
+    _model_fits_pipeline,
+    _accelerator_fits_pipeline,
+    _compare_needs_imagenet,
+)
+
+
 def check_consumer_rate(
     step_time_ms: float, global_batch: int, hosts: int, pipeline: str, *, what: str, received: str
 ) -> None:
@@ -220,9 +289,13 @@ def check_consumer_rate(
 def pipeline_for(data: object) -> PipelineName:
     """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
     table, else imagenet (also without a manifest, or without data)."""
-    from tfpipe.manifest import Manifest
+    from tfpipe.pipeline.resolve import data_path
 
-    manifest = Manifest.find(data.rstrip("/")) if isinstance(data, str) and data else None
+    return pipeline_of(data_path(data).manifest if isinstance(data, str) and data else None)
+
+
+def pipeline_of(manifest: Manifest | None) -> PipelineName:
+    """The pipeline for a manifest's layout: tabular for a table, else imagenet."""
     return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
 
 

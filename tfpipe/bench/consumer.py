@@ -21,7 +21,7 @@ from tfpipe.bench.fmt import percent
 from tfpipe.bench.models import Device, fit_step_seconds, model_on_device
 from tfpipe.bench.profiles import Profile, ProfileError
 from tfpipe.bench.results import Consumer
-from tfpipe.errors import ConfigError
+from tfpipe.errors import ConfigError, TpuBatchWarning
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
@@ -132,7 +132,7 @@ def from_model(
     per_host = pipeline.batch_size
     note = devices.tpu_batch_note(per_host, setup.device.cores) if setup.device.kind == "TPU" else None
     if note:
-        warnings.warn(f"--model {name}: {note}", devices.TpuBatchWarning, stacklevel=2)
+        warnings.warn(f"--model {name}: {note}", TpuBatchWarning, stacklevel=2)
     step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     consumer = Consumer(
         examples_per_sec=per_host / step,

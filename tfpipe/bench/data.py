@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 from tfpipe import storage
 from tfpipe.bench import synthetic
-from tfpipe.bench.config import BenchConfig, pipeline_for
+from tfpipe.bench.config import BenchConfig, pipeline_of
 from tfpipe.bench.results import DatasetInfo
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.pipeline.resolve import DataPath, data_path
 
 DEFAULT_SPLIT = "train"
 
@@ -52,8 +53,8 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
     """
     if cfg.data is None:
         return _synthetic(cfg, say)
-    path = cfg.data.rstrip("/") if not cfg.data.endswith("://") else cfg.data
-    manifest = Manifest.find(path)
+    named = data_path(cfg.data)  # as build() reads it
+    path, manifest = named.path, named.manifest
     if manifest is not None:
         split = cfg.split or DEFAULT_SPLIT
         if split not in manifest.splits:
@@ -65,7 +66,7 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         info = _info(manifest, split, synthetic=False, generated=0.0)
         check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
-    files = _tfrecord_files(path, cfg)
+    files = _tfrecord_files(named, cfg)
     if cfg.split is not None:
         raise ConfigError(
             f"split selects a split of a tfpipe dataset, but {cfg.data} has no "
@@ -78,7 +79,7 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
 
 def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
     """Refuses a pipeline that cannot read the dataset: an image pipeline on a table."""
-    wanted = pipeline_for(path)
+    wanted = pipeline_of(manifest)
     if cfg.pipeline != wanted:
         kind = "a table" if manifest.layout == "table" else f"an image dataset (layout {manifest.layout!r})"
         raise ConfigError(
@@ -118,19 +119,22 @@ def _info(manifest: Manifest, split: str, *, synthetic: bool, generated: float) 
     return DatasetInfo(manifest.root, s.examples, len(s.shards), s.bytes, synthetic, generated)
 
 
-def _tfrecord_files(path: str, cfg: BenchConfig) -> list[str]:
-    """The TFRecord files `path` names, or a DataError saying what it is instead."""
-    raw = cfg.data
-    if storage.has_wildcards(path) and not _is_file(path):  # a path that exists is taken literally
-        files = storage.glob(path)
+def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
+    """The TFRecord files `named` names, or a DataError saying what it is instead."""
+    raw, path = cfg.data, named.path
+    if named.kind == "glob":
+        try:
+            files = storage.glob(path)
+        except FileNotFoundError:
+            files = []
         if not files:
             raise DataError(f"No files match data={raw!r} (--data): expected TFRecord shards.")
-    elif _is_file(path):
+    elif named.kind == "file":
         kind = _file_kind(path)
         if kind:
             raise _raw_data(raw, kind)
         files = [path]
-    elif storage.listdir(path):
+    elif named.kind == "folder":
         kind = _folder_kind(path)
         if kind:
             raise _raw_data(raw, kind)
@@ -175,14 +179,6 @@ def _raw_data(raw: str, kind: str) -> DataError:
         f"DEST{' --label COLUMN' if table else ''}` first, then `tfpipe bench "
         f"--data DEST{' --pipeline tabular' if table else ''}`."
     )
-
-
-def _is_file(path: str) -> bool:
-    if storage.is_gcs(path):
-        return storage.exists(path)
-    import os
-
-    return os.path.isfile(path)
 
 
 def _suffix(name: str) -> str:

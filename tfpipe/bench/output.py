@@ -7,7 +7,6 @@ already exist: tfpipe creates no folders for report files.
 from __future__ import annotations
 
 import os
-import tempfile
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError
@@ -16,9 +15,8 @@ from tfpipe.errors import ConfigError
 def check_writable(path: str, field: str) -> None:
     """Raises ConfigError unless a file can be written at `path` (local or gs://).
 
-    Locally this writes and removes an empty temporary file beside `path`, which proves what
-    permission bits alone cannot (a read-only mount, ACLs). On gs:// the form is checked, and
-    that credentials are found (`storage.CredentialsError` otherwise).
+    Locally `storage.write_problem` proves the folder writable; on gs:// the form is checked,
+    and that credentials are found (`CredentialsError` otherwise).
     """
 
     def bad(why: str) -> ConfigError:
@@ -40,12 +38,9 @@ def check_writable(path: str, field: str) -> None:
         raise bad("it is a folder")
     if os.path.exists(path) and not os.access(path, os.W_OK):
         raise bad("the file exists and is not writable")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".tfpipe-write-check-", dir=parent)
-    except OSError as e:
-        raise bad(f"cannot write in {parent} ({e.strerror})") from None
-    os.close(fd)
-    os.remove(probe)
+    why = storage.write_problem(parent)
+    if why:
+        raise bad(f"cannot write in {parent} ({why})")
 
 
 PLOT_FORMATS = {".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".svg": "svg", ".pdf": "pdf"}
@@ -82,8 +77,8 @@ def check_json_name(path: str, field: str = "json (--json)") -> None:
 
 def check_folder(path: str, field: str) -> None:
     """Raises ConfigError unless `path` is a folder tfpipe can write in, or can be made as one
-    inside an existing folder (local only; gs:// paths need no folders). Like `check_writable`,
-    it proves it by making and removing a folder, which permission bits alone cannot."""
+    inside an existing folder (local only; gs:// paths need no folders), as
+    `storage.write_problem` proves it."""
     if storage.is_gcs(path):
         storage.check_credentials(path)  # TensorFlow's profiler would retry in silence
         return
@@ -95,12 +90,10 @@ def check_folder(path: str, field: str) -> None:
             f"{field} must be a folder inside an existing folder; {parent} does not "
             f"exist (tfpipe creates no parent folders). Received: {path!r}"
         )
-    # The profiler writes DIR/plugins/profile/...: probe with a folder where it would make one.
+    # The profiler writes DIR/plugins/profile/...: probe where it would make the first folder.
     where = path if os.path.isdir(path) else parent
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".tfpipe-write-check-", dir=where))
-    except OSError as e:
+    why = storage.write_problem(where)
+    if why:
         raise ConfigError(
-            f"{field} must be a folder tfpipe can write in; cannot write in {where} ({e.strerror}). "
-            f"Received: {path!r}"
-        ) from None
+            f"{field} must be a folder tfpipe can write in; cannot write in {where} ({why}). Received: {path!r}"
+        )

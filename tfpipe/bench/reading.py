@@ -8,9 +8,10 @@ reads at when the data does not fit the cache.
 Requests are not counted (TensorFlow's GCS filesystem keeps no counter); they follow from how
 it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB by default)
 from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
-Reading a tfpipe dataset adds a read of its manifest per shard read, once the shard is open
-(two for a shard longer than a block), so records of two conversions of a split are never
-mixed (pipeline/generation.py).
+Reading a tfpipe dataset adds a generation check per shard read, once the shard is open (two
+for a shard longer than a block), so records of two conversions of a split are never mixed
+(pipeline/generation.py): a listing of the split's commit marker, or a read of its manifest where
+it has none (tfpipe/commit_markers.py).
 tests/bench/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
@@ -27,8 +28,8 @@ MB = 1e6
 
 
 def requests_per_file(sizes: Sequence[int], block: int, *, manifest: bool = True) -> float:
-    """Mean GET requests to read one of these files whole: TensorFlow's block reads, and with
-    a `manifest`, tfpipe's checks of it (see `generation_checks`)."""
+    """Mean requests to read one of these files whole: TensorFlow's block reads, and with a
+    `manifest`, tfpipe's generation checks (see `generation_checks`)."""
     if not sizes:
         return 0.0
     blocks = sum(max(1, math.ceil(s / block)) for s in sizes)

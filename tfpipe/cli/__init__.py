@@ -11,14 +11,10 @@ import sys
 from typing import Any
 
 from tfpipe._version import __version__
-from tfpipe.errors import TfpipeError
+from tfpipe.errors import CommandUnavailable, TfpipeError
 
 # Command modules, in the order `tfpipe --help` lists them.
 COMMANDS = ("convert", "inspect", "bench", "serve")
-
-
-class CommandUnavailable(TfpipeError):
-    """A command needs an optional package that is not installed."""
 
 
 def _modules() -> list:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.validation import check_choice, check_int
+from tfpipe.validation import as_int, check_choice, check_int
 
 Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"]
 Compression = Literal["none", "gzip"]
@@ -68,20 +68,23 @@ MIN_RESIZE_SHORTER = 8
 hold less than one block, which no image model trains on."""
 
 
-def check_image_options(resize_shorter: int | None, quality: int) -> None:
+def check_image_options(resize_shorter: int | None, quality: int) -> tuple[int | None, int]:
     """The rules for image re-encoding options, for ConvertConfig and `images.normalize_image`.
+
+    Returns:
+      (resize_shorter, quality) as Python ints.
 
     Raises:
       ConfigError: `resize_shorter` is not None or an int >= 8, or `quality` not an int in 1..100.
     """
-    check_int(
+    resize = check_int(
         "resize_shorter",
         resize_shorter,
         MIN_RESIZE_SHORTER,
         optional=True,
         what=f"an int >= {MIN_RESIZE_SHORTER} or None",
     )
-    check_int("quality", quality, 1, 100, what="an int in 1..100")
+    return resize, check_int("quality", quality, 1, 100, what="an int in 1..100")
 
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.IGNORECASE)
@@ -108,9 +111,10 @@ _UNITS = {
 
 
 def parse_size(text: str | int) -> int:
-    """`128MiB`, `64MB`, `1g` or a plain byte count -> bytes."""
-    if isinstance(text, int):
-        return text
+    """`128MiB`, `64MB`, `1g` or a plain byte count (an int of any integral type) -> bytes."""
+    count = as_int(text)
+    if count is not None:
+        return count
     m = _SIZE_RE.match(str(text))
     unit = (m.group(2) or "").lower() if m else None
     if not m or unit not in _UNITS:
@@ -176,10 +180,10 @@ class ShardConfig:
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_]+", self.split or ""):
             raise field_error(ConfigError, "split", "a name of letters, digits and _", self.split)
-        if self.num_shards is not None and (not isinstance(self.num_shards, int) or self.num_shards < 1):
-            raise field_error(ConfigError, "num_shards", "a positive int or None", self.num_shards)
-        if not isinstance(self.shard_size, int) or self.shard_size < 1:
-            raise field_error(ConfigError, "shard_size", "a positive number of bytes", self.shard_size)
+        check = check_int("num_shards", self.num_shards, 1, optional=True, what="a positive int or None")
+        object.__setattr__(self, "num_shards", check)
+        check = check_int("shard_size", self.shard_size, 1, what="a positive number of bytes")
+        object.__setattr__(self, "shard_size", check)
         check_choice("compression", self.compression, get_args(Compression))
 
     def count_for(self, n_items: int, estimated_bytes: int) -> int:
@@ -280,11 +284,15 @@ class ConvertConfig:
                 self.encoding,
             ) from None
         check_choice("check", self.check, get_args(ImageCheck))
-        if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
-            raise field_error(ConfigError, "workers", "a positive int or None", self.workers)
-        check_image_options(self.resize_shorter, self.quality)
-        if not isinstance(self.chunk_rows, int) or self.chunk_rows < 1:
-            raise field_error(ConfigError, "chunk_rows", "a positive int", self.chunk_rows)
+        ints = {
+            "workers": check_int("workers", self.workers, 1, optional=True, what="a positive int or None"),
+            "chunk_rows": check_int("chunk_rows", self.chunk_rows, 1, what="a positive int"),
+            "label_offset": check_int("label_offset", self.label_offset, None, optional=True),
+            "seed": check_int("seed", self.seed, None),
+        }
+        ints["resize_shorter"], ints["quality"] = check_image_options(self.resize_shorter, self.quality)
+        for name, value in ints.items():  # stored as Python ints (numpy's np.int64 too)
+            object.__setattr__(self, name, value)
 
     @property
     def n_workers(self) -> int:

@@ -14,7 +14,7 @@ from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.infer import null_value_error
 from tfpipe.convert.textencode import TextTask, encode_text
 from tfpipe.convert.textstats import TextTally
-from tfpipe.errors import DataError
+from tfpipe.errors import CredentialsError, DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 
@@ -96,7 +96,7 @@ def read_input(path: str) -> bytes:
     """The bytes of one input file; every failure is a StorageError naming the file."""
     try:
         return storage.read_bytes(path)
-    except (storage.StorageError, storage.CredentialsError):
+    except (storage.StorageError, CredentialsError):
         raise
     except OSError as e:
         raise storage.StorageError(f"{path}: cannot read it: {e.strerror or e}") from e

@@ -36,7 +36,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from tfpipe.convert.config import check_image_options
-from tfpipe.errors import DataError
+from tfpipe.errors import UndecodableImage
 
 SourceFormat = Literal["jpeg", "png", "gif", "bmp", "webp"]
 
@@ -71,19 +71,6 @@ _PIL_FORMATS: dict[str, str] = {
 # SOF0 baseline, SOF1 extended and SOF2 progressive Huffman: what every TF build decodes.
 # Arithmetic-coded and lossless JPEGs are re-encoded rather than trusted to the reader.
 _PASSTHROUGH_SOF = frozenset({0xC0, 0xC1, 0xC2})
-
-
-class UndecodableImage(DataError):
-    """An input file is not an image tfpipe can decode; `reason` is short, for the skip list.
-
-    Args:
-      reason: e.g. "empty file", "truncated JPEG: image file is truncated (0 bytes not
-        processed)", "not an image: starts with b'hello'".
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe import storage
+from tfpipe import commit_markers, storage
 from tfpipe.convert import folders, tables, textfiles
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
@@ -29,7 +29,14 @@ from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import ImageSource, Source, joining, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
-from tfpipe.errors import ConfigError, DataError, DestinationError, ManifestError, TfpipeError
+from tfpipe.errors import (
+    ConfigError,
+    DataError,
+    DestinationError,
+    EmptyClassWarning,
+    ManifestError,
+    TfpipeError,
+)
 from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
 from tfpipe.validation import check_choice
 
@@ -95,27 +102,43 @@ def convert(
     Example:
       >>> tfpipe.convert("ILSVRC/train", "gs://bucket/imagenet", num_shards=1024)
       >>> tfpipe.convert("ILSVRC/train", "out/", tfpipe.ShardConfig(num_shards=8), resize_shorter=320)
+
+    Long: the docstring is the public contract of every option; the body is 20 lines.
     """
     shard_cfg, cfg = split_options(options, shards, config)
     check_choice("engine", engine, tuple(ENGINES))
     storage.check_url(src)
     storage.check_url(dest)
+    execute, scan_table = _engine(
+        engine, cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
+    )
+    return run_conversion(
+        src,
+        dest,
+        shard_cfg,
+        cfg,
+        execute,
+        resume=resume,
+        overwrite=overwrite,
+        break_lock=break_lock,
+        scan_table=scan_table,
+        engine=engine,
+    )
+
+
+def _engine(
+    engine: str,
+    cfg: ConvertConfig,
+    pipeline_options: Any,
+    dest: str,
+    split: str,
+    progress: ProgressCallback | None,
+) -> tuple[Execute, Callable[..., TableScan]]:
+    """The engine's shard writer and first pass over tables: the local process pool, or an
+    optional engine's, imported by name only now (see ENGINES)."""
     if ENGINES[engine]:
-        made = importlib.import_module(ENGINES[engine]).Engine(
-            cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
-        )
-        return run_conversion(
-            src,
-            dest,
-            shard_cfg,
-            cfg,
-            made.execute,
-            resume=resume,
-            overwrite=overwrite,
-            break_lock=break_lock,
-            scan_table=made.scan_table,
-            engine=engine,
-        )
+        made = importlib.import_module(ENGINES[engine]).Engine(cfg, pipeline_options, dest, split, progress)
+        return made.execute, made.scan_table
     if pipeline_options is not None:
         raise ConfigError(
             f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
@@ -127,9 +150,7 @@ def convert(
     ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return run_conversion(
-        src, dest, shard_cfg, cfg, local, resume=resume, overwrite=overwrite, break_lock=break_lock
-    )
+    return local, tables.scan
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -230,6 +251,7 @@ def _convert_locked(
         retried.subtract(run.retried_before)
         entry = dataclasses.replace(entry, retries={k: n for k, n in sorted(retried.items()) if n > 0})
     manifest = dataclasses.replace(manifest, splits=manifest.splits | {plan.split: entry})
+    commit_markers.mark(dest, plan.split, entry.shards)  # gs://: readers check it by a listing
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
@@ -257,10 +279,6 @@ def _check_tables_unchanged(source: Source) -> None:
                 "shards would mix rows of two versions; nothing was committed. Convert it again "
                 "(--overwrite) once nothing writes to it."
             )
-
-
-class EmptyClassWarning(UserWarning):
-    """A class whose image files were all skipped: it is in the class list with 0 examples."""
 
 
 def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
@@ -334,8 +352,10 @@ def _prepare_destination(dest: str) -> bool:
     created = not os.path.lexists(dest)
     try:
         os.makedirs(dest, exist_ok=True)
-        if not os.access(dest, os.W_OK | os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        # Before the lock file: opening one that exists needs no write access to the folder.
+        why = storage.write_problem(dest)
+        if why:
+            raise DestinationError(f"{dest}: cannot write the output there: {why}")
         os.close(os.open(os.path.join(dest, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644))
     except OSError as e:
         raise DestinationError(f"{dest}: cannot write the output there: {e.strerror or e}") from None
@@ -435,12 +455,15 @@ def _load_existing(dest: str) -> Manifest | None:
 
 
 def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -> Manifest | None:
-    """--overwrite: un-commit the old split first, then delete its shards and any strays.
+    """--overwrite: remove the split's commit markers, un-commit the old split, then delete its
+    shards and any strays.
 
     In this order a kill at any point leaves no manifest that lists a deleted shard: at worst
-    shard files no manifest lists, which the next run refuses until --overwrite.
+    shard files no manifest lists, which the next run refuses until --overwrite; and no marker
+    of the split while any of its shards is rewritten (tfpipe/commit_markers.py).
     """
     old_shards: list[str] = []
+    commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten
     if existing is not None and split in existing.splits:
         old_shards = existing.shard_paths(split)
         rest = {k: v for k, v in existing.splits.items() if k != split}

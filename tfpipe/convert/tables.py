@@ -350,16 +350,7 @@ def finish(
         Field(c, KIND_DTYPES.get(col.kind, "float32"), has_mask=c in nulls, source_dtype=col.source_dtype)
         for c, col in columns.items()
     )
-    skipped = listing.skipped + tuple(
-        SkippedInput(
-            path,
-            f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
-            f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
-            f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
-            "header excluded)",
-        )
-        for path, (n, rows) in drops.items()
-    )
+    skipped = listing.skipped + _dropped_rows(drops, label)
     out = TableScan(
         files,
         fmt,
@@ -386,6 +377,20 @@ def _value_problems(columns: dict[str, Column], label: str | None, problems: Pro
                 problems.add(problem)
     if label is not None and columns[label].first_nan and not columns[label].failed:
         problems.add(_nan_label(label, *columns[label].first_nan))
+
+
+def _dropped_rows(drops: dict[str, tuple[int, list[int]]], label: str | None) -> tuple[SkippedInput, ...]:
+    """One skipped entry per file whose rows with a null label were left out."""
+    return tuple(
+        SkippedInput(
+            path,
+            f"{n} row{'s' if n > 1 else ''} with a null label {label!r} left out (--missing-"
+            f"label drop, missing_label='drop'): row{'s' if n > 1 else ''} "
+            f"{', '.join(map(str, rows))}{' and more' if n > len(rows) else ''} (0-based, "
+            "header excluded)",
+        )
+        for path, (n, rows) in drops.items()
+    )
 
 
 def _check_mask_names(

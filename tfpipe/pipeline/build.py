@@ -9,8 +9,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from tfpipe.errors import ConfigError, DataError, ManifestError
-from tfpipe.pipeline import checks
+from tfpipe.errors import (
+    ConfigError,
+    DataError,
+    DefaultWarning,
+    ManifestError,
+    ShardingWarning,
+    TilingWarning,
+)
+from tfpipe.pipeline import checks, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
@@ -21,9 +28,18 @@ from tfpipe.pipeline.sharding import FileShare, share_files
 from tfpipe.pipeline.skips import SkipCounter
 from tfpipe.pipeline.stages import StagePlan, make_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.validation import check_bool
+from tfpipe.validation import check_batch_size, check_bool
 
-__all__ = ["DefaultWarning", "Pipeline", "ShardingWarning", "build", "plan", "skipped", "steps_per_epoch"]
+__all__ = [
+    "DefaultWarning",
+    "Pipeline",
+    "ShardingWarning",
+    "TilingWarning",
+    "build",
+    "plan",
+    "skipped",
+    "steps_per_epoch",
+]
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -33,14 +49,6 @@ SHUFFLE_SHARE = 0.25
 # Serialized records expand about this much when a gzip shard is decompressed into the cache
 # (measured on tfpipe's table shards; JPEG records barely compress, so this overestimates).
 GZIP_EXPANSION = 3
-
-
-class ShardingWarning(UserWarning):
-    """Input pipelines share files by record, not by file (fewer files than pipelines)."""
-
-
-class DefaultWarning(UserWarning):
-    """A default changed the data, e.g. the label offset of records without a manifest."""
 
 
 def _split_kwargs(
@@ -56,7 +64,7 @@ def _split_kwargs(
 
 def _default_preset(src: ResolvedData) -> str:
     if src.manifest is not None:
-        return "tabular" if src.manifest.layout == "table" else "imagenet"
+        return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
     if "image/encoded" in src.keys:
         return "imagenet"
     raise ConfigError(
@@ -168,7 +176,7 @@ def _resolve(
     cfg, options = _split_kwargs(config, preset_options)
     check_bool("training", training)
     position, step = order_module.parse_start(start_step)
-    checks.check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     checks.check_service(service, cfg)
     per_replica = checks.per_replica_batch(batch_size, input_context)
     n, i = _pipelines(input_context)
@@ -228,6 +236,11 @@ def _decide(r: _Request) -> _Decisions:
     preset_obj, decoder = _bind(r.preset, src, training, r.options)
     share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, resumable) + order_notes
+    if decoder.packing is not None:
+        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica)
+        for message in tiling:
+            _warn(message, TilingWarning)
+        notes += text_notes + tiling
     checks.check_enough(
         share.examples,
         share.at_most,
@@ -267,7 +280,11 @@ def _assemble(r: _Request, d: _Decisions) -> Pipeline:
             run=order_module.run_length(verify_group(mean), window, cfg.cycle_length, len(d.share.files)),
             resuming=r.resuming,
         )
-        start = order_module.start_fn(spec, r.position, r.step)
+        start = (
+            text_stages.start_fn(spec, d.decoder.packing, r.position, r.step)
+            if d.decoder.packing is not None
+            else order_module.start_fn(spec, r.position, r.step)
+        )
     stage_plan = StagePlan(
         source=src,
         share=d.share,
@@ -350,7 +367,12 @@ def _bind(
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src))
     ctx = PresetContext(
-        manifest=src.manifest, schema=src.schema, keys=src.keys, training=training, where=src.where
+        manifest=src.manifest,
+        schema=src.schema,
+        keys=src.keys,
+        training=training,
+        where=src.where,
+        split=src.split,
     )
     decoder = preset_obj.bind(ctx, options)
     checks.check_keys(decoder, src, preset_obj.name)
@@ -419,6 +441,8 @@ def build(
     Example:
       >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=1024)
       >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
+
+    Long: the docstring is the public contract of tfpipe's main entry point; the body is one call.
     """
     return plan(
         data,
@@ -434,17 +458,26 @@ def build(
 
 
 def steps_per_epoch(
-    data: str | Sequence[str], batch_size: int, *, split: str | None = None, drop_remainder: bool = True
+    data: str | Sequence[str],
+    batch_size: int,
+    *,
+    split: str | None = None,
+    drop_remainder: bool = True,
+    sequence_length: int | None = None,
+    packing: str = "first_fit",
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
     `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
+    A text split's batches are rows of `sequence_length`: their count is predicted from the
+    manifest's length histogram for `packing` (`fill.predicted_rows`), without reading data.
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
+      ConfigError: a text split without `sequence_length`.
       DataError: fewer records than one batch with drop_remainder.
     """
-    checks.check_batch_size(batch_size)
+    batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
     src = resolve(data, split=split, training=True)
     if src.manifest is None:
@@ -453,6 +486,17 @@ def steps_per_epoch(
             f"record counts come from its manifest. Received: {data!r}, files without one."
         )
     examples = sum(src.counts)
+    text = src.manifest.split(src.split).text if src.split is not None else None
+    if src.manifest.layout == "text" and text is not None:
+        if sequence_length is None:
+            raise ConfigError(
+                f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
+                "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
+                "sequence_length=None"
+            )
+        from tfpipe.pipeline.fill import predicted_rows
+
+        examples = predicted_rows(text.length_histogram, sequence_length, packing)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(

@@ -17,14 +17,6 @@ if TYPE_CHECKING:
     from tfpipe.presets import Decoder
 
 
-def check_batch_size(batch_size: Any) -> None:
-    """Refuses a batch_size that is not a positive int."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise ConfigError(
-            f"batch_size must be a positive int (the global batch). Received: batch_size={batch_size!r}"
-        )
-
-
 def per_replica_batch(batch_size: int, input_context: Any) -> int:
     """The batch of each replica: the global batch, which must divide among the replicas."""
     if input_context is None:
@@ -131,5 +123,6 @@ def check_cache_dir(cache: str) -> None:
             f"cache={cache!r}: the directory {parent!r} does not exist (a disk cache "
             "writes files named <path>.index and <path>.data-*)."
         )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable.")
+    why = storage.write_problem(parent)
+    if why:
+        raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable ({why}).")

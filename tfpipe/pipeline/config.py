@@ -207,7 +207,7 @@ class PipelineConfig:
         check_str("split", self.split, optional=True)
         if self.order is not None:
             check_choice("order", self.order, ORDERS)
-        check_int("seed", self.seed, None, optional=True)
+        ints = {"seed": check_int("seed", self.seed, None, optional=True)}
         for name, low, high in (
             ("shuffle_buffer", 1, MAX_SHUFFLE_BUFFER),
             ("block_length", 1, MAX_BLOCK_LENGTH),
@@ -217,8 +217,10 @@ class PipelineConfig:
             ("max_intra_op_parallelism", 0, MAX_THREADS),
             ("cpu_budget", 0, None),
         ):
-            check_int(name, getattr(self, name), low, high)
-        check_int("cycle_length", self.cycle_length, 1, MAX_CYCLE_LENGTH, optional=True)
+            ints[name] = check_int(name, getattr(self, name), low, high)
+        ints["cycle_length"] = check_int(
+            "cycle_length", self.cycle_length, 1, MAX_CYCLE_LENGTH, optional=True
+        )
         for name, high in (
             ("read_parallelism", MAX_THREADS),
             ("map_parallelism", MAX_THREADS),
@@ -226,7 +228,9 @@ class PipelineConfig:
         ):
             value = getattr(self, name)
             if value != AUTOTUNE:
-                check_int(name, value, 1, high, what=f"AUTOTUNE (-1) or an int in [1, {high}]")
+                ints[name] = check_int(name, value, 1, high, what=f"AUTOTUNE (-1) or an int in [1, {high}]")
+        for name, number in ints.items():  # stored as Python ints (numpy's np.int64 too)
+            object.__setattr__(self, name, number)
         check_cache(self.cache)
         check_choice("processing_mode", self.processing_mode, ProcessingMode)
         check_str("job_name", self.job_name, optional=True)

@@ -10,9 +10,14 @@ Checked after the open, not before it, one check covers the whole read: convert 
 manifest before it rewrites a shard, and an open local file keeps the inode it opened (convert
 renames shards into place), as one gs:// request reads one object generation. Only a gs://
 shard longer than one of TensorFlow's read requests (`storage.gcs_request_bytes`) is checked
-again at its end: its later requests read whatever generation is there then. Each check reads
-`tfpipe.json`; on gs:// that costs a request and about 30 ms of CPU (TensorFlow fills a whole
-read block for it), which is why it is not done twice per shard.
+again at its end: its later requests read whatever generation is there then.
+
+What a check costs: locally, reading `tfpipe.json` (~0.03 ms). On gs://, reading it would cost
+a request and ~30-40 ms of CPU (TensorFlow fills a whole 64 MiB read block for every file it
+opens), as much as the read of a 5 MB shard; so a gs:// conversion keeps a commit marker per
+split (tfpipe/commit_markers.py), and a check lists it instead: one small list request, no
+file opened, ~2 ms (benchmarks/gcs_check_cost.py). Only where the marker is gone, or was never
+written, does the check read `tfpipe.json`.
 """
 
 from __future__ import annotations
@@ -20,24 +25,27 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfpipe import storage
-from tfpipe._tf import tensor_text, tf
+from tfpipe import commit_markers, storage
+from tfpipe._tf import plain, tensor_text, tf
 from tfpipe.manifest import MANIFEST_NAME
 
 
 def generation_checks(size: int, gcs: bool) -> int:
-    """`tfpipe.json` reads of one read of a shard of `size` bytes (see the module doc)."""
+    """Checks of one read of a shard of `size` bytes, a request each on gs:// (see the module
+    doc)."""
     return 2 if gcs and size > storage.gcs_request_bytes() else 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Generation:
     """The generation of a split a pipeline reads: each shard's checksum in the manifest
-    `build()` loaded, to check that the manifest still lists it (see the module doc)."""
+    `build()` loaded, to check that the manifest still lists it (see the module doc); and on
+    gs://, the split's commit marker when it existed then (tfpipe/commit_markers.py)."""
 
     manifest: str
     files: tuple[str, ...]
     checksums: tuple[str, ...]
+    marker: str | None = None
 
     @classmethod
     def of(cls, source: Any) -> Generation | None:
@@ -49,6 +57,7 @@ class Generation:
             storage.join(source.manifest.root, MANIFEST_NAME),
             tuple(source.files),
             tuple(s.checksum for s in shards),
+            commit_markers.committed(source.manifest.root, source.split, shards),
         )
 
     def read_in_parts(self, size: Any) -> Any:
@@ -60,20 +69,28 @@ class Generation:
         return tf_.logical_or(tf_.less(size, 0), tf_.greater(size, storage.gcs_request_bytes()))
 
     def still_listed(self, path: Any) -> Any:
-        """An assertion (graph code) that the manifest now still lists `path` with its checksum."""
+        """An assertion (graph code) that the manifest now still lists `path` with its checksum:
+        its split's commit marker still exists (one listing), or else `tfpipe.json` says so."""
         tf_ = tf()
         files, checksums = tf_.constant(self.files), tf_.constant(self.checksums)
         checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
-        # A manifest that is gone (--overwrite un-commits the split first) reads as "".
-        manifest = (
-            tf_.data.Dataset.from_tensors(self.manifest)
-            .map(tf_.io.read_file)
-            .ignore_errors()
-            .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
-            .take(1)
-            .get_single_element()
-        )
-        listed = tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
+
+        def manifest_lists() -> Any:
+            # A manifest that is gone (--overwrite un-commits the split first) reads as "".
+            manifest = (
+                tf_.data.Dataset.from_tensors(self.manifest)
+                .map(tf_.io.read_file)
+                .ignore_errors()
+                .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
+                .take(1)
+                .get_single_element()
+            )
+            return tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
+
+        if self.marker is None:
+            listed = manifest_lists()
+        else:
+            listed = tf_.cond(marked(self.marker), lambda: tf_.constant(True), manifest_lists)
         message = tensor_text(
             (
                 "TFRecord shard {} changed generation while this pipeline read it: "
@@ -86,3 +103,13 @@ class Generation:
             checksum,
         )
         return tf_.debugging.Assert(listed, [message])
+
+
+def marked(marker: str) -> Any:
+    """Whether the commit marker `marker` exists now (graph code): one listing, which opens no
+    file, so TensorFlow fills no read block for it. The name goes in as a dataset element: a
+    constant would be folded by TensorFlow's graph optimizer, listed once when the function is
+    built."""
+    tf_ = tf()
+    found = plain(lambda name: tf_.greater(tf_.size(tf_.io.matching_files(name)), 0))
+    return tf_.data.Dataset.from_tensors(marker).map(found).get_single_element()

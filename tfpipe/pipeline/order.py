@@ -26,8 +26,8 @@ three windows of serialized records in memory at the peak (see WINDOW_COPIES), w
 shuffle buffer of the same size holds one. With cache="memory" every record is loaded once,
 when the iterator starts, and each epoch's windows are gathered from memory.
 
-This module decides and describes the order (pure Python); order_stream.py makes it a
-tf.data stream.
+This module decides and describes the order, and computes it in plain Python (`records`),
+the form its tests check on integers; order_stream.py makes the same order a tf.data stream.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ import dataclasses
 import hashlib
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import ConfigError
+from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import Order, PipelineConfig
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 # The version of the order's definition, kept in every position checkpoint: a change to how
 # positions map to records must bump it, so an old checkpoint is refused, not misread.
 ORDER_VERSION = 1
+# Key domains, so the file order, the window orders and augmentation draw unrelated numbers.
+KEY_FILES, KEY_WINDOWS, KEY_AUGMENT = 0, 1, 2
 # Windows of serialized records alive at the peak: the one going out, the next (prefetched)
 # and the one being assembled, which `rebatch` copies once.
 WINDOW_COPIES = 3
@@ -181,12 +184,13 @@ def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str
 
 def parse_start(start_step: Any) -> tuple[Any, int]:
     """(the Position, None) or (None, the fixed step) of a start_step argument."""
-    if isinstance(start_step, int) and not isinstance(start_step, bool):
-        if start_step < 0:
+    step = as_int(start_step)
+    if step is not None:
+        if step < 0:
             raise ConfigError(
                 f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
             )
-        return None, start_step
+        return None, step
     from tfpipe.pipeline.position import Position
 
     if isinstance(start_step, Position):
@@ -196,14 +200,42 @@ def parse_start(start_step: Any) -> tuple[Any, int]:
     )
 
 
+# The order's stream position (a step x the records of a step) stays at most this, so the int64
+# arithmetic on it (the epoch, group and windows from there) never overflows.
+MAX_POSITION = 2**62
+
+
 def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
-    """The order's start position: fixed, or read from the Position when an iterator starts."""
+    """The order's start position: fixed, or read from the Position when an iterator starts.
+
+    Raises:
+      ConfigError: a fixed step beyond MAX_POSITION // records a step (a Position's step is
+        checked when the iterator reads it).
+    """
     from tfpipe._tf import tf
 
+    limit = MAX_POSITION // spec.step_records
+    why = (
+        f"the stream position of the order, the step x {spec.step_records} records a step, stays "
+        "within 2**62 so its int64 arithmetic never overflows"
+    )
     if position is None:
+        if step > limit:
+            raise ConfigError(
+                f"start_step must be an int in [0, {limit}] or a tfpipe.Position: {why}. "
+                f"Received: start_step={step}"
+            )
         return lambda: tf().constant(spec.start_of(step), tf().int64)
     position.bind(spec.identity())
-    return lambda: position.read() * spec.step_records
+
+    def start() -> Any:
+        tf_ = tf()
+        step = position.read()
+        message = f"the step of the Position must be at most {limit}: {why}"
+        with tf_.control_dependencies([tf_.debugging.assert_less_equal(step, limit, message=message)]):
+            return step * spec.step_records
+
+    return start
 
 
 def run_length(read_group: int, window: int, cycle: int, files: int) -> int:
@@ -301,3 +333,85 @@ def seed_key(seed: int) -> int:
         u >>= 63
         if not u:
             return key
+
+
+# ---- the order in plain Python: what order_stream.py computes in the graph ----
+
+_MASK64 = (1 << 64) - 1
+
+Shuffle = Callable[[int, tuple[int, int]], Sequence[int]]
+"""`(n, seed) -> a permutation of range(n)`: in the graph, TensorFlow's
+`stateless_shuffle(range(n), seed, alg="philox")`; any permutation in tests on integers."""
+
+
+def mix64(x: int) -> int:
+    """SplitMix64's finaliser on an int64 (as wrapping uint64 arithmetic), as `order_stream.mix`."""
+    z = ((x & _MASK64) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z ^= z >> 31
+    return z - (1 << 64) if z >> 63 else z
+
+
+def fold64(key: int, *data: int) -> int:
+    """The int64 `key` with each of `data` folded in, as `order_stream.fold`."""
+    for d in data:
+        key = mix64(key ^ mix64(d))
+    return key
+
+
+def seed_pair(key: int) -> tuple[int, int]:
+    """The seed of TensorFlow's stateless ops from an int64 key, as `order_stream.seed_of`."""
+    return key, mix64(key)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Placed:
+    """One record of the stream: `file` (an index into `OrderSpec.files`), its `record` in that
+    file, the `epoch`, its stream `position` and its augmentation `seed` (from the seed, the
+    epoch and the example id)."""
+
+    file: int
+    record: int
+    epoch: int
+    position: int
+    seed: tuple[int, int]
+
+
+def records(spec: OrderSpec, start: int, shuffle: Shuffle) -> Iterator[Placed]:
+    """The records input pipeline `spec.index` yields from stream position `start` on, endless:
+    the order of the module doc, as `order_stream.stream` makes it, in plain Python."""
+    base, total = seed_key(spec.seed), spec.examples
+    epoch = start // total
+    while True:
+        for k, (f, r) in enumerate(epoch_stream(spec, epoch, shuffle)):
+            position = epoch * total + k
+            if position < start or (spec.by_record and position % spec.pipelines != spec.index):
+                continue
+            example = spec.first_ids[f] + r
+            yield Placed(f, r, epoch, position, seed_pair(fold64(fold64(base, epoch, KEY_AUGMENT), example)))
+        epoch += 1
+
+
+def epoch_stream(spec: OrderSpec, epoch: int, shuffle: Shuffle) -> list[tuple[int, int]]:
+    """Epoch `epoch` of the whole stream as (file, record) pairs: the files permuted, taken
+    `cycle` at a time, each group read in runs round-robin and cut into windows, each window
+    permuted."""
+    base = seed_key(spec.seed)
+    files = list(shuffle(len(spec.files), seed_pair(fold64(base, epoch, KEY_FILES))))
+    out: list[tuple[int, int]] = []
+    for g in range(-(-len(files) // spec.cycle)):
+        group = _round_robin(files[g * spec.cycle : (g + 1) * spec.cycle], spec.counts, spec.run)
+        for j in range(-(-len(group) // spec.window)):
+            window = group[j * spec.window : (j + 1) * spec.window]
+            perm = shuffle(len(window), seed_pair(fold64(base, epoch, KEY_WINDOWS, g, j)))
+            out += [window[i] for i in perm]
+    return out
+
+
+def _round_robin(members: Sequence[int], counts: Sequence[int], run: int) -> list[tuple[int, int]]:
+    """A group's stream: `run` records of each member file in turn, until every file is read."""
+    rounds = max(-(-counts[f] // run) for f in members)
+    return [
+        (f, t) for r in range(rounds) for f in members for t in range(r * run, min((r + 1) * run, counts[f]))
+    ]

@@ -18,16 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline.order import OrderSpec, seed_key
+from tfpipe.pipeline.order import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec, seed_key
 
-# Key domains, so the file order, the window orders and augmentation draw unrelated numbers.
-_FILES, _WINDOWS, _AUGMENT = 0, 1, 2
 _FOREVER = 1 << 62
 
 
 def mix(tf_: Any, x: Any) -> Any:
-    """SplitMix64's finaliser on int64 tensors (as wrapping uint64 arithmetic): a bijection
-    whose outputs look independent for neighbouring inputs. Elementwise, so one call keys a
+    """SplitMix64's finaliser on int64 tensors (as wrapping uint64 arithmetic; `order.mix64` in
+    plain Python): a bijection whose outputs look independent for neighbouring inputs. Elementwise, so one call keys a
     whole window; stateless_fold_in costs ~10 ms per iterator start in each dataset function."""
     u64 = tf_.uint64
     z = tf_.bitcast(x, u64) + tf_.constant(0x9E3779B97F4A7C15, u64)
@@ -82,31 +80,29 @@ def stream(
     Returns:
       A `tf.data.Dataset` of `(record, source[, key])`, or of such batches.
     """
-    tf_ = tf()
-    base = tf_.constant(seed_key(spec.seed), tf_.int64)
-    g = _Graph(tf_, spec, read, sources, parallelism)
+    g = _Graph(tf(), spec, read, sources, parallelism)
+    order = _Order(g, start, cached=cached, keys=keys)
+    # The next window is read and arranged while the current one goes out.
+    ds = g.tf.data.Dataset.from_tensors(0).flat_map(plain(order.from_start)).prefetch(1)
+    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
 
-    def arrange(fetch: Any, win: Any, where: Any) -> Any:
-        """A window permuted: `fetch(items, picks)` gathers the records from its first part."""
-        items, srcs, ids = win
-        e, gi, j, position, skip = tf_.unstack(where)
-        n = tf_.size(ids, out_type=tf_.int64)
-        perm = tf_.random.experimental.stateless_shuffle(
-            tf_.range(n), seed_of(tf_, fold(tf_, base, e, _WINDOWS, gi, j)), alg="philox"
-        )
-        t = tf_.range(skip, n)
-        if spec.by_record:  # keep this pipeline's positions of the global stream
-            t = tf_.boolean_mask(t, tf_.equal((position + t) % spec.pipelines, spec.index))
-        pick = tf_.gather(perm, t)
-        out = (fetch(items, pick), tf_.gather(srcs, pick))
-        if keys:  # each record's augmentation seed, from (seed, epoch, example id)
-            out += (seed_of(tf_, fold(tf_, fold(tf_, base, e, _AUGMENT), tf_.gather(ids, pick))),)
-        return out
 
-    def from_start(_: Any) -> Any:
-        begin = tf_.cast(start(), tf_.int64)
+class _Order:
+    """The graph functions of the order, from the start position to permuted windows: epochs
+    (`from_start`), their file permutation and groups (`epoch`), a group's windows (`group`),
+    one window permuted (`arrange`)."""
+
+    def __init__(self, g: _Graph, start: Callable[[], Any], *, cached: bool, keys: bool) -> None:
+        self.g, self.tf, self.spec, self.start = g, g.tf, g.spec, start
+        self.cached, self.keys = cached, keys
+        self.base = self.tf.constant(seed_key(self.spec.seed), self.tf.int64)
+
+    def from_start(self, _: Any) -> Any:
+        """Every epoch from the start position's on, endless."""
+        tf_, g = self.tf, self.g
+        begin = tf_.cast(self.start(), tf_.int64)
         e0, r0 = begin // g.total, begin % g.total
-        if cached:
+        if self.cached:
             everything = g.load()
             windows, fetch = (
                 g.cached_windows,
@@ -116,37 +112,60 @@ def stream(
             windows, fetch = g.streamed_windows, tf_.gather
 
         def epoch(e: Any) -> Any:
-            at = tf_.where(tf_.equal(e, e0), r0, 0)
-            perm = tf_.random.experimental.stateless_shuffle(
-                tf_.range(g.files, dtype=tf_.int64), seed_of(tf_, fold(tf_, base, e, _FILES)), alg="philox"
-            )
-            padded = tf_.concat(
-                [tf_.gather(g.counts, perm), tf_.zeros([g.groups * g.cycle - g.files], tf_.int64)], 0
-            )
-            totals = tf_.reduce_sum(tf_.reshape(padded, [g.groups, g.cycle]), axis=1)
-            ends = tf_.cumsum(totals)
-            g0 = tf_.searchsorted(ends, tf_.reshape(at, [1]), side="right", out_type=tf_.int64)[0]
-
-            def group(gi: Any) -> Any:
-                lo = ends[gi] - totals[gi]
-                offset = tf_.where(tf_.equal(gi, g0), at - lo, 0)
-                j0 = offset // g.window
-                members = perm[gi * g.cycle : tf_.minimum((gi + 1) * g.cycle, g.files)]
-                index = tf_.data.Dataset.range(j0, _FOREVER)
-
-                def place(win: Any, j: Any) -> Any:
-                    skip = tf_.where(tf_.equal(j, j0), offset - j0 * g.window, 0)
-                    return arrange(fetch, win, tf_.stack([e, gi, j, e * g.total + lo + j * g.window, skip]))
-
-                return tf_.data.Dataset.zip((windows(members, j0), index)).map(plain(place))
-
-            return tf_.data.Dataset.range(g0, g.groups).flat_map(plain(group))
+            return self.epoch(e, tf_.where(tf_.equal(e, e0), r0, 0), windows, fetch)
 
         return tf_.data.Dataset.range(e0, _FOREVER).flat_map(plain(epoch))
 
-    # The next window is read and arranged while the current one goes out.
-    ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_start)).prefetch(1)
-    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
+    def epoch(self, e: Any, at: Any, windows: Any, fetch: Any) -> Any:
+        """Epoch `e` from its position `at` on: its groups, from the one holding `at`."""
+        tf_, g, base = self.tf, self.g, self.base
+        perm = tf_.random.experimental.stateless_shuffle(
+            tf_.range(g.files, dtype=tf_.int64), seed_of(tf_, fold(tf_, base, e, KEY_FILES)), alg="philox"
+        )
+        padded = tf_.concat(
+            [tf_.gather(g.counts, perm), tf_.zeros([g.groups * g.cycle - g.files], tf_.int64)], 0
+        )
+        totals = tf_.reduce_sum(tf_.reshape(padded, [g.groups, g.cycle]), axis=1)
+        ends = tf_.cumsum(totals)
+        g0 = tf_.searchsorted(ends, tf_.reshape(at, [1]), side="right", out_type=tf_.int64)[0]
+
+        def group(gi: Any) -> Any:
+            lo = ends[gi] - totals[gi]
+            offset = tf_.where(tf_.equal(gi, g0), at - lo, 0)
+            members = perm[gi * g.cycle : tf_.minimum((gi + 1) * g.cycle, g.files)]
+            return self.group(e, gi, lo, offset, members, windows, fetch)
+
+        return tf_.data.Dataset.range(g0, g.groups).flat_map(plain(group))
+
+    def group(self, e: Any, gi: Any, lo: Any, offset: Any, members: Any, windows: Any, fetch: Any) -> Any:
+        """Group `gi` of epoch `e` (its first record at epoch position `lo`), from `offset` on."""
+        tf_, g = self.tf, self.g
+        j0 = offset // g.window
+        index = tf_.data.Dataset.range(j0, _FOREVER)
+
+        def place(win: Any, j: Any) -> Any:
+            skip = tf_.where(tf_.equal(j, j0), offset - j0 * g.window, 0)
+            return self.arrange(fetch, win, tf_.stack([e, gi, j, e * g.total + lo + j * g.window, skip]))
+
+        return tf_.data.Dataset.zip((windows(members, j0), index)).map(plain(place))
+
+    def arrange(self, fetch: Any, win: Any, where: Any) -> Any:
+        """A window permuted: `fetch(items, picks)` gathers the records from its first part."""
+        tf_, spec, base = self.tf, self.spec, self.base
+        items, srcs, ids = win
+        e, gi, j, position, skip = tf_.unstack(where)
+        n = tf_.size(ids, out_type=tf_.int64)
+        perm = tf_.random.experimental.stateless_shuffle(
+            tf_.range(n), seed_of(tf_, fold(tf_, base, e, KEY_WINDOWS, gi, j)), alg="philox"
+        )
+        t = tf_.range(skip, n)
+        if spec.by_record:  # keep this pipeline's positions of the global stream
+            t = tf_.boolean_mask(t, tf_.equal((position + t) % spec.pipelines, spec.index))
+        pick = tf_.gather(perm, t)
+        out = (fetch(items, pick), tf_.gather(srcs, pick))
+        if self.keys:  # each record's augmentation seed, from (seed, epoch, example id)
+            out += (seed_of(tf_, fold(tf_, fold(tf_, base, e, KEY_AUGMENT), tf_.gather(ids, pick))),)
+        return out
 
 
 class _Graph:

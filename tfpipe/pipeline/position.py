@@ -19,6 +19,9 @@ from tfpipe.validation import check_int
 
 _tf = tf()
 
+# The step lives in an int64 variable.
+INT64_MAX = 2**63 - 1
+
 # How each identity field is named in a refusal, and what to do about it.
 _FIELDS = {
     "order_version": ("the resumable order's version", "this tfpipe orders records differently"),
@@ -60,7 +63,7 @@ class Position(_tf.__internal__.tracking.Trackable):
     """
 
     def __init__(self, step: int = 0) -> None:
-        check_int("step", step, 0)
+        step = check_int("step", step, 0, INT64_MAX)
         if _tf.distribute.has_strategy() and not _tf.distribute.in_cross_replica_context():
             raise ConfigError("Create the Position outside a replica context (not inside strategy.run).")
         with _tf.init_scope(), _tf.device("/cpu:0"):
@@ -85,7 +88,7 @@ class Position(_tf.__internal__.tracking.Trackable):
 
     def assign(self, step: int) -> None:
         """Sets the step (e.g. from `optimizer.iterations` after a restore)."""
-        check_int("step", step, 0)
+        step = check_int("step", step, 0, INT64_MAX)
         self._step.assign(step)
 
     def advance(self, steps: int = 1) -> None:

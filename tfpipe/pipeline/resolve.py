@@ -25,7 +25,7 @@ import dataclasses
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
@@ -95,6 +95,44 @@ def default_split(manifest: Manifest, training: bool) -> str:
     )
 
 
+DataKind = Literal["glob", "dataset", "file", "folder", "missing"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DataPath:
+    """What a `data` path names: decided here once, for `build()` and for `tfpipe bench`.
+
+    Attributes:
+      path: the path as it is read: without trailing slashes (a root, "/" or "gs://", as written).
+      kind: "glob" (wildcards, and no such path: a pattern; a path that exists is taken as
+        written), "dataset" (a folder holding tfpipe.json), "file", "folder" (without a
+        tfpipe.json) or "missing".
+      manifest: the dataset's manifest, for "dataset".
+    """
+
+    path: str
+    kind: DataKind
+    manifest: Manifest | None = None
+
+
+def data_path(data: str) -> DataPath:
+    """What the path `data` names (see DataPath).
+
+    Raises:
+      InvalidPath: a gs:// path GCS would refuse (no bucket, a bad bucket name).
+    """
+    stripped = data.rstrip("/")
+    path = data if not stripped or stripped.endswith(":") else stripped
+    if storage.has_wildcards(path) and not _exists(path):
+        return DataPath(path, "glob")
+    manifest = Manifest.find(path)
+    if manifest is not None:
+        return DataPath(path, "dataset", manifest)
+    if _is_file(path):
+        return DataPath(path, "file")
+    return DataPath(path, "folder" if _is_dir(path) else "missing")
+
+
 def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: bool) -> ResolvedData:
     """Turns `data` into a ResolvedData.
 
@@ -119,22 +157,21 @@ def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: boo
             "data must be a dataset directory, a glob or a list of TFRecord files. "
             f"Received: {type(data).__name__} {data!r}"
         )
-    path = data.rstrip("/") if data not in ("/",) else data
     with _storage_errors(data):
-        if storage.has_wildcards(path) and not _exists(path):  # a path that exists is taken literally
+        named = data_path(data)
+        if named.kind == "glob":
             try:
-                files = storage.glob(path)
+                files = storage.glob(named.path)
             except FileNotFoundError:
                 files = []
             if not files:
                 raise DataError(f"No files match {data!r}: expected TFRecord shards there.")
             return _from_files(files, where=data, split=split, training=training)
-        manifest = Manifest.find(path)
-        if manifest is not None:
-            return _from_manifest(manifest, split=split, training=training)
-        if _is_file(path):
-            return _from_files([path], where=data, split=split, training=training)
-        raise ManifestError(_no_dataset_message(data, path))
+        if named.manifest is not None:
+            return _from_manifest(named.manifest, split=split, training=training)
+        if named.kind == "file":
+            return _from_files([named.path], where=data, split=split, training=training)
+        raise ManifestError(_no_dataset_message(data, named))
 
 
 @contextlib.contextmanager
@@ -153,8 +190,9 @@ def _storage_errors(where: str) -> Iterator[None]:
         raise
 
 
-def _no_dataset_message(data: str, path: str) -> str:
-    if not _is_dir(path):
+def _no_dataset_message(data: str, named: DataPath) -> str:
+    path = named.path
+    if named.kind == "missing":
         return (
             f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord "
             f"files. Received: {data!r}, which does not exist."

@@ -118,17 +118,24 @@ def read_shard(
     if not verify:
         if counter is not None:
             raise ValueError("skip_corrupt needs verified reads")  # plan() refuses this first
-        records = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
-        if grouped:
-            return records.batch(group).map(plain(lambda r: (r, tf_.fill(tf_.shape(r), source))))
-        # Paired by a zip with the source repeated in slices: no function call per record (a map
-        # here tripled the CPU per row of a plain table read, measured), and the constant's
-        # iterator restarts once per slice (once per record, from_tensors(...).repeat() cost +40%).
-        sources = tf_.data.Dataset.from_tensor_slices(tf_.fill([SOURCE_SLICE], source)).repeat()
-        return tf_.data.Dataset.zip((records, sources))
+        return _unverified(tf_, path, compression, buffer, source, group, grouped)
     judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
     checked = _verified_groups(tf_, path, compression, buffer, group, judge, source, generation, probe_open)
     return checked if grouped else checked.unbatch()
+
+
+def _unverified(
+    tf_: Any, path: Any, compression: str, buffer: int, source: Any, group: int, grouped: bool
+) -> Any:
+    """A shard's records paired with `source`, read plainly (every error raised unnamed)."""
+    records = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
+    if grouped:
+        return records.batch(group).map(plain(lambda r: (r, tf_.fill(tf_.shape(r), source))))
+    # Paired by a zip with the source repeated in slices: no function call per record (a map
+    # here tripled the CPU per row of a plain table read, measured), and the constant's
+    # iterator restarts once per slice (once per record, from_tensors(...).repeat() cost +40%).
+    sources = tf_.data.Dataset.from_tensor_slices(tf_.fill([SOURCE_SLICE], source)).repeat()
+    return tf_.data.Dataset.zip((records, sources))
 
 
 def _verified_groups(

@@ -5,6 +5,7 @@ Order (all stages are always present; a disabled one is the identity):
   list_files, shard, interleave, cache, shuffle, repeat, then
   batched presets (tabular):   batch, parse, decode, map
   per-record presets (images): parse, decode, batch, map
+  text (a packing preset):     chunk, parse, pack, batch, map (text_stages.py)
   then [service], prefetch.
 Per-record presets parse inside the decode map ("parse" is then the identity), and that map
 fuses with the batch: one map per record, as in the baseline pipeline, with no stage and no
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, shard_read, skips
+from tfpipe.pipeline import order_stream, shard_read, skips, text_stages
 from tfpipe.pipeline.generation import Generation
 from tfpipe.pipeline.sharding import FileShare, ShardBy
 
@@ -47,17 +48,19 @@ StageName = Literal[
     "list_files",
     "shard",
     "interleave",
+    "chunk",
     "cache",
     "shuffle",
     "repeat",
     "batch",
     "parse",
     "decode",
+    "pack",
     "map",
     "service",
     "prefetch",
 ]
-Group = Literal["read", "parse", "decode", "batch", "final"]
+Group = Literal["read", "parse", "decode", "pack", "batch", "final"]
 StageFn = Callable[[Any], Any]
 
 
@@ -161,7 +164,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     """The ordered stage list for a plan."""
     read = [Stage("list_files", list_files_stage(p), "read")]
     shard = Stage("shard", shard_stage(p), "read")
-    pre_batched = p.order is not None and p.decoder.batched
+    pre_batched = p.order is not None and p.decoder.batched and p.decoder.packing is None
     interleave = Stage("interleave", interleave_stage(p), "read", batches=pre_batched)
     # With record sharding "shard" splits the records the interleave yields, not the files.
     read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
@@ -174,6 +177,13 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     decode = Stage("decode", decode_stage(p), "decode")
     batch = Stage("batch", batch_stage(p), "batch", batches=True)
     middle = [batch, parse, decode] if p.decoder.batched else [parse, decode, batch]
+    if p.decoder.packing is not None:  # text: chunks of documents, packed into rows
+        middle = [
+            Stage("chunk", text_stages.chunk_stage(p), "read"),
+            parse,
+            Stage("pack", text_stages.pack_stage(p), "pack"),
+            Stage("batch", text_stages.batch_stage(p), "batch", batches=True),
+        ]
     final = [Stage("map", map_stage(p), "final")]
     if p.service:
         final.append(Stage("service", service_stage(p), "final"))
@@ -209,31 +219,15 @@ def interleave_stage(p: StagePlan) -> StageFn:
     """The files' records as `(record, source)`: source is the shard path when the decoder
     names shards in its errors, else an empty string. Training interleaves files; eval reads
     them in source order."""
-    cfg, src = p.config, p.source
-    mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
-    group = shard_read.verify_group(mean_bytes)
-    buffer = p.reader_buffer
-    generation = Generation.of(src)  # reads never mix two conversions of the split
-
-    def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
-        return shard_read.read_shard(
-            path,
-            size,
-            count,
-            compression=src.compression,
-            buffer=buffer,
-            verify=p.verify,
-            counter=p.counter,
-            source=path if p.decoder.needs_source else "",
-            group=group,
-            counts_known=src.manifest is not None,
-            grouped=grouped,
-            generation=generation,
-            probe_open=not src.on_gcs,
-        )
+    cfg = p.config
+    read = shard_reader(p)
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
+        if p.order is not None and p.decoder.packing is not None:
+            return text_stages.resumable_chunks(
+                p, lambda path, size, count: read(path, size, count, grouped=True), read_calls(p)
+            )
         if p.order is not None:
             return order_stream.stream(
                 p.order,
@@ -273,6 +267,34 @@ def interleave_stage(p: StagePlan) -> StageFn:
         return ds
 
     return interleave
+
+
+def shard_reader(p: StagePlan) -> Callable[..., Any]:
+    """`(path, size, count, grouped) -> Dataset`: one shard's verified read as the plan sets it."""
+    src = p.source
+    mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
+    group = shard_read.verify_group(mean_bytes)
+    buffer = p.reader_buffer
+    generation = Generation.of(src)  # reads never mix two conversions of the split
+
+    def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
+        return shard_read.read_shard(
+            path,
+            size,
+            count,
+            compression=src.compression,
+            buffer=buffer,
+            verify=p.verify,
+            counter=p.counter,
+            source=path if p.decoder.needs_source else "",
+            group=group,
+            counts_known=src.manifest is not None,
+            grouped=grouped,
+            generation=generation,
+            probe_open=not src.on_gcs,
+        )
+
+    return read
 
 
 def read_calls(p: StagePlan) -> int:

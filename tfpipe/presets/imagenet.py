@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError
-from tfpipe.presets import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import (
     check_bool,
     check_choice,
@@ -104,7 +104,8 @@ class ImagenetOptions:
     label_key: str = "image/class/label"
 
     def __post_init__(self) -> None:
-        check_int("image_size", self.image_size, 1, MAX_IMAGE_SIZE)
+        fix = functools.partial(object.__setattr__, self)
+        fix("image_size", check_int("image_size", self.image_size, 1, MAX_IMAGE_SIZE))
         check_choice("dtype", self.dtype, get_args(ImageDtype))
         check_bool("normalize", self.normalize, optional=True)
         check_choice("resize_method", self.resize_method, get_args(ResizeMethod))
@@ -113,10 +114,9 @@ class ImagenetOptions:
                 "normalize=True needs a float output: pass dtype='bfloat16' or 'float32' "
                 "(uint8 is normalised on the accelerator). Received: dtype='uint8', normalize=True"
             )
-        fix = functools.partial(object.__setattr__, self)
         fix("mean", check_numbers("mean", self.mean, 3, "3 per-channel values"))
         fix("std", check_numbers("std", self.std, 3, "3 per-channel values > 0", lambda v: min(v) > 0))
-        check_int("label_offset", self.label_offset, None, optional=True)
+        fix("label_offset", check_int("label_offset", self.label_offset, None, optional=True))
         fix(
             "crop_fraction",
             check_number("crop_fraction", self.crop_fraction, "a number in (0, 1]", lambda v: 0 < v <= 1),
@@ -141,7 +141,7 @@ class ImagenetOptions:
                 lambda v: 0 < v[0] <= v[1],
             ),
         )
-        check_int("max_attempts", self.max_attempts, 1, MAX_CROP_ATTEMPTS)
+        fix("max_attempts", check_int("max_attempts", self.max_attempts, 1, MAX_CROP_ATTEMPTS))
         fix(
             "min_object_covered",
             check_number(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.presets import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.schema import MISSING_SUFFIX
 from tfpipe.validation import check_bool, check_str
 

@@ -18,7 +18,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
-from tfpipe.errors import ConfigError, TfpipeError, field_error
+from tfpipe.errors import ConfigError, ServiceError, field_error
+from tfpipe.validation import check_int
 
 Role = Literal["dispatcher", "worker"]
 
@@ -36,10 +37,6 @@ _RPC = {
 }
 
 
-class ServiceError(TfpipeError):
-    """A tf.data service peer was lost while a client read from it."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class ServiceAddress:
     """A validated `host:port` of a tf.data service server."""
@@ -49,8 +46,7 @@ class ServiceAddress:
 
     def __post_init__(self) -> None:
         check_host("host", self.host)
-        if not isinstance(self.port, int) or not 1 <= self.port <= 65535:
-            raise field_error(ConfigError, "port", "an int in 1..65535", self.port)
+        object.__setattr__(self, "port", check_int("port", self.port, 1, 65535, what="an int in 1..65535"))
 
     @classmethod
     def parse(cls, text: object, field: str = "service") -> ServiceAddress:

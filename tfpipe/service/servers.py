@@ -34,7 +34,7 @@ from tfpipe.service.address import (
     check_host,
     wait_for,
 )
-from tfpipe.validation import check_bool, check_seconds
+from tfpipe.validation import check_bool, check_int, check_seconds
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -61,7 +61,7 @@ class DispatcherConfig:
     allow_remote: bool = False
 
     def __post_init__(self) -> None:
-        _check_port(self.port)
+        object.__setattr__(self, "port", _check_port(self.port))
         check_host("advertise_host", self.advertise_host)
         if self.work_dir is not None and (not isinstance(self.work_dir, str) or not self.work_dir):
             raise field_error(ConfigError, "work_dir", "None or a directory path", self.work_dir)
@@ -101,7 +101,7 @@ class WorkerConfig:
 
     def __post_init__(self) -> None:
         ServiceAddress.parse(self.dispatcher, "dispatcher")
-        _check_port(self.port)
+        object.__setattr__(self, "port", _check_port(self.port))
         check_host("advertise_host", self.advertise_host)
         check_seconds("connect_timeout", self.connect_timeout)
         check_bool("allow_remote", self.allow_remote)
@@ -115,9 +115,8 @@ def _role(config: DispatcherConfig | WorkerConfig) -> Role:
     return "dispatcher" if isinstance(config, DispatcherConfig) else "worker"
 
 
-def _check_port(port: object) -> None:
-    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
-        raise field_error(ConfigError, "port", "an int in 0..65535 (0 picks a free port)", port)
+def _check_port(port: object) -> int:
+    return check_int("port", port, 0, 65535, what="an int in 0..65535 (0 picks a free port)")
 
 
 # ---- checks before starting ----

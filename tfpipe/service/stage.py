@@ -30,7 +30,7 @@ from tfpipe.service.address import (
     wait_for,
     worker_addresses,
 )
-from tfpipe.validation import check_choice, check_seconds
+from tfpipe.validation import check_choice, check_int, check_seconds
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -84,9 +84,14 @@ class DistributeConfig:
         if self.job_name is not None and (not isinstance(self.job_name, str) or not self.job_name.strip()):
             raise field_error(ConfigError, "job_name", "None or a non-empty string", self.job_name)
         check_choice("compression", self.compression, Compression)
-        mor = self.max_outstanding_requests
-        if mor is not None and (not isinstance(mor, int) or isinstance(mor, bool) or mor < 1):
-            raise field_error(ConfigError, "max_outstanding_requests", "None or an int >= 1", mor)
+        mor = check_int(
+            "max_outstanding_requests",
+            self.max_outstanding_requests,
+            1,
+            optional=True,
+            what="None or an int >= 1",
+        )
+        object.__setattr__(self, "max_outstanding_requests", mor)
         check_choice("target_workers", self.target_workers, TargetWorkers)
         for name in ("connect_timeout", "peer_timeout"):
             if getattr(self, name) is not None:
@@ -132,6 +137,8 @@ def distribute(
     Raises:
       ConfigError: a malformed address or option, a py_function in `ds`, a call inside
         `tf.function`, or no dispatcher answering within `connect_timeout`.
+
+    Long: the docstring is the public contract; the body is 25 lines.
     """
     config = DistributeConfig(
         processing_mode,
@@ -151,25 +158,30 @@ def distribute(
     _check_offloadable(ds)
     if config.connect_timeout is not None:
         wait_for(address, config.connect_timeout)
-    policy = svc.ShardingPolicy.DYNAMIC if processing_mode == "dynamic" else svc.ShardingPolicy.OFF
-    out = ds.apply(
-        svc.distribute(
-            processing_mode=policy,
-            service=address.target,
-            job_name=job_name,
-            max_outstanding_requests=max_outstanding_requests,
-            compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[compression],
-            target_workers=target_workers.upper(),
-        )
-    )
-    # The service dataset starts a new graph: without this its options would be the defaults.
-    out = out.with_options(ds.options())
+    out = _service_dataset(ds, svc, address, config)
     if config.peer_timeout is None:
         return out
     timeout = config.peer_timeout
     return tf_.data.Dataset.from_generator(
         lambda: _watched(out, _Watch(address, timeout)), output_signature=out.element_spec
     ).with_options(ds.options())
+
+
+def _service_dataset(ds: tf.data.Dataset, svc: Any, address: ServiceAddress, config: DistributeConfig) -> Any:
+    """`ds` registered with the dispatcher: the dataset of the service's elements."""
+    dynamic = config.processing_mode == "dynamic"
+    out = ds.apply(
+        svc.distribute(
+            processing_mode=svc.ShardingPolicy.DYNAMIC if dynamic else svc.ShardingPolicy.OFF,
+            service=address.target,
+            job_name=config.job_name,
+            max_outstanding_requests=config.max_outstanding_requests,
+            compression={"none": None, "auto": "AUTO", "snappy": "SNAPPY"}[config.compression],
+            target_workers=config.target_workers.upper(),
+        )
+    )
+    # The service dataset starts a new graph: without this its options would be the defaults.
+    return out.with_options(ds.options())
 
 
 def _check_offloadable(ds: tf.data.Dataset) -> None:

@@ -67,7 +67,8 @@ class ProxiedRequest:
     `injected`: the status came from a fault rule. `forwarded`: the request reached the
     emulator (False for a plain fault, a throttled request or a refusal; True for `lose_reply`
     faults). `throttled`: answered 429 for going above the shaped request rate.
-    `bytes_in`, `bytes_out`: the request's and the response's body sizes.
+    `bytes_in`, `bytes_out`: the request's and the response's body sizes. `byte_range`: the
+    request's Range header ("bytes=0-67108863"), "" without one.
     """
 
     route: Route
@@ -80,6 +81,7 @@ class ProxiedRequest:
     throttled: bool = False
     bytes_in: int = 0
     bytes_out: int = 0
+    byte_range: str = ""
 
 
 def http_request(
@@ -204,7 +206,8 @@ class _ProxyState:
     def handle(
         self, route: Route, method: str, host: str, path: str, headers: list[tuple[str, str]], body: bytes
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        entry = ProxiedRequest(route, method, host, path, 0, bytes_in=len(body))
+        byte_range = next((v for k, v in headers if k.lower() == "range"), "")
+        entry = ProxiedRequest(route, method, host, path, 0, bytes_in=len(body), byte_range=byte_range)
         wait = self.shaping.admit(method)
         if wait:
             status, out, data = _gcs_error(

@@ -17,14 +17,10 @@ import math
 import statistics
 
 from tfpipe.bench.wait import Band, band
-from tfpipe.errors import DataError
+from tfpipe.errors import ProfileError
 
 # A last step shorter than this share of the median step is partial: cut by the profile window.
 PARTIAL_BELOW = 0.5
-
-
-class ProfileError(DataError):
-    """A profile that cannot give a training step time: refused by name."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

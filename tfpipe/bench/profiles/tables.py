@@ -22,14 +22,11 @@ import re
 from typing import Any
 
 from tfpipe.bench.profiles.analysis import HostAnalysis, ProfileError, Step
+from tfpipe.errors import UnknownFormat
 
 _STEP_TIME = re.compile(r"Step time = ([0-9.eE+-]+) ms")
 _INPUT_TIME = re.compile(r"Time waiting for input data = ([0-9.eE+-]+) ms")
 _LEADING_INT = re.compile(r"^\s*(\d+)")
-
-
-class UnknownFormat(ProfileError):
-    """An output of the Profiler that tfpipe does not know how to read."""
 
 
 def from_datatables(obj: Any, *, host: str, files: tuple[str, ...], fmt: str, known: str) -> HostAnalysis:

@@ -1,0 +1,99 @@
+"""The fill of each packing mode (real tokens / slots), predicted from a split's length histogram
+without reading the data. NumPy only: `tfpipe bench` and `describe()` call it.
+
+"none" is counted: every piece takes a row. "first_fit" and "concat" are simulated: documents
+with the histogram's lengths, in a seeded random order (the training order is random), packed
+chunk by chunk by the reference packer (packing_numpy.py), which gives the rows the pipeline's
+packer gives. A large split is sampled: at most SAMPLED_CHUNKS chunks are packed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from tfpipe.errors import ConfigError
+from tfpipe.pipeline import packing_numpy
+from tfpipe.pipeline.packing_numpy import MODES, Mode, chunk_documents
+
+# Chunks packed to predict one fill: enough that the prediction's spread is well under a point.
+SAMPLED_CHUNKS = 64
+
+
+def lengths_of(histogram: Mapping[str, Sequence[int]]) -> np.ndarray:
+    """One length per document, from the histogram: a width-1 bin's lower bound; in a wider
+    bin, its tokens shared out as evenly as whole tokens allow (the total is exact)."""
+    try:
+        lows = np.asarray(histogram["lengths"], np.int64)
+        counts = np.asarray(histogram["counts"], np.int64)
+        tokens = np.asarray(histogram["tokens"], np.int64)
+    except KeyError as e:
+        raise ConfigError(
+            f"A length histogram has parallel lists 'lengths', 'counts' and 'tokens'. Missing: {e}"
+        ) from None
+    if not (len(lows) == len(counts) == len(tokens)) or (counts < 0).any():
+        raise ConfigError(
+            "A length histogram has parallel lists of one length and counts >= 0. Received lengths "
+            f"of {len(lows)}, {len(counts)} and {len(tokens)} entries"
+        )
+    base, extra = np.divmod(tokens, np.maximum(counts, 1))
+    per_bin = np.repeat(base, counts)
+    # The first `extra` documents of a bin get one token more.
+    rank = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    return per_bin + (rank < np.repeat(extra, counts))
+
+
+def predict_fill(
+    histogram: Mapping[str, Sequence[int]],
+    sequence_length: int,
+    mode: Mode,
+    *,
+    truncate: bool = False,
+    eos: bool = False,
+    chunk: int | None = None,
+    seed: int = 0,
+) -> float:
+    """Predicted real tokens / slots of `mode` at `sequence_length` for a split.
+
+    Args:
+      histogram: the split's `length_histogram` (manifest `SplitText`).
+      sequence_length: L.
+      mode: "first_fit", "none" or "concat".
+      truncate: only each document's first L tokens are kept.
+      eos: an EOS is appended to each document (its length + 1).
+      chunk: documents per chunk; None: `chunk_documents(L, mean length)`, as build() decides.
+      seed: the order the documents are simulated in.
+
+    Returns:
+      The fill, in [0, 1] (0 for an empty split).
+    """
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {MODES}. Received: mode={mode!r}")
+    L = sequence_length
+    lengths = lengths_of(histogram) + int(eos)
+    lengths = lengths[lengths > 0]
+    if not len(lengths):
+        return 0.0
+    kept = np.minimum(lengths, L) if truncate else lengths
+    if mode == "none":
+        rows = len(lengths) if truncate else int((-(-lengths // L)).sum())
+        return float(kept.sum() / (rows * L))
+    size = chunk or chunk_documents(L, float(lengths.mean()))
+    order = np.random.default_rng(seed).permutation(len(lengths))
+    starts = np.arange(0, len(lengths), size)
+    if len(starts) > SAMPLED_CHUNKS:
+        starts = np.sort(np.random.default_rng(seed + 1).choice(starts, SAMPLED_CHUNKS, replace=False))
+    real = slots = 0
+    for s in starts:
+        part = lengths[order[s : s + size]]
+        real += int((np.minimum(part, L) if truncate else part).sum())
+        slots += packing_numpy.place(part, L, mode, truncate).rows * L
+    return real / slots
+
+
+def predicted_rows(histogram: Mapping[str, Sequence[int]], sequence_length: int, mode: Mode) -> int:
+    """Rows one pass over a split packs into: its tokens over the predicted fill of L."""
+    tokens = int(np.asarray(histogram.get("tokens", []), np.int64).sum())
+    fill = predict_fill(histogram, sequence_length, mode)
+    return round(tokens / (fill * sequence_length)) if fill else 0

@@ -1,0 +1,134 @@
+"""What a preset is made of: the `PresetContext` it is bound to, the `Decoder` it returns, the
+`PresetLike` protocol and the simple `Preset`. The registry is tfpipe/presets/__init__.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tfpipe.manifest import Manifest
+    from tfpipe.schema import Schema
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PresetContext:
+    """What a preset may know about the data it is bound to.
+
+    Attributes:
+      manifest: the dataset's manifest, or None for foreign TFRecord files.
+      schema: the manifest's schema, or one inferred from the first record of foreign files.
+      keys: every feature key the records hold (mask features included), with its dtype.
+      training: training or evaluation semantics.
+      where: the data argument, for error messages.
+      split: the manifest split read, or None.
+    """
+
+    manifest: Manifest | None
+    schema: Schema | None
+    keys: Mapping[str, str]
+    training: bool
+    where: str
+    split: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decoder:
+    """A preset bound to a dataset: everything the parse, decode and map stages need.
+
+    Attributes:
+      spec: the `tf.io.parse_example` spec.
+      required: feature keys the records must hold; checked before any TF work starts.
+      decode: `(features, seed, source) -> element`. With `batched`, `features` is a batch
+        and `seed` is None; otherwise one record, and `seed` is a `[2]` int64 tensor for
+        stateless random ops (None when `random` is False). `source` is the shard path
+        (a string tensor) when `needs_source`, else None.
+      finalize: the final map on batches (e.g. normalisation on the host), or None.
+      batched: parse and decode after batching (vectorised); False decodes one record at a time
+        and batches after decode (images).
+      random: decode uses random augmentation, so it takes a per-record seed and nothing
+        after it may be cached.
+      needs_source: records carry their shard path so decode errors can name it.
+      check: `features -> bool tensor`, a cheap validity test run before decode (e.g. "is a
+        complete JPEG"). A failing record raises an error naming its shard, or with
+        `skip_corrupt=True` is dropped and counted. It must not raise itself.
+      describe: `features -> list of tensors` added to that error (e.g. the file name).
+      notes: what the preset decided for this data, for `Pipeline.describe()`.
+      warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
+        records without a manifest): `plan()` warns them.
+      packing: text only: how documents are packed into rows (a `presets.text.TextPacking`);
+        the pipeline then chunks, parses, packs and batches rows instead of decoding records.
+    """
+
+    spec: Mapping[str, Any]
+    required: tuple[str, ...]
+    decode: Callable[..., Any]
+    finalize: Callable[[Any], Any] | None = None
+    batched: bool = True
+    random: bool = False
+    needs_source: bool = False
+    check: Callable[[Any], Any] | None = None
+    describe: Callable[[Any], list[Any]] | None = None
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    packing: Any = None
+
+
+@runtime_checkable
+class PresetLike(Protocol):
+    """What the registry accepts: a name, and `bind` returning a Decoder."""
+
+    name: str
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A user preset: a parse spec plus a map function.
+
+    Args:
+      name: the registry name.
+      spec: a `tf.io.parse_example` spec, or a function of the PresetContext returning one.
+      map_fn: `(features, training) -> (features, labels)`. With `batched=True` it gets a
+        batch of parsed records and must be vectorised.
+      batched: parse after batching (fast for small records); False maps one record at a time.
+    """
+
+    name: str
+    spec: Mapping[str, Any] | Callable[[PresetContext], Mapping[str, Any]]
+    map_fn: Callable[[Any, bool], Any]
+    batched: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"Preset name must be a non-empty string. Received: name={self.name!r}")
+        if not callable(self.map_fn):
+            raise ConfigError(f"Preset {self.name!r}: map_fn must be callable. Received: {self.map_fn!r}")
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
+        if options:
+            raise ConfigError(f"Preset {self.name!r} takes no options. Received: {sorted(options)}")
+        spec = dict(self.spec(ctx) if callable(self.spec) else self.spec)
+        map_fn, training = self.map_fn, ctx.training
+        return Decoder(
+            spec=spec,
+            required=tuple(spec),
+            decode=lambda features, seed, source: map_fn(features, training),
+            batched=self.batched,
+        )
+
+
+def options_of(cls: type, options: Mapping[str, Any], preset: str) -> Any:
+    """Builds a preset's options dataclass, refusing unknown names with the accepted ones."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise ConfigError(
+            f"Unknown option(s) {unknown} for preset {preset!r}. It takes: {sorted(names)}; "
+            "pipeline settings are PipelineConfig fields."
+        )
+    return cls(**options)

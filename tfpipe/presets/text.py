@@ -1,0 +1,318 @@
+"""The text preset: tokenized documents -> static `[B, L]` int32 batches, packed.
+
+`build(data, batch_size=B, sequence_length=L)` on a dataset whose manifest says layout "text"
+picks this preset. One record is one document (`tokens`: every token id, int64 list; `label`:
+an int64 scalar for classification). The pipeline reads documents in chunks, packs each chunk
+into rows of L (tfpipe/pipeline/packing.py) and batches the rows; this preset says how
+(`TextPacking`) and shapes the batches for the model (`Decoder.finalize`).
+
+Outputs (`output=`):
+- "packed": `{"tokens", "segment_ids", "positions"}` int32 `[B, L]`. Segment ids are 1..n in a
+  row and 0 on padding; positions restart at 0 in each segment. seqio's, Grain's and MaxText's
+  layout. Padding is where `segment_ids == 0`: token id 0 is a token like any other.
+- "causal_lm": `(packed, targets, loss_weights)`: the target of each token is the next token of
+  the same segment; the weight is 0 on padding and on each segment's last token (no target
+  across a document boundary). Each document ends with the tokenizer's EOS (`eos=`), as seqio
+  appends it. Keras takes the triple as (x, y, sample_weight).
+- "keras_causal_lm": `({"token_ids", "padding_mask"}, targets, loss_weights)`, what KerasHub's
+  CausalLM preprocessors give. KerasHub backbones take no segment ids: attention crosses the
+  documents of a packed row (see `attention_mask` for models that can take one).
+- "keras_classifier": `({"token_ids", "padding_mask", "segment_ids"}, label)`, one document per
+  row as `[CLS] tokens [SEP]`, what KerasHub's text classifier preprocessors give (their
+  segment ids are sentence ids: 0 here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from tfpipe.errors import ConfigError, field_error
+from tfpipe.presets.base import Decoder, PresetContext, options_of
+from tfpipe.validation import check_bool, check_choice, check_int, check_str
+
+Packing = Literal["first_fit", "none", "concat"]
+Output = Literal["packed", "causal_lm", "keras_causal_lm", "keras_classifier"]
+PACKINGS: tuple[str, ...] = ("first_fit", "none", "concat")
+OUTPUTS: tuple[str, ...] = ("packed", "causal_lm", "keras_causal_lm", "keras_classifier")
+TOKENS = "tokens"
+# Sequence lengths up to this many tokens; the packer's int32 outputs and row keys fit it.
+MAX_SEQUENCE_LENGTH = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextOptions:
+    """The text preset's options (keywords of `build()`).
+
+    Attributes:
+      sequence_length: L, the tokens in a row. Required.
+      packing: "first_fit" (several documents a row), "none" (one a row, padded) or "concat"
+        (end to end, cut every L). None: "first_fit", or "none" for "keras_classifier".
+      truncate: keep only the first L tokens of a longer document (said in `describe()`).
+        False: a long document is cut into pieces of at most L, in order, each its own
+        segment (for "keras_classifier" a document longer than L - 2 is then refused).
+      output: see the module docstring. None: "keras_classifier" for records with a label,
+        else "packed".
+      eos: end each document with the tokenizer's EOS before packing. None: for the causal
+        outputs when the tokenizer has one.
+      label: the label feature for "keras_classifier". None: the manifest's label.
+      chunk: documents packed together (see pipeline/text_stages.py). None: about 512 rows'
+        worth at the split's mean length.
+    """
+
+    sequence_length: int | None = None
+    packing: Packing | None = None
+    truncate: bool = False
+    output: Output | None = None
+    eos: bool | None = None
+    label: str | None = None
+    chunk: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.sequence_length is None:
+            raise ConfigError(
+                "The text preset needs sequence_length=L, the tokens in a row (e.g. 512); "
+                "documents are packed into rows of L. Received: sequence_length=None"
+            )
+        check_int("sequence_length", self.sequence_length, 2, MAX_SEQUENCE_LENGTH)
+        if self.packing is not None:
+            check_choice("packing", self.packing, PACKINGS)
+        if self.output is not None:
+            check_choice("output", self.output, OUTPUTS)
+        check_bool("truncate", self.truncate)
+        check_bool("eos", self.eos, optional=True)
+        check_str("label", self.label, optional=True)
+        check_int("chunk", self.chunk, 1, 1 << 24, optional=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextPacking:
+    """What the pipeline's chunk, pack and batch stages do for this preset.
+
+    Attributes:
+      sequence_length: L.
+      mode: "first_fit", "none" or "concat".
+      truncate: keep only each document's first L tokens.
+      eos: the id appended to every document, or None.
+      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
+      label: the label feature (classify).
+      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
+      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
+      histogram: the split's length histogram from the manifest, or None.
+      chunk: documents per chunk, or None: chosen from the mean length.
+    """
+
+    sequence_length: int
+    mode: Packing
+    truncate: bool = False
+    eos: int | None = None
+    classify: bool = False
+    cls: int | None = None
+    sep: int | None = None
+    label: str | None = None
+    vocab_size: int | None = None
+    mean_tokens: float | None = None
+    histogram: Mapping[str, list[int]] | None = None
+    chunk: int | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed run must share with the run it resumes (see pipeline/position.py)."""
+        return {
+            "sequence_length": self.sequence_length,
+            "packing": self.mode,
+            "truncate": self.truncate,
+            "eos": self.eos,
+        }
+
+
+class TextPreset:
+    """`preset="text"`: packed static-shape batches of a tokenized text dataset."""
+
+    name = "text"
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
+        from tfpipe._tf import tf
+
+        tf_ = tf()
+        opts = options_of(TextOptions, options, "text")
+        label = opts.label or (ctx.schema.label if ctx.schema is not None else None)
+        output = opts.output or ("keras_classifier" if label else "packed")
+        classify = output == "keras_classifier"
+        mode = opts.packing or ("none" if classify else "first_fit")
+        tokenizer = ctx.manifest.tokenizer if ctx.manifest is not None else None
+        specials = dict(tokenizer.special_ids) if tokenizer is not None else {}
+        notes: list[str] = []
+        spec: dict[str, Any] = {TOKENS: tf_.io.RaggedFeature(tf_.int64, row_splits_dtype=tf_.int64)}
+        if classify:
+            _check_classify(ctx, opts, mode, label, specials)
+            spec[label] = tf_.io.FixedLenFeature([], tf_.int64)  # type: ignore[index]
+        eos = _eos(opts, output, specials)
+        if eos is not None:
+            notes.append(f"each document ends with the tokenizer's EOS (id {eos}) before packing")
+        text = _split_text(ctx)
+        if opts.truncate:
+            notes.append(
+                f"truncate=True: documents longer than {opts.sequence_length} tokens keep their first "
+                f"{opts.sequence_length} and lose the rest"
+                + (f" ({_longer(text, opts.sequence_length)} such documents in the split)" if text else "")
+            )
+        packing = TextPacking(
+            sequence_length=opts.sequence_length,
+            mode=mode,
+            truncate=opts.truncate or classify,
+            eos=eos,
+            classify=classify,
+            cls=specials.get("cls"),
+            sep=specials.get("sep"),
+            label=label if classify else None,
+            vocab_size=tokenizer.vocab_size if tokenizer is not None else None,
+            mean_tokens=text.tokens / text.documents if text and text.documents else None,
+            histogram=text.length_histogram if text else None,
+            chunk=opts.chunk,
+        )
+        return Decoder(
+            spec=spec,
+            required=tuple(spec),
+            decode=lambda features, seed, source: features,
+            finalize=output_form(output),
+            batched=True,
+            notes=(
+                f"text: output {output!r}, packing {mode!r}, sequence_length {opts.sequence_length}",
+                *notes,
+            ),
+            packing=packing,
+        )
+
+
+def _split_text(ctx: PresetContext) -> Any:
+    """The split's SplitText from the manifest (documents, tokens, histogram), or None."""
+    manifest = ctx.manifest
+    if manifest is None:
+        return None
+    split = manifest.splits.get(ctx.split) if ctx.split is not None else None
+    return split.text if split is not None else None
+
+
+def _longer(text: Any, limit: int) -> int:
+    """Documents longer than `limit` tokens, from the length histogram."""
+    h = text.length_histogram or {}
+    return sum(c for lo, c in zip(h.get("lengths", []), h.get("counts", []), strict=True) if lo > limit)
+
+
+def _eos(opts: TextOptions, output: str, specials: Mapping[str, int]) -> int | None:
+    causal = output in ("causal_lm", "keras_causal_lm")
+    if opts.eos and "eos" not in specials:
+        raise ConfigError(
+            "eos=True appends the tokenizer's EOS id to every document, but the dataset's tokenizer "
+            f"has none. Received: special_ids={dict(specials)}"
+        )
+    if opts.eos and output == "keras_classifier":
+        raise field_error(ConfigError, "eos", "None or False with output='keras_classifier'", opts.eos)
+    want = opts.eos if opts.eos is not None else causal
+    return specials.get("eos") if want else None
+
+
+def _check_classify(
+    ctx: PresetContext, opts: TextOptions, mode: str, label: Any, specials: Mapping[str, int]
+) -> None:
+    if mode != "none":
+        raise ConfigError(
+            "output='keras_classifier' gives one document a row with its label; it cannot pack "
+            f"several. Received: packing={mode!r} (use packing='none' or leave it None)"
+        )
+    if not label:
+        raise ConfigError(
+            f"output='keras_classifier' needs a label feature: the records at {ctx.where} name none. "
+            "Pass label=<feature>, or convert with --label."
+        )
+    if ctx.schema is not None and label not in ctx.schema.names:
+        raise ConfigError(
+            f"Label {label!r} is not in the records at {ctx.where}. Received: {ctx.schema.names}"
+        )
+    missing = [role for role in ("cls", "sep") if role not in specials]
+    if missing:
+        raise ConfigError(
+            f"output='keras_classifier' frames each document as [CLS] tokens [SEP], but the dataset's "
+            f"tokenizer has no {' or '.join(missing)} id. Received: special_ids={dict(specials)}"
+        )
+    text = _split_text(ctx)
+    room = opts.sequence_length - 2
+    if not opts.truncate and text is not None and _longer(text, room):
+        raise ConfigError(
+            f"{_longer(text, room)} document(s) of {ctx.where} are longer than sequence_length - 2 = "
+            f"{room} tokens (room for [CLS] and [SEP]); a classifier row holds one document. Pass "
+            "truncate=True to keep their first tokens, or a larger sequence_length."
+        )
+
+
+def output_form(output: str) -> Any:
+    """The final map from packed rows (`{"tokens", "segment_ids", "positions"}` [B, L], plus
+    "label" when classifying) to what the model takes."""
+    if output == "packed":
+        return None
+    return {
+        "causal_lm": causal_lm,
+        "keras_causal_lm": keras_causal_lm,
+        "keras_classifier": keras_classifier,
+    }[output]
+
+
+def causal_lm(rows: Mapping[str, Any]) -> Any:
+    """`(rows, targets, loss_weights)`: each token's target is the next token of its segment."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    seg = rows["segment_ids"]
+    pad = tf_.zeros_like(seg[:, :1])
+    targets = tf_.concat([rows["tokens"][:, 1:], pad], 1)
+    nxt = tf_.concat([seg[:, 1:], pad], 1)
+    weights = tf_.cast(tf_.logical_and(tf_.equal(seg, nxt), tf_.not_equal(seg, 0)), tf_.float32)
+    return dict(rows), targets * tf_.cast(weights, targets.dtype), weights
+
+
+def keras_causal_lm(rows: Mapping[str, Any]) -> Any:
+    """`({"token_ids", "padding_mask"}, targets, loss_weights)`, as KerasHub's CausalLM takes."""
+    from tfpipe._tf import tf
+
+    x, targets, weights = causal_lm(rows)
+    return {"token_ids": x["tokens"], "padding_mask": tf().not_equal(x["segment_ids"], 0)}, targets, weights
+
+
+def keras_classifier(rows: Mapping[str, Any]) -> Any:
+    """`({"token_ids", "padding_mask", "segment_ids"}, label)`, as KerasHub's classifiers take."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    seg = rows["segment_ids"]
+    x = {
+        "token_ids": rows["tokens"],
+        "padding_mask": tf_.not_equal(seg, 0),
+        "segment_ids": tf_.zeros_like(seg),
+    }
+    return x, rows["label"]
+
+
+def attention_mask(segment_ids: Any, causal: bool = False) -> Any:
+    """The block-diagonal attention mask of packed rows: `[B, L, L]` bool, True where query i
+    may attend to key j (same segment, not padding; with `causal`, also j <= i).
+
+    KerasHub backbones take no document segment ids, so their attention crosses the documents
+    of a packed row; a model with its own attention passes this mask instead.
+
+    Example:
+      >>> mask = tfpipe.attention_mask(batch["segment_ids"], causal=True)
+      >>> y = keras.layers.MultiHeadAttention(4, 32)(x, x, attention_mask=mask)
+    """
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    seg = tf_.convert_to_tensor(segment_ids)
+    same = tf_.logical_and(tf_.equal(seg[:, :, None], seg[:, None, :]), tf_.not_equal(seg, 0)[:, :, None])
+    if causal:
+        length = tf_.shape(seg)[1]
+        same = tf_.logical_and(same, tf_.linalg.band_part(tf_.ones([length, length], tf_.bool), -1, 0))
+    return same
+
+
+TEXT = TextPreset()
