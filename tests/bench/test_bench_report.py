@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 
 import pytest
@@ -401,3 +402,63 @@ def test_bench_config_takes_any_integral_type_as_an_int(tmp_path) -> None:
     cfg = BenchConfig(batch_size=np.int64(8), hosts=np.int32(2), max_cores=np.uint8(2), data=tmp_path)
     assert (cfg.batch_size, cfg.hosts, cfg.host_batch, cfg.max_cores, cfg.data) == (8, 2, 4, 2, str(tmp_path))
     assert {type(v) for v in (cfg.batch_size, cfg.hosts, cfg.max_cores)} == {int}
+
+
+@pytest.mark.parametrize(
+    "name,magic",
+    [("r.jpg", b"\xff\xd8\xff"), ("r.JPEG", b"\xff\xd8\xff"), ("r.svg", b"<?xml"), ("r.pdf", b"%PDF-")],
+)
+def test_a_plot_is_written_in_the_format_its_extension_names(tmp_path, name, magic) -> None:
+    from PIL import Image
+
+    from tfpipe.bench.plot import write_plot
+
+    path = write_plot(sample_report(250.0), str(tmp_path / name))
+    with open(path, "rb") as f:
+        assert f.read(len(magic)) == magic  # not PNG bytes under another name
+    if name.lower().endswith((".jpg", ".jpeg")):
+        with Image.open(path) as im:
+            assert im.format == "JPEG" and im.size[0] >= 1200
+
+
+@pytest.mark.parametrize("name", ["r.gif", "r.webp", "report", "r.png.gz"])
+def test_a_plot_extension_tfpipe_does_not_write_is_refused(tmp_path, name) -> None:
+    from tfpipe.bench.plot import write_plot
+
+    with pytest.raises(ConfigError, match=r"writes the format its file extension names: one of \.png, \.jpg"):
+        write_plot(sample_report(250.0), str(tmp_path / name))
+    assert not os.listdir(tmp_path)
+
+
+def test_the_first_screen_reads_whole_at_80_columns() -> None:
+    """An 80-column terminal: no header or stage name is cut ("examples…", "list_fil…")."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    console = Console(width=80, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = console.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    words = set(re.findall(r"[\w/]+", text))
+    for stage in report.stages:
+        assert stage.name in words and all(name in words for name in stage.stages), stage
+    for header in ("examples", "consumer", "ms/ex", "busy", "element"):
+        assert header in words, header
+
+
+def test_the_scaling_point_at_the_producers_threadpool_is_the_producer() -> None:
+    """One measurement: the curve's point at build()'s threadpool is the producer's window."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    point = report.scaling[-1]
+    console = Console(width=120, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    said = f"{point.cores} cores: the producer's own window"
+    assert (point.examples_per_sec == report.producer.examples_per_sec) == (said in console.export_text())

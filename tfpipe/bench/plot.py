@@ -14,11 +14,15 @@ _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
 
 
 def write_plot(report: Report, path: str) -> str:
-    """Writes a PNG with two panels to `path` (local or gs://, atomically) and returns it.
+    """Writes a plot with two panels to `path` (local or gs://, atomically) and returns it, in
+    the format its extension names (`output.PLOT_FORMATS`: PNG, JPEG, SVG or PDF).
 
     Left: each stage prefix's throughput as a bar, the bottleneck highlighted, and the
     consumer's rate as a vertical line. Right: throughput against cores, the ideal linear
     scaling from one core, the consumer line, and the cores needed to reach it.
+
+    Raises:
+      ConfigError: an extension that names another format, or a consumer rate that is not finite.
     """
     import io
     import textwrap
@@ -29,7 +33,9 @@ def write_plot(report: Report, path: str) -> str:
     from matplotlib import pyplot as plt
 
     from tfpipe import storage
+    from tfpipe.bench.output import plot_format
 
+    fmt = plot_format(path)
     consumer = report.consumer.examples_per_sec
     if not math.isfinite(consumer):
         raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
@@ -50,9 +56,9 @@ def write_plot(report: Report, path: str) -> str:
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
     fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
-    storage.write_atomic(path, png.getvalue(), overwrite=True)
+    data = io.BytesIO()
+    fig.savefig(data, format=fmt, dpi=110)
+    storage.write_atomic(path, data.getvalue(), overwrite=True)
     plt.close(fig)
     return path
 

@@ -304,13 +304,15 @@ def _stage_table(report: Report) -> Any:
 
     t = report.text
     table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
-    table.add_column("prefix")
-    table.add_column("adds stages")
-    table.add_column("examples/s" if t is None else "real tokens/s", justify="right")
-    table.add_column("vs consumer", justify="right")
-    table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
-    table.add_column("cores busy", justify="right")
-    table.add_column("first element", justify="right")
+    # Headers of two short lines, figures that never wrap, and stage names that wrap at their
+    # commas (or fold, never cut): the table reads whole in an 80-column terminal.
+    table.add_column("prefix", no_wrap=True)
+    table.add_column("adds stages", overflow="fold", ratio=1)
+    rate_header, cost_header = (
+        ("examples\n/s", "CPU\nms/ex") if t is None else ("real\ntokens/s", "CPU ms\n/1k tok")
+    )
+    for header in (rate_header, "vs\nconsumer", cost_header, "cores\nbusy", "first\nelement"):
+        table.add_column(header, justify="right", no_wrap=True)
     consumer = report.consumer.examples_per_sec
     for i, s in enumerate(report.stages):
         eps, cost = s.rate.examples_per_sec, s.rate.cpu_ms_per_example
@@ -340,6 +342,11 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("per core", justify="right")
     table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
     table.add_column("cores busy", justify="right")
+    same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
+    if same:
+        table.caption = (
+            f"{same[0]} cores: the producer's own window (build()'s threadpool), the same measurement"
+        )
     for i, pt in enumerate(report.scaling):
         eps, cost = pt.examples_per_sec, pt.cpu_ms_per_example
         if t is not None:  # text: real tokens

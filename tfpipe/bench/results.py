@@ -62,7 +62,9 @@ class StageRate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """The full pipeline with its private threadpool limited to `cores` threads.
+    """The full pipeline with its private threadpool limited to `cores` threads. The point at
+    the threadpool build() itself uses (its private pool, or tf.data's default of one thread
+    per available core) is the producer's own window, not a second measurement.
 
     Attributes:
       cores: threads in tf.data's private threadpool.

@@ -252,10 +252,12 @@ def _time_producer(
         )
     )
     max_cores = cfg.max_cores or producer.available_cores()
-    known = {}
-    own_pool = getattr(pipe.config, "private_threadpool_size", 0)
-    if own_pool:
-        known[own_pool] = stages[-1].rate  # the full prefix already ran with that pool
+    # The full prefix already ran with build()'s own threadpool: its size (a private pool's, or
+    # tf.data's default, one thread per available core) is a point of the curve, and that point
+    # is the producer's window itself. Timed twice, the two windows differed by 20% under load,
+    # and a report could not say which one was the rate.
+    own_pool = getattr(pipe.config, "private_threadpool_size", 0) or producer.available_cores()
+    known = {own_pool: stages[-1].rate}
     scaling = tuple(
         producer.measure_scaling(
             pipe,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from tfpipe.cli import add_common
 
@@ -200,7 +201,9 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
 def _add_output_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
     g.add_argument(
-        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
+        "--plot",
+        metavar="FILE.png",
+        help="write a plot: stage throughputs vs consumer, scaling curve (.png, .jpg, .svg or .pdf)",
     )
     g.add_argument(
         "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
@@ -220,20 +223,49 @@ def run(args: argparse.Namespace) -> int:
         _list_accelerators(out)
         return 0
 
-    from tfpipe.bench import bench
-    from tfpipe.bench.output import check_writable
+    from tfpipe.bench.output import check_json_name, check_writable, plot_format
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
-    config = _config(args)
-    if args.quiet or not out.is_terminal:
-        report = bench(config, progress=lambda msg: out.print(f"- {msg}"))
-    else:
-        with out.status("Starting", spinner="dots") as status:
-            report = bench(config, progress=lambda msg: status.update(f"[bold]{msg}"))
+            if flag == "--json":
+                check_json_name(path, flag)
+            else:
+                plot_format(path, flag)
+    with _Interrupt() as interrupt:
+        report = _measure(_config(args), out, interrupt)
+        interrupt.check()  # before anything is shown or written: an interrupted bench writes nothing
+        _show_and_write(report, args, out, interrupt)
+    if report.comparison is not None:
+        print(f"compare: tfpipe/baseline = {report.comparison.ratio:.2f}", file=sys.stdout)
+    if args.fail_if_input_bound and report.verdict != "not_input_bound":
+        print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
+        return EXIT_INPUT_BOUND
+    return 0
 
+
+def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
+    """`tfpipe.bench`, its progress shown; a Ctrl-C is raised again as each stage starts."""
+    from tfpipe.bench import bench
+
+    if out.is_terminal:  # never with --quiet, whose console is plain
+        with out.status("Starting", spinner="dots") as status:
+
+            def show(msg: str) -> None:
+                interrupt.check()
+                status.update(f"[bold]{msg}")
+
+            return bench(config, progress=show)
+
+    def say(msg: str) -> None:
+        interrupt.check()
+        out.print(f"- {msg}")
+
+    return bench(config, progress=say)
+
+
+def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
     from tfpipe.bench.render import renderables
 
     for item in renderables(report):
@@ -241,19 +273,62 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from tfpipe import storage
 
+        interrupt.check()
         storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
         out.print(f"Wrote {args.json}")
     if args.plot:
         from tfpipe.bench.plot import write_plot
 
+        interrupt.check()
         write_plot(report, args.plot)
         out.print(f"Wrote {args.plot}")
-    if report.comparison is not None:
-        print(f"compare: tfpipe/baseline = {report.comparison.ratio:.2f}", file=sys.stdout)
-    if args.fail_if_input_bound and report.verdict != "not_input_bound":
-        print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
-        return EXIT_INPUT_BOUND
-    return 0
+
+
+class _Interrupt:
+    """Ctrl-C during a bench, remembered until it is raised where it cannot be lost.
+
+    Python raises KeyboardInterrupt in whatever the main thread runs when SIGINT arrives. A
+    bench lets go of many TensorFlow functions; when one is being collected, the interrupt is
+    raised inside its `__del__`, where Python prints "Exception ignored in
+    AtomicFunction.__del__" and drops it, and the bench went on to write its full report
+    (3 of 3 tries). The flag set here survives: each stage's start, the end of the bench and
+    each report file raise it again, so a Ctrl-C at any stage ends with exit 130, no file.
+    """
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._signal: Any = None
+        self._hook = sys.unraisablehook
+
+    def __enter__(self) -> _Interrupt:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._signal = signal.signal(signal.SIGINT, self._on_signal)
+        sys.unraisablehook = self._unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._signal is not None:
+            signal.signal(signal.SIGINT, self._signal)
+        sys.unraisablehook = self._hook
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.hit = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self.hit = True  # raised again at the next check, not printed
+            return
+        self._hook(unraisable)
+
+    def check(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
 
 
 def _config(args: argparse.Namespace) -> object:
