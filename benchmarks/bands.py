@@ -1,4 +1,5 @@
-"""--simulate aimed at each of the TF Profiler's bands, for the bench harnesses (images, text).
+"""What the bench harnesses (images, text) share: --simulate aimed at each of the TF Profiler's
+bands, and the default run through the CLI.
 
 The step time is aimed at the band from the producer's measured rate; the simulation runs its
 own producer phases, so it is retried (at most twice) only when the host's speed changed and
@@ -7,6 +8,11 @@ put the prediction in another band. Agreement itself is never retried.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from typing import Any
 
 from tfpipe.bench import producer, wait
@@ -36,3 +42,22 @@ def simulate_in_band(
         if wait.band(results[-1].predicted_input_wait) == band:
             break
     return results
+
+
+def default_cli_run(pipeline: str, cache_home: str, out: str, timeout: float) -> tuple[float, dict]:
+    """(wall seconds, JSON report) of `tfpipe bench --pipeline=PIPELINE` with no --data, run as a
+    new user runs it: a fresh process, its cache under `cache_home`, no TFPIPE_BENCH_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFPIPE_BENCH_")}
+    env["XDG_CACHE_HOME"] = cache_home
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfpipe", "bench", f"--pipeline={pipeline}", "--json", out, "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    wall = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr
+    with open(out) as f:
+        return wall, json.load(f)

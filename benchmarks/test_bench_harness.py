@@ -13,14 +13,10 @@ Every number is attached to the benchmark's extra_info and printed with -s.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
-from bands import BANDS, simulate_in_band
+from bands import BANDS, default_cli_run, simulate_in_band
 
 from tfpipe.bench import producer, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
@@ -42,27 +38,10 @@ def cache_home(tmp_path_factory):
     return str(tmp_path_factory.mktemp("xdg_cache"))
 
 
-def _cli(cache_home: str, out: str) -> tuple[float, dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TFPIPE_BENCH_")}
-    env["XDG_CACHE_HOME"] = cache_home
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "bench", "--pipeline=imagenet", "--json", out, "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    wall = time.perf_counter() - start
-    assert proc.returncode == 0, proc.stderr
-    with open(out) as f:
-        return wall, json.load(f)
-
-
 def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> None:
-    first_wall, first = _cli(cache_home, str(tmp_path / "first.json"))
+    first_wall, first = default_cli_run("imagenet", cache_home, str(tmp_path / "first.json"))
     cached_wall, cached = benchmark.pedantic(
-        lambda: _cli(cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1
+        lambda: default_cli_run("imagenet", cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1
     )
     info = {
         "first_run_sec": first_wall,

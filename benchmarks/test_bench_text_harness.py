@@ -15,14 +15,10 @@ Every number is printed with -s.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
-from bands import BANDS, simulate_in_band
+from bands import BANDS, default_cli_run, simulate_in_band
 
 from tfpipe.bench import textmeasure, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
@@ -64,28 +60,11 @@ def _plan(manifest, sequence_length: int, packing: str, batch_size: int = DEFAUL
     )
 
 
-def _cli(cache_home: str, out: str) -> tuple[float, dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TFPIPE_BENCH_")}
-    env["XDG_CACHE_HOME"] = cache_home
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "bench", "--pipeline=text", "--json", out, "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    wall = time.perf_counter() - start
-    assert proc.returncode == 0, proc.stderr
-    with open(out) as f:
-        return wall, json.load(f)
-
-
 def test_default_text_run_first_time_and_cached(benchmark, tmp_path) -> None:
     home = str(tmp_path / "cache")
-    first_wall, first = _cli(home, str(tmp_path / "first.json"))
+    first_wall, first = default_cli_run("text", home, str(tmp_path / "first.json"))
     cached_wall, cached = benchmark.pedantic(
-        lambda: _cli(home, str(tmp_path / "cached.json")), rounds=1, iterations=1
+        lambda: default_cli_run("text", home, str(tmp_path / "cached.json")), rounds=1, iterations=1
     )
     t = cached["text"]
     info = {

@@ -45,10 +45,7 @@ def open_file(path: str) -> Any:
             f"{path}: expected an Arrow IPC file (Feather v1 or v2) or stream. Received: a file "
             f"pyarrow cannot read as one (it starts with {head!r}): {' '.join(str(e).split())}"
         ) from None
-    names = table.schema.names
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise DataError(f"{path}: expected unique column names. Received: {dupes} more than once in {names}")
+    parquetfile.check_unique_names(path, table.schema.names)
     return table
 
 

@@ -57,11 +57,15 @@ def open_file(path: str) -> Any:
         raise DataError(
             f"{path}: expected a Parquet file. Received: a file pyarrow cannot open ({e})"
         ) from None
-    names = pf.schema_arrow.names
+    check_unique_names(path, pf.schema_arrow.names)
+    return pf
+
+
+def check_unique_names(path: str, names: list[str]) -> None:
+    """Raises DataError naming the columns a file holds more than once (pandas would keep one)."""
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise DataError(f"{path}: expected unique column names. Received: {dupes} more than once in {names}")
-    return pf
 
 
 def batches(pf: Any, chunk_rows: int) -> Any:
