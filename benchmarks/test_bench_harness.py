@@ -13,17 +13,13 @@ Every number is attached to the benchmark's extra_info and printed with -s.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
+from bands import BANDS, default_cli_run, simulate_in_band
 
 from tfpipe.bench import producer, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
-from tfpipe.bench.simulate import simulate
 from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
 
 DEFAULTS = BenchConfig()
@@ -42,27 +38,10 @@ def cache_home(tmp_path_factory):
     return str(tmp_path_factory.mktemp("xdg_cache"))
 
 
-def _cli(cache_home: str, out: str) -> tuple[float, dict]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TFPIPE_BENCH_")}
-    env["XDG_CACHE_HOME"] = cache_home
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "bench", "--pipeline=imagenet", "--json", out, "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    wall = time.perf_counter() - start
-    assert proc.returncode == 0, proc.stderr
-    with open(out) as f:
-        return wall, json.load(f)
-
-
 def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> None:
-    first_wall, first = _cli(cache_home, str(tmp_path / "first.json"))
+    first_wall, first = default_cli_run("imagenet", cache_home, str(tmp_path / "first.json"))
     cached_wall, cached = benchmark.pedantic(
-        lambda: _cli(cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1
+        lambda: default_cli_run("imagenet", cache_home, str(tmp_path / "cached.json")), rounds=1, iterations=1
     )
     info = {
         "first_run_sec": first_wall,
@@ -156,29 +135,14 @@ def test_generate_and_convert_default_imagenet(benchmark, tmp_path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("target", "band"),
-    [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")],
-)
+@pytest.mark.parametrize(("target", "band"), BANDS)
 def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: float, band: str) -> None:
-    # Longer than the default window: a benchmark can afford 2 s phases, which average out
-    # more of the load other processes put on a shared host.
-    pipe, seconds = imagenet_pipe, 4 * SECONDS
     results = []
 
     def once():
-        # Aim the step time at the band; retry (at most twice) only when the host's speed
-        # changed so the simulation's own producer phases put the prediction in another band.
-        for _ in range(3):
-            rate = producer.measure(
-                pipe.dataset, examples_per_element=pipe.batch_size, seconds=SECONDS, warmup=WARMUP
-            )
-            consumer = rate.examples_per_sec * 0.7 if target == 0 else rate.examples_per_sec / (1 - target)
-            results.append(
-                simulate(pipe, step_time_ms=pipe.batch_size / consumer * 1000, seconds=seconds, warmup=WARMUP)
-            )
-            if wait.band(results[-1].predicted_input_wait) == band:
-                break
+        results.extend(
+            simulate_in_band(imagenet_pipe, target, band, seconds=4 * SECONDS, warmup=WARMUP, window=SECONDS)
+        )
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     sim = results[-1]

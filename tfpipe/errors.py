@@ -61,6 +61,10 @@ class AlreadyExists(StorageError):
     """An atomic write found its destination taken."""
 
 
+class CredentialsError(TfpipeError):
+    """gs:// needs Google Cloud credentials, and none were found (or they were refused)."""
+
+
 class InvalidPath(TfpipeError, ValueError):
     """A path that names no place: `gs://` without a bucket, or a bucket name GCS refuses."""
 

@@ -163,6 +163,33 @@ class Schema:
         keys = {f.name: f.dtype for f in self.fields}
         return keys | {f.mask_name: MASK_DTYPE for f in self.fields if f.has_mask}
 
+    def joined_by(self, new: Schema) -> tuple[Schema | None, list[str]]:
+        """The schema a new split with schema `new` is written with when it joins a dataset of
+        this schema, and what differs.
+
+        A split joins when it holds the same features with the same dtypes and label: it is
+        written with this schema, so its features come in this order and a column it has no
+        null in still gets the dataset's null mask (all 0). A null mask it would need that the
+        dataset lacks cannot be added to the splits already written.
+
+        Returns:
+          (this schema, []) when `new` joins; else (None, the differences, one per column).
+        """
+        have, got = {f.name: f for f in self.fields}, {f.name: f for f in new.fields}
+        found = [f"column {n!r} is not in this split" for n in have if n not in got]
+        found += [f"column {n!r} is new in this split" for n in got if n not in have]
+        for name in (n for n in have if n in got):
+            a, b = have[name], got[name]
+            if (a.dtype, a.shape) != (b.dtype, b.shape):
+                found.append(f"column {name!r} is {_typed(a)} in the dataset, {_typed(b)} in this split")
+            elif b.has_mask and not a.has_mask:
+                found.append(
+                    f"column {name!r} has nulls in this split (a {b.mask_name!r} mask), none in the dataset's"
+                )
+        if self.label != new.label:
+            found.append(f"the label is {self.label!r} in the dataset, {new.label!r} in this split")
+        return (None, found) if found else (self, [])
+
     def to_json(self) -> dict[str, Any]:
         return {"fields": [f.to_json() for f in self.fields], "label": self.label}
 
@@ -172,6 +199,10 @@ class Schema:
             return cls(tuple(Field.from_json(f) for f in obj["fields"]), obj.get("label"))
         except (KeyError, TypeError) as e:
             raise ManifestError(f"Malformed schema in manifest: {e!r}. Received: {obj!r}") from e
+
+
+def _typed(field: Field) -> str:
+    return field.dtype + (f" of shape {list(field.shape)}" if field.shape else "")
 
 
 IMAGE_SCHEMA = Schema(

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, TypeVar
 
-from tfpipe.errors import AlreadyExists, StorageError
+from tfpipe.errors import AlreadyExists, CredentialsError, StorageError
 from tfpipe.errors import InvalidPath as InvalidPath  # re-exported
 
 # The gs:// path rules live in gcsnames.py; these are their names for the rest of tfpipe.
@@ -39,6 +39,20 @@ from tfpipe.gcsnames import split_gcs as split_gcs
 
 T = TypeVar("T")
 HIDDEN_PREFIX = "."
+
+
+_PROVIDE_CREDENTIALS = (
+    "Provide them one of these ways: `gcloud auth application-default login` (your user "
+    "account); GOOGLE_APPLICATION_CREDENTIALS=/path/to/key.json (a service account's key file); "
+    "or run on a Google Cloud VM, TPU VM or GKE node whose service account can use the bucket."
+)
+
+
+def _credentials_error(path: str, error: BaseException, found: bool) -> CredentialsError:
+    """One line: what is missing (or refused), and the ways to provide it."""
+    reason = " ".join(str(error).split()).split(" To set up")[0].rstrip(". ") or type(error).__name__
+    what = "the Google Cloud credentials found were refused" if found else "no Google Cloud credentials found"
+    return CredentialsError(f"{path or 'gs://'}: {what} (google-auth: {reason}). {_PROVIDE_CREDENTIALS}")
 
 
 def join(base: str, *parts: str) -> str:
@@ -84,16 +98,20 @@ def gcs_request_bytes() -> int:
 _CLIENTS: dict[int, object] = {}
 
 
-def _client():  # -> google.cloud.storage.Client
+def _client(path: str = ""):  # -> google.cloud.storage.Client
     """This process's GCS client.
 
     Keyed by PID: a client must not cross a fork(). Forked workers that reused the parent's
     client and its open connection read each other's responses (DataCorruption in 6 of 6 runs
     with two workers), so each process makes its own.
+
+    Raises:
+      CredentialsError: no Google Cloud credentials are found (naming `path`, and the ways).
     """
     pid = os.getpid()
     client = _CLIENTS.get(pid)
     if client is None:
+        from google.auth import exceptions as auth_errors
         from google.cloud import storage
 
         if os.environ.get("STORAGE_EMULATOR_HOST"):
@@ -101,10 +119,25 @@ def _client():  # -> google.cloud.storage.Client
 
             client = storage.Client(project="tfpipe-local", credentials=AnonymousCredentials())
         else:
-            client = storage.Client()
+            try:
+                client = storage.Client()
+            except auth_errors.DefaultCredentialsError as e:
+                raise _credentials_error(path, e, found=False) from None
         _CLIENTS.clear()  # a parent's client, inherited by a fork: never used here
         _CLIENTS[pid] = client
     return client
+
+
+def check_credentials(path: str) -> None:
+    """For a gs:// path, makes sure Google Cloud credentials are found, without a request:
+    for code that hands gs:// to TensorFlow, which waits through its retries (minutes) and
+    says nothing when there are none.
+
+    Raises:
+      CredentialsError: none are found, naming `path` and the ways to provide them.
+    """
+    if is_gcs(path):
+        _client(path)
 
 
 def reset_client() -> None:
@@ -114,7 +147,7 @@ def reset_client() -> None:
 
 def _blob(path: str):
     bucket, name = split_gcs(path)
-    return _client().bucket(bucket).blob(name)
+    return _client(path).bucket(bucket).blob(name)
 
 
 RETRY_ATTEMPTS = 8
@@ -150,9 +183,13 @@ def _kind(exc: BaseException) -> str:
 def with_retries(fn: Callable[[], T], what: str) -> T:
     """Calls `fn`, retrying transient GCS errors with jittered exponential backoff; each retry
     is counted in `retries()`."""
+    from google.auth import exceptions as auth_errors
+
     for attempt in range(RETRY_ATTEMPTS):
         try:
             return fn()
+        except auth_errors.RefreshError as e:  # credentials found, but refused (revoked, expired)
+            raise _credentials_error(what.split(" ", 1)[-1], e, found=True) from None
         except Exception as e:  # any error: classified below
             if not _is_transient(e) or attempt == RETRY_ATTEMPTS - 1:
                 if _is_transient(e):
@@ -211,7 +248,7 @@ def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int
     bucket, prefix = split_gcs(path.rstrip("/") + "/")
 
     def entries() -> list[tuple[str, bool, int, str]]:
-        it = _client().list_blobs(
+        it = _client(path).list_blobs(
             bucket, prefix=prefix, delimiter=None if recursive else "/", retry=_no_client_retry()
         )
         out = [
@@ -577,7 +614,7 @@ def check_bucket(path: str) -> None:
     """Raises FileNotFoundError naming the bucket if a gs:// path's bucket does not exist."""
     bucket, _ = split_gcs(path)
     if not with_retries(
-        lambda: _client().bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"
+        lambda: _client(path).bucket(bucket).exists(retry=_no_client_retry()), f"stat gs://{bucket}"
     ):
         raise FileNotFoundError(errno.ENOENT, f"bucket {bucket!r} does not exist", path)
 

@@ -167,3 +167,20 @@ def test_library_errors_are_tfpipe_errors() -> None:
         producer.measure(lambda: tf().data.Dataset.range(3), examples_per_element=1, seconds=0.1, warmup=0.1)
     with pytest.raises(ConfigError, match=r"Received: model='nope'"):
         build_model("nope", (None, None), 10)
+
+
+@pytest.mark.parametrize(
+    "flag,name,said",
+    [
+        ("--plot", "report.gif", "--plot writes the format its file extension names"),
+        ("--plot", "report", "without an extension"),
+        ("--json", "report.json.gz", "--json is written as plain JSON text"),
+        ("--json", "report.png", "whose extension .png names another format"),
+    ],
+)
+def test_an_output_named_for_another_format_is_refused_before_measuring(
+    flag, name, said, tmp_path, capsys
+) -> None:
+    code, err = bench_cli(capsys, flag, str(tmp_path / name))
+    assert code == 1 and said in err
+    assert not os.listdir(tmp_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 
 import pytest
@@ -117,7 +118,7 @@ def test_report_json_matches_schema_and_contract_keys() -> None:
     assert obj["compare"]["baseline_examples_per_sec"] == 210.0
     with pytest.deprecated_call():
         assert report.comparison.recipe_examples_per_sec == 210.0
-    assert obj["schema_version"] == 4
+    assert obj["schema_version"] == 5
     assert obj["profile"] is None and obj["consumer"]["source"] == "reference"
 
 
@@ -265,9 +266,21 @@ MLPERF_BLOCKS = {
     "resnet50-tpu-v4": (4 * 1_281_167, 1620425338044 - 1620425314827, 64),
     # v0.7 tpu-v3-32-TF2.0 BERT: 1,117 steps of 448, block_start 1594329972397 to block_stop 1594330486814.
     "bert-large-tpu-v3": (1117 * 448, 1594330486814 - 1594329972397, 16),
-    # v1.0 tpu-v4-128-TF BERT: 56 steps of 3,072, block_start 1621052356591 to block_stop 1621052370570.
-    "bert-large-tpu-v4": (56 * 3072, 1621052370570 - 1621052356591, 64),
+    # v0.7 tpu-v4-128-TF BERT: 163 steps of 3,072, block_start 1593088226272 to block_stop 1593088280206.
+    # (v1.0's tpu-v4-128-TF BERT bucketed sequences by length: not a padded-to-512 figure.)
+    "bert-large-tpu-v4": (163 * 3072, 1593088280206 - 1593088226272, 64),
 }
+
+# The GPT-3 rows, in tokens: (tokens in a block, ms from block_start to block_stop, chips).
+MLPERF_TOKEN_BLOCKS = {
+    # v3.1 cloud-tpu-v5e-4096-PAX: 50,331,648 tokens, 1696461509294 to 1696461618234, 4,096 chips.
+    "gpt3-175b-tpu-v5e": (50_331_648, 1696461618234 - 1696461509294, 4096),
+    # v4.0 cloud-tpu-v5p-1024-maxtext: 50,331,648 tokens, 1709184398703 to 1709184684484, 512 chips
+    # (a v5p-N counts TensorCores, two a chip).
+    "gpt3-175b-tpu-v5p": (50_331_648, 1709184684484 - 1709184398703, 512),
+}
+# MaxText's tiering table (docs/reference/models/tiering.md): tokens/s per device as published.
+MAXTEXT_PER_DEVICE = {"llama3.1-8b-tpu-v6e": 7207, "llama2-70b-tpu-v6e": 900, "llama2-70b-tpu-v5p": 692}
 
 
 @pytest.mark.parametrize("name", sorted(MLPERF_BLOCKS))
@@ -282,10 +295,42 @@ def test_tpu_rows_are_four_chips_of_the_mlperf_logs(name) -> None:
     assert "(4 chips, 1 host)" in row.accelerator
 
 
-def test_the_text_rows_cannot_be_a_pipelines_consumer() -> None:
+@pytest.mark.parametrize("name", sorted(MLPERF_TOKEN_BLOCKS))
+def test_gpt3_rows_are_four_chips_of_the_mlperf_logs(name) -> None:
+    tokens, ms, chips = MLPERF_TOKEN_BLOCKS[name]
+    row = reference.lookup(name)
+    per_chip = tokens / (ms / 1000) / chips
+    assert row.tokens_per_sec == pytest.approx(4 * per_chip, rel=0.001)
+    assert row.examples_per_sec == pytest.approx(row.tokens_per_sec / 2048)  # sequences of 2,048
+    assert (row.sequence_length, row.packing, row.preset) == (2048, "concat", "text")
+    said = re.search(r"([\d,.]+) per chip", row.derivation)
+    assert said and float(said.group(1).replace(",", "")) == pytest.approx(per_chip, rel=0.001)
+    assert "(4 chips per host)" in row.accelerator
+
+
+@pytest.mark.parametrize("name", sorted(MAXTEXT_PER_DEVICE))
+def test_maxtext_rows_are_four_devices_as_published(name) -> None:
+    row = reference.lookup(name)
+    assert row.tokens_per_sec == 4 * MAXTEXT_PER_DEVICE[name]
+    assert f"{MAXTEXT_PER_DEVICE[name]:,} tokens/s per device" in row.derivation
+    assert row.url.startswith("https://github.com/AI-Hypercomputer/maxtext/blob/")
+    assert f"SL={row.sequence_length}" in row.derivation
+
+
+def test_text_rows_serve_the_text_pipeline_only() -> None:
     assert {r.preset for r in reference.rows()} == {"imagenet", "tabular", "text"}
-    with pytest.raises(ConfigError, match=r"BERT-large .*which no tfpipe pipeline reads.*--step-time-ms"):
+    assert reference.default_for("text").name == "bert-large-tpu-v4"  # a TPU row
+    for row in reference.rows():
+        assert (row.preset == "text") == (row.sequence_length is not None) == (row.tokens_per_sec is not None)
+    assert BenchConfig(pipeline="text", accelerator="gpt3-175b-tpu-v5p").accelerator == "gpt3-175b-tpu-v5p"
+    with pytest.raises(
+        ConfigError, match=r"'bert-large-tpu-v4' is a text reference; for pipeline='imagenet'"
+    ):
         BenchConfig(accelerator="bert-large-tpu-v4")
+    with pytest.raises(ConfigError, match=r"sequence_length shapes the rows of the text pipeline"):
+        BenchConfig(pipeline="imagenet", sequence_length=512)
+    with pytest.raises(ConfigError, match=r"packing must be None or one of"):
+        BenchConfig(pipeline="text", packing="best")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [0, -3, "abc", "nan", "inf", "", None, True, 1e-300, 0.0099])
@@ -357,3 +402,63 @@ def test_bench_config_takes_any_integral_type_as_an_int(tmp_path) -> None:
     cfg = BenchConfig(batch_size=np.int64(8), hosts=np.int32(2), max_cores=np.uint8(2), data=tmp_path)
     assert (cfg.batch_size, cfg.hosts, cfg.host_batch, cfg.max_cores, cfg.data) == (8, 2, 4, 2, str(tmp_path))
     assert {type(v) for v in (cfg.batch_size, cfg.hosts, cfg.max_cores)} == {int}
+
+
+@pytest.mark.parametrize(
+    "name,magic",
+    [("r.jpg", b"\xff\xd8\xff"), ("r.JPEG", b"\xff\xd8\xff"), ("r.svg", b"<?xml"), ("r.pdf", b"%PDF-")],
+)
+def test_a_plot_is_written_in_the_format_its_extension_names(tmp_path, name, magic) -> None:
+    from PIL import Image
+
+    from tfpipe.bench.plot import write_plot
+
+    path = write_plot(sample_report(250.0), str(tmp_path / name))
+    with open(path, "rb") as f:
+        assert f.read(len(magic)) == magic  # not PNG bytes under another name
+    if name.lower().endswith((".jpg", ".jpeg")):
+        with Image.open(path) as im:
+            assert im.format == "JPEG" and im.size[0] >= 1200
+
+
+@pytest.mark.parametrize("name", ["r.gif", "r.webp", "report", "r.png.gz"])
+def test_a_plot_extension_tfpipe_does_not_write_is_refused(tmp_path, name) -> None:
+    from tfpipe.bench.plot import write_plot
+
+    with pytest.raises(ConfigError, match=r"writes the format its file extension names: one of \.png, \.jpg"):
+        write_plot(sample_report(250.0), str(tmp_path / name))
+    assert not os.listdir(tmp_path)
+
+
+def test_the_first_screen_reads_whole_at_80_columns() -> None:
+    """An 80-column terminal: no header or stage name is cut ("examples…", "list_fil…")."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    console = Console(width=80, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = console.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 80
+    words = set(re.findall(r"[\w/]+", text))
+    for stage in report.stages:
+        assert stage.name in words and all(name in words for name in stage.stages), stage
+    for header in ("examples", "consumer", "ms/ex", "busy", "element"):
+        assert header in words, header
+
+
+def test_the_scaling_point_at_the_producers_threadpool_is_the_producer() -> None:
+    """One measurement: the curve's point at build()'s threadpool is the producer's window."""
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    report = sample_report()
+    point = report.scaling[-1]
+    console = Console(width=120, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    said = f"{point.cores} cores: the producer's own window"
+    assert (point.examples_per_sec == report.producer.examples_per_sec) == (said in console.export_text())

@@ -94,7 +94,7 @@ def test_reading_that_cannot_feed_the_consumer_is_storage_bound_and_named():
     assert "cycle_length" in first.action and "region" in first.action and 'cache="memory"' in first.action
     assert not any(r.kind == "read_bound" for r in report.recommendations)
     obj = report.to_json()
-    assert obj["schema_version"] == 4 and obj["bottleneck"]["stage"] == "read"
+    assert obj["schema_version"] == 5 and obj["bottleneck"]["stage"] == "read"
     assert obj["storage"]["mb_per_sec"] == 20.0 and obj["storage"]["requests_per_sec"] == pytest.approx(0.8)
     assert obj["storage"]["location"] == "gcs" and obj["storage"]["cached"] is False
 

@@ -127,3 +127,69 @@ def test_a_table_changed_during_the_run_is_not_committed(tmp_path, table):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and f"{table}: changed during the conversion" in err
     assert not (dest / "tfpipe.json").exists()
+
+
+@pytest.mark.parametrize(
+    "first,second", [("relative", "absolute"), ("absolute", "relative"), ("symlink", "relative")]
+)
+def test_resume_compares_resolved_paths_not_their_spelling(tmp_path, monkeypatch, capsys, first, second):
+    """The source and the labels file named `val` once and `/abs/path/val` the next time are
+    the same inputs: the resume continues, and writes what one uninterrupted run writes."""
+    import hashlib
+
+    from tfpipe.cli import main
+    from tfpipe.convert import writer
+
+    fake_data.write_validation_flat(
+        tmp_path / "data" / "val", tmp_path / "data" / "labels.txt", classes=3, count=9, size=(16, 12)
+    )
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    monkeypatch.chdir(tmp_path / "data")
+    spelled = {
+        "relative": ("val", "labels.txt"),
+        "absolute": (str(tmp_path / "data" / "val"), str(tmp_path / "data" / "labels.txt")),
+        "symlink": (str(tmp_path / "link" / "val"), str(tmp_path / "link" / "labels.txt")),
+    }
+
+    def run(spelling, dest, *flags):
+        src, labels = spelled[spelling]
+        return main(
+            [
+                "convert",
+                src,
+                str(dest),
+                "--labels",
+                labels,
+                "--num-shards",
+                "3",
+                "--workers",
+                "1",
+                "--quiet",
+                *flags,
+            ]
+        )
+
+    real = writer.pause_point
+
+    def stop_after_first_shard(name):
+        if name == "shard-committed":
+            raise KeyboardInterrupt
+        real(name)
+
+    with monkeypatch.context() as patch:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tfpipe.convert") and getattr(module, "pause_point", None) is real:
+                patch.setattr(module, "pause_point", stop_after_first_shard)
+        assert run(first, tmp_path / "out") == 130
+    assert not (tmp_path / "out" / "tfpipe.json").exists()
+    assert run(second, tmp_path / "out", "--resume") == 0, capsys.readouterr().err
+    assert run("absolute", tmp_path / "straight") == 0
+
+    def shards(dest):
+        return {
+            n: hashlib.sha256((dest / n).read_bytes()).hexdigest()
+            for n in os.listdir(dest)
+            if n.startswith("train-")
+        }
+
+    assert shards(tmp_path / "out") == shards(tmp_path / "straight") and len(shards(tmp_path / "out")) == 3

@@ -60,7 +60,7 @@ def test_a_shard_larger_than_one_task_is_cut_into_pieces_from_its_own_first_item
 def test_the_record_is_the_plan_identity_and_leaves_out_workers():
     record = plan_of(workers=3).record()
     assert record == plan_of(workers=1).record()
-    assert record["plan_version"] == 2 and record["n_shards"] == 4 and record["n_items"] == 37
+    assert record["plan_version"] == 3 and record["n_shards"] == 4 and record["n_items"] == 37
     assert record["inputs"] == "f" * 64 and record["src"] == "/src"
     assert "workers" not in record["options"] and record["options"]["format"] == "images"
     assert plan_of(seed=1).record() != record

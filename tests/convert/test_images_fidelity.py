@@ -66,3 +66,37 @@ def test_help_says_what_images_hold():
         "transparent pixels are black",
     ):
         assert fact in text
+
+
+def test_an_image_wider_than_a_jpeg_can_be_is_skipped_naming_the_file_and_the_limit(tmp_path, capsys):
+    """A panorama PNG of 70,000 pixels cannot be a JPEG (65,500 a side): it is skipped as the
+    unreadable images are, with the reason, and --strict fails naming the file."""
+    from tfpipe.cli import main
+
+    fake_data.write_image_folder(
+        tmp_path / "src", classes=2, per_class=2, size=(16, 12), imagenet_names=False
+    )
+    Image.new("RGB", (70_000, 40), (10, 200, 30)).save(tmp_path / "src" / "class_000" / "pano.png")
+    assert main(["convert", str(tmp_path / "src"), str(tmp_path / "out"), "--quiet", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    said = "PNG image of 70000x40 pixels: a JPEG holds at most 65,500 pixels a side"
+    assert f"skipped {tmp_path / 'src' / 'class_000' / 'pano.png'}: {said}" in out
+    split = tfpipe.manifest.Manifest.load(str(tmp_path / "out")).split("train")
+    assert split.examples == 4 and [s.input for s in split.skipped] == [
+        str(tmp_path / "src/class_000/pano.png")
+    ]
+    args = [
+        "convert",
+        str(tmp_path / "src"),
+        str(tmp_path / "strict"),
+        "--quiet",
+        "--strict",
+        "--workers",
+        "1",
+    ]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'src' / 'class_000' / 'pano.png'}: {said}" in err and "broken data stream" not in err
+    # Shrunk to 8 pixels high it is 14,000 wide: it fits, and is converted.
+    m = tfpipe.convert(str(tmp_path / "src"), str(tmp_path / "small"), resize_shorter=8, workers=1)
+    assert m.split("train").examples == 5 and not m.split("train").skipped

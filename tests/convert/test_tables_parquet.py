@@ -115,7 +115,9 @@ def test_a_folder_that_is_no_partition_is_refused(tmp_path):
 
 def test_csv_options_are_refused_for_parquet_data_columns(tmp_path, hive):
     root, _ = hive
-    with pytest.raises(ConfigError, match=r"null_values .* for the Parquet source"):
+    with pytest.raises(
+        ConfigError, match=r"null_values \(--null-values\) applies to CSV files.* for a Parquet table"
+    ):
         tfpipe.convert(str(root), str(tmp_path / "a"), null_values=["NA"])
     with pytest.raises(ConfigError, match=r"Received: \['x'\] for the Parquet source"):
         tfpipe.convert(str(root), str(tmp_path / "b"), column_types={"x": "string"})

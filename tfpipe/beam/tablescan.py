@@ -106,10 +106,10 @@ def _fold_column(have: Column, new: dict[str, Any]) -> bool:
         have.sample = new["sample"]
     have.kind = kind
     have.source_dtype = have.source_dtype or new["source_dtype"]
-    for name in ("first_null", "whole", "fraction", "first_code", "first_na"):
+    for name in ("first_null", "whole", "fraction", "first_code", "first_na", "first_nan", "underflow"):
         if getattr(have, name) is None and new[name] is not None:
             setattr(have, name, tuple(new[name]))
-    for name in ("texts", "numeric_like", "na_like"):
+    for name in ("texts", "numeric_like", "na_like", "underflows"):
         setattr(have, name, getattr(have, name) + new[name])
     return True
 

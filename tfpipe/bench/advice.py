@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfpipe.bench.fmt import percent, rate
+from tfpipe.bench.fmt import percent, percent1, rate
 from tfpipe.bench.results import Storage
+from tfpipe.bench.tokens import TextFigures
 from tfpipe.bench.verdict import Bottleneck, CoresEstimate, ServiceEstimate
 from tfpipe.bench.wait import Band, band
 
@@ -46,6 +47,7 @@ def recommend(
     storage: Storage | None = None,
     storage_bound: bool = False,
     first_epoch_wait: float | None = None,
+    text: TextFigures | None = None,
 ) -> tuple[Recommendation, ...]:
     """Advice, each piece tied to a finding. Pure: the same numbers give the same advice.
 
@@ -54,11 +56,17 @@ def recommend(
     cache gives, with two of the conclusion's figures about it: `storage_bound` (reading
     alone cannot feed the consumer: storage-bound advice) and `first_epoch_wait` (the first
     epoch's predicted wait when a cache hides the storage after it: a word on that epoch).
+    `text` is a text pipeline's figures in tokens: advice on padding, the sequence length and
+    tokenizing follows the input-bound advice, whatever the verdict. Text rates are sequences.
     """
     out: list[Recommendation] = []
+    tail = [] if text is None else text_advice(text)
+    unit = "examples" if text is None else "sequences"
     ratio = producer_eps / consumer_eps if consumer_eps > 0 else math.inf
     if storage is not None:
-        out += _storage_advice(storage, consumer_eps, bound=storage_bound, first_epoch_wait=first_epoch_wait)
+        out += _storage_advice(
+            storage, consumer_eps, bound=storage_bound, first_epoch_wait=first_epoch_wait, unit=unit
+        )
     if profiled_wait is not None and band(profiled_wait) != "not_input_bound" and wait < profiled_wait:
         out.append(
             Recommendation(
@@ -70,45 +78,51 @@ def recommend(
             )
         )
     if verdict == "not_input_bound":
-        keep = (
-            "No change needed: this pipeline keeps up with your accelerator's profiled step."
-            if profiled_wait is not None
-            else "No change needed. Re-run with the consumer you will train on "
-            "(--from-profile with a profile of your run, or --model) before buying more CPU."
-        )
         out.append(
-            Recommendation(
-                "keeps_up",
-                f"The pipeline produces {rate(producer_eps)} examples/s, {ratio:.1f}x what the "
-                f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
-                keep,
-            )
+            _keeps_up(wait, producer_eps, consumer_eps, ratio, profiled=profiled_wait is not None, unit=unit)
         )
-        return tuple(out)
+        return tuple(out + tail)
 
     stage_advice = _stage_advice(bottleneck, preset=preset, data_on_gcs=data_on_gcs)
     if stage_advice is not None and not storage_bound:
         out.append(stage_advice)
-    out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps)
-    return tuple(out)
+    out += _cores_advice(cores, service, producer_eps=producer_eps, consumer_eps=consumer_eps, unit=unit)
+    return tuple(out + tail)
+
+
+def _keeps_up(
+    wait: float, producer_eps: float, consumer_eps: float, ratio: float, *, profiled: bool, unit: str
+) -> Recommendation:
+    keep = (
+        "No change needed: this pipeline keeps up with your accelerator's profiled step."
+        if profiled
+        else "No change needed. Re-run with the consumer you will train on "
+        "(--from-profile with a profile of your run, or --model) before buying more CPU."
+    )
+    return Recommendation(
+        "keeps_up",
+        f"The pipeline produces {rate(producer_eps)} {unit}/s, {ratio:.1f}x what the "
+        f"consumer takes ({rate(consumer_eps)}/s); predicted input wait {wait:.0%}.",
+        keep,
+    )
 
 
 def _storage_advice(
-    storage: Storage, consumer_eps: float, *, bound: bool, first_epoch_wait: float | None
+    storage: Storage, consumer_eps: float, *, bound: bool, first_epoch_wait: float | None, unit: str
 ) -> list[Recommendation]:
     """Storage-bound: reading alone cannot feed the consumer. Or, with a cache, the first epoch
     (which reads the storage to fill it) cannot."""
     where = "gs://" if storage.location == "gcs" else "local storage"
-    reads = f"{rate(storage.examples_per_sec)} examples/s"
+    reads = f"{rate(storage.examples_per_sec)} {unit}/s"
     if storage.mb_per_sec is not None:
         reads = f"{storage.mb_per_sec:,.1f} MB/s ({reads}"
         if storage.requests_per_sec is not None:
             reads += f", ~{storage.requests_per_sec:,.1f} requests/s"
         reads += ")"
     needs = (
-        f"{storage.needed_mb_per_sec:,.1f} MB/s ({rate(consumer_eps)} examples/s)"
+        f"{storage.needed_mb_per_sec:,.1f} MB/s ({rate(consumer_eps)} {unit}/s)"
         if storage.needed_mb_per_sec is not None
-        else f"{rate(consumer_eps)} examples/s"
+        else f"{rate(consumer_eps)} {unit}/s"
     )
     more = (
         "read more shards at once (cycle_length and read_parallelism: each open shard is one "
@@ -136,7 +150,7 @@ def _storage_advice(
             Recommendation(
                 "first_epoch_input_bound",
                 f"The first epoch reads the storage to fill the {storage.cache} cache: "
-                f"{rate(first)} examples/s against the consumer's {rate(consumer_eps)}/s, a "
+                f"{rate(first)} {unit}/s against the consumer's {rate(consumer_eps)}/s, a "
                 f"predicted wait of {percent(first_epoch_wait)} for that epoch "
                 f"(reading from {where} gives {reads}). Later epochs read the cache.",
                 "Over many epochs this costs little. For a short run, or where the full dataset "
@@ -150,6 +164,8 @@ def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> 
     """What to do about the bottleneck stage, when tfpipe knows that stage."""
     stage = bottleneck.stage
     share = f"{bottleneck.share:.0%} of the time per example ({bottleneck.ms_per_example:.2f} ms)"
+    if preset == "text" and stage in ("parse", "pack"):
+        return _text_stage_advice(stage, share)
     if stage == "decode":
         action = (
             "Decoding and augmenting images dominates. Convert with `tfpipe convert "
@@ -184,8 +200,30 @@ def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> 
     return None
 
 
+def _text_stage_advice(stage: str, share: str) -> Recommendation:
+    if stage == "pack":
+        return Recommendation(
+            "pack_bound",
+            f"Packing documents into rows is the bottleneck: {share}.",
+            "first_fit places whole chunks of documents at once in rounds; packing='concat' costs "
+            "less CPU (documents end to end, cut at every row's end, so pieces lose the context "
+            "before the cut). Otherwise give packing cores: the tf.data service below.",
+        )
+    return Recommendation(
+        "parse_bound",
+        f"Parsing the documents' token ids is the bottleneck: {share}.",
+        "The pipeline parses whole chunks of records at once already; what is left costs per token. "
+        "Give it cores (the tf.data service below).",
+    )
+
+
 def _cores_advice(
-    cores: CoresEstimate, service: ServiceEstimate, *, producer_eps: float, consumer_eps: float
+    cores: CoresEstimate,
+    service: ServiceEstimate,
+    *,
+    producer_eps: float,
+    consumer_eps: float,
+    unit: str = "examples",
 ) -> list[Recommendation]:
     """Whether this host's cores can feed the consumer, and how well they scale."""
     out: list[Recommendation] = []
@@ -194,7 +232,7 @@ def _cores_advice(
             Recommendation(
                 "cpu_bound_beyond_host",
                 f"Feeding the consumer needs about {cores.cores} cores at the measured "
-                f"{rate(cores.per_core_eps)} examples/s per core and {cores.efficiency:.0%} "
+                f"{rate(cores.per_core_eps)} {unit}/s per core and {cores.efficiency:.0%} "
                 f"scaling efficiency; this host has {cores.available}.",
                 f"Offload preprocessing to the tf.data service: `tfpipe serve worker "
                 f"--allow-remote` on {service.workers} machine(s) of {service.worker_cores} "
@@ -208,7 +246,7 @@ def _cores_advice(
                 "cores_suffice",
                 f"{cores.cores} of this host's {cores.available} cores should keep up, "
                 f"yet the measured pipeline does not ({rate(producer_eps)} vs "
-                f"{rate(consumer_eps)} examples/s).",
+                f"{rate(consumer_eps)} {unit}/s).",
                 "Give tf.data the host's cores: raise PipelineConfig threadpool size and "
                 "check nothing else (e.g. the training loop) holds them.",
             )
@@ -224,3 +262,119 @@ def _cores_advice(
             )
         )
     return out
+
+
+# Text advice: a share of documents this large cut into pieces at L is worth a word.
+CUT_SHARE = 0.25
+# ... and this share truncated to a classifier's row.
+TRUNCATED_SHARE = 0.01
+
+
+def padding_sentence(text: TextFigures) -> str:
+    """The verdict on padding: the share of the accelerator's slots that hold no token, with this
+    pipeline's packing and with the mode named beside it (see `TextFigures.alternative`)."""
+    head = (
+        f"Your accelerator spends {percent1(text.padding)} of its token slots on padding with "
+        f"packing={text.packing}"
+    )
+    if text.alternative is None:
+        return f"{head} (a classifier's row holds one document)."
+    mode, fill = text.alternative
+    return f"{head}; {mode} {'makes' if text.alternative_better else 'would make'} it {percent1(1 - fill)}."
+
+
+def fill_sentence(text: TextFigures) -> str:
+    """The measured fill beside the predicted one, and whether they agree."""
+    m = text.measure
+    agree = "agree within 1 point" if text.fill_agrees else "DISAGREE by more than 1 point"
+    return (
+        f"Fill (real tokens / slots): measured {percent1(text.fill)} [{percent1(text.fill_low)}, "
+        f"{percent1(text.fill_high)}] over {m.rows:,} rows of the pipeline's batches; predicted "
+        f"{percent1(text.fill_predicted)} from the manifest's length histogram: {agree}."
+    )
+
+
+def text_advice(text: TextFigures) -> list[Recommendation]:
+    """Text: packing, the sequence length against the length histogram, tokenizing."""
+    out: list[Recommendation] = []
+    if text.alternative_better and text.alternative is not None:
+        mode = text.alternative[0]
+        out.append(
+            Recommendation(
+                "padding",
+                f"{padding_sentence(text)} Of the {rate(text.consumer_slot_tokens_per_sec)} slot "
+                f"tokens/s the accelerator computes on, {rate(text.consumer_useful_tokens_per_sec)} "
+                "are real tokens.",
+                f"Pack: tfpipe.build(..., sequence_length={text.sequence_length}, packing={mode!r}) "
+                f"(bench: --packing {mode}). The same documents then take {text.steps_factor:.1f}x fewer "
+                f"steps, and the accelerator trains on ~{rate(text.alternative_useful_tokens_per_sec or 0.0)} "
+                "real tokens/s at the same step time.",
+            )
+        )
+    out += _length_advice(text)
+    if text.measure.tokenize_ms_per_1k is not None:
+        out.append(_tokenize_advice(text))
+    return out
+
+
+def _length_advice(text: TextFigures) -> list[Recommendation]:
+    m, L = text.measure, text.sequence_length
+    lengths = m.lengths
+    spread = f"p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, max {lengths['max']:,}"
+    share = m.lengths["longer"] / m.documents if m.documents else 0.0
+    one_a_row = m.packing == "none"
+    suggest = f"sequence_length={m.suggested_length} (a multiple of 128, a TPU's lane width)"
+    if one_a_row and m.suggested_length < L:
+        return [
+            Recommendation(
+                "sequence_length",
+                f"99% of the documents hold at most {lengths['p99']:,} tokens ({spread}), yet each "
+                f"row of L={L:,} holds one: {percent1(text.padding)} of the slots are padding. At "
+                f"L={m.suggested_length} the prediction is {percent1(1 - m.suggested_fill)}.",
+                f"{suggest}" + ("" if m.classify else ", or pack (packing='first_fit') at any L") + ".",
+            )
+        ]
+    if m.truncate and share > TRUNCATED_SHARE:
+        return [
+            Recommendation(
+                "sequence_length",
+                f"{m.lengths['longer']:,} documents ({percent(share)}) are longer than the "
+                + (
+                    f"{L - 2:,} tokens a classifier's row holds between [CLS] and [SEP]"
+                    if m.classify
+                    else f"{L:,} tokens of a row"
+                )
+                + f", and lose their end (truncate; {spread}).",
+                f"{suggest} keeps 99% whole, at a predicted {percent1(1 - m.suggested_fill)} padding.",
+            )
+        ]
+    if not one_a_row and share > CUT_SHARE:
+        return [
+            Recommendation(
+                "sequence_length",
+                f"{percent(share)} of the documents are longer than L={L:,} ({spread}): each is cut "
+                "into pieces of at most L, and a piece trains without the tokens before its cut.",
+                "Where the model's context allows, a longer sequence_length keeps more documents "
+                f"whole ({suggest} keeps 99%); packing keeps the fill at any L.",
+            )
+        ]
+    return []
+
+
+def _tokenize_advice(text: TextFigures) -> Recommendation:
+    m = text.measure
+    ms = m.tokenize_ms_per_1k or 0.0
+    cores = f", ~{text.tokenize_cores:,.1f} more cores at the consumer's rate" if text.tokenize_cores else ""
+    ratio = ""
+    if text.tokenize_ratio is not None:
+        whole = text.stages[-1].cpu_ms_per_1k_tokens
+        ratio = f", {text.tokenize_ratio:,.1f}x the {whole:.3f} ms the whole pipeline spends"
+    return Recommendation(
+        "tokenize_at_convert",
+        f"Tokenizing these documents in the pipeline would cost {ms:.3f} CPU ms per 1,000 tokens with "
+        f"the dataset's own tokenizer ({m.tokenizer}; measured here){ratio}{cores}.",
+        "Keep tokenizing at convert time (tfpipe convert --tokenizer PATH or --train-tokenizer KIND), "
+        "as this dataset is: the pipeline only reads token ids and packs them. Tokenizing inside "
+        "tf.data would need tensorflow-text, which requires the `tensorflow` distribution and "
+        "installs it over tensorflow-tpu (see the README).",
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench import advice, results, verdict, wait
+from tfpipe.bench import advice, results, tokens, verdict, wait
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.report import Report
 from tfpipe.storage import is_gcs
@@ -34,8 +34,11 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
+    text: results.TextMeasure | None = None,
 ) -> Report:
-    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice."""
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
+    for text, the figures in tokens: the fill, padding, tokens/s)."""
+    figures = None if text is None else _text(text, producer, consumer, stages, scaling, storage)
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -53,9 +56,39 @@ def conclude(
         elapsed_sec=elapsed_sec,
         profile=profile,
         storage=storage,
+        text=figures,
         **_figures(
-            pipeline, dataset, hosts, producer, consumer, stages, scaling, worker_cores, profile, storage
+            pipeline,
+            dataset,
+            hosts,
+            producer,
+            consumer,
+            stages,
+            scaling,
+            worker_cores,
+            profile,
+            storage,
+            figures,
         ),
+    )
+
+
+def _text(
+    text: results.TextMeasure,
+    producer: results.Rate,
+    consumer: results.Consumer,
+    stages: tuple[results.StageRate, ...],
+    scaling: tuple[results.ScalingPoint, ...],
+    storage: results.Storage | None,
+) -> tokens.TextFigures:
+    """A text pipeline's figures in tokens."""
+    return tokens.figures(
+        text,
+        producer=producer,
+        consumer_eps=consumer.examples_per_sec,
+        stages=stages,
+        scaling=scaling,
+        storage=storage,
     )
 
 
@@ -70,12 +103,11 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
+    text: tokens.TextFigures | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
-
-    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU
-    helps: the bottleneck is the read stage, named as the storage.
-    """
+    When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:
+    the bottleneck is the read stage, named as the storage."""
     need = consumer.examples_per_sec
     predicted = wait.predicted_wait(producer.examples_per_sec, need)
     band = wait.band(predicted)
@@ -107,6 +139,7 @@ def _figures(
         storage=storage,
         storage_bound=storage_bound,
         first_epoch_wait=first_wait,
+        text=text,
     )
     return {
         "predicted_input_wait": predicted,

@@ -25,26 +25,36 @@ from tfpipe.validation import (
 if TYPE_CHECKING:
     from tfpipe.manifest import Manifest
 
-PipelineName = Literal["imagenet", "tabular"]
+PipelineName = Literal["imagenet", "tabular", "text"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
+Packing = Literal["first_fit", "none", "concat"]
+PACKINGS: tuple[str, ...] = get_args(Packing)
 
 # Keras models `--model` builds with random weights (nothing is downloaded).
 IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
 TABLE_MODELS = ("mlp", "small_mlp")
-MODELS = IMAGE_MODELS + TABLE_MODELS
+TEXT_MODELS = ("small_transformer",)
+MODELS = IMAGE_MODELS + TABLE_MODELS + TEXT_MODELS
+MODELS_OF = {"imagenet": IMAGE_MODELS, "tabular": TABLE_MODELS, "text": TEXT_MODELS}
 
 # The consumer's sources a config may name, at most one; with none, the preset's reference row.
 CONSUMERS = ("step_time_ms", "model", "accelerator", "from_profile")
 
-# Per-host batch when none is given: a common per-accelerator batch for each kind of model.
-DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024}
+# Per-host batch when none is given: a common per-accelerator batch for each kind of model
+# (for text, sequences: a multiple of 8, a TPU core's rows per tile).
+DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024, "text": 64}
+# Tokens in a text row when none is given: BERT-large's, as the default reference row trained.
+DEFAULT_SEQUENCE_LENGTH = 512
 
 # No training step is shorter: launching one accelerator kernel alone takes ~5-10 us.
 MIN_STEP_TIME_MS = 0.01
 # The most examples/s one host's accelerators can take in, far above anything published (the
 # fastest reference row is 13,800 images/s per TPU v4 host): a million 224x224x3 uint8 images
-# or a billion table rows a second are each ~150 GB/s, beyond a host's memory bandwidth.
+# or a billion table rows a second are each ~150 GB/s, beyond a host's memory bandwidth. Text
+# counts slot tokens (sequences x sequence length): a billion a second is 3,000x the fastest
+# text row (297,114 per TPU v4 host).
 MAX_CONSUMER_EPS = {"imagenet": 1e6, "tabular": 1e9}
+MAX_CONSUMER_TOKENS = 1e9
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -52,12 +62,20 @@ class BenchConfig:
     """What to benchmark and against which consumer.
 
     Args:
-      pipeline: the preset, "imagenet" or "tabular". None picks the one `data`'s manifest
-        calls for, as build() picks its preset: tabular for a table, else imagenet.
-      data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it.
+      pipeline: the preset, "imagenet", "tabular" or "text". None picks the one `data`'s
+        manifest calls for, as build() picks its preset: tabular for a table, text for a
+        tokenized corpus, else imagenet.
+      data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it
+        (for text: the standard library's docstrings, tokenized by a tokenizer trained on them).
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
-        None uses 128 for imagenet and 1024 for tabular; with `from_profile`, the profiled
-        run's batch when the profile records it (else it must be given).
+        None uses 128 for imagenet, 1024 for tabular and 64 sequences for text; with
+        `from_profile`, the profiled run's batch when the profile records it (else it must be
+        given). For text, a batch counts sequences (rows of `sequence_length` tokens).
+      sequence_length: text only: L, the tokens in a row. None uses 512.
+      packing: text only: "first_fit", "none" or "concat", as build() takes it. None uses the
+        preset's default (first_fit; none for a classifier's one document a row).
+      truncate: text only: keep only each document's first L tokens, as build() takes it
+        (a classifier needs it when documents are longer than its row).
       step_time_ms: the consumer's measured step time for the global batch, in milliseconds.
       model: a Keras model to time a train step of on the best local device.
       accelerator: a row of the reference table (see `tfpipe.bench.reference.names()`), taken
@@ -91,6 +109,9 @@ class BenchConfig:
     pipeline: PipelineName | None = None
     data: str | None = None
     batch_size: int | None = None
+    sequence_length: int | None = None
+    packing: Packing | None = None
+    truncate: bool = False
     step_time_ms: float | None = None
     model: str | None = None
     accelerator: str | None = None
@@ -128,11 +149,20 @@ class BenchConfig:
             self.pipeline,
             what=f"step_time_ms={self.step_time_ms:g} (--step-time-ms)",
             received=f"step_time_ms={self.step_time_ms!r}",
+            sequence_length=self.rows_length,
         )
 
     @property
     def global_batch(self) -> int:
         return self.batch_size if self.batch_size is not None else DEFAULT_BATCH[self.pipeline] * self.hosts
+
+    @property
+    def rows_length(self) -> int | None:
+        """Text: the sequence length L of the rows (DEFAULT_SEQUENCE_LENGTH when not given);
+        else None."""
+        if self.pipeline != "text":
+            return None
+        return self.sequence_length or DEFAULT_SEQUENCE_LENGTH
 
     @property
     def host_batch(self) -> int:
@@ -168,6 +198,18 @@ def _warmup(name: str, value: object) -> object:
     return value
 
 
+def _sequence_length(name: str, value: object) -> object:
+    from tfpipe.presets.text import MAX_SEQUENCE_LENGTH
+
+    return check_int(name, value, 2, MAX_SEQUENCE_LENGTH, optional=True)
+
+
+def _packing(name: str, value: object) -> object:
+    if value is not None and value not in PACKINGS:
+        raise field_error(ConfigError, name, f"None or one of {PACKINGS}", value)
+    return value
+
+
 _optional_name = functools.partial(check_str, optional=True, what="None or a non-empty path or name")
 _optional_count = functools.partial(check_int, low=1, optional=True)
 
@@ -175,6 +217,9 @@ _optional_count = functools.partial(check_int, low=1, optional=True)
 _FIELDS: dict[str, Check] = {
     "pipeline": functools.partial(check_choice, choices=PIPELINES),
     "batch_size": functools.partial(check_batch_size, optional=True),
+    "sequence_length": _sequence_length,
+    "packing": _packing,
+    "truncate": check_bool,
     "step_time_ms": _step_time,
     "model": functools.partial(check_str, optional=True),
     "accelerator": functools.partial(check_str, optional=True),
@@ -221,9 +266,21 @@ def _one_consumer(cfg: BenchConfig) -> None:
         )
 
 
+def _text_shape(cfg: BenchConfig) -> None:
+    """sequence_length, packing and truncate shape text rows: given for text only."""
+    if cfg.pipeline == "text":
+        return
+    for name in ("sequence_length", "packing", "truncate"):
+        if getattr(cfg, name) not in (None, False):
+            raise ConfigError(
+                f"{name} shapes the rows of the text pipeline; pipeline={cfg.pipeline!r} has "
+                f"none. Received: {name}={getattr(cfg, name)!r}"
+            )
+
+
 def _model_fits_pipeline(cfg: BenchConfig) -> None:
     if cfg.model is not None:
-        allowed = IMAGE_MODELS if cfg.pipeline == "imagenet" else TABLE_MODELS
+        allowed = MODELS_OF[cfg.pipeline]
         if cfg.model not in allowed:
             raise field_error(
                 ConfigError, "model", f"one of {allowed} for pipeline={cfg.pipeline!r}", cfg.model
@@ -239,13 +296,6 @@ def _accelerator_fits_pipeline(cfg: BenchConfig) -> None:
 
     row = reference.lookup(cfg.accelerator)
     rows = [r.name for r in reference.rows() if r.preset == cfg.pipeline]
-    if row.preset not in PIPELINES:
-        raise ConfigError(
-            f"accelerator {row.name!r} is a reference for {row.model} ({row.preset} data), "
-            "which no tfpipe pipeline reads, so it cannot be the consumer here; its figure is "
-            "for --step-time-ms (global batch / examples per second). For pipeline="
-            f"{cfg.pipeline!r} use one of {rows}"
-        )
     if row.preset != cfg.pipeline:
         raise ConfigError(
             f"accelerator {row.name!r} is a {row.preset} reference; for pipeline={cfg.pipeline!r} "
@@ -264,6 +314,7 @@ def _compare_needs_imagenet(cfg: BenchConfig) -> None:
 
 # The checks between fields, after each field's own.
 _RELATIONS: tuple[Callable[[BenchConfig], None], ...] = (
+    _text_shape,
     _batch_per_host,
     _one_consumer,
     _model_fits_pipeline,
@@ -273,14 +324,29 @@ _RELATIONS: tuple[Callable[[BenchConfig], None], ...] = (
 
 
 def check_consumer_rate(
-    step_time_ms: float, global_batch: int, hosts: int, pipeline: str, *, what: str, received: str
+    step_time_ms: float,
+    global_batch: int,
+    hosts: int,
+    pipeline: str,
+    *,
+    what: str,
+    received: str,
+    sequence_length: int | None = None,
 ) -> None:
-    """Refuses a step time that implies more examples/s per host than any host takes in."""
+    """Refuses a step time that implies more examples/s per host than any host takes in (for
+    text, more slot tokens/s: sequences of `sequence_length`)."""
     rate = global_batch // hosts / (step_time_ms / 1000.0)
-    cap = MAX_CONSUMER_EPS[pipeline]
+    if pipeline == "text":
+        rate, cap, unit = (
+            rate * (sequence_length or DEFAULT_SEQUENCE_LENGTH),
+            MAX_CONSUMER_TOKENS,
+            "slot tokens",
+        )
+    else:
+        cap, unit = MAX_CONSUMER_EPS[pipeline], "examples"
     if rate > cap:
         raise ConfigError(
-            f"{what} for a global batch of {global_batch} means {rate:.3g} examples/s per host, beyond "
+            f"{what} for a global batch of {global_batch} means {rate:.3g} {unit}/s per host, beyond "
             f"what any accelerator host takes in ({cap:.0e}/s for the {pipeline} pipeline). "
             f"Expected the milliseconds of one training step of the global batch. Received: {received}"
         )
@@ -288,15 +354,17 @@ def check_consumer_rate(
 
 def pipeline_for(data: object) -> PipelineName:
     """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
-    table, else imagenet (also without a manifest, or without data)."""
+    table, text for a tokenized corpus, else imagenet (also without a manifest, or without data)."""
     from tfpipe.pipeline.resolve import data_path
 
     return pipeline_of(data_path(data).manifest if isinstance(data, str) and data else None)
 
 
 def pipeline_of(manifest: Manifest | None) -> PipelineName:
-    """The pipeline for a manifest's layout: tabular for a table, else imagenet."""
-    return "tabular" if manifest is not None and manifest.layout == "table" else "imagenet"
+    """The pipeline for a manifest's layout: tabular for a table, text for a tokenized corpus,
+    else imagenet."""
+    layout = manifest.layout if manifest is not None else None
+    return "tabular" if layout == "table" else "text" if layout == "text" else "imagenet"
 
 
 def check_step_time_ms(value: object) -> float:

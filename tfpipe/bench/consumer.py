@@ -27,24 +27,66 @@ if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
 
 
-def from_step_time(step_time_ms: float, global_batch: int, per_host: int) -> Consumer:
-    """The user's step time for the global batch, of which each host supplies `per_host`."""
+def from_step_time(
+    step_time_ms: float, global_batch: int, per_host: int, sequence_length: int | None = None
+) -> Consumer:
+    """The user's step time for the global batch, of which each host supplies `per_host`
+    (text: sequences of `sequence_length` tokens)."""
+    unit = f" sequences of {sequence_length:,} tokens" if sequence_length else ""
     return Consumer(
         examples_per_sec=per_host / (step_time_ms / 1000.0),
         step_time_ms=step_time_ms,
         source="step_time",
-        description=f"user-supplied step time {step_time_ms:g} ms for a global batch of {global_batch}",
+        description=f"user-supplied step time {step_time_ms:g} ms for a global batch of {global_batch}{unit}",
     )
 
 
-def from_reference(row: reference.ReferenceRow, per_host_batch: int) -> Consumer:
-    """A published throughput, taken as one host's consumer rate."""
+def from_reference(
+    row: reference.ReferenceRow,
+    per_host_batch: int,
+    *,
+    sequence_length: int | None = None,
+    packing: str | None = None,
+) -> Consumer:
+    """A published throughput, taken as one host's consumer rate.
+
+    A text row's slot tokens per second are taken as they are at the pipeline's
+    `sequence_length`: sequences/s = slot tokens/s / L. Where the row trained another L or
+    packing, the description says so.
+    """
+    if row.tokens_per_sec is not None and sequence_length is not None:
+        return _from_text_row(row, per_host_batch, sequence_length, packing)
     return Consumer(
         examples_per_sec=float(row.examples_per_sec),
         step_time_ms=per_host_batch / row.examples_per_sec * 1000.0,
         source="reference",
         description=f"{row.model} on {row.accelerator} ({row.precision}, {row.framework}); "
         f"source: {row.source}, {row.derivation}",
+        url=row.url,
+        approximate=True,
+    )
+
+
+def _from_text_row(row: reference.ReferenceRow, per_host_batch: int, L: int, packing: str | None) -> Consumer:
+    """A text row's slot tokens/s as sequences/s of the pipeline's L, its shape said when it is
+    not the pipeline's."""
+    tokens = float(row.tokens_per_sec or 0.0)
+    rate = tokens / L
+    shape = f"trained at {row.shape}"
+    if row.sequence_length != L:
+        shape += (
+            f"; at your L={L:,} its slot tokens/s are taken as they are (attention's cost per token "
+            "grows with L, so this is approximate)"
+        )
+    elif packing is not None and packing != {"packed": "first_fit"}.get(row.packing or "", row.packing):
+        shape += f"; with your packing={packing} the accelerator computes on every slot all the same"
+    return Consumer(
+        examples_per_sec=rate,
+        step_time_ms=per_host_batch / rate * 1000.0,
+        source="reference",
+        description=f"{row.model} on {row.accelerator} ({row.precision}, {row.framework}): "
+        f"{tokens:,.0f} slot tokens/s per host, {shape}: {rate:,.2f} sequences/s of {L:,} tokens. "
+        f"Source: {row.source}, {row.derivation}",
         url=row.url,
         approximate=True,
     )
@@ -79,11 +121,14 @@ def config_for_profile(cfg: BenchConfig, profile: Profile) -> BenchConfig:
             "host of the run was profiled"
         )
     checked = dataclasses.replace(cfg, batch_size=cfg.batch_size or recorded)
-    from_profile(profile, checked.global_batch, checked.hosts, checked.pipeline)  # refuses now, not later
+    # Refuses now, not after the timing.
+    from_profile(profile, checked.global_batch, checked.hosts, checked.pipeline, checked.rows_length)
     return checked
 
 
-def from_profile(profile: Profile, global_batch: int, hosts: int, pipeline: str) -> Consumer:
+def from_profile(
+    profile: Profile, global_batch: int, hosts: int, pipeline: str, sequence_length: int | None = None
+) -> Consumer:
     """The accelerator's rate when it is fed: the global batch per (step time - input wait), of
     which each host supplies global_batch / hosts.
 
@@ -106,16 +151,18 @@ def from_profile(profile: Profile, global_batch: int, hosts: int, pipeline: str)
         pipeline,
         what=f"the profiled step without its input wait ({fed:.3g} ms, --from-profile)",
         received=f"batch_size={global_batch}, from_profile={profile.path!r}",
+        sequence_length=sequence_length,
     )
     host_batch = global_batch // hosts
     cores = f", {profile.cores} cores" if profile.cores else ""
+    unit = f"sequences of {sequence_length:,} tokens" if sequence_length else "examples"
     return Consumer(
         examples_per_sec=host_batch / (fed / 1000.0),
         step_time_ms=fed,
         source="profile",
         description=f"your profiled run on {profile.device}{cores}: {profile.steps} steps of "
         f"{profile.step_time_ms:,.1f} ms, {percent(profile.input_wait)} of it waiting for input, so "
-        f"{fed:,.1f} ms per step when fed, for a global batch of {global_batch}",
+        f"{fed:,.1f} ms per step when fed, for a global batch of {global_batch} {unit}",
         device=profile.device,
     )
 
@@ -152,13 +199,15 @@ def resolve(
 
     `profile` is `config.from_profile` already read (bench reads it before timing anything).
     """
+    L = config.rows_length
     if profile is not None:
-        return from_profile(profile, config.global_batch, config.hosts, config.pipeline), None
+        return from_profile(profile, config.global_batch, config.hosts, config.pipeline, L), None
     if config.step_time_ms is not None:
-        return from_step_time(config.step_time_ms, config.global_batch, config.host_batch), None
+        return from_step_time(config.step_time_ms, config.global_batch, config.host_batch, L), None
     if config.model is not None:
         return from_model(config.model, pipeline, num_classes=num_classes, seconds=config.seconds)
     row = (
         reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)
     )
-    return from_reference(row, config.host_batch), None
+    packing = pipeline.decoder.packing.mode if pipeline.decoder.packing is not None else None
+    return from_reference(row, config.host_batch, sequence_length=L, packing=packing), None

@@ -4,7 +4,9 @@ A tfpipe dataset (a directory with `tfpipe.json`) is read by split, and its mani
 count bounds the batch. Raw inputs are named for what they are, with the command that turns
 them into a dataset: a CSV or Parquet table, an image folder. TFRecord files without a
 manifest are read as they are by the imagenet pipeline (records that tensorflow/tpu tools
-wrote), but the tabular pipeline needs the manifest's schema and label.
+wrote), but the tabular pipeline needs the manifest's schema and label, and the text pipeline
+its length histogram (the predicted fill) and tokenizer. A raw text corpus is named with the
+command that tokenizes it at convert time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from tfpipe.bench.config import BenchConfig, pipeline_of
 from tfpipe.bench.results import DatasetInfo
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES
+from tfpipe.convert.textfiles import kind_of
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.pipeline.resolve import DataPath, data_path
@@ -64,7 +67,8 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
             )
         _check_pipeline(cfg, manifest, path)
         info = _info(manifest, split, synthetic=False, generated=0.0)
-        check_batch(cfg, info.examples, f"split {split!r} of {path}")
+        if cfg.pipeline != "text":  # text rows are not records: checked once they are counted
+            check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
     files = _tfrecord_files(named, cfg)
     if cfg.split is not None:
@@ -81,7 +85,9 @@ def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
     """Refuses a pipeline that cannot read the dataset: an image pipeline on a table."""
     wanted = pipeline_of(manifest)
     if cfg.pipeline != wanted:
-        kind = "a table" if manifest.layout == "table" else f"an image dataset (layout {manifest.layout!r})"
+        kind = {"table": "a table", "text": "a tokenized text corpus"}.get(
+            manifest.layout, f"an image dataset (layout {manifest.layout!r})"
+        )
         raise ConfigError(
             f"{path} is {kind}, which the {wanted} pipeline reads. Received: pipeline="
             f"{cfg.pipeline!r}; pass pipeline={wanted!r} (--pipeline {wanted}, the default of "
@@ -90,19 +96,21 @@ def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
 
 
 def check_batch(cfg: BenchConfig, examples: int, where: str) -> None:
-    """Refuses a global batch larger than the data: one step would repeat examples."""
+    """Refuses a global batch larger than the data: one step would repeat examples (text:
+    sequences, the rows an epoch packs into)."""
+    unit = "sequences" if cfg.pipeline == "text" else "examples"
     if examples and cfg.global_batch > examples:
         given = "" if cfg.batch_size is not None else "the default "
         raise ConfigError(
             f"{given}batch_size={cfg.global_batch} (--batch-size) is larger than the {examples} "
-            f"examples in {where}: every batch would repeat examples. Pass a batch size of at "
+            f"{unit} in {where}: every batch would repeat {unit}. Pass a batch size of at "
             f"most {examples}, or bench more data. Received: batch_size={cfg.global_batch}"
         )
 
 
 def _synthetic(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
     spec = synthetic.SyntheticSpec.default(cfg.pipeline, cfg.synthetic_examples)
-    if spec.examples < cfg.global_batch:
+    if spec.examples < cfg.global_batch and cfg.pipeline != "text":  # text: documents, not rows
         if cfg.synthetic_examples is not None:
             check_batch(cfg, spec.examples, "the generated dataset (synthetic_examples)")
         # The default size is only a default: generate at least one global batch.
@@ -130,12 +138,12 @@ def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
         if not files:
             raise DataError(f"No files match data={raw!r} (--data): expected TFRecord shards.")
     elif named.kind == "file":
-        kind = _file_kind(path)
+        kind = _file_kind(path, _corpus_kinds(cfg))
         if kind:
             raise _raw_data(raw, kind)
         files = [path]
     elif named.kind == "folder":
-        kind = _folder_kind(path)
+        kind = _folder_kind(path, _corpus_kinds(cfg))
         if kind:
             raise _raw_data(raw, kind)
         raise DataError(
@@ -146,6 +154,8 @@ def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
                 if cfg.pipeline == "imagenet"
                 else "pass a tfpipe dataset directory, or convert "
                 "the raw table with `tfpipe convert TABLE DEST --label COLUMN`."
+                if cfg.pipeline == "tabular"
+                else f"pass a tfpipe text dataset directory, or convert the corpus with `{TOKENIZE}`."
             )
         )
     else:
@@ -169,10 +179,27 @@ def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
             "dataset directory, or convert the raw table with `tfpipe convert TABLE "
             "DEST --label COLUMN`."
         )
+    if cfg.pipeline == "text":
+        what = "is a TFRecord file" if files == [path] else f"names {len(files)} TFRecord files"
+        raise DataError(
+            f"{raw} {what} without a {MANIFEST_NAME} manifest, and the text pipeline's bench "
+            "predicts the fill from the length histogram and tokenizer one holds: pass a tfpipe "
+            f"text dataset directory, or convert the corpus with `{TOKENIZE}`."
+        )
     return files
 
 
+# How a raw text corpus becomes a dataset: tokenized once, at convert time, not every epoch.
+TOKENIZE = "tfpipe convert CORPUS DEST --tokenizer PATH (or --train-tokenizer bpe --vocab-size 32000)"
+
+
 def _raw_data(raw: str, kind: str) -> DataError:
+    if "text corpus" in kind:
+        return DataError(
+            f"{raw} is {kind}, not a tfpipe dataset: tokenize it once, at convert time, with "
+            f"`{TOKENIZE.replace('CORPUS', raw)}`, then `tfpipe bench --data DEST`. The pipeline "
+            "then reads token ids; tokenizing in it would cost CPU every epoch."
+        )
     table = "table" in kind
     return DataError(
         f"{raw} is {kind}, not a tfpipe dataset: run `tfpipe convert {raw} "
@@ -185,9 +212,22 @@ def _suffix(name: str) -> str:
     return posixpath.splitext(name)[1].lower()
 
 
-def _file_kind(path: str) -> str | None:
+def _corpus_kinds(cfg: BenchConfig) -> tuple[str, ...]:
+    """The text corpus kinds a raw file is named as: JSON Lines always; plain .txt files and
+    Parquet only when the text pipeline is asked for (a .txt beside other data is a note, a
+    Parquet file otherwise a table)."""
+    return ("jsonl", "txt", "parquet") if cfg.pipeline == "text" else ("jsonl",)
+
+
+_CORPUS_WORDS = {"jsonl": "JSON Lines", "txt": "plain text", "parquet": "Parquet"}
+
+
+def _file_kind(path: str, corpus: tuple[str, ...] = ("jsonl",)) -> str | None:
     """ "a CSV table file" etc. for raw data; None for anything that may be a TFRecord file."""
     head = b"" if storage.is_gcs(path) else _head(path)  # on gs://, the name alone
+    kind = kind_of(path)
+    if kind in corpus:
+        return f"a text corpus file ({_CORPUS_WORDS[kind]})"
     fmt = "parquet" if head == b"PAR1" else TABLE_SUFFIXES.get(_suffix(path))
     if fmt:
         return f"a {'Parquet' if fmt == 'parquet' else 'CSV'} table file"
@@ -201,9 +241,11 @@ def _head(path: str) -> bytes:
         return f.read(4)
 
 
-def _folder_kind(path: str) -> str | None:
+def _folder_kind(path: str, corpus: tuple[str, ...] = ("jsonl",)) -> str | None:
     """ "a folder of images" etc. for a folder of raw data; None when it is something else."""
     names = [n for n in storage.listdir(path) if not n.startswith(".")]
+    if any(kind_of(n) in corpus for n in names):
+        return "a folder of text corpus files"
     tables = sorted({TABLE_SUFFIXES[_suffix(n)] for n in names if _suffix(n) in TABLE_SUFFIXES})
     if tables:
         kinds = " and ".join("CSV" if t == "csv" else "Parquet" for t in tables)

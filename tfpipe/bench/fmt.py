@@ -43,3 +43,10 @@ def percent(share: float) -> str:
     if p >= 10 or round(p, 2) == 0:
         return f"{p:.0f}%"
     return f"{p:.1f}%" if p >= 1 else f"{p:.2f}%"
+
+
+def percent1(share: float) -> str:
+    """A share (0..1) as a percentage with one decimal, for fills and padding, where 99.6% and
+    100% differ: `99.6%`, `0.4%`, `86.4%` (two decimals under 1%: `0.39%`)."""
+    p = 100.0 * share
+    return f"{p:.2f}%" if 0 < p < 1 else f"{p:.1f}%"

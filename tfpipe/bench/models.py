@@ -8,12 +8,13 @@ trains one on the real pipeline and on synthetic input (`simulate.fit_check`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import devices
-from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS
+from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, TEXT_MODELS
 from tfpipe.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,12 +38,17 @@ def discover_device() -> Device:
     return Device(choice.kind, choice.name, choice.strategy, choice.replicas)
 
 
-def build_model(name: str, element_spec: Any, num_classes: int) -> Any:
+def build_model(name: str, element_spec: Any, num_classes: int, vocab_size: int | None = None) -> Any:
     """A Keras model with random weights for a batch of `element_spec` (nothing is downloaded).
 
     Image models take (images, labels) batches and classify into `num_classes`; table models
     take (dict of features, label) batches and regress the label, so any label values work.
+    The text model takes packed rows (a dict: a language model over `num_classes` token ids) or
+    a classifier's `(dict, label)` rows (into `num_classes` classes), with token ids below
+    `vocab_size` (None: `num_classes`).
     """
+    if name in TEXT_MODELS:
+        return _text_model(element_spec, num_classes, vocab_size or num_classes)
     features_spec, _ = element_spec
     if name in IMAGE_MODELS:
         return _image_model(name, tuple(features_spec.shape[1:]), num_classes)
@@ -102,6 +108,82 @@ def _table_model(name: str, features_spec: dict[str, Any]) -> Any:
     return model
 
 
+# The small transformer: width, heads, blocks. Small enough to train on a CPU in tests, shaped
+# like the real thing (token and position embeddings, attention within each packed document).
+TEXT_WIDTH, TEXT_HEADS, TEXT_BLOCKS = 128, 4, 2
+
+
+def _text_model(element_spec: Any, num_classes: int, vocab: int) -> Any:
+    """A small transformer for text batches: a causal language model on packed rows
+    (`{"tokens", "segment_ids", "positions"}`), attending only within each document; or, for a
+    classifier's `({"token_ids", "padding_mask", "segment_ids"}, label)` rows, a classifier."""
+    import keras
+    from keras import ops
+
+    classify = isinstance(element_spec, tuple)
+    spec = element_spec[0] if classify else element_spec
+    ids = "token_ids" if classify else "tokens"
+    if not isinstance(spec, dict) or ids not in spec:
+        raise ConfigError(
+            f"model='small_transformer' (--model) takes the text pipeline's rows. Received: {element_spec}"
+        )
+    L = int(spec[ids].shape[-1])
+    inputs = {k: keras.Input((L,), dtype=v.dtype.name, name=k) for k, v in spec.items()}
+    if classify:
+        real = ops.cast(inputs["padding_mask"], "bool")
+        mask = ops.logical_and(ops.expand_dims(real, 1), ops.expand_dims(real, 2))
+        positions = ops.expand_dims(ops.arange(L), 0)
+    else:
+        seg = inputs["segment_ids"]
+        same = ops.logical_and(
+            ops.equal(ops.expand_dims(seg, 2), ops.expand_dims(seg, 1)), ops.expand_dims(seg != 0, 2)
+        )
+        mask = ops.logical_and(same, ops.tril(ops.ones((L, L), "bool")))
+        positions = inputs["positions"]
+    x = keras.layers.Embedding(vocab, TEXT_WIDTH)(inputs[ids]) + keras.layers.Embedding(L, TEXT_WIDTH)(
+        positions
+    )
+    for _ in range(TEXT_BLOCKS):
+        h = keras.layers.LayerNormalization()(x)
+        x = x + keras.layers.MultiHeadAttention(TEXT_HEADS, TEXT_WIDTH // TEXT_HEADS)(
+            h, h, attention_mask=mask
+        )
+        h = keras.layers.LayerNormalization()(x)
+        x = x + keras.layers.Dense(TEXT_WIDTH)(keras.layers.Dense(4 * TEXT_WIDTH, activation="gelu")(h))
+    if classify:
+        model = keras.Model(inputs, keras.layers.Dense(num_classes)(x[:, 0]), name="small_transformer")
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-3),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        return model
+    model = _packed_lm()(inputs=inputs, outputs=keras.layers.Dense(num_classes)(x), name="small_transformer")
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+@functools.cache
+def _packed_lm() -> Any:
+    """The Keras model class of the language model (made on first use: keras loads lazily)."""
+    import keras
+    from keras import ops
+
+    class _PackedLM(keras.Model):
+        """A Keras model whose loss is next-token prediction within each packed document: the
+        batches carry no targets, which follow from the tokens and segment ids."""
+
+        def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+            seg, tokens = x["segment_ids"], x["tokens"]
+            targets = ops.concatenate([tokens[:, 1:], ops.zeros_like(tokens[:, :1])], 1)
+            following = ops.concatenate([seg[:, 1:], ops.zeros_like(seg[:, :1])], 1)
+            # No loss on padding, nor from a document's last token to the next document's first.
+            weights = ops.cast(ops.logical_and(ops.equal(seg, following), seg != 0), "float32")
+            loss = keras.losses.sparse_categorical_crossentropy(targets, y_pred, from_logits=True)
+            return ops.sum(loss * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+    return _PackedLM
+
+
 def _safe(key: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in key)
 
@@ -142,6 +224,22 @@ def num_classes_for(class_names: tuple[str, ...], label_offset: int) -> int:
     return max(1000, len(class_names) + label_offset)
 
 
+def outputs_for(pipeline: Pipeline) -> int:
+    """The classes a bench model of `pipeline`'s batches predicts: a text language model's
+    token ids (the tokenizer's vocabulary), else the classes of the labels."""
+    manifest = pipeline.source.manifest
+    pack = pipeline.decoder.packing
+    if pack is not None and not pack.classify:
+        vocab = pack.vocab_size or (manifest.tokenizer.vocab_size if manifest and manifest.tokenizer else 0)
+        if not vocab:
+            raise ConfigError(
+                f"model='small_transformer' (--model) predicts token ids, but {pipeline.source.where} "
+                "names no tokenizer vocabulary (its manifest has none). Received: vocab_size=None"
+            )
+        return int(vocab)
+    return num_classes_for(manifest.class_names if manifest else (), 0)
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelOnDevice:
     """A model built on the best local device, and one real batch repeated from memory.
@@ -168,6 +266,9 @@ def model_on_device(
     device = device or discover_device()
     real = pipeline.dataset()
     batch = next(iter(real.take(1)))
+    pack = pipeline.decoder.packing
     with device.strategy.scope():
-        model = build_model(name, real.element_spec, num_classes)
+        model = build_model(
+            name, real.element_spec, num_classes, pack.vocab_size if pack is not None else None
+        )
     return ModelOnDevice(model, device, real, tf().data.Dataset.from_tensors(batch).repeat())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, percent, rate_short
+from tfpipe.bench.fmt import VERDICT_TITLE, percent, percent1, rate_short
 from tfpipe.bench.report import Report
 from tfpipe.bench.verdict import rate_at
 from tfpipe.errors import ConfigError
@@ -14,11 +14,15 @@ _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
 
 
 def write_plot(report: Report, path: str) -> str:
-    """Writes a PNG with two panels to `path` (local or gs://, atomically) and returns it.
+    """Writes a plot with two panels to `path` (local or gs://, atomically) and returns it, in
+    the format its extension names (`output.PLOT_FORMATS`: PNG, JPEG, SVG or PDF).
 
     Left: each stage prefix's throughput as a bar, the bottleneck highlighted, and the
     consumer's rate as a vertical line. Right: throughput against cores, the ideal linear
     scaling from one core, the consumer line, and the cores needed to reach it.
+
+    Raises:
+      ConfigError: an extension that names another format, or a consumer rate that is not finite.
     """
     import io
     import textwrap
@@ -29,7 +33,9 @@ def write_plot(report: Report, path: str) -> str:
     from matplotlib import pyplot as plt
 
     from tfpipe import storage
+    from tfpipe.bench.output import plot_format
 
+    fmt = plot_format(path)
     consumer = report.consumer.examples_per_sec
     if not math.isfinite(consumer):
         raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
@@ -43,12 +49,16 @@ def write_plot(report: Report, path: str) -> str:
         from tfpipe.bench.render import profile_sentences
 
         lines = [*(profile_sentences(report) or ()), *lines]
+    if report.text is not None:
+        from tfpipe.bench.advice import fill_sentence, padding_sentence
+
+        lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
     fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=110)
-    storage.write_atomic(path, png.getvalue(), overwrite=True)
+    data = io.BytesIO()
+    fig.savefig(data, format=fmt, dpi=110)
+    storage.write_atomic(path, data.getvalue(), overwrite=True)
     plt.close(fig)
     return path
 
@@ -62,32 +72,64 @@ def _title(report: Report) -> str:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
     if report.profile is not None:
         title += f"\nyour profiled run waited {percent(report.profile.input_wait)} (measured by the Profiler)"
+    if report.text is not None:
+        t = report.text
+        title += (
+            f"\n{percent1(t.padding)} of the accelerator's token slots are padding (packing={t.packing}, "
+            f"L={t.sequence_length:,})"
+        )
     return title
 
 
 def _consumer_label(report: Report) -> str:
-    return "accelerator when fed (profile)" if report.consumer.source == "profile" else "consumer"
+    label = "accelerator when fed (profile)" if report.consumer.source == "profile" else "consumer"
+    return label + (" (real tokens at this fill)" if report.text is not None else "")
+
+
+def _unit(report: Report) -> str:
+    return "examples" if report.text is None else "real tokens"
+
+
+def _consumer_rate(report: Report) -> float:
+    """The consumer line: examples/s, or for text the real tokens/s it takes at the fill."""
+    t = report.text
+    return report.consumer.examples_per_sec if t is None else t.consumer_useful_tokens_per_sec
+
+
+def _stage_rates(report: Report) -> list[float]:
+    t = report.text
+    if t is None:
+        return [s.rate.examples_per_sec for s in report.stages]
+    return [s.real_tokens_per_sec for s in t.stages]
+
+
+def _scaling_points(report: Report) -> list[tuple[int, float]]:
+    t = report.text
+    if t is None:
+        return [(p.cores, p.examples_per_sec) for p in report.scaling]
+    return [(p.cores, p.real_tokens_per_sec) for p in t.scaling]
 
 
 def _stage_panel(ax1: Any, report: Report) -> None:
     """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
-    consumer = report.consumer.examples_per_sec
+    consumer = _consumer_rate(report)
     labels, values, colors, notes = [], [], [], []
     st = report.storage
     if st is not None and st.cached:
         # The read prefix below reads the cache; this bar is what the storage itself gives.
+        read = st.examples_per_sec if report.text is None else report.text.storage_real_tokens_per_sec or 0.0
         labels.append(f"storage\nread without the {st.cache} cache")
-        values.append(st.examples_per_sec)
-        colors.append(_OK if st.examples_per_sec >= consumer else _SLOW)
+        values.append(read)
+        colors.append(_OK if read >= consumer else _SLOW)
         notes.append(_mb(st.mb_per_sec))
-    for i, s in enumerate(report.stages):
+    for i, (s, eps) in enumerate(zip(report.stages, _stage_rates(report), strict=True)):
         labels.append(("" if i == 0 else "+ ") + s.name + "\n" + ", ".join(s.stages))
-        values.append(s.rate.examples_per_sec)
+        values.append(eps)
         notes.append(_mb(st.mb_per_sec) if i == 0 and st is not None and not st.cached else "")
         if s.name == report.bottleneck.stage:
             colors.append(_WORST)
         else:
-            colors.append(_OK if s.rate.examples_per_sec >= consumer else _SLOW)
+            colors.append(_OK if eps >= consumer else _SLOW)
     y = list(range(len(values)))[::-1]
     ax1.barh(y, values, color=colors, height=0.6)
     ax1.set_yticks(y, labels, fontsize=9)
@@ -113,10 +155,10 @@ def _stage_panel(ax1: Any, report: Report) -> None:
         color=_CONSUMER,
     )
     ax1.set_ylim(-0.6, len(values) - 0.1)
-    ax1.set_xlabel("examples / second" + (" (log scale)" if log else ""))
+    ax1.set_xlabel(f"{_unit(report)} / second" + (" (log scale)" if log else ""))
     ax1.set_title(
         f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage} "
-        f"({report.bottleneck.share:.0%} of time per example)",
+        f"({report.bottleneck.share:.0%} of time per {'example' if report.text is None else 'token'})",
         fontsize=10,
     )
     ax1.grid(axis="x", alpha=0.3)
@@ -130,8 +172,8 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     """Throughput against cores, extended to where the extrapolation meets the consumer."""
     from matplotlib.ticker import MaxNLocator
 
-    consumer = report.consumer.examples_per_sec
-    points = [(p.cores, p.examples_per_sec) for p in report.scaling]
+    consumer = _consumer_rate(report)
+    points = _scaling_points(report)
     cores = [c for c, _ in points] or [1]
     rates = [r for _, r in points] or [1.0]
     needed = report.cores.cores
@@ -143,7 +185,7 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     x0 = 0.5 if log_y else 0.0
     ax2.plot(cores, rates, "o-", color=_OK, linewidth=2.2, markersize=7, label="measured", zorder=3)
     if points:
-        one = report.cores.per_core_eps
+        one = points[0][1] / points[0][0]
         ax2.plot([x0, x_max], [one * x0, one * x_max], ":", color="#888888", label="linear from 1 core")
         if needed > max(cores):
             xs = [max(cores), x_max]
@@ -169,9 +211,10 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     else:
         ax2.set_ylim(0, max(curve_top, consumer) * 1.2)
     ax2.set_xlabel("CPU cores (tf.data private threadpool)")
-    ax2.set_ylabel("examples / second" + (" (log scale)" if log_y else ""))
+    ax2.set_ylabel(f"{_unit(report)} / second" + (" (log scale)" if log_y else ""))
     ax2.set_title(
-        f"Scaling: {report.cores.per_core_eps:,.0f}/s per core, {report.cores.efficiency:.0%} efficiency",
+        f"Scaling: {points[0][1] / points[0][0] if points else 0:,.0f}/s per core, "
+        f"{report.cores.efficiency:.0%} efficiency",
         fontsize=10,
     )
     ax2.grid(alpha=0.3)

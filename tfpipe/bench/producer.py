@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate
@@ -86,7 +86,7 @@ def transport(ds: Any) -> Any:
 def measure(
     make_dataset: Callable[[], Any],
     *,
-    examples_per_element: int,
+    examples_per_element: float,
     seconds: float,
     warmup: float,
     on_window: Callable[[bool], None] | None = None,
@@ -95,7 +95,8 @@ def measure(
 
     Args:
       make_dataset: returns a fresh dataset (so every measurement starts cold the same way).
-      examples_per_element: examples in one element (the batch size once batched).
+      examples_per_element: examples in one element (the batch size once batched; for a
+        chunk of text documents, the sequences they pack into, a mean).
       seconds: length of the timed window.
       warmup: seconds run after the first element and before the window, excluded from it.
       on_window: called with True as the timed window starts and False as it ends, e.g. to
@@ -204,11 +205,14 @@ def measure_prefixes(
     warmup: float,
     progress: Callable[[str], None] | None = None,
     profile_dir: str | None = None,
+    units: Mapping[str, float] | None = None,
 ) -> list[StageRate]:
     """Times every prefix of `pipeline.stages` (the list build() applies), in order.
 
     The last prefix is the whole pipeline with its own options, which is the producer rate.
-    With `profile_dir`, a TensorFlow profiler trace covers that last window.
+    With `profile_dir`, a TensorFlow profiler trace covers that last window. `units` gives the
+    examples one element of a prefix holds, by prefix name, where the stages cannot say (a
+    text prefix before packing yields chunks of documents: the sequences they pack into).
     """
     points = prefix_points(pipeline.stages)
     out: list[StageRate] = []
@@ -222,6 +226,7 @@ def measure_prefixes(
             seconds=seconds,
             warmup=warmup,
             on_window=_profiler(profile_dir) if (last and profile_dir) else None,
+            examples_per_element=(units or {}).get(name),
         )
         out.append(StageRate(name, added, upto, rate))
     return out
@@ -234,8 +239,21 @@ def measure_prefix(
     seconds: float,
     warmup: float,
     on_window: Callable[[bool], None] | None = None,
+    examples_per_element: float | None = None,
 ) -> Rate:
-    """The steady-state rate of the first `upto` stages of `pipeline` (see `measure`)."""
+    """The steady-state rate of the first `upto` stages of `pipeline` (see `measure`).
+
+    `examples_per_element`: examples one element holds when the stages cannot say (see
+    `measure_prefixes`' units); such elements are timed one at a time, as they come.
+    """
+    if examples_per_element is not None:
+        return measure(
+            lambda: pipeline.dataset(upto),
+            examples_per_element=examples_per_element,
+            seconds=seconds,
+            warmup=warmup,
+            on_window=on_window,
+        )
     per_element = pipeline.examples_per_element(upto)
     batched = per_element > 1 or any(s.group == "batch" for s in pipeline.stages[:upto])
     return measure(

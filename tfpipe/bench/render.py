@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, percent, rate
+from tfpipe.bench.advice import fill_sentence, padding_sentence
+from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, percent, percent1, rate
 from tfpipe.bench.report import Report
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
@@ -20,7 +21,13 @@ def renderables(report: Report) -> list[Any]:
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
-    rows = _measured_rows(report) + _profile_rows(report) + _verdict_rows(report) + _check_rows(report)
+    rows = (
+        _measured_rows(report)
+        + _profile_rows(report)
+        + _verdict_rows(report)
+        + _text_rows(report)
+        + _check_rows(report)
+    )
     for label, value in rows:
         summary.add_row(label, value)
     color = _COLOR[report.verdict]
@@ -37,10 +44,20 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     from rich.markup import escape
     from rich.text import Text
 
-    ds = report.dataset
+    ds, t = report.dataset, report.text
+    what = (
+        f"{ds.examples:,} examples"
+        if t is None
+        else f"{ds.examples:,} documents, {t.measure.tokens:,} tokens"
+    )
+    made = (
+        ", synthetic"
+        if t is None
+        else ", built in: this Python's docstrings, tokenized by a BPE trained on them"
+    )
     data = (
-        f"{escape(ds.path)} ({ds.examples:,} examples, {ds.shards} shards, {human_bytes(ds.bytes)}"
-        + (", synthetic" if ds.synthetic else "")
+        f"{escape(ds.path)} ({what}, {ds.shards} shards, {human_bytes(ds.bytes)}"
+        + (made if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")"
     )
@@ -48,18 +65,31 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         f" global = {report.per_host_batch_size} per host x {report.hosts} hosts" if report.hosts > 1 else ""
     )
     p, c = report.producer, report.consumer
+    produced = f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s)"
+    cost = f"{p.cpu_ms_per_example:.3f} CPU ms per example"
+    consumed = f"{rate(c.examples_per_sec)} examples/s"
+    if t is not None:
+        batch += f" sequences of {t.sequence_length:,} tokens, packing {t.packing}"
+        produced = (
+            f"{rate(t.sequences_per_sec)} sequences/s = {rate(t.real_tokens_per_sec)} real tokens/s "
+            f"({rate(t.slot_tokens_per_sec)} slot tokens/s at a {percent1(t.fill)} fill)"
+        )
+        cost = f"{t.stages[-1].cpu_ms_per_1k_tokens:.3f} CPU ms per 1,000 tokens"
+        consumed = (
+            f"{rate(c.examples_per_sec)} sequences/s = {rate(t.consumer_slot_tokens_per_sec)} slot tokens/s, "
+            f"{rate(t.consumer_useful_tokens_per_sec)} of them real tokens at this fill"
+        )
     rows: list[tuple[str, Any]] = [
         ("Data", data),
         ("Batch", batch),
         (
             "Producer",
-            f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s) steady state, "
-            f"{p.cpu_ms_per_example:.3f} CPU ms per example, {p.cores_busy:.1f} cores busy; "
+            f"{produced} steady state, {cost}, {p.cores_busy:.1f} cores busy; "
             f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
         ),
         (
             "Consumer",
-            f"{rate(c.examples_per_sec)} examples/s ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
+            f"{consumed} ({c.step_time_ms:,.1f} ms/step) - {escape(c.description)}"
             + (" (approximate)" if c.approximate else ""),
         ),
     ]
@@ -75,7 +105,8 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
     s = report.storage
     assert s is not None
     where = "gs://" if s.location == "gcs" else "local files"
-    text = f"{where}, read without a cache: {rate(s.examples_per_sec)} examples/s"
+    unit = "examples" if report.text is None else "sequences"
+    text = f"{where}, read without a cache: {rate(s.examples_per_sec)} {unit}/s"
     if s.mb_per_sec is not None:
         text += f" = {s.mb_per_sec:,.1f} MB/s"
     if s.requests_per_sec is not None:
@@ -87,7 +118,7 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
         rows.append(
             (
                 "First epoch",
-                f"{rate(s.first_epoch_examples_per_sec)} examples/s while it fills the {s.cache} cache "
+                f"{rate(s.first_epoch_examples_per_sec)} {unit}/s while it fills the {s.cache} cache "
                 "from storage; the steady state above reads the cache",
             )
         )
@@ -164,11 +195,12 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
+    unit = "example" if report.text is None else "sequence"
     rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
         (
             "Bottleneck",
-            f"{b.stage}: {b.share:.0%} of the time per example ({b.ms_per_example:.3f} ms), "
+            f"{b.stage}: {b.share:.0%} of the time per {unit} ({b.ms_per_example:.3f} ms), "
             f"throughput falls {b.drop:.0%} at this prefix",
         ),
         (
@@ -179,8 +211,8 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         ),
         (
             "",
-            f"~{cpu.cores:.1f} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per example "
-            f"x {rate(report.consumer.examples_per_sec)} examples/s)",
+            f"~{cpu.cores:.1f} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per {unit} "
+            f"x {rate(report.consumer.examples_per_sec)} {unit}s/s)",
         ),
     ]
     if cpu.disagreement:
@@ -193,6 +225,41 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         )
     )
     return rows
+
+
+def _text_rows(report: Report) -> list[tuple[str, Any]]:
+    """Summary rows for text: padding as waste, the fill measured beside the predicted, the
+    documents' lengths against L."""
+    from rich.text import Text
+
+    t = report.text
+    if t is None:
+        return []
+    m = t.measure
+    lengths = m.lengths
+    past = "truncated" if m.truncate else "cut into pieces"
+    room = t.sequence_length - 2 if m.classify else t.sequence_length
+    return [
+        ("Padding", Text(padding_sentence(t), style="bold")),
+        ("", Text(fill_sentence(t), style="" if t.fill_agrees else "bold red")),
+        (
+            "Lengths",
+            f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
+            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {m.documents:,} longer than "
+            f"{room:,} ({past}); chunks of {m.chunk_documents:,} documents pack into "
+            f"{m.rows_per_chunk:,.1f} rows each",
+        ),
+        (
+            "Tokenizer",
+            f"{m.tokenizer or 'none named'}: "
+            + (
+                f"encodes these documents at {m.tokenize_ms_per_1k:.3f} CPU ms per 1,000 tokens here, what "
+                "tokenizing in the pipeline would add"
+                if m.tokenize_ms_per_1k is not None
+                else f"its cost was not measured ({m.tokenize_note})"
+            ),
+        ),
+    ]
 
 
 def _check_rows(report: Report) -> list[tuple[str, Any]]:
@@ -235,22 +302,28 @@ def _stage_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
+    t = report.text
     table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
-    table.add_column("prefix")
-    table.add_column("adds stages")
-    table.add_column("examples/s", justify="right")
-    table.add_column("vs consumer", justify="right")
-    table.add_column("CPU ms/ex", justify="right")
-    table.add_column("cores busy", justify="right")
-    table.add_column("first element", justify="right")
+    # Headers of two short lines, figures that never wrap, and stage names that wrap at their
+    # commas (or fold, never cut): the table reads whole in an 80-column terminal.
+    table.add_column("prefix", no_wrap=True)
+    table.add_column("adds stages", overflow="fold", ratio=1)
+    rate_header, cost_header = (
+        ("examples\n/s", "CPU\nms/ex") if t is None else ("real\ntokens/s", "CPU ms\n/1k tok")
+    )
+    for header in (rate_header, "vs\nconsumer", cost_header, "cores\nbusy", "first\nelement"):
+        table.add_column(header, justify="right", no_wrap=True)
     consumer = report.consumer.examples_per_sec
-    for s in report.stages:
+    for i, s in enumerate(report.stages):
+        eps, cost = s.rate.examples_per_sec, s.rate.cpu_ms_per_example
+        if t is not None:
+            eps, cost = t.stages[i].real_tokens_per_sec, t.stages[i].cpu_ms_per_1k_tokens
         table.add_row(
             s.name,
             ", ".join(s.stages),
-            rate(s.rate.examples_per_sec),
+            rate(eps),
             f"{s.rate.examples_per_sec / consumer:.2f}x",
-            f"{s.rate.cpu_ms_per_example:.3f}",
+            f"{cost:.3f}",
             f"{s.rate.cores_busy:.1f}",
             f"{s.rate.first_element_sec:.2f} s",
             style="bold red" if s.name == report.bottleneck.stage else "",
@@ -262,20 +335,23 @@ def _scaling_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
+    t = report.text
     table = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
     table.add_column("cores", justify="right")
-    table.add_column("examples/s", justify="right")
+    table.add_column("examples/s" if t is None else "real tokens/s", justify="right")
     table.add_column("per core", justify="right")
-    table.add_column("CPU ms/ex", justify="right")
+    table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
     table.add_column("cores busy", justify="right")
-    for pt in report.scaling:
-        table.add_row(
-            str(pt.cores),
-            rate(pt.examples_per_sec),
-            rate(pt.examples_per_sec / pt.cores),
-            f"{pt.cpu_ms_per_example:.3f}",
-            f"{pt.cores_busy:.1f}",
+    same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
+    if same:
+        table.caption = (
+            f"{same[0]} cores: the producer's own window (build()'s threadpool), the same measurement"
         )
+    for i, pt in enumerate(report.scaling):
+        eps, cost = pt.examples_per_sec, pt.cpu_ms_per_example
+        if t is not None:  # text: real tokens
+            eps, cost = t.scaling[i].real_tokens_per_sec, t.scaling[i].cpu_ms_per_1k_tokens
+        table.add_row(str(pt.cores), rate(eps), rate(eps / pt.cores), f"{cost:.3f}", f"{pt.cores_busy:.1f}")
     return table
 
 

@@ -34,6 +34,7 @@ from tfpipe.bench.results import (
     StageRate,
     Storage,
 )
+from tfpipe.bench.tokens import TextFigures
 from tfpipe.bench.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.wait import Band
 
@@ -44,7 +45,11 @@ SCHEMA = "tfpipe.bench.report"
 # "profile".
 # 4: `storage` (the uncached read: examples/s, MB/s, requests/s, the first epoch) and the
 # "storage_bound" and "first_epoch_input_bound" recommendations.
-SCHEMA_VERSION = 4
+# 5: pipeline "text", whose examples are sequences, and its `text` object (the fill measured
+# and predicted, padding, real and slot tokens/s, each prefix in tokens, length percentiles),
+# present in text reports only; the recommendations "padding", "sequence_length",
+# "tokenize_at_convert", "pack_bound".
+SCHEMA_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -55,6 +60,9 @@ class Report:
     `first_epoch_predicted_input_wait` is the first epoch's predicted wait when the pipeline
     caches: the storage read without the cache (`storage.first_epoch_examples_per_sec`)
     against the consumer; None when it does not cache or nothing was read uncached.
+
+    For text, an example is a sequence (a row of L tokens) throughout, and `text` holds the
+    figures in tokens.
     """
 
     pipeline: str
@@ -81,6 +89,7 @@ class Report:
     profile: Profile | None = None
     storage: Storage | None = None
     first_epoch_predicted_input_wait: float | None = None
+    text: TextFigures | None = None
 
     @property
     def per_host_batch_size(self) -> int:
@@ -104,6 +113,7 @@ class Report:
         producer = dataclasses.asdict(self.producer)
         producer["batches_per_sec"] = producer.pop("elements_per_sec")
         producer["first_batch_sec"] = producer.pop("first_element_sec")
+        text = {} if self.text is None else {"text": text_json(self.text)}
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -151,6 +161,7 @@ class Report:
             "storage": None
             if self.storage is None
             else storage_json(self.storage, self.first_epoch_predicted_input_wait),
+            **text,
             "profile_dir": self.profile_dir,
             "environment": dict(self.environment),
             "elapsed_sec": _r(self.elapsed_sec),
@@ -192,6 +203,75 @@ def storage_json(s: Storage, first_epoch_wait: float | None) -> dict[str, Any]:
     return _round_all(
         dataclasses.asdict(s) | {"cached": s.cached, "first_epoch_predicted_input_wait": first_epoch_wait}
     )
+
+
+def text_json(t: TextFigures) -> dict[str, Any]:
+    """The `text` object of the JSON: a text bench in tokens."""
+    m = t.measure
+    return {
+        "sequence_length": m.sequence_length,
+        "packing": m.packing,
+        "classify": m.classify,
+        "truncate": m.truncate,
+        "fill": _round_all(
+            {
+                "measured": t.fill,
+                "measured_low": t.fill_low,
+                "measured_high": t.fill_high,
+                "predicted": t.fill_predicted,
+                "agrees": t.fill_agrees,
+                "rows": m.rows,
+                "batches": m.batches,
+            }
+        ),
+        "padding": _r(t.padding),
+        "predicted_fill": {k: _r(v) for k, v in sorted(m.predicted_fill.items())},
+        "tokens_per_sequence": _r(t.tokens_per_sequence),
+        "producer": _round_all(
+            {
+                "sequences_per_sec": t.sequences_per_sec,
+                "real_tokens_per_sec": t.real_tokens_per_sec,
+                "slot_tokens_per_sec": t.slot_tokens_per_sec,
+            }
+        ),
+        "consumer": _round_all(
+            {
+                "sequences_per_sec": t.consumer_sequences_per_sec,
+                "slot_tokens_per_sec": t.consumer_slot_tokens_per_sec,
+                "useful_tokens_per_sec": t.consumer_useful_tokens_per_sec,
+            }
+        ),
+        "stages": [_round_all(dataclasses.asdict(s)) for s in t.stages],
+        "scaling": [_round_all(dataclasses.asdict(p)) for p in t.scaling],
+        "chunk_documents": m.chunk_documents,
+        "rows_per_chunk": _r(m.rows_per_chunk),
+        "documents": m.documents,
+        "tokens": m.tokens,
+        "lengths": dict(m.lengths),
+        "suggested_length": m.suggested_length,
+        "suggested_length_fill": _r(m.suggested_fill),
+        "tokenizer": m.tokenizer,
+        "tokenize_ms_per_1k_tokens": None if m.tokenize_ms_per_1k is None else _r(m.tokenize_ms_per_1k),
+        "tokenize_note": m.tokenize_note or None,
+        "tokenize_cores": None if t.tokenize_cores is None else _r(t.tokenize_cores),
+        "alternative": _alternative_json(t),
+        "storage_real_tokens_per_sec": None
+        if t.storage_real_tokens_per_sec is None
+        else _r(t.storage_real_tokens_per_sec),
+    }
+
+
+def _alternative_json(t: TextFigures) -> dict[str, Any] | None:
+    """The packing mode the text verdict names beside the pipeline's."""
+    if t.alternative is None:
+        return None
+    return {
+        "packing": t.alternative[0],
+        "predicted_fill": _r(t.alternative[1]),
+        "better": t.alternative_better,
+        "steps_factor": None if t.steps_factor is None else _r(t.steps_factor),
+        "useful_tokens_per_sec": _r(t.alternative_useful_tokens_per_sec or 0.0),
+    }
 
 
 def schema() -> dict[str, Any]:

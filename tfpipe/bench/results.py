@@ -62,7 +62,9 @@ class StageRate:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ScalingPoint:
-    """The full pipeline with its private threadpool limited to `cores` threads.
+    """The full pipeline with its private threadpool limited to `cores` threads. The point at
+    the threadpool build() itself uses (its private pool, or tf.data's default of one thread
+    per available core) is the producer's own window, not a second measurement.
 
     Attributes:
       cores: threads in tf.data's private threadpool.
@@ -233,3 +235,65 @@ class Storage:
     @property
     def cached(self) -> bool:
         return self.cache != "none"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextMeasure:
+    """What a text pipeline's counting passes measured, beside what its manifest says.
+
+    The bench's unit for text is the sequence (a row of `sequence_length` slots): batches,
+    the consumer and every prefix are counted in sequences. A prefix before the pack stage
+    yields chunks of documents; `rows_per_chunk` turns them into the sequences they pack into.
+
+    Attributes:
+      sequence_length: L, the slots in a row.
+      packing: the packing mode the pipeline uses ("first_fit", "none" or "concat").
+      classify: one document a row as [CLS] tokens [SEP], with its label (a labeled corpus).
+      truncate: only each document's first L tokens are kept (a classifier's: L - 2).
+      chunk_documents: documents the pipeline packs together (one chunk).
+      rows_per_chunk: the rows a chunk packs into: its documents' tokens as packed (from the
+        manifest's lengths) over L x the measured fill.
+      rows: rows counted in the pipeline's batches.
+      real_tokens: the non-padding slots of those rows (segment id not 0).
+      fill_sd: the standard deviation of one batch's fill over those batches.
+      batches: batches counted.
+      predicted_fill: each packing mode's fill at L, predicted from the manifest's length
+        histogram (`tfpipe.pipeline.fill.predict_fill`) as this pipeline packs (its chunks, EOS,
+        [CLS]/[SEP], truncation); modes the pipeline cannot use are absent.
+      documents: documents in the split (the manifest's).
+      tokens: tokens in them (the manifest's).
+      lengths: document length percentiles in tokens from the histogram: "p50", "p90",
+        "p99" and "max", and "longer" (documents longer than L).
+      suggested_length: the smallest multiple of 128 that holds 99% of the documents whole
+        (a TPU's lane width; the smallest document length a TPU computes on without padding).
+      suggested_fill: the fill predicted at `suggested_length` with the same packing.
+      tokenizer: the dataset's tokenizer, in words ("huggingface, 8,000 ids").
+      tokenize_ms_per_1k: CPU ms the dataset's own tokenizer took to encode 1,000 tokens of a
+        sample of its documents (decoded first), here; None when not measured.
+      tokenize_note: why it was not measured, when it was not.
+    """
+
+    sequence_length: int
+    packing: str
+    classify: bool
+    truncate: bool
+    chunk_documents: int
+    rows_per_chunk: float
+    rows: int
+    real_tokens: int
+    fill_sd: float
+    batches: int
+    predicted_fill: dict[str, float]
+    documents: int
+    tokens: int
+    lengths: dict[str, int]
+    suggested_length: int
+    suggested_fill: float
+    tokenizer: str = ""
+    tokenize_ms_per_1k: float | None = None
+    tokenize_note: str = ""
+
+    @property
+    def fill(self) -> float:
+        """Measured real tokens / slots of the pipeline's batches."""
+        return self.real_tokens / (self.rows * self.sequence_length) if self.rows else 0.0

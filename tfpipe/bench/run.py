@@ -66,16 +66,17 @@ def _measure_and_conclude(cfg: BenchConfig, say: StatusCallback, *, started: flo
     if cfg.profile:
         output.check_folder(cfg.profile, "profile (--profile)")
     from tfpipe.bench import consumer as consumers
-    from tfpipe.bench.models import num_classes_for
+    from tfpipe.bench.models import outputs_for
 
     cfg, profile = _read_profile(cfg, say)
     source = data.resolve(cfg, say)
     manifest = source.manifest
     pipe = _plan(cfg, source, say)
-    num_classes = num_classes_for(manifest.class_names if manifest else (), 0)
-    stages, scaling = _time_producer(pipe, cfg, say)
+    text = _count_text(pipe, cfg, say)
+    num_classes = outputs_for(pipe) if cfg.model else 0
+    stages, scaling = _time_producer(pipe, cfg, say, text)
     full = stages[-1].rate
-    read, first_epoch = _time_storage(pipe, stages, cfg, source, say)
+    read, first_epoch = _time_storage(pipe, stages, cfg, source, say, text)
 
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
@@ -100,7 +101,8 @@ def _measure_and_conclude(cfg: BenchConfig, say: StatusCallback, *, started: flo
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
         profile=profile,
-        storage=_storage(pipe, source, read, first_epoch, consumer),
+        storage=_storage(pipe, source, read, first_epoch, consumer, text),
+        text=text,
     )
 
 
@@ -127,6 +129,9 @@ def _plan(
 
     if cache is None:
         say(f"Planning the {cfg.pipeline} pipeline")
+    rows = {}
+    if cfg.pipeline == "text":
+        rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
     context = None
     if cfg.hosts > 1:
         # One input pipeline per host, as strategy.distribute_datasets_from_function gives each.
@@ -141,7 +146,28 @@ def _plan(
         input_context=context,
         split=source.split,
         cache=cfg.cache if cache is None else cache,
+        **rows,
     )
+
+
+def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> results.TextMeasure | None:
+    """A text pipeline's counts (the fill, the rows a chunk packs into; see textmeasure),
+    before anything is timed; None for other pipelines."""
+    if cfg.pipeline != "text":
+        return None
+    from tfpipe.bench import textmeasure
+
+    say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
+    text = textmeasure.measure(pipe, seconds=cfg.seconds)
+    data.check_batch(
+        cfg, int(text.documents / text.chunk_documents * text.rows_per_chunk), "one epoch's rows"
+    )
+    return text
+
+
+def _units(text: results.TextMeasure | None) -> dict[str, float] | None:
+    """Sequences per element of the text prefixes that yield chunks of documents."""
+    return None if text is None else {"read": text.rows_per_chunk, "parse": text.rows_per_chunk}
 
 
 def _time_storage(
@@ -150,6 +176,7 @@ def _time_storage(
     cfg: BenchConfig,
     source: data.BenchData,
     say: StatusCallback,
+    text: results.TextMeasure | None = None,
 ) -> tuple[results.Rate, results.Rate | None]:
     """The read prefix without a cache (what the storage gives), and when the pipeline caches,
     the whole pipeline without it (the first epoch, which fills the cache from storage).
@@ -163,7 +190,13 @@ def _time_storage(
     uncached = _plan(cfg, source, say, cache="none")
     upto = next(upto for name, upto, _ in producer.prefix_points(uncached.stages) if name == read_name)
     say(f"Timing the {read_name} prefix without the {pipe.cache} cache: what the storage gives")
-    read = producer.measure_prefix(uncached, upto, seconds=cfg.seconds, warmup=cfg.warmup)
+    read = producer.measure_prefix(
+        uncached,
+        upto,
+        seconds=cfg.seconds,
+        warmup=cfg.warmup,
+        examples_per_element=(_units(text) or {}).get(read_name),
+    )
     say("Timing the whole pipeline without its cache: the first epoch")
     first = producer.measure(
         uncached.dataset,
@@ -180,14 +213,19 @@ def _storage(
     read: results.Rate,
     first_epoch: results.Rate | None,
     consumer: results.Consumer,
+    text: results.TextMeasure | None = None,
 ) -> results.Storage:
-    """The storage figures from the uncached reads `_time_storage` timed."""
+    """The storage figures from the uncached reads `_time_storage` timed (for text, the
+    records counted as the sequences they pack into, as the read was timed)."""
+    examples = pipe.examples
+    if text is not None and examples is not None:
+        examples = round(examples / text.chunk_documents * text.rows_per_chunk)
     return reading.figures(
         location="gcs" if is_gcs(source.root) else "local",
         cache=pipe.cache,
         read=read,
         sizes=_sizes(pipe),
-        examples=pipe.examples,
+        examples=examples,
         consumer_eps=consumer.examples_per_sec,
         first_epoch=first_epoch,
     )
@@ -200,19 +238,26 @@ def _sizes(pipe: Pipeline) -> list[int]:
 
 
 def _time_producer(
-    pipe: Pipeline, cfg: BenchConfig, say: StatusCallback
+    pipe: Pipeline, cfg: BenchConfig, say: StatusCallback, text: results.TextMeasure | None = None
 ) -> tuple[tuple[results.StageRate, ...], tuple[results.ScalingPoint, ...]]:
     """Every stage prefix, then the full pipeline on 1..N cores."""
     stages = tuple(
         producer.measure_prefixes(
-            pipe, seconds=cfg.seconds, warmup=cfg.warmup, progress=say, profile_dir=cfg.profile
+            pipe,
+            seconds=cfg.seconds,
+            warmup=cfg.warmup,
+            progress=say,
+            profile_dir=cfg.profile,
+            units=_units(text),
         )
     )
     max_cores = cfg.max_cores or producer.available_cores()
-    known = {}
-    own_pool = getattr(pipe.config, "private_threadpool_size", 0)
-    if own_pool:
-        known[own_pool] = stages[-1].rate  # the full prefix already ran with that pool
+    # The full prefix already ran with build()'s own threadpool: its size (a private pool's, or
+    # tf.data's default, one thread per available core) is a point of the curve, and that point
+    # is the producer's window itself. Timed twice, the two windows differed by 20% under load,
+    # and a report could not say which one was the rate.
+    own_pool = getattr(pipe.config, "private_threadpool_size", 0) or producer.available_cores()
+    known = {own_pool: stages[-1].rate}
     scaling = tuple(
         producer.measure_scaling(
             pipe,

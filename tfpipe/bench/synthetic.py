@@ -1,9 +1,12 @@
 """The embedded default dataset: generated once through `tfpipe.convert`, cached, reused.
 
 `tfpipe bench` without `--data` needs data that decodes like the real thing. The first run
-writes ImageNet-like JPEGs (or a mixed-type table) with `tfpipe.synthetic`, converts
-them with `tfpipe.convert` exactly as a user would, and keeps only the converted shards under
-`<workdir>/datasets/<preset>-<key>`, where the key hashes everything that shapes the bytes.
+writes ImageNet-like JPEGs (or a mixed-type table) with `tfpipe.synthetic`, or for text the
+real English that ships with Python (the standard library's docstrings and pydoc's topics,
+`tfpipe.synthetic.text`: nothing is downloaded), converts them with `tfpipe.convert` exactly
+as a user would (text: tokenized by a byte-level BPE trained on the same documents), and
+keeps only the converted shards under `<workdir>/datasets/<preset>-<key>`, where the key
+hashes everything that shapes the bytes.
 Generation happens in a temporary directory renamed into place, so a crash or a concurrent
 run never leaves a half dataset under the final name.
 """
@@ -33,10 +36,15 @@ EXAMPLES_ENV = "TFPIPE_BENCH_SYNTHETIC_EXAMPLES"
 # measured with benchmarks/test_bench_harness.py, generating and converting 1,280 images
 # (10 classes of 128, ~140 MB) takes 17-33 s and the whole first run 83-90 s there, while
 # 1,280 images still outlast every 3 s measurement window (they are cached and repeated).
-DEFAULT_EXAMPLES = {"imagenet": 1280, "tabular": 100_000}
-DEFAULT_SHARDS = {"imagenet": 8, "tabular": 8}
+# Text: documents (CPython 3.11's standard library has ~6,500; reading them takes ~10 s, the
+# tokenizer's training and the conversion ~12 s, on 2 cores).
+DEFAULT_EXAMPLES = {"imagenet": 1280, "tabular": 100_000, "text": 6000}
+DEFAULT_SHARDS = {"imagenet": 8, "tabular": 8, "text": 8}
 IMAGE_CLASSES = 10
 TABLE_COLUMNS = 40  # the tabular benchmark's float-heavy 40-column table
+# The text default's tokenizer, trained on its documents at the first run: a byte-level BPE
+# (every byte kept, so any text round-trips) of 8,000 ids, as small models use.
+TEXT_TOKENIZER, TEXT_VOCAB = "bpe", 8000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -44,8 +52,9 @@ class SyntheticSpec:
     """What to generate.
 
     Args:
-      pipeline: "imagenet" (ImageNet-like JPEGs, mean ~108 KB at ~470x390) or "tabular".
-      examples: images or rows.
+      pipeline: "imagenet" (ImageNet-like JPEGs, mean ~108 KB at ~470x390), "tabular" or
+        "text" (this CPython's docstrings).
+      examples: images, rows or documents (text: at most those this CPython has).
       shards: shard files to convert into.
       seed: generator seed.
     """
@@ -86,7 +95,8 @@ class SyntheticSpec:
                 "generator": GENERATOR_VERSION,
                 "fake_data": synthetic.GENERATOR_VERSION,
                 "manifest": FORMAT_VERSION,
-            },
+            }
+            | (_text_key() if self.pipeline == "text" else {}),
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -94,6 +104,22 @@ class SyntheticSpec:
     @property
     def dirname(self) -> str:
         return f"{self.pipeline}-{self.examples}-{self.key}"
+
+
+def _text_key() -> dict[str, str]:
+    """What shapes the text default's bytes besides the spec: this CPython's standard library
+    (its docstrings are the documents) and the tokenizer library that trains on them."""
+    import platform
+    from importlib import metadata
+
+    try:
+        tokenizers = metadata.version("tokenizers")
+    except metadata.PackageNotFoundError:
+        tokenizers = "missing"
+    return {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "tokenizer": f"{TEXT_TOKENIZER} {TEXT_VOCAB} tokenizers {tokenizers}",
+    }
 
 
 def default_workdir() -> str:
@@ -128,13 +154,16 @@ def ensure_dataset(
         raw = os.path.join(tmp, "raw")
         records = os.path.join(tmp, "records")
         if progress:
-            progress(f"Generating {spec.examples:,} synthetic {_what(spec)} (first run only)")
+            made = "Reading" if spec.pipeline == "text" else "Generating"
+            progress(f"{made} {spec.examples:,} {_what(spec)} (first run only)")
         src = _generate(spec, raw)
         if progress:
             progress(f"Converting them with tfpipe convert into {spec.shards} shards")
         from tfpipe.convert import convert
 
-        options = {"label": "label"} if spec.pipeline == "tabular" else {}
+        options: dict[str, object] = {"label": "label"} if spec.pipeline == "tabular" else {}
+        if spec.pipeline == "text":
+            options = {"train_tokenizer": TEXT_TOKENIZER, "vocab_size": TEXT_VOCAB}
         convert(src, records, num_shards=spec.shards, **options)
         shutil.rmtree(raw, ignore_errors=True)
         try:
@@ -149,12 +178,19 @@ def ensure_dataset(
 
 
 def _what(spec: SyntheticSpec) -> str:
-    return "ImageNet-like JPEGs" if spec.pipeline == "imagenet" else f"table rows ({TABLE_COLUMNS} columns)"
+    if spec.pipeline == "text":
+        return "documents of real English (this Python's docstrings), to tokenize with a BPE trained on them"
+    kind = "ImageNet-like JPEGs" if spec.pipeline == "imagenet" else f"table rows ({TABLE_COLUMNS} columns)"
+    return f"synthetic {kind}"
 
 
 def _generate(spec: SyntheticSpec, raw: str) -> str:
-    from tfpipe.synthetic import folders, tables
+    from tfpipe.synthetic import folders, tables, text
 
+    if spec.pipeline == "text":
+        docs = text.documents(spec.examples)
+        text.write_corpus(raw, docs, "jsonl", files=min(spec.shards, len(docs)))
+        return raw
     workers = max(
         1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from tfpipe.cli import add_common
 
@@ -14,6 +15,8 @@ EXAMPLES = """examples:
   tfpipe bench --accelerator resnet50-tpu-v4 --simulate --plot bench.png --json bench.json
   tfpipe bench --model small_cnn --fit --batch-size 64
   tfpipe bench --compare                               # tensorflow/tpu-style baseline vs tfpipe
+  tfpipe bench --pipeline=text                         # Python's own docstrings vs a TPU v4 host
+  tfpipe bench --data gs://bucket/corpus --sequence-length 2048 --packing none --accelerator gpt3-175b-tpu-v5p
   tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
 
 Example: tfpipe bench --pipeline=imagenet
@@ -71,12 +74,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import PIPELINES
+    from tfpipe.bench.config import PACKINGS, PIPELINES
 
     g.add_argument(
         "--pipeline",
         choices=PIPELINES,
         help="the preset (default: the one --data's manifest calls for, as build() picks it; else imagenet)",
+    )
+    g.add_argument(
+        "--sequence-length",
+        type=_positive(int),
+        metavar="L",
+        help="text: tokens in a row (default: 512)",
+    )
+    g.add_argument(
+        "--packing",
+        choices=PACKINGS,
+        help="text: first_fit (several documents a row), none (one a row, padded) or concat (end to "
+        "end, cut every L) (default: build()'s, first_fit; none for a classifier)",
+    )
+    g.add_argument(
+        "--truncate",
+        action="store_true",
+        help="text: keep each document's first L tokens only (a labeled corpus's classifier rows "
+        "need it when documents are longer than L - 2)",
     )
     g.add_argument(
         "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
@@ -94,8 +115,8 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--batch-size",
         type=_positive(int),
-        help="global batch (default: 128 imagenet, 1024 tabular, per host; with --from-profile, the "
-        "profiled run's, from the profile when it records it)",
+        help="global batch (default: 128 imagenet, 1024 tabular, 64 text sequences, per host; with "
+        "--from-profile, the profiled run's, from the profile when it records it)",
     )
     g.add_argument(
         "--hosts",
@@ -131,7 +152,7 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
         "--accelerator",
         metavar="NAME",
         help="consumer: a published throughput (see --list-accelerators); default: the preset's row "
-        "(imagenet: a TPU v4 host)",
+        "(imagenet and text: a TPU v4 host)",
     )
     g.add_argument(
         "--profile-run",
@@ -180,7 +201,9 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
 def _add_output_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--json", metavar="FILE", help="write the report as JSON (versioned schema)")
     g.add_argument(
-        "--plot", metavar="FILE.png", help="write a plot: stage throughputs vs consumer, scaling curve"
+        "--plot",
+        metavar="FILE.png",
+        help="write a plot: stage throughputs vs consumer, scaling curve (.png, .jpg, .svg or .pdf)",
     )
     g.add_argument(
         "--profile", metavar="DIR", help="write a TensorFlow profiler trace of the full pipeline's window"
@@ -200,16 +223,124 @@ def run(args: argparse.Namespace) -> int:
         _list_accelerators(out)
         return 0
 
-    from tfpipe.bench import BenchConfig, bench
-    from tfpipe.bench.output import check_writable
+    from tfpipe.bench.output import check_json_name, check_writable, plot_format
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_writable(path, flag)
-    config = BenchConfig(
+            if flag == "--json":
+                check_json_name(path, flag)
+            else:
+                plot_format(path, flag)
+    with _Interrupt() as interrupt:
+        report = _measure(_config(args), out, interrupt)
+        interrupt.check()  # before anything is shown or written: an interrupted bench writes nothing
+        _show_and_write(report, args, out, interrupt)
+    if report.comparison is not None:
+        print(f"compare: tfpipe/baseline = {report.comparison.ratio:.2f}", file=sys.stdout)
+    if args.fail_if_input_bound and report.verdict != "not_input_bound":
+        print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
+        return EXIT_INPUT_BOUND
+    return 0
+
+
+def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
+    """`tfpipe.bench`, its progress shown; a Ctrl-C is raised again as each stage starts."""
+    from tfpipe.bench import bench
+
+    if out.is_terminal:  # never with --quiet, whose console is plain
+        with out.status("Starting", spinner="dots") as status:
+
+            def show(msg: str) -> None:
+                interrupt.check()
+                status.update(f"[bold]{msg}")
+
+            return bench(config, progress=show)
+
+    def say(msg: str) -> None:
+        interrupt.check()
+        out.print(f"- {msg}")
+
+    return bench(config, progress=say)
+
+
+def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
+    from tfpipe.bench.render import renderables
+
+    for item in renderables(report):
+        out.print(item)
+    if args.json:
+        from tfpipe import storage
+
+        interrupt.check()
+        storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
+        out.print(f"Wrote {args.json}")
+    if args.plot:
+        from tfpipe.bench.plot import write_plot
+
+        interrupt.check()
+        write_plot(report, args.plot)
+        out.print(f"Wrote {args.plot}")
+
+
+class _Interrupt:
+    """Ctrl-C during a bench, remembered until it is raised where it cannot be lost.
+
+    Python raises KeyboardInterrupt in whatever the main thread runs when SIGINT arrives. A
+    bench lets go of many TensorFlow functions; when one is being collected, the interrupt is
+    raised inside its `__del__`, where Python prints "Exception ignored in
+    AtomicFunction.__del__" and drops it, and the bench went on to write its full report
+    (3 of 3 tries). The flag set here survives: each stage's start, the end of the bench and
+    each report file raise it again, so a Ctrl-C at any stage ends with exit 130, no file.
+    """
+
+    def __init__(self) -> None:
+        self.hit = False
+        self._signal: Any = None
+        self._hook = sys.unraisablehook
+
+    def __enter__(self) -> _Interrupt:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._signal = signal.signal(signal.SIGINT, self._on_signal)
+        sys.unraisablehook = self._unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._signal is not None:
+            signal.signal(signal.SIGINT, self._signal)
+        sys.unraisablehook = self._hook
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.hit = True
+        raise KeyboardInterrupt
+
+    def _unraisable(self, unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self.hit = True  # raised again at the next check, not printed
+            return
+        self._hook(unraisable)
+
+    def check(self) -> None:
+        if self.hit:
+            raise KeyboardInterrupt
+
+
+def _config(args: argparse.Namespace) -> object:
+    """The BenchConfig the flags ask for."""
+    from tfpipe.bench import BenchConfig
+
+    return BenchConfig(
         pipeline=args.pipeline,
         data=args.data,
+        sequence_length=args.sequence_length,
+        packing=args.packing,
+        truncate=args.truncate,
         split=args.split,
         cache=args.cache,
         batch_size=args.batch_size,
@@ -229,47 +360,23 @@ def run(args: argparse.Namespace) -> int:
         max_cores=args.max_cores,
         worker_cores=args.worker_cores,
     )
-    if args.quiet or not out.is_terminal:
-        report = bench(config, progress=lambda msg: out.print(f"- {msg}"))
-    else:
-        with out.status("Starting", spinner="dots") as status:
-            report = bench(config, progress=lambda msg: status.update(f"[bold]{msg}"))
-
-    from tfpipe.bench.render import renderables
-
-    for item in renderables(report):
-        out.print(item)
-    if args.json:
-        from tfpipe import storage
-
-        storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
-        out.print(f"Wrote {args.json}")
-    if args.plot:
-        from tfpipe.bench.plot import write_plot
-
-        write_plot(report, args.plot)
-        out.print(f"Wrote {args.plot}")
-    if report.comparison is not None:
-        print(f"compare: tfpipe/baseline = {report.comparison.ratio:.2f}", file=sys.stdout)
-    if args.fail_if_input_bound and report.verdict != "not_input_bound":
-        print(f"tfpipe bench: {report.verdict} (--fail-if-input-bound)", file=sys.stderr)
-        return EXIT_INPUT_BOUND
-    return 0
 
 
 def _list_accelerators(out) -> None:  # out: rich.console.Console
     from rich.markup import escape
 
     from tfpipe.bench import reference
-    from tfpipe.bench.config import PIPELINES
 
     out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
     defaults = {name: preset for preset, name in reference.defaults().items()}
     for r in reference.rows():
         use = f"default for --pipeline={defaults[r.name]}" if r.name in defaults else r.preset
-        if r.preset not in PIPELINES:
-            use = f"{r.preset}: no tfpipe pipeline reads it; its figure serves --step-time-ms"
-        out.print(f"\n[bold]{r.name}[/]  ({use})  {r.examples_per_sec:,.0f} examples/s")
+        figure = f"{r.examples_per_sec:,.0f} examples/s"
+        if r.tokens_per_sec is not None:
+            figure = (
+                f"{r.tokens_per_sec:,.0f} slot tokens/s = {r.examples_per_sec:,.2f} sequences/s ({r.shape})"
+            )
+        out.print(f"\n[bold]{r.name}[/]  ({use})  {figure}")
         out.print(
             f"  {escape(r.model)} on {escape(r.accelerator)}, {escape(r.precision)}, {escape(r.framework)}"
         )

@@ -44,8 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "src",
-        help="image folder tree, flat validation folder, CSV/Parquet file or folder, or a text corpus "
-        "(.jsonl, .jsonl.gz, .txt or .parquet files: one, a folder or a glob)",
+        help="image folder tree, flat validation folder, CSV/Parquet/Arrow (Feather) file or folder, or a "
+        "text corpus (.jsonl, .jsonl.gz, .txt or .parquet files: one, a folder or a glob)",
     )
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
     _add_source_flags(p.add_argument_group("source"))
@@ -63,7 +63,7 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet", "text"],
+        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"],
         help="source format (default: auto, by content; text when a tokenizer option is given)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")

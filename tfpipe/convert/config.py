@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import as_int, check_choice, check_int
 
-Format = Literal["auto", "imagenet", "images", "csv", "parquet", "text"]
+Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"]
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
@@ -20,23 +20,43 @@ ImageCheck = Literal["decode", "header"]
 ColumnType = Literal["int", "float", "bool", "string"]
 TokenizerTraining = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
 
-TEXT_OPTIONS = ("text_field", "lines", "tokenizer", "train_tokenizer", "vocab_size")
+_FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
+
+_IMAGES = ("imagenet", "images")
+_TABLES = ("csv", "parquet", "arrow")
+_TEXT = ("text",)
+_SOURCE_KINDS = {
+    _IMAGES: "image folders (--format imagenet or images)",
+    _TABLES: "tables (--format csv, parquet or arrow)",
+    ("csv",): "CSV files (--format csv)",
+    _TEXT: "text corpora (--format text)",
+    (*_TABLES, *_TEXT): "tables and text corpora (--format csv, parquet, arrow or text)",
+}
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "resize_shorter": _IMAGES,
+    "quality": _IMAGES,
+    "check": _IMAGES,
+    "strict": _IMAGES,
+    "labels_file": _IMAGES,
+    "label_offset": _IMAGES,
+    "seed": _IMAGES,  # it shuffles a class-folder tree's files (a labelled flat folder keeps its order)
+    "label": (*_TABLES, *_TEXT),
+    "missing": _TABLES,
+    "missing_label": _TABLES,
+    "chunk_rows": _TABLES,
+    "column_types": _TABLES,  # in Parquet, of Hive partition columns (`tables.check_options`)
+    "encoding": ("csv",),
+    "null_values": ("csv",),
+    "text_field": _TEXT,
+    "lines": _TEXT,
+    "tokenizer": _TEXT,
+    "train_tokenizer": _TEXT,
+    "vocab_size": _TEXT,
+}
+"""The source formats each ConvertConfig field applies to; the others apply to every source."""
+TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if formats == _TEXT)
 """The ConvertConfig fields of text corpora only (recorded in a text split's manifest only)."""
-NOT_TEXT_OPTIONS = (
-    "resize_shorter",
-    "quality",
-    "check",
-    "strict",
-    "labels_file",
-    "label_offset",
-    "seed",
-    "missing",
-    "missing_label",
-    "encoding",
-    "null_values",
-    "column_types",
-    "chunk_rows",
-)
+NOT_TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if "text" not in formats)
 """The ConvertConfig fields of images and tables, which a text corpus refuses when set."""
 
 DEFAULT_SHARD_SIZE = 128 << 20
@@ -312,6 +332,71 @@ def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, layout: str) ->
     chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
     other = NOT_TEXT_OPTIONS if layout == "text" else TEXT_OPTIONS
     return {k: v for k, v in chosen.items() if k != "workers" and k not in other}
+
+
+_SOURCE_NOUNS = {
+    "imagenet": "an image folder",
+    "images": "an image folder",
+    "csv": "a CSV table",
+    "parquet": "a Parquet table",
+    "arrow": "an Arrow IPC table",
+    "text": "a text corpus",
+}
+
+
+def check_applies(cfg: ConvertConfig, fmt: str) -> None:
+    """Refuses options set (not at their default) for a source they do not apply to, naming
+    the kind of source each applies to: an option ignored in silence would look as if it worked.
+
+    Raises:
+      ConfigError: naming every such option, its value, the source's format and where it applies.
+    """
+    defaults = ConvertConfig()
+    wrong, values = [], []
+    for name, formats in APPLIES_TO.items():
+        value = getattr(cfg, name)
+        unused = name == "seed" and cfg.labels_file is not None
+        if value == getattr(defaults, name) or (fmt in formats and not unused):
+            continue
+        where = (
+            "class-folder trees (a flat folder with --labels keeps its sorted order)"
+            if unused
+            else _SOURCE_KINDS[formats]
+        )
+        wrong.append(f"{name} ({_FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}) applies to {where}")
+        values.append(f"{name}={value!r}")
+    if wrong:
+        raise ConfigError(
+            f"{'; '.join(wrong)}. Received: {', '.join(values)} for {_SOURCE_NOUNS.get(fmt, fmt)} "
+            f"(format {fmt!r}). Drop {'it' if len(wrong) == 1 else 'them'}, or pass --format if the "
+            "format is wrong."
+        )
+
+
+def as_flags(*configs: Any, leave_out: tuple[str, ...] = ()) -> list[str]:
+    """The `tfpipe convert` flags that set the configs' non-default fields (for a command to
+    print), except the fields `leave_out` names."""
+    import shlex
+
+    flags: list[str] = []
+    for cfg in configs:
+        for field in dataclasses.fields(cfg):
+            value = getattr(cfg, field.name)
+            default = field.default_factory() if callable(field.default_factory) else field.default
+            if field.name in leave_out or value == default:
+                continue
+            flag = _FLAG_NAMES.get(field.name, "--" + field.name.replace("_", "-"))
+            if isinstance(value, bool):
+                flags.append(flag)
+            elif field.name == "null_values":
+                for column, tokens in value.items():
+                    named = ",".join(tokens) if column == ALL_COLUMNS else f"{column}={','.join(tokens)}"
+                    flags.append(f"{flag}={shlex.quote(named)}")
+            elif field.name == "column_types":
+                flags += [f"{flag} {shlex.quote(f'{c}={t}')}" for c, t in value.items()]
+            else:
+                flags.append(f"{flag} {shlex.quote(str(value))}")
+    return flags
 
 
 def split_options(

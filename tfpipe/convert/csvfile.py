@@ -16,31 +16,21 @@ applied, since `NA` is Namibia and `None` an answer; `null_values` names more (`
 
 from __future__ import annotations
 
-import bz2
-import codecs
 import csv
-import gzip
-import io
-import lzma
 import os
-import zipfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
-from tfpipe import storage
+from tfpipe.convert import textfile
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
     from tfpipe.convert.infer import Problems
 
-_DECOMPRESS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-COMPRESSED = (*_DECOMPRESS, ".zip")
-_BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
-    (codecs.BOM_UTF32_LE, "UTF-32 (little-endian)", "utf-32"),
-    (codecs.BOM_UTF32_BE, "UTF-32 (big-endian)", "utf-32"),
-    (codecs.BOM_UTF16_LE, "UTF-16 (little-endian)", "utf-16"),
-    (codecs.BOM_UTF16_BE, "UTF-16 (big-endian)", "utf-16"),
-)
+COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
+"""Suffixes of compressed CSV files (`t.csv.gz`), so a folder lists them as CSV. The bytes are
+decompressed by their content whatever the name (`textfile.open_decompressed`)."""
+WHAT = "CSV text"
 # A text field may be long (a review, a document); the csv module's default cap is 128 KiB and
 # pandas has none. Raising a limit changes nothing for other users of the csv module.
 csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
@@ -66,49 +56,15 @@ def column_names(header: list[str]) -> list[str]:
     return [name or f"Unnamed: {i}" for i, name in enumerate(header)]
 
 
-def open_binary(path: str) -> BinaryIO:
-    """The file's bytes, decompressed by suffix (.gz, .bz2, .xz, or a .zip of one file)."""
-    raw = storage.open_read(path)
-    suffix = os.path.splitext(path.lower())[1]
-    if suffix in _DECOMPRESS:
-        return _DECOMPRESS[suffix](raw)  # type: ignore[operator]
-    if suffix == ".zip":
-        return _ZipMember(path, raw)
-    return raw
+def open_binary(path: str, encoding: str) -> tuple[BinaryIO, str]:
+    """The file's bytes, decompressed by content, and the codec that reads them: the one a
+    byte-order mark says, or `encoding` (`textfile.codec`).
 
-
-class _ZipMember(io.BufferedReader):
-    """The one file of a zip archive; closing it closes the archive and the file under it."""
-
-    def __init__(self, path: str, raw: BinaryIO) -> None:
-        self._closers = [raw.close]
-        try:
-            archive = zipfile.ZipFile(raw)
-            self._closers.insert(0, archive.close)
-            names = [n for n in archive.namelist() if not n.endswith("/")]
-            if len(names) != 1:
-                raise DataError(
-                    f"{path}: expected a zip archive of one CSV file. "
-                    f"Received: {len(names)} files {names[:5]}"
-                )
-            super().__init__(archive.open(names[0]))  # type: ignore[arg-type]
-        except BaseException:
-            for close in self._closers:
-                close()
-            raise
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            for close in self._closers:
-                close()
-
-
-def _text(path: str, encoding: str) -> io.TextIOWrapper:
-    # pandas drops a UTF-8 byte-order mark from the header; utf-8-sig makes the csv module agree.
-    codec = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-    return io.TextIOWrapper(open_binary(path), encoding=codec, newline="")
+    Raises:
+      DataError: the bytes are not text (naming their format, such as Parquet or an Excel
+        workbook), or contradict `encoding` (a byte-order mark, NUL bytes of UTF-16).
+    """
+    return textfile.open_bytes(path, encoding, WHAT)
 
 
 def _blank(row: list[str]) -> bool:
@@ -131,7 +87,7 @@ def check_shape(
         encoding the bytes look like).
     """
     ragged = 0
-    with _text(path, encoding) as text:
+    with textfile.open_text(path, encoding, WHAT, newline="") as text:
         reader = csv.reader(text, delimiter=separator(path))
         try:
             header = next((row for row in reader if not _blank(row)), None)
@@ -150,17 +106,10 @@ def check_shape(
                     if ragged >= problems.limit:
                         break
                 end = reader.line_num
-        except UnicodeDecodeError:
-            raise DataError(_encoding_problem(path, encoding)) from None
+        except UnicodeError:  # a decode error, or a codec's own (a stream it cannot start)
+            raise DataError(textfile.undecodable(path, encoding)) from None
         except csv.Error as e:
-            hint = (
-                " (NUL bytes: the file may be UTF-16 or UTF-32; pass --encoding utf-16 (encoding='utf-16'))"
-                if "NUL" in str(e)
-                else ""
-            )
-            raise DataError(
-                f"{path}, line {reader.line_num}: expected CSV text. Received: {e}{hint}"
-            ) from None
+            raise DataError(f"{path}, line {reader.line_num}: expected CSV text. Received: {e}") from None
     unnamed = [i for i, name in enumerate(header) if not name]
     notes = [
         f"{path}: column {i} has no name in the header (as R's write.csv and pandas' to_csv "
@@ -205,45 +154,3 @@ def _ragged(path: str, line: int, width: int, got: int, lines: int, header_line:
         f"read as nulls, so tfpipe converts neither. Fix the row; if line {header_line} is not a header (as in "
         f"scikit-learn's bundled CSVs), replace it with one naming all {max(got, width)} columns."
     )
-
-
-def _encoding_problem(path: str, encoding: str) -> str:
-    """What the bytes look like, for a file that does not decode as `encoding`."""
-    with open_binary(path) as f:
-        head = f.read(4096)
-        found, suggest = "", "latin-1"
-        for bom, name, codec in _BOMS:
-            if head.startswith(bom):
-                found, suggest = f"a {name} byte-order mark", codec
-                break
-        if not found and b"\x00" in head:
-            found, suggest = "NUL bytes, as in UTF-16 or UTF-32 text", "utf-16"
-        if not found:
-            f.seek(0)
-            for number, line in enumerate(f, 1):
-                try:
-                    line.decode(encoding)
-                except UnicodeDecodeError as e:
-                    bad = line[e.start : e.end]
-                    # Both read any byte; cp1252 puts letters and quotes where latin-1 has controls.
-                    windows = any(0x80 <= b < 0xA0 for b in line) and _decodes(line, "cp1252")
-                    suggest = "cp1252" if windows else "latin-1"
-                    found = (
-                        f"bytes {bad!r} on line {number} that are not {encoding}; the line reads as "
-                        f"{suggest}{'' if windows else ' (or cp1252)'}"
-                    )
-                    break
-            else:
-                found = f"bytes that are not {encoding}"
-    return (
-        f"{path}: expected {encoding} text (encoding={encoding!r}). Received: {found}. "
-        f"Pass the file's encoding: --encoding {suggest} (encoding={suggest!r})."
-    )
-
-
-def _decodes(data: bytes, encoding: str) -> bool:
-    try:
-        data.decode(encoding)
-    except UnicodeDecodeError:
-        return False
-    return True

@@ -14,6 +14,7 @@ from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.infer import null_value_error
 from tfpipe.convert.textencode import TextTask, encode_text
 from tfpipe.convert.textstats import TextTally
+from tfpipe.errors import CredentialsError, DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
 
@@ -70,6 +71,8 @@ def encode_images(task: ImageTask) -> list[Encoded]:
         except UndecodableImage as e:
             out.append(Encoded(None, str(e), len(data), item.path))
             continue
+        except Exception as e:  # a failure nobody foresaw: name the file, not only the error
+            raise DataError(f"{item.path}: cannot be converted: {type(e).__name__}: {e}") from e
         out.append(Encoded(encode_example(_image_row(item, img), IMAGE_SCHEMA), None, len(data)))
     return out
 
@@ -93,7 +96,7 @@ def read_input(path: str) -> bytes:
     """The bytes of one input file; every failure is a StorageError naming the file."""
     try:
         return storage.read_bytes(path)
-    except storage.StorageError:
+    except (storage.StorageError, CredentialsError):
         raise
     except OSError as e:
         raise storage.StorageError(f"{path}: cannot read it: {e.strerror or e}") from e

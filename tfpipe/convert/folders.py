@@ -23,18 +23,20 @@ import errno
 import os
 import random
 import re
+import shlex
 import stat
 from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
+from tfpipe.convert import textfile
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
+from tfpipe.convert.labels import SYNSET_RE, read_labels
 from tfpipe.convert.tableread import TABLE_SUFFIXES
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
-SYNSET_RE = re.compile(r"^n\d{8}$")
 _PARTITION_RE = re.compile(r"^[^=]+=[^=]*$")  # a Hive partition folder: key=value
 
 
@@ -47,6 +49,7 @@ class ImageScan:
     estimated_bytes: int
     skipped: tuple[SkippedInput, ...] = ()  # inputs left out when listing, with the reason
     identities: tuple[str, ...] = ()  # each item's `storage.identity`, in the order of `items`
+    notes: tuple[str, ...] = ()  # what the summary says of how the source was read
 
 
 class Entry(NamedTuple):
@@ -208,12 +211,7 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
                 f"Expected a source folder or table file. Received: {src!r}, which does not exist"
             )
         if stat.S_ISREG(_stat(src, "a source folder or table file").st_mode):
-            with open(src, "rb") as f:
-                head = f.read(4)
-            if head == b"PAR1":
-                return FormatChoice("parquet", "the file starts with Parquet's magic bytes PAR1")
-            named = f"a single file named {suffix or 'without a suffix'}"
-            return FormatChoice(TABLE_SUFFIXES.get(suffix, "csv"), named)
+            return _file_format(src, suffix)
     entries = _entries(src)
     dirs = [e.name for e in entries if e.is_dir]
     files = [e.name for e in entries if not e.is_dir]
@@ -238,6 +236,32 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
     )
 
 
+def _file_format(src: str, suffix: str) -> FormatChoice:
+    """The format of one local file: by its magic bytes (Parquet, Arrow IPC, compressed text),
+    else by its name.
+
+    Raises:
+      DataError: the bytes are a format tfpipe does not convert (an Excel workbook, zstd...).
+    """
+    with open(src, "rb") as f:
+        head = f.read(16)
+    if head.startswith(b"PAR1"):
+        return FormatChoice("parquet", "the file starts with Parquet's magic bytes PAR1")
+    magic = textfile.sniff(head)
+    if magic is not None and magic.table_format:
+        return FormatChoice(magic.table_format, f"the file starts with the magic bytes of {magic.name}")
+    if magic is not None:
+        advice = f" {magic.advice}." if magic.advice else ""
+        raise DataError(
+            f"{src}: expected a table file (CSV, Parquet, Arrow IPC) or a folder. Received: {magic.name}.{advice}"
+        )
+    packed, named = textfile.compression(head), TABLE_SUFFIXES.get(suffix)
+    if packed and named in (None, "csv"):
+        textfile.read_head(src)  # refuses an Excel workbook, or a zip of several files, by name
+        return FormatChoice("csv", f"{packed}-compressed data, read as CSV text by its content")
+    return FormatChoice(named or "csv", f"a single file named {suffix or 'without a suffix'}")
+
+
 def _class_folder_format(src: str, dirs: list[str]) -> FormatChoice:
     synsets = [d for d in dirs if SYNSET_RE.match(d)]
     if len(synsets) == len(dirs):
@@ -256,6 +280,110 @@ def _class_folder_format(src: str, dirs: list[str]) -> FormatChoice:
         f"{len(odd)} are not: {odd[:5]}. A mix would shift every label, so tfpipe will not guess. "
         "Move the odd folder(s) out of the source, or pass --format imagenet (format='imagenet', "
         "labels from 1) or --format images (format='images', labels from 0)."
+    )
+
+
+# ---- split folders ----
+
+SPLIT_NAMES = {
+    "train": "train",
+    "training": "train",
+    "val": "validation",
+    "valid": "validation",
+    "validation": "validation",
+    "dev": "validation",
+    "test": "test",
+    "testing": "test",
+}
+"""Folder names that mean a split (case aside), and the split tfpipe names it: `build()` reads
+"train" to train and "validation" (else "test") to evaluate."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SplitFolder:
+    """A folder of a source that holds one split (`train/`), not one class.
+
+    Attributes:
+      path: the folder.
+      split: the split name it converts to ("train", "validation", "test").
+      flat: it holds images directly, not class folders, so it needs a labels file.
+    """
+
+    path: str
+    split: str
+    flat: bool
+
+
+def split_folders(src: str) -> tuple[SplitFolder, ...]:
+    """The split folders of `src`, when every folder directly under it is named like a split
+    (`train/`, `val/`, `test/`, as tensorflow-datasets' ImageFolder lays them out); else ()."""
+    if storage.is_gcs(src) and os.path.splitext(src)[1].lower() in TABLE_SUFFIXES:
+        return ()
+    if not storage.is_gcs(src) and not os.path.isdir(src):
+        return ()
+    dirs = [name for name, is_dir in _names(src) if is_dir]
+    if not dirs or not all(d.lower() in SPLIT_NAMES for d in dirs):
+        return ()
+    order = list(dict.fromkeys(SPLIT_NAMES.values()))
+    found: list[SplitFolder] = []
+    for d in sorted(dirs, key=lambda d: (order.index(SPLIT_NAMES[d.lower()]), d)):
+        inside = _names(storage.join(src, d))
+        flat = not any(is_dir for _, is_dir in inside) and any(_is_image_name(n) for n, _ in inside)
+        split = SPLIT_NAMES[d.lower()]
+        split = d if split in {f.split for f in found} else split  # val/ and validation/: two splits
+        found.append(SplitFolder(storage.join(src, d), split, flat))
+    return tuple(found)
+
+
+def _names(folder: str) -> list[tuple[str, bool]]:
+    """(name, is_dir) of the visible entries of `folder`, without the checks of `_entries`
+    (what cannot be listed or read is named by the scan that follows)."""
+    try:
+        if storage.is_gcs(folder):
+            return [(n, d) for n, d, _, _ in storage.gcs_entries(folder) if not n.startswith(".")]
+        with os.scandir(folder) as it:
+            return sorted((e.name, e.is_dir()) for e in it if not e.name.startswith("."))
+    except OSError:
+        return []
+
+
+def refuse_split_folders(src: str, dest: str, flags: list[str]) -> None:
+    """Refuses a source of split folders (train/, val/), naming the command for each split.
+
+    Converted as one tree, each split folder would be a class and every real class a file-name
+    prefix. One command per split keeps what each needs (a flat validation folder needs its
+    labels file; shard counts differ) and every guarantee of a conversion (one lock, one plan,
+    --resume), and a later split keeps the first split's class list.
+
+    Args:
+      flags: the other options of the run, as `tfpipe convert` flags, repeated in each command.
+    """
+    splits = split_folders(src)
+    if not splits:
+        return
+    lines = []
+    for s in splits:
+        labels = " --labels FILE" if s.flat else ""
+        why = (
+            f"  # {storage.basename(s.path)}/ holds images, not class folders: FILE labels each"
+            if s.flat
+            else ""
+        )
+        command = [
+            "tfpipe convert",
+            shlex.quote(s.path),
+            shlex.quote(dest),
+            f"--split {s.split}{labels}",
+            *flags,
+        ]
+        lines.append("  " + " ".join(command) + why)
+    names = [storage.basename(s.path) for s in splits]
+    raise DataError(
+        f"{src}: expected class folders (SRC/<class>/<image>) or table files. Received: split "
+        f"folders {names}, which would convert as {len(names)} classes named "
+        f"{', '.join(map(repr, names))}, with every real class a file-name prefix. Convert each "
+        "split on its own into the same destination, in this order (a later split keeps the "
+        "first one's class list; in Python, tfpipe.convert(folder, dest, split=...)):\n" + "\n".join(lines)
     )
 
 
@@ -333,10 +461,11 @@ def scan_validation(
 ) -> ImageScan:
     """A flat folder plus a labels file, as ImageNet ships its validation split.
 
-    The labels file has one line per image: either just the synset, in sorted file-name order
-    (`imagenet_2012_validation_synset_labels.txt`), or `<file name> <synset>`. Labels number
-    the synsets as `class_names` does (the train split's, when it is already in the
-    destination), else the sorted synsets of the labels file.
+    The labels file (`labels.read_labels`) has one line per image: either just the label, in
+    sorted file-name order (`imagenet_2012_validation_synset_labels.txt`), or `<file> <label>`,
+    whitespace or comma separated, with or without a header. Labels number the classes as
+    `class_names` does (the train split's, when it is already in the destination), else the
+    sorted labels of the file.
     """
     entries = _entries(src)
     folders = [e.name for e in entries if e.is_dir]
@@ -349,39 +478,21 @@ def scan_validation(
     nodes: dict[tuple[int, int], str] = {}
     for e in images:
         _refuse_second_link(storage.join(src, e.name), e, nodes)
-    files = [(e.name, e.size) for e in images]
     skipped = tuple(_not_an_image(storage.join(src, e.name)) for e in entries if not _is_image_name(e.name))
-    lines = [ln.split() for ln in storage.iter_lines(labels_file) if ln.strip()]
-    if all(len(p) == 2 for p in lines):
-        by_name = {p[0]: p[1] for p in lines}
-        missing = [n for n, _ in files if n not in by_name]
-        if missing:
-            raise DataError(
-                f"{labels_file}: no label for {len(missing)} file(s) of {src}, e.g. {missing[:3]}"
-            )
-        synsets = [by_name[n] for n, _ in files]
-    elif all(len(p) == 1 for p in lines):
-        if len(lines) != len(files):
-            raise DataError(
-                f"{labels_file}: expected one synset per image of {src} ({len(files)} images). "
-                f"Received: {len(lines)} lines"
-            )
-        synsets = [p[0] for p in lines]
-    else:
-        raise DataError(
-            f"{labels_file}: expected lines of '<synset>' or '<file> <synset>'. Received: {lines[:2]}"
-        )
-    names = class_names or tuple(sorted(set(synsets)))
+    found = read_labels(labels_file, [e.name for e in images], src)
+    names = class_names or found.classes
     index = {s: i for i, s in enumerate(names)}
-    unknown = sorted(set(synsets) - set(index))
+    unknown = sorted(set(found.classes) - set(index))
     if unknown:
         raise DataError(
-            f"{labels_file}: synsets {unknown[:5]} are not among the {len(names)} classes of the dataset"
+            f"{labels_file}: labels {unknown[:5]} are not among the {len(names)} classes of the dataset"
         )
     items = [
-        ImageItem(storage.join(src, n), label_offset + index[s], s)
-        for (n, _), s in zip(files, synsets, strict=True)
+        ImageItem(storage.join(src, e.name), label_offset + index[s], s)
+        for e, s in zip(images, found.labels, strict=True)
     ]
-    total = sum(size for _, size in files)
+    total = sum(e.size for e in images)
     identities = tuple(e.identity for e in images)
-    return ImageScan("imagenet", tuple(items), tuple(names), label_offset, total, skipped, identities)
+    return ImageScan(
+        "imagenet", tuple(items), tuple(names), label_offset, total, skipped, identities, found.notes
+    )

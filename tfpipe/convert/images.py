@@ -50,6 +50,10 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset(
 # turned Pillow's check off; an RGB image this size takes 537 MB in a worker.
 MAX_PIXELS = 178_956_970
 
+JPEG_MAX_SIDE = 65_500
+"""libjpeg's JPEG_MAX_DIMENSION: the widest or tallest image it writes (Pillow then fails with
+"broken data stream when writing image file")."""
+
 # A downscaled JPEG is first decoded with DCT scaling to at least this many times the target
 # size, then resampled with bicubic. Measured (CPU time, 2000x1500 photo-like JPEGs to shorter
 # side 256): 27 ms vs 54 ms for a full decode, same PSNR after re-encoding; Lanczos costs 10-30%
@@ -159,6 +163,7 @@ def normalize_image(data: bytes, *, resize_shorter: int | None = None, quality: 
         with image:
             width, height = _checked_size(image, label)
             out_h, out_w = resized_dims(height, width, resize_shorter)
+            _check_jpeg_size(label, (width, height), (out_w, out_h), resize_shorter)
             passthrough = (
                 fmt == "jpeg"
                 and image.mode == "RGB"
@@ -192,6 +197,20 @@ def _checked_size(image: Image.Image, label: str) -> tuple[int, int]:
     return width, height
 
 
+def _check_jpeg_size(
+    label: str, size: tuple[int, int], out: tuple[int, int], resize_shorter: int | None
+) -> None:
+    """UndecodableImage if the output would be wider or taller than a JPEG can be."""
+    if max(out) <= JPEG_MAX_SIDE:
+        return
+    resized = f", and {out[0]}x{out[1]} after --resize-shorter {resize_shorter}" if out != size else ""
+    raise UndecodableImage(
+        f"{label} image of {size[0]}x{size[1]} pixels{resized}: a JPEG holds at most "
+        f"{JPEG_MAX_SIDE:,} pixels a side (libjpeg's limit), and records store JPEGs. Crop or "
+        "split the image"
+    )
+
+
 def _decode(image: Image.Image, fmt: str, label: str, passthrough: bool, size: tuple[int, int]) -> None:
     """Decodes the pixels: a JPEG at the smallest DCT scale the output allows.
 
@@ -217,7 +236,10 @@ def _reencode(image: Image.Image, fmt: str, size: tuple[int, int], quality: int)
         gap = None if fmt == "jpeg" else _REDUCING_GAP
         rgb = rgb.resize(size, _RESAMPLE, reducing_gap=gap)
     buf = io.BytesIO()
-    rgb.save(buf, "JPEG", quality=quality, subsampling="4:2:0", progressive=False)
+    try:
+        rgb.save(buf, "JPEG", quality=quality, subsampling="4:2:0", progressive=False)
+    except (OSError, ValueError) as e:  # what libjpeg refuses, as an unreadable image is treated
+        raise UndecodableImage(f"cannot be stored as a JPEG: {e}") from None
     return buf.getvalue()
 
 

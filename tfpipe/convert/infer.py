@@ -88,6 +88,9 @@ class Column:
     na_like: int = 0  # of them, values pandas would read as missing (kept as written)
     first_code: tuple[str, int, str] | None = None  # a number pandas reads that stays text here
     first_na: tuple[str, int, str] | None = None  # the first value pandas reads as missing
+    first_nan: tuple[str, int] | None = None  # the first NaN (a value, not a null)
+    underflow: tuple[str, int, Any] | None = None  # the first value float32 would store as 0 or subnormal
+    underflows: int = 0  # how many such values
 
     def add_text(self, text: Any, path: str, csv_first_file: bool) -> None:
         """Takes in one chunk of this column's text (nulls where the field was empty or one of
@@ -149,7 +152,7 @@ class Column:
           DataError: a value that does not fit the column's type, or that float32 would change.
         """
         kind = kind_of(self.name, series, path)
-        self.source_dtype = self.source_dtype or (str(series.dtype) if kind != "null" else "")
+        self.source_dtype = self.source_dtype or (self._dtype_name(series) if kind != "null" else "")
         if kind == "null" or kind == self.kind:
             pass
         elif self.kind == "null":
@@ -167,6 +170,15 @@ class Column:
             null = series.isna().to_numpy()
             if null.any():
                 self.first_null = (path, int(series.index[null.argmax()]))
+
+    def _dtype_name(self, series: Any) -> str:
+        """The source dtype, for the manifest. Parquet floats are read as nullable Float32/64
+        only to keep NaN apart from null; their source dtype is the numpy one they are stored
+        as (float32, float64), as manifests have always named it."""
+        from pandas.api import types as pdt
+
+        name = str(series.dtype)
+        return name.lower() if not self.text and pdt.is_float_dtype(series.dtype) else name
 
     def _type_change(self, series: Any, path: str, csv_first_file: bool) -> str:
         row, value = values.first_misfit(series, self.kind)
@@ -208,6 +220,21 @@ class Column:
         if kind == "float" and self.fraction is None:
             found = values.first_fraction(nonnull)
             self.fraction = None if found is None else (path, *found)
+        if kind == "float":
+            self._check_small(nonnull, path)
+
+    def _check_small(self, nonnull: Any, path: str) -> None:
+        """Counts the values float32 would store as 0.0 or a subnormal, and finds the first NaN."""
+        import numpy as np
+
+        under = values.float32_underflow(nonnull)
+        if under is not None:
+            self.underflows += under[0]
+            self.underflow = self.underflow or (path, under[1], under[2])
+        if self.first_nan is None:
+            nan = np.isnan(nonnull.to_numpy(dtype="float64"))
+            if nan.any():
+                self.first_nan = (path, int(nonnull.index[nan.argmax()]))
 
     def float_problem(self) -> str | None:
         """Why this column cannot be written as float32 without changing values, if it cannot."""
@@ -226,6 +253,29 @@ class Column:
             f"{path}: column {self.name!r}, row {row} holds the whole number {int(value)}, which float32 "
             "(the only float type of tf.train.Example) cannot hold exactly: it would be written as "
             f"{values.as_float32(value)}. Expected integers to stay exact. {fix}"
+        )
+
+    def underflow_problem(self) -> str | None:
+        """Why float32 would change this column's smallest values, if it would."""
+        if self.kind != "float" or self.underflow is None or self.failed:
+            return None
+        import numpy as np
+
+        path, row, value = self.underflow
+        count = f"{self.underflows} value{'s' if self.underflows > 1 else ''}"
+        with np.errstate(under="ignore"):
+            stored = repr(float(np.float32(value)))
+        fix = (
+            f"Store the column as text (--column-type {self.name}=string, column_types=), or scale it"
+            if self.text
+            else "Scale the column"
+        )
+        return (
+            f"{path}: column {self.name!r} holds {count} below float32's smallest normal number "
+            f"({values.FLOAT32_TINY:.4g}), first row {row}: {value!r}, which float32 (the only float "
+            f"type of tf.train.Example) would store as {stored}. Expected values float32 holds to "
+            f"its usual 7 digits: a value that becomes 0.0, or loses its digits, is changed data. {fix} "
+            "(multiply it, or store its log) so its values are normal float32 numbers."
         )
 
     def note(self) -> str | None:

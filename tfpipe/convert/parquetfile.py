@@ -57,23 +57,46 @@ def open_file(path: str) -> Any:
         raise DataError(
             f"{path}: expected a Parquet file. Received: a file pyarrow cannot open ({e})"
         ) from None
-    names = pf.schema_arrow.names
+    check_unique_names(path, pf.schema_arrow.names)
+    return pf
+
+
+def check_unique_names(path: str, names: list[str]) -> None:
+    """Raises DataError naming the columns a file holds more than once (pandas would keep one)."""
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise DataError(f"{path}: expected unique column names. Received: {dupes} more than once in {names}")
-    return pf
 
 
 def batches(pf: Any, chunk_rows: int) -> Any:
     """The file's rows as DataFrames, every stored column a column (the pandas metadata, which
     would turn a stored index back into an index, is not applied)."""
     for batch in pf.iter_batches(batch_size=chunk_rows):
-        yield batch.to_pandas(types_mapper=arrow_to_pandas, ignore_metadata=True)
+        yield to_frame(batch)
 
 
-def index_note(path: str, pf: Any) -> str | None:
-    """What the summary says of a pandas index stored in the file as a column, if there is one."""
-    metadata = pf.schema_arrow.pandas_metadata or {}
+def to_frame(batch: Any) -> Any:
+    """An Arrow record batch (or table) as a DataFrame: integers and bools nullable, and floats
+    nullable with a NaN kept as a value apart from a null (to_pandas() makes both NaN)."""
+    import pyarrow as pa
+
+    from tfpipe.convert.values import float_series
+
+    frame = batch.to_pandas(types_mapper=arrow_to_pandas, ignore_metadata=True)
+    for i, field in enumerate(batch.schema):
+        if pa.types.is_floating(field.type):
+            column = batch.column(i)
+            data = column.to_numpy(zero_copy_only=False)
+            frame.isetitem(
+                i, float_series(data, column.is_null().to_numpy(zero_copy_only=False), frame.index)
+            )
+    return frame
+
+
+def index_note(path: str, schema: Any) -> str | None:
+    """What the summary says of a pandas index stored in the file (whose Arrow schema is
+    `schema`) as a column, if there is one."""
+    metadata = schema.pandas_metadata or {}
     stored = [c for c in metadata.get("index_columns", []) if isinstance(c, str)]  # a RangeIndex is a dict
     if not stored:
         return None

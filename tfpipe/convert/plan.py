@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.sources import ImageInputs, Source, TableRows
@@ -31,9 +33,10 @@ from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo, length
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
-PLAN_VERSION = 2
+PLAN_VERSION = 3
 """The version of `ConvertPlan.record`; a resumed run compares records, so a change in what
-the record holds must change it. 2: each input's identity."""
+the record holds must change it. 2: each input's identity. 3: paths resolved (a source named
+`data/` and `/home/u/data/` is one source), the listing digested relative to the source."""
 _NAMED = 5  # changed inputs named in a refusal; the count of the rest is given
 
 
@@ -116,10 +119,11 @@ class ConvertPlan:
 
     def record(self) -> dict[str, Any]:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
+        labels = self.options.get("labels_file")
         record = {
             "plan_version": PLAN_VERSION,
-            "src": self.src,
-            "options": self.options,
+            "src": resolved(self.src),
+            "options": self.options | ({"labels_file": resolved(labels)} if labels else {}),
             "inputs": self.fingerprint,
             "n_items": self.n_items,
             "n_shards": self.n_shards,
@@ -243,6 +247,12 @@ def make_plan(
         source.notes,
         source.tokenizer,
     )
+
+
+def resolved(path: str) -> str:
+    """A local path made absolute, symbolic links followed, so two spellings of one path
+    compare equal; a gs:// path as it is."""
+    return path if storage.is_gcs(path) else os.path.realpath(path)
 
 
 # ---- the decision ----

@@ -21,12 +21,12 @@ from typing import Any
 
 from tfpipe import commit_markers, storage
 from tfpipe.convert import folders, tables, textfiles
-from tfpipe.convert.config import ConvertConfig, ShardConfig, split_options
+from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
 from tfpipe.convert.progress import ProgressCallback, Tick
-from tfpipe.convert.sources import ImageSource, Source, open_source
+from tfpipe.convert.sources import ImageSource, Source, joining, open_source
 from tfpipe.convert.tables import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
@@ -221,11 +221,12 @@ def _convert_locked(
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
+    folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
     # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
     fmt, reason = _choose_format(src, cfg, joins)
     source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
-    _check_compatible(joins, source, shard_cfg, dest)
+    source = joining(joins, source, shard_cfg, dest)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression)
     decision = decide(existing, journal.state(), plan, resume, overwrite)
@@ -454,24 +455,6 @@ def _load_existing(dest: str) -> Manifest | None:
         raise DestinationError(
             f"{dest} holds an unreadable manifest ({e}); pick another destination"
         ) from None
-
-
-def _check_compatible(existing: Manifest | None, source: Source, shard_cfg: ShardConfig, dest: str) -> None:
-    """A new split must match the dataset it joins (`existing`: None when it joins none)."""
-    if existing is None:
-        return
-    for what, have, new in (
-        ("layout", existing.layout, source.layout),
-        ("schema", existing.schema, source.schema),
-        ("compression", existing.compression, shard_cfg.compression),
-        ("label_offset", existing.label_offset, source.label_offset),
-        ("class_names", existing.class_names, source.class_names),
-    ):
-        if have != new:
-            raise DestinationError(
-                f"{dest} holds splits {sorted(existing.splits)} with {what} {have!r}; the new split "
-                f"{shard_cfg.split!r} would have {what} {new!r}. Write it to another destination."
-            )
 
 
 def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -> Manifest | None:

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from tfpipe.convert import folders, tableread, tables
-from tfpipe.convert.config import TEXT_OPTIONS, ConvertConfig
+from tfpipe.convert.config import ConvertConfig, ShardConfig, check_applies
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask
 from tfpipe.convert.text import open_text
 from tfpipe.convert.writer import files_holding
-from tfpipe.errors import ConfigError, DataError
+from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest, SkippedInput, TokenizerInfo
 from tfpipe.schema import IMAGE_SCHEMA, Schema
 
@@ -116,11 +116,11 @@ class ImageSource:
     schema: Schema = IMAGE_SCHEMA
     unit: str = "images"
     dropped_rows: int = 0
-    notes: tuple[str, ...] = ()
     tokenizer = None
     attachments = ()
 
     layout = property(lambda self: self.scan.layout)
+    notes = property(lambda self: self.scan.notes)
     n_items = property(lambda self: len(self.scan.items))
     inputs = property(lambda self: tuple(i.path for i in self.scan.items))
     identities = property(lambda self: self.scan.identities)
@@ -259,21 +259,14 @@ def open_source(
       DataError: the source does not fit the rules, naming the file, column and row.
       ConfigError: an option of another kind of source.
     """
+    check_applies(cfg, fmt)
     if fmt == "text":
         return open_text(src, cfg, joins, dest)
-    given = cfg.given(TEXT_OPTIONS)
-    if given:
-        listed = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise ConfigError(f"{listed}: option(s) of text corpora; they do not apply to the {fmt} source {src}")
     if fmt in ("imagenet", "images"):
         return _open_images(src, fmt, cfg, joins)
-    if cfg.label_offset not in (None, 0):
-        raise DataError(
-            f"label_offset applies to image folders. "
-            f"Received: label_offset={cfg.label_offset} for a {fmt} table"
-        )
     scan = scan_table(src, fmt, tables.TableOptions.of(cfg))
-    digest = hashlib.sha256(json.dumps([scan.files, scan.rows, scan.kinds]).encode()).hexdigest()
+    files = [_relative(f, src) for f in scan.files]
+    digest = hashlib.sha256(json.dumps([files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 
 
@@ -284,5 +277,63 @@ def _open_images(src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None)
         scan = folders.scan_validation(src, cfg.labels_file, offset, known)
     else:
         scan = folders.scan_class_folders(src, fmt, offset, cfg.seed, known)
-    digest = hashlib.sha256("\n".join(f"{i.path}\t{i.label}" for i in scan.items).encode()).hexdigest()
+    listing = "\n".join(f"{_relative(i.path, src)}\t{i.label}" for i in scan.items)
+    digest = hashlib.sha256(listing.encode()).hexdigest()
     return ImageSource(scan, cfg.resize_shorter, cfg.quality, cfg.check, digest)
+
+
+def _relative(path: str, src: str) -> str:
+    """`path` (listed under `src`) relative to `src`: a listing's digest does not depend on how
+    the source was spelled (`data/` or `/home/u/data/`)."""
+    return path[len(src) :] if path.startswith(src) else path
+
+
+def joining(existing: Manifest | None, source: Source, shard_cfg: ShardConfig, dest: str) -> Source:
+    """The source of a new split, written with the schema of the dataset it joins (`existing`:
+    None when it joins none).
+
+    Raises:
+      DestinationError: the split does not fit the dataset, naming what differs.
+    """
+    if existing is None:
+        return source
+    for what, have, new in (
+        ("layout", existing.layout, source.layout),
+        ("compression", existing.compression, shard_cfg.compression),
+        ("label_offset", existing.label_offset, source.label_offset),
+        ("class_names", existing.class_names, source.class_names),
+    ):
+        if have != new:
+            raise DestinationError(
+                f"{dest} holds splits {sorted(existing.splits)} with {what} {have!r}; the new split "
+                f"{shard_cfg.split!r} would have {what} {new!r}. Write it to another destination."
+            )
+    schema, differences = existing.schema.joined_by(source.schema)
+    if schema is None:
+        raise DestinationError(_schema_differs(existing, shard_cfg.split, differences, dest))
+    if isinstance(source, TableSource) and schema != source.schema:
+        return dataclasses.replace(source, scan=dataclasses.replace(source.scan, schema=schema))
+    return source
+
+
+_DIFFERENCES_NAMED = 3
+
+
+def _schema_differs(existing: Manifest, split: str, differences: list[str], dest: str) -> str:
+    named = "; ".join(differences[:_DIFFERENCES_NAMED])
+    more = (
+        f"; and {len(differences) - _DIFFERENCES_NAMED} more" if len(differences) > _DIFFERENCES_NAMED else ""
+    )
+    masks = any("has nulls in this split" in d for d in differences)
+    way = (
+        " A split with nulls beside splits without them: convert the split with nulls first, with "
+        "--missing fill, into a new destination, then the others beside it (a split without "
+        "nulls in a column writes the dataset's null mask as all 0), or convert every split with "
+        "nulls filled in the source."
+        if masks
+        else " Write it to another destination, or make the source's columns match."
+    )
+    return (
+        f"{dest} holds splits {sorted(existing.splits)}, whose records the new split {split!r} "
+        f"would not match: {named}{more}.{way}"
+    )

@@ -1,7 +1,7 @@
 """Reading a table's files: listing them, and their rows in chunks, the same way in both passes
 and in any engine's worker.
 
-A source is one CSV or Parquet file, a folder of them (sorted; other files are listed as
+A source is one CSV, Parquet or Arrow IPC (Feather) file, a folder of them (sorted; other files are listed as
 skipped, names starting with `.` or `_` are left out as pyarrow and Spark leave out `_SUCCESS`),
 or a Hive-partitioned Parquet folder (`parquetfile`). In a CSV file only an empty field is
 missing (`""` too): text such as `NA`, `None` or `null` is kept as written unless `null_values`
@@ -18,19 +18,29 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import csvfile, parquetfile
-from tfpipe.errors import DataError
+from tfpipe.convert import arrowfile, csvfile, parquetfile
+from tfpipe.errors import DataError, TfpipeError
 from tfpipe.manifest import SkippedInput
 
 # A column's kind as pandas reads it in the second pass; "null" is a column with no value at all.
+# Floats are read as text and typed by `values.floats`, as in the first pass: pandas' own
+# reader would make `nan` a null.
 _KIND_TO_PANDAS = {
     "int": "Int64",
-    "float": "Float64",
+    "float": "string",
     "bool": "boolean",
     "string": "string",
     "null": "Float64",
 }
-TABLE_SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+TABLE_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    **dict.fromkeys(arrowfile.SUFFIXES, "arrow"),
+}
+TYPED_FORMATS = ("parquet", "arrow")
+"""Table formats whose columns carry their types (CSV's are text, typed by `infer`)."""
 NullValues = Mapping[str, tuple[str, ...]]
 
 
@@ -169,16 +179,7 @@ def file_chunks(
     import pandas as pd
 
     partition = reading.partitions.get(path)
-    handle: Any = None
-    if reading.fmt == "csv":
-        handle = csvfile.open_binary(path)
-        reader = _csv_frames(handle, path, reading, chunk_rows, header)
-        errors: tuple[type[BaseException], ...] = (pd.errors.ParserError, ValueError, UnicodeDecodeError)
-    else:
-        import pyarrow as pa
-
-        reader = parquetfile.batches(parquetfile.open_file(path), chunk_rows)
-        errors = (pa.ArrowException, OSError)
+    reader, errors, what = _reader(path, reading, chunk_rows, header)
     row = 0
     try:
         while True:
@@ -186,8 +187,9 @@ def file_chunks(
                 frame = next(reader)
             except StopIteration:
                 return
+            except TfpipeError:
+                raise
             except errors as e:
-                what = "CSV text" if reading.fmt == "csv" else "Parquet data whose pages pass their checksums"
                 detail = " ".join(str(e).split())
                 raise DataError(
                     f"{path}: expected {what}. Received: an error reading rows from row {row}: {detail}"
@@ -198,17 +200,34 @@ def file_chunks(
             yield frame
             row += len(frame)
     finally:
-        reader.close()  # pandas' reader first: it flushes a wrapper around the handle
-        if handle is not None:
-            handle.close()
+        reader.close()
 
 
-def _csv_frames(
-    handle: Any, path: str, reading: Reading, chunk_rows: int, header: list[str] | None
-) -> Iterator[Any]:
-    """A CSV file's rows as DataFrames of `chunk_rows`: as text in the first pass (`reading.kinds`
-    None), else typed by column kind."""
+def _reader(
+    path: str, reading: Reading, chunk_rows: int, header: list[str] | None
+) -> tuple[Iterator[Any], tuple[type[BaseException], ...], str]:
+    """The file's frames, the errors its reader raises on bad data, and what it expected."""
     import pandas as pd
+    import pyarrow as pa
+
+    if reading.fmt == "csv":
+        errors = (pd.errors.ParserError, ValueError, UnicodeError)
+        return _csv_frames(path, reading, chunk_rows, header), errors, "CSV text"
+    if reading.fmt == "arrow":
+        return (
+            arrowfile.batches(arrowfile.open_file(path), chunk_rows),
+            (pa.ArrowException,),
+            "Arrow IPC data",
+        )
+    frames = parquetfile.batches(parquetfile.open_file(path), chunk_rows)
+    return frames, (pa.ArrowException, OSError), "Parquet data whose pages pass their checksums"
+
+
+def _csv_frames(path: str, reading: Reading, chunk_rows: int, header: list[str] | None) -> Iterator[Any]:
+    """A CSV file's chunks: text in the first pass (`kinds` None), else typed as `kinds` says."""
+    import pandas as pd
+
+    from tfpipe.convert import values
 
     names = header if reading.kinds is None else list(reading.kinds)
     dtype = (
@@ -216,18 +235,26 @@ def _csv_frames(
         if reading.kinds is None
         else {c: _KIND_TO_PANDAS[k] for c, k in reading.kinds.items() if k in _KIND_TO_PANDAS}
     )
-    with pd.read_csv(
-        handle,
-        chunksize=chunk_rows,
-        sep=csvfile.separator(path),
-        index_col=False,
-        dtype_backend="numpy_nullable",
-        dtype=dtype or None,
-        encoding=reading.encoding,
-        keep_default_na=False,
-        na_values=csvfile.na_values(names or [], reading.null_values),
-    ) as chunks:
-        yield from chunks
+    floats = [c for c, k in (reading.kinds or {}).items() if k == "float"]
+    handle, codec = csvfile.open_binary(path, reading.encoding)
+    try:
+        with pd.read_csv(
+            handle,
+            chunksize=chunk_rows,
+            sep=csvfile.separator(path),
+            index_col=False,
+            dtype_backend="numpy_nullable",
+            dtype=dtype or None,
+            encoding=codec,
+            keep_default_na=False,
+            na_values=csvfile.na_values(names or [], reading.null_values),
+        ) as chunks:  # closed before the handle: it flushes a wrapper around it
+            for frame in chunks:
+                for c in floats:
+                    frame[c] = values.floats(frame[c])
+                yield frame
+    finally:
+        handle.close()
 
 
 def _with_partition(

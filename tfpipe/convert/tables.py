@@ -17,11 +17,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import csvfile, parquetfile
+from tfpipe.convert import arrowfile, csvfile, parquetfile
 from tfpipe.convert.config import ALL_COLUMNS
 from tfpipe.convert.infer import Column, Problems, null_value_error
 from tfpipe.convert.tableread import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
 from tfpipe.convert.tableread import (
+    TYPED_FORMATS,
     NullValues,
     Reading,
     file_chunks,
@@ -127,6 +128,15 @@ def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
     return null
 
 
+def _nan_label(label: str, path: str, row: int) -> str:
+    return (
+        f"{path}: label column {label!r}, row {row} (0-based, header excluded) is NaN. Expected a "
+        "label on every row: NaN is neither a class nor a target. If NaN means the row has no "
+        "label, store it as a null (an empty CSV field, or --null-values nan) and pass "
+        "--missing-label drop (missing_label='drop') to leave such rows out; else fix the data."
+    )
+
+
 def scan(src: str, fmt: str, options: TableOptions) -> TableScan:
     """First pass: shape, schema, row count, null positions and an output size estimate.
 
@@ -169,18 +179,14 @@ class FileState:
 
 
 def check_options(src: str, fmt: str, options: TableOptions, listing: parquetfile.Dataset) -> None:
-    """Refuses table options that do not apply to this table's format."""
-    if fmt == "parquet" and options.null_values:
-        raise ConfigError(
-            f"null_values (--null-values) names text that means missing in CSV files. Received: "
-            f"null_values={dict(options.null_values)!r} for the Parquet source {src}, whose nulls "
-            "are stored as nulls."
-        )
-    declared = sorted(set(options.column_types) - set(listing.keys)) if fmt == "parquet" else []
+    """Refuses declared types of columns that carry their own (`config.check_applies` refuses
+    the options that do not apply to a format at all)."""
+    name = {"parquet": "Parquet", "arrow": "Arrow IPC"}.get(fmt, fmt)
+    declared = sorted(set(options.column_types) - set(listing.keys)) if fmt in TYPED_FORMATS else []
     if declared:
         raise ConfigError(
             f"column_types (--column-type) declares the types of CSV columns and Hive partition "
-            f"columns (key=value folders). Received: {declared} for the Parquet source {src}, "
+            f"columns (key=value folders). Received: {declared} for the {name} source {src}, "
             "whose columns carry their types."
         )
 
@@ -214,7 +220,10 @@ def scan_file(
         if header is None:
             return found  # ragged rows, listed in problems: the values would be shifted
     else:
-        note = parquetfile.index_note(path, parquetfile.open_file(path))
+        schema = (
+            arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
+        )
+        note = parquetfile.index_note(path, schema)
         found.notes += [note] if note else []
     reading = Reading(
         fmt, options.encoding, options.null_values, None, {path: partition} if partition else {}
@@ -323,10 +332,7 @@ def finish(
 ) -> TableScan:
     """The TableScan of a first pass over every file, or a DataError naming all its problems."""
     files, label = listing.files, options.label
-    for column in columns.values():
-        problem = column.float_problem()
-        if problem:
-            problems.add(problem)
+    _value_problems(columns, label, problems)
     nulls = {c: col.first_null for c, col in columns.items() if col.first_null}
     if options.missing == "error":
         for c in sorted(nulls, key=lambda c: (files.index(nulls[c][0]), nulls[c][1])):
@@ -361,6 +367,16 @@ def finish(
         notes=tuple(dict.fromkeys([*notes, *(n for col in columns.values() if (n := col.note()))])),
     )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
+
+
+def _value_problems(columns: dict[str, Column], label: str | None, problems: Problems) -> None:
+    """Values float32 would change (whole numbers, the smallest values), and a NaN label."""
+    for column in columns.values():
+        for problem in (column.float_problem(), column.underflow_problem()):
+            if problem:
+                problems.add(problem)
+    if label is not None and columns[label].first_nan and not columns[label].failed:
+        problems.add(_nan_label(label, *columns[label].first_nan))
 
 
 def _dropped_rows(drops: dict[str, tuple[int, list[int]]], label: str | None) -> tuple[SkippedInput, ...]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert import textfiles, tokenizers
-from tfpipe.convert.config import NOT_TEXT_OPTIONS, ConvertConfig
+from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
 from tfpipe.convert.textencode import TextTask, text_schema
@@ -317,17 +317,11 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
       dest: the dataset directory, where the tokenizer is stored.
 
     Raises:
-      ConfigError: image or table options, no tokenizer, or a vocabulary size that does not
-        suit the corpus.
+      ConfigError: no tokenizer, or a vocabulary size that does not suit the corpus (image and
+        table options are refused before, by `config.check_applies`).
       DestinationError: a tokenizer other than the dataset's, naming both fingerprints.
       DataError: bad documents (see `scan`), or a tokenizer file that does not load.
     """
-    refused = cfg.given(NOT_TEXT_OPTIONS)
-    if refused:
-        listed = ", ".join(f"{k}={v!r}" for k, v in refused.items())
-        raise ConfigError(
-            f"{listed}: option(s) of image folders or tables; they do not apply to the text corpus {src}"
-        )
     reading = Reading(cfg.text_field, cfg.label, cfg.lines)
     stored = joins.tokenizer if joins is not None and joins.layout == "text" else None
     if stored is not None and cfg.train_tokenizer:

@@ -10,7 +10,7 @@ A corpus is one file, a folder of files, or a glob, local or gs://:
 Every document keeps its place (file and line, or row for Parquet), for messages. Text must be
 UTF-8: invalid bytes are refused by file, line and byte offset, as are a JSON line that does
 not parse, a missing or non-string field, and a null. A UTF-8 byte-order mark at the start of
-a file is dropped (`strip_bom`).
+a file is dropped (`textfile.strip_bom`, the one home of byte-order marks).
 """
 
 from __future__ import annotations
@@ -25,17 +25,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from tfpipe import storage
+from tfpipe.convert.textfile import strip_bom
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
 SUFFIXES = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".txt": "txt", ".parquet": "parquet", ".pq": "parquet"}
 """The corpus file suffixes and the kind each is read as."""
-BOM = b"\xef\xbb\xbf"
-
-
-def strip_bom(data: bytes) -> bytes:
-    """`data` without a UTF-8 byte-order mark at its start (Windows editors write one)."""
-    return data[len(BOM) :] if data.startswith(BOM) else data
 
 
 _LONGEST_FIRST = sorted(SUFFIXES.items(), key=lambda item: -len(item[0]))

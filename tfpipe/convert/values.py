@@ -7,8 +7,8 @@ that reading it as a number loses nothing but formatting: `12`, `-3`, `0.5`, `1.
 and so is a capital E between digits with neither a decimal point nor an exponent sign (`1E5`,
 `2E10`: part numbers and grid references; programs that print a capital E write `1.0E5` or
 `1E+05`); both stay text. `True`/`False` (any of pandas' spellings) are
-booleans. `nan` is not a number here (pandas' own typed reader refuses it too): only an empty
-field is missing.
+booleans. `nan` (any case, as numpy and R write a float NaN) is a float NaN: a value, kept as
+NaN, never a null (only an empty field is missing) and never 0.0.
 
 The other checks return the first offender as (row, value), the row taken from the series'
 index (the row number within its file), or None. float32 is the only float type a
@@ -30,6 +30,7 @@ FLOAT_TEXT = (
     r"(?:(?:0|[1-9][0-9]*)\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"  # 0.5, 1.50, .5, 1.5e3, 1.0E5
     r"|(?:0|[1-9][0-9]*)(?:e[+-]?[0-9]+|E[+-][0-9]+)?"  # 12, 1e5, 1e-05, 1E+05 (a bare 1E5 is a code)
     r"|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?"  # inf, Infinity
+    r"|[nN][aA][nN]"  # nan, NaN: a float NaN, as numpy and R write it
     rf"){_SPACE}"
 )
 """A float (or an integer) as a program writes one."""
@@ -67,8 +68,8 @@ def fits_text(nonnull: Any, kind: str, declared: bool = False) -> Any:
     if kind == "float":
         if not declared:
             return nonnull.str.fullmatch(FLOAT_TEXT).to_numpy(dtype=bool)
-        number = pd.to_numeric(nonnull, errors="coerce").notna().to_numpy(dtype=bool)
-        return number & ~nonnull.str.strip().str.lower().isin(["nan", "-nan", "+nan"]).to_numpy(dtype=bool)
+        nan = nonnull.str.fullmatch(rf"{_SPACE}[+-]?[nN][aA][nN]{_SPACE}").to_numpy(dtype=bool)
+        return pd.to_numeric(nonnull, errors="coerce").notna().to_numpy(dtype=bool) | nan
     if kind == "bool":
         return nonnull.isin(BOOL_TEXT).to_numpy(dtype=bool)
     return pd.Series(True, index=nonnull.index).to_numpy(dtype=bool)
@@ -82,15 +83,46 @@ def typed(text: Any, kind: str) -> Any:
     """
     import pandas as pd
 
-    if kind in ("int", "float", "null"):
-        dtype = "Int64" if kind == "int" else "Float64"
+    if kind in ("float", "null"):
+        return floats(text)
+    if kind == "int":
         try:
-            return text.astype(dtype)  # Arrow's cast: ~7x faster than to_numeric
+            return text.astype("Int64")  # Arrow's cast: ~7x faster than to_numeric
         except (ValueError, TypeError, ArithmeticError):  # pyarrow's ArrowInvalid is a ValueError
-            return pd.to_numeric(text.str.strip(), errors="raise").astype(dtype)  # "+6", " 5"
+            return pd.to_numeric(text.str.strip(), errors="raise").astype("Int64")  # "+6", " 5"
     if kind == "bool":
         return text.map(_BOOLS).astype("boolean")
     return text.astype("string")
+
+
+def floats(text: Any) -> Any:
+    """Float text (nulls allowed) as a nullable Float64 series in which a NaN is a value and
+    only a null is missing: pandas' own casts would make `nan` a null.
+
+    Raises:
+      ValueError: a value that does not read as a float.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(text, type=pa.large_string(), from_pandas=True)
+    try:
+        number = pc.cast(arr, pa.float64())  # Arrow reads nan, inf, 1e5; not spaces around
+    except pa.ArrowInvalid:
+        number = pc.cast(pc.utf8_trim(arr, " \t"), pa.float64())
+    null = number.is_null().to_numpy(zero_copy_only=False)
+    return float_series(number.fill_null(0.0).to_numpy(zero_copy_only=False), null, text.index, text.name)
+
+
+def float_series(values: Any, null: Any, index: Any = None, name: Any = None) -> Any:
+    """Float values and their null mask as a nullable Float64 series that keeps NaN apart from
+    null (a NaN where `null` is False is a value)."""
+    import numpy as np
+    import pandas as pd
+
+    data = np.asarray(values)
+    data = data.astype(np.float32 if data.dtype == np.float16 else data.dtype, copy=False)
+    return pd.Series(pd.arrays.FloatingArray(data, np.asarray(null, dtype=bool)), index=index, name=name)
 
 
 _BOOLS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}
@@ -122,6 +154,9 @@ def beyond_int64_text(nonnull: Any) -> tuple[int, Any] | None:
 
 INT64_MAX = 2**63 - 1
 FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_TINY = 1.1754943508222875e-38
+"""float32's smallest normal number: below it float32 keeps fewer significant digits (1e-40
+becomes 9.99995e-41) or none (1e-50 becomes 0.0)."""
 _EXACT_IN_FLOAT64 = 2**53
 
 
@@ -152,6 +187,22 @@ def first_float32_overflow(series: Any) -> tuple[int, Any] | None:
 
     x = _floats(series)
     return _first(series, np.isfinite(x) & np.isinf(_as_float32(x)))
+
+
+def float32_underflow(series: Any) -> tuple[int, int, Any] | None:
+    """(count, first row, first value) of the values float32 would store as 0.0 or with fewer
+    digits than its usual 24 bits: non-zero and below its smallest normal number, and not
+    already a float32 value (a float32 source column is stored as it is)."""
+    import numpy as np
+
+    x = _floats(series)
+    with np.errstate(under="ignore"):
+        mask = (x != 0) & (np.abs(x) < FLOAT32_TINY) & (_as_float32(x) != x)
+    count = int(np.count_nonzero(mask))
+    if not count:
+        return None
+    row, value = _first(series, mask)  # type: ignore[misc]
+    return count, row, value
 
 
 def first_inexact_whole_float(series: Any) -> tuple[int, Any] | None:

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
+from tfpipe import storage
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.service.address import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -316,10 +317,18 @@ def start_worker(
     return start(WorkerConfig(dispatcher, port, advertise_host, connect_timeout, allow_remote))
 
 
-def start(config: DispatcherConfig | WorkerConfig) -> Server:
-    """Starts the server `config` describes and returns its handle."""
+def _preflight(config: DispatcherConfig | WorkerConfig) -> None:
+    """What is refused before a server starts: exposure not confirmed, a port in use, and a
+    gs:// work dir without credentials (TensorFlow would retry in silence for minutes)."""
     check_exposure(config)
     check_port_free(config.port)
+    if isinstance(config, DispatcherConfig) and config.work_dir:
+        storage.check_credentials(config.work_dir)
+
+
+def start(config: DispatcherConfig | WorkerConfig) -> Server:
+    """Starts the server `config` describes and returns its handle."""
+    _preflight(config)
     if isinstance(config, WorkerConfig):
         wait_for(config.dispatcher_address, config.connect_timeout, "dispatcher")
     return _start_unchecked(config)
@@ -389,12 +398,12 @@ def serve(
     Raises:
       ConfigError: a bad option, `allow_remote` not True, a port in use, or (worker) no
         dispatcher answering within `config.connect_timeout`.
+      CredentialsError: a gs:// work dir, and no Google Cloud credentials found.
       InterruptedError: SIGINT or SIGTERM arrived before the server started.
     """
     if threading.current_thread() is not threading.main_thread():
         raise ConfigError("serve() must run in the main thread: it installs signal handlers")
-    check_exposure(config)
-    check_port_free(config.port)
+    _preflight(config)
     with _Signals() as signals:
         if isinstance(config, WorkerConfig):
             address = config.dispatcher_address

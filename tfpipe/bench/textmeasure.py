@@ -1,0 +1,268 @@
+"""A text pipeline's counts: its fill, measured on its own batches and predicted from the
+manifest; the rows a chunk of documents packs into; the lengths; the tokenizer's cost.
+
+bench counts text in sequences. The prefixes before the pack stage yield chunks of documents,
+which `rows_per_chunk` turns into the sequences they pack into, so every prefix, the batch and
+the consumer share one unit. A chunk's documents carry a known number of tokens as packed (the
+manifest's lengths, with the EOS or [CLS]/[SEP] the pipeline adds, cut to L where it truncates),
+and a row carries L x the measured fill of them: rows = tokens / (L x fill).
+
+One counting pass runs before anything is timed: the batch prefix (the rows as they train,
+before the output form), real tokens (segment id not 0) over slots, until the window has
+passed and the fill is known within FILL_PRECISION (a 95% half-interval from the batches'
+spread), at most MAX_COUNT_SECONDS. Counting an epoch would not make it exact: a chunk may hold
+more than an epoch's documents, and its rows come out shuffled.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tfpipe.bench.producer import prefix_points
+from tfpipe.bench.results import TextMeasure
+from tfpipe.errors import DataError
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline import Pipeline
+
+# Length percentiles reported; the suggested length holds p99's documents whole.
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
+# A TPU lays a row over 128 lanes: lengths are suggested in multiples of it.
+LANES = 128
+# The counting pass: at least this many batches, whatever the window; past the window, on
+# until the measured fill's 95% half-interval is within 0.4 point (well inside the one point
+# it must agree with the prediction within; one padded document a row, whose rows' fills
+# spread most, takes ~30,000 rows to get there), but no longer than this.
+MIN_BATCHES = 4
+FILL_PRECISION = 0.004
+MAX_COUNT_SECONDS = 60.0
+# Tokens the tokenizer's cost is timed on (decoded from the first batches' documents).
+TOKENIZE_SAMPLE = 50_000
+
+
+def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
+    """Counts `pipe` (a text pipeline) and reads its manifest's text figures.
+
+    Args:
+      pipe: the planned text pipeline, as bench times it.
+      seconds: the most the counting pass runs after its first batch.
+
+    Raises:
+      DataError: `pipe` packs no text, or its split's manifest has no length histogram.
+    """
+    pack = pipe.decoder.packing
+    text = _split_text(pipe)
+    L = pack.sequence_length
+    hist = dict(text.length_histogram)
+    extra = 2 if pack.classify else int(pack.eos is not None)  # [CLS]+[SEP], or the EOS
+    per_document = _packed_tokens(hist, extra, L if pack.truncate else None)
+    predicted = {m: predict(pipe, hist, L, m) for m in _modes(pack)}
+    rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
+    if not real:
+        raise DataError(
+            f"{pipe.source.where}: expected tokens in the text pipeline's batches. Received "
+            f"{rows:,} rows of {L} slots, every one padding (segment id 0)"
+        )
+    fill = real / (rows * L)
+    lengths = _percentiles(hist, L - (2 if pack.classify else 0))
+    suggested = _suggested_length(lengths["p99"] + extra)
+    tokenize, note = _tokenize_cost(pipe, sample)
+    return TextMeasure(
+        sequence_length=L,
+        packing=pack.mode,
+        classify=pack.classify,
+        truncate=pack.truncate,
+        chunk_documents=pack_chunk(pipe),
+        rows_per_chunk=pack_chunk(pipe) * per_document / (L * fill),
+        rows=rows,
+        real_tokens=real,
+        fill_sd=fill_sd,
+        batches=batches,
+        predicted_fill=predicted,
+        documents=text.documents,
+        tokens=text.tokens,
+        lengths=lengths,
+        suggested_length=suggested,
+        suggested_fill=predict(pipe, hist, suggested, pack.mode),
+        tokenizer=_tokenizer_words(pipe),
+        tokenize_ms_per_1k=tokenize,
+        tokenize_note=note,
+    )
+
+
+def _packed_tokens(histogram: Mapping[str, Any], extra: int, truncate_at: int | None) -> float:
+    """Mean tokens a document carries as packed: its own, `extra` added, cut at `truncate_at`."""
+    if truncate_at is None:
+        return sum(histogram["tokens"]) / sum(histogram["counts"]) + extra
+    from tfpipe.pipeline.fill import lengths_of
+
+    return float(np.minimum(lengths_of(_shifted(histogram, extra)), truncate_at).mean())
+
+
+def _split_text(pipe: Pipeline) -> Any:
+    """The split's SplitText (documents, tokens, length histogram) from the manifest."""
+    if pipe.decoder.packing is None:
+        raise DataError(f"Expected a text pipeline (preset 'text'). Received: preset {pipe.preset.name!r}")
+    src = pipe.source
+    split = src.manifest.splits.get(src.split) if src.manifest is not None and src.split else None
+    text = split.text if split is not None else None
+    if text is None or not text.length_histogram.get("lengths"):
+        raise DataError(
+            f"{src.where}: bench predicts a text pipeline's fill from the length histogram its "
+            "manifest holds per split (tfpipe convert writes it). Received: a split without one; "
+            "convert the corpus with `tfpipe convert CORPUS DEST --tokenizer PATH`."
+        )
+    return text
+
+
+def pack_chunk(pipe: Pipeline) -> int:
+    """Documents the pipeline packs together."""
+    from tfpipe.pipeline.text_stages import chunk_size
+
+    return chunk_size(pipe.decoder.packing)
+
+
+def _modes(pack: Any) -> tuple[str, ...]:
+    """The packing modes this pipeline could use: a classifier's row holds one document."""
+    from tfpipe.pipeline.packing_numpy import MODES
+
+    return ("none",) if pack.classify else MODES
+
+
+def predict(pipe: Pipeline, histogram: Mapping[str, Any], L: int, mode: str) -> float:
+    """The fill of `mode` at `L`, predicted from the histogram as this pipeline packs: its
+    chunk, its EOS or [CLS]/[SEP] added to each document, its truncation."""
+    from tfpipe.pipeline.fill import predict_fill
+    from tfpipe.pipeline.packing_numpy import chunk_documents
+
+    pack = pipe.decoder.packing
+    extra = 2 if pack.classify else int(pack.eos is not None)
+    chunk = pack_chunk(pipe) if pack.sequence_length == L else None
+    if chunk is None:  # another L: the chunk build() would choose at that L
+        mean = sum(histogram["tokens"]) / max(1, sum(histogram["counts"])) + extra
+        chunk = chunk_documents(L, mean) if not pack.classify else chunk_documents(L, L)
+    return predict_fill(_shifted(histogram, extra), L, mode, truncate=pack.truncate, chunk=chunk)  # type: ignore[arg-type]
+
+
+def _shifted(histogram: Mapping[str, Any], extra: int) -> dict[str, list[int]]:
+    """The histogram of the documents as packed: `extra` tokens longer each."""
+    counts = list(histogram["counts"])
+    return {
+        "lengths": [lo + extra for lo in histogram["lengths"]],
+        "counts": counts,
+        "tokens": [t + extra * c for t, c in zip(histogram["tokens"], counts, strict=True)],
+    }
+
+
+def _percentiles(histogram: Mapping[str, Any], L: int) -> dict[str, int]:
+    """p50, p90, p99 and max of the document lengths, and "longer": documents longer than L
+    (at the histogram's resolution: exact up to its width-1 bins)."""
+    lows = np.asarray(histogram["lengths"], np.int64)
+    counts = np.asarray(histogram["counts"], np.int64)
+    tokens = np.asarray(histogram["tokens"], np.int64)
+    cum = np.cumsum(counts)
+    out = {name: int(lows[np.searchsorted(cum, q * cum[-1], side="left")]) for name, q in PERCENTILES.items()}
+    out["max"] = int(tokens[-1]) if counts[-1] == 1 else int(lows[-1])
+    out["longer"] = int(counts[lows > L].sum())
+    return out
+
+
+def _suggested_length(longest: int) -> int:
+    """The smallest multiple of LANES that holds `longest` tokens."""
+    return max(LANES, -(-longest // LANES) * LANES)
+
+
+def _prefix(pipe: Pipeline, name: str) -> int:
+    for group, upto, _ in prefix_points(pipe.stages):
+        if group == name:
+            return upto
+    raise DataError(f"Expected a text pipeline with a {name!r} stage. Received stages: {pipe.stages}")
+
+
+def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any]]:
+    """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
+    the standard deviation of a batch's fill, batches, the first batches' documents as token
+    lists, for the tokenizer's timing)."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    ds = pipe.dataset(_prefix(pipe, "batch")).map(
+        lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
+    )
+    slots = pipe.batch_size * pipe.decoder.packing.sequence_length
+    n, real, squares, sampled = 0, 0, 0.0, 0
+    sample: list[list[int]] = []
+    start = time.monotonic()
+    for count, rows in ds:
+        if n == 0:
+            start = time.monotonic()  # from the first batch: an iterator takes seconds to start
+        n, real, squares = n + 1, real + int(count), squares + (int(count) / slots) ** 2
+        if sampled < TOKENIZE_SAMPLE:
+            sample += _segments(rows)
+            sampled = sum(len(d) for d in sample)
+        sd = _sd(n, real / slots, squares)
+        if _counted_enough(n, sd, time.monotonic() - start, seconds):
+            break
+    return n * pipe.batch_size, real, sd, n, sample
+
+
+def _sd(n: int, total: float, squares: float) -> float:
+    """The standard deviation of one batch's fill, from the sum of n fills and of their squares."""
+    if n < 2:
+        return 0.0
+    return math.sqrt(max(0.0, (squares - total * total / n) / (n - 1)))
+
+
+def _counted_enough(n: int, sd: float, elapsed: float, seconds: float) -> bool:
+    """Whether the counting pass may stop: the window passed with the fill known within
+    FILL_PRECISION, or MAX_COUNT_SECONDS passed."""
+    if n < MIN_BATCHES:
+        return False
+    return elapsed >= MAX_COUNT_SECONDS or (elapsed >= seconds and 1.96 * sd / math.sqrt(n) <= FILL_PRECISION)
+
+
+def _segments(rows: Any) -> list[list[int]]:
+    """The documents (or their pieces) of a batch of packed rows, as token id lists."""
+    tokens = rows.get("tokens", rows.get("token_ids")).numpy()
+    segments = rows["segment_ids"].numpy()
+    out = []
+    for toks, seg in zip(tokens, segments, strict=True):
+        for s in np.unique(seg[seg != 0]):
+            out.append(toks[seg == s].tolist())
+    return out
+
+
+def _tokenizer_words(pipe: Pipeline) -> str:
+    tok = pipe.source.manifest.tokenizer if pipe.source.manifest is not None else None
+    return "" if tok is None else f"{tok.kind} {tok.file}, {tok.vocab_size:,} ids"
+
+
+def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[float | None, str]:
+    """CPU ms the dataset's own tokenizer takes to encode 1,000 tokens: documents of the first
+    batches decoded, then encoded again and timed. (None, why) when it cannot run here."""
+    from tfpipe import storage
+    from tfpipe.errors import MissingExtraError
+
+    manifest = pipe.source.manifest
+    info = manifest.tokenizer if manifest is not None else None
+    if info is None or not sample:
+        return None, "the dataset names no tokenizer"
+    try:
+        from tfpipe.convert.tokenizers import load_stored
+
+        tok = load_stored(storage.join(manifest.root, info.file), info.fingerprint)
+    except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
+        return None, str(e)
+    texts = [tok.decode(ids) for ids in sample]
+    cpu = time.process_time()
+    encoded = tok.encode(texts)
+    spent = time.process_time() - cpu
+    count = sum(len(e) for e in encoded)
+    if not count or not math.isfinite(spent):
+        return None, "the sample held no tokens"
+    return 1e6 * spent / count, ""
