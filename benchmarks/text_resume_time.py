@@ -17,7 +17,7 @@ the same K back to back, their order alternating. Reported per (place, K): the m
 and CPU-seconds (the process's user + system time: every TensorFlow thread counts) of each,
 and before/after as a geometric mean with a 95% interval. Then the count's CPU-seconds per
 earlier epoch, (CPU at K in epoch 5 - CPU at K in epoch 0) / 5, and per document of an epoch;
-and the count alone (lengths file, order, rows of each chunk) timed over 1 and 4 epochs.
+and the count alone (lengths file, order, rows of each chunk) timed over 1 and 9 epochs.
 
 gs:// is tfpipe.testing's LocalGCS (an emulator behind a TLS proxy on loopback): its request
 handling is real, its latency and bandwidth are not GCS's.
@@ -115,9 +115,10 @@ def per_epoch(rows: list[dict[str, Any]], documents: int) -> dict[str, float]:
     return out
 
 
-def count_cpu(root: str, epochs: tuple[int, int] = (1, 4)) -> dict[str, float]:
+def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> dict[str, float]:
     """The count alone (the lengths file read, ordered, each chunk's rows placed), over the
-    chunks of epochs[0] and of epochs[1] epochs: CPU-seconds per epoch from the difference."""
+    chunks of epochs[0] and of epochs[1] epochs, `repeats` times: CPU-seconds per epoch from the
+    difference of the medians."""
     import tensorflow as tf
 
     from tfpipe.pipeline import plan, text_stages
@@ -125,19 +126,40 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 4)) -> dict[str, float]:
     p = plan(root, start_step=1, **KW)
     spec, pack = p.plan.order, p.plan.decoder.packing
     size = text_stages.chunk_size(pack)
-    cpus = []
-    for n in epochs:
-        counts = text_stages.ordered_lengths(spec, text_stages.lengths_file(p.plan.source), size)
-        counts = counts.take(n * spec.examples // size).map(lambda c, _: text_stages.rows_of(pack, c))
-        cpu = cpu_seconds()
-        counts.reduce(tf.constant(0, tf.int64), lambda a, b: a + b).numpy()
-        cpus.append(cpu_seconds() - cpu)
-    per_epoch = (cpus[1] - cpus[0]) / (epochs[1] - epochs[0])
+    cpus: dict[int, list[float]] = {n: [] for n in epochs}
+    for _ in range(repeats):
+        for n in epochs:
+            counts = text_stages.ordered_lengths(spec, text_stages.lengths_file(p.plan.source), size)
+            counts = counts.take(n * spec.examples // size).map(lambda c, _: text_stages.rows_of(pack, c))
+            cpu = cpu_seconds()
+            counts.reduce(tf.constant(0, tf.int64), lambda a, b: a + b).numpy()
+            cpus[n].append(cpu_seconds() - cpu)
+    low, high = (statistics.median(cpus[n]) for n in epochs)
+    per_epoch = (high - low) / (epochs[1] - epochs[0])
+    records = records_cpu(p, size)
     return {
         "chunk_documents": size,
         "count_cpu_s_per_epoch": round(per_epoch, 3),
         "count_cpu_us_per_document": round(1e6 * per_epoch / spec.examples, 2),
+        "old_count_read_parse_cpu_s_per_epoch": round(records, 3),
+        "old_count_read_parse_cpu_us_per_document": round(1e6 * records / spec.examples, 2),
     }
+
+
+def records_cpu(p: Any, size: int, epochs: int = 3) -> float:
+    """What the count without a lengths file does at least, per epoch: every record read and
+    its lengths parsed (in file order, without the order's permutations), in CPU-seconds."""
+    import tensorflow as tf
+
+    from tfpipe.pipeline import text_stages
+
+    spec = {text_stages.TOKENS: p.plan.decoder.spec[text_stages.TOKENS]}
+    files = p.plan.order.files
+    ds = tf.data.TFRecordDataset(list(files), compression_type=p.plan.source.manifest.tf_compression)
+    ds = ds.repeat(epochs).batch(size).map(lambda r: tf.reduce_sum(text_stages.record_lengths(tf, r, spec)))
+    cpu = cpu_seconds()
+    ds.reduce(tf.constant(0, tf.int64), lambda a, b: a + b).numpy()
+    return (cpu_seconds() - cpu) / epochs
 
 
 def table(rows: list[dict[str, Any]]) -> str:

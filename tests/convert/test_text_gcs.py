@@ -40,7 +40,9 @@ def test_a_corpus_and_tokenizer_on_gcs_convert_to_gcs_as_locally(gcs_bucket, loc
         f"{gcs_bucket}/src/*.gz", dest, tokenizer=f"{gcs_bucket}/tok/tokenizer.json", **options
     )
     assert shard_bytes(m) == shard_bytes(local)
-    assert Manifest.load(dest).split("train").text == local.split("train").text
+    assert Manifest.load(dest).split("train").text == local.split("train").text  # the lengths entry too
+    lengths = "lengths.train.u32"
+    assert storage.read_bytes(f"{dest}/{lengths}") == pathlib.Path(tmp_path, "out", lengths).read_bytes()
     assert storage.read_bytes(f"{dest}/tokenizer.json") == pathlib.Path(tok).read_bytes()
     more = tfpipe.convert(f"{gcs_bucket}/src/more", dest, split="extra", workers=1)
     assert more.split("extra").text.documents == 20 and more.tokenizer == m.tokenizer
@@ -73,4 +75,9 @@ def test_killed_after_a_shard_and_resumed_writes_what_an_uninterrupted_run_does(
     resumed = Manifest.load(str(tmp_path / "out"))
     assert shard_bytes(resumed) == shard_bytes(whole)
     assert resumed.split("train").text == whole.split("train").text
+    lengths = "lengths.train.u32"
+    assert (
+        pathlib.Path(tmp_path, "out", lengths).read_bytes()
+        == pathlib.Path(tmp_path, "whole", lengths).read_bytes()
+    )
     assert resumed.tokenizer == whole.tokenizer
