@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from tfpipe.errors import DataError
-from tfpipe.manifest import LengthsFile, SplitText, length_bin
+from tfpipe.manifest import Checksum, LengthsFile, SplitText, length_bin
 
 _MAX_LENGTH = (1 << 32) - 1  # a uint32 of the lengths file
 
@@ -106,8 +106,6 @@ class TextTally:
 
     def lengths_file(self, name: str) -> tuple[LengthsFile, bytes]:
         """The split's lengths file under `name`: its manifest entry and its bytes."""
-        from tfpipe.manifest import Checksum
-
         data = self.lengths_bytes()
         checksum = Checksum()
         checksum.update(data)
