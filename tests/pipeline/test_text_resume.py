@@ -120,7 +120,7 @@ def shard_reads(gcs, ds, n) -> collections.Counter:
 
 @pytest.mark.parametrize("where", ["local", pytest.param("gs", marks=pytest.mark.gcs)])
 def test_the_count_opens_no_shard(text_ds, tmp_path, request, where):
-    """K in the third epoch's last group: every other shard damaged, the run from K is the
+    """K in the second epoch's last group: every other shard damaged, the run from K is the
     uninterrupted one (the count read the lengths file, and the stream only that group's shard).
     The same manifest without its lengths entry counts the old way and trips on them. On gs://
     the twin's log says the same: one read of the lengths file, of the group's shard and of the
@@ -135,7 +135,7 @@ def test_the_count_opens_no_shard(text_ds, tmp_path, request, where):
         reads = shard_reads(gcs, tfpipe.build(root, start_step=k, **STREAMED), 1)
         shards = {name: reads[name] for name in reads if name.startswith("train-")}
         assert reads["lengths.train.u32"] == 1 and shards[storage.basename(keep)] == 1, reads
-        assert sum(shards.values()) <= 2, reads  # the group's shard, and epoch 3's first, read ahead
+        assert sum(shards.values()) <= 2, reads  # the group's shard, and the next epoch's first, read ahead
         reads = shard_reads(gcs, tfpipe.build(root, start_step=k, **SMALL, cache="memory"), 1)
         assert {name: reads[name] for name in reads if name.startswith("train-")} == dict.fromkeys(
             [f"train-0000{i}-of-00003" for i in range(3)], 1
