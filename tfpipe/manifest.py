@@ -44,11 +44,7 @@ class ShardInfo:
                     f"shard {self.name!r}: expected {what} to be an int in 0..2**63-1. "
                     f"Received: {what}={value!r}"
                 )
-        if not _CHECKSUM_RE.fullmatch(self.checksum):
-            raise ManifestError(
-                f"shard {self.name!r}: expected a checksum 'crc32c:<8 hex>' or "
-                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}"
-            )
+        _check_checksum(f"shard {self.name!r}", self.checksum)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -174,6 +170,14 @@ def _check_histogram(h: dict[str, list[int]], documents: int, tokens: int) -> No
         )
 
 
+def _check_checksum(what: str, checksum: str) -> None:
+    """Refuses a checksum not spelled `<algorithm>:<hex>`, naming `what` holds it."""
+    if not _CHECKSUM_RE.fullmatch(checksum):
+        raise ManifestError(
+            f"{what}: expected a checksum 'crc32c:<8 hex>' or 'sha256:<64 hex>'. Received: {checksum[:80]!r}"
+        )
+
+
 LENGTHS_FORMAT = "uint32le"
 """The lengths file of a text split: every document's token count (the `tokens` of its record)
 as a little-endian uint32, in record order across the split's shards: 4 bytes a document."""
@@ -208,11 +212,7 @@ class LengthsFile:
                 f"lengths file {self.file!r}: expected bytes to be a count of 4-byte lengths. "
                 f"Received: bytes={self.bytes!r}"
             )
-        if not _CHECKSUM_RE.fullmatch(self.checksum):
-            raise ManifestError(
-                f"lengths file {self.file!r}: expected a checksum 'crc32c:<8 hex>' or "
-                f"'sha256:<64 hex>'. Received: {self.checksum[:80]!r}"
-            )
+        _check_checksum(f"lengths file {self.file!r}", self.checksum)
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "format": LENGTHS_FORMAT, "bytes": self.bytes, "checksum": self.checksum}
