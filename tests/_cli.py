@@ -1,5 +1,6 @@
 """The one way tests run the `tfpipe` command: in this process through `tfpipe.cli.main`
-(`main_cli`), or as `python -m tfpipe` in a child process (`run_cli`, `start_cli`).
+(`main_cli` with pytest's capsys, `cli_here` where there is none, as in a fixture), or as
+`python -m tfpipe` in a child process (`run_cli`, `start_cli`).
 
 A child gets this tree on its PYTHONPATH, one timeout (CLI_TIMEOUT), and the environment this
 session set up (`environment`): what the caller's shell exported that changes what a command
@@ -10,6 +11,8 @@ conftest removes the same variables from this process at the start of the sessio
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import pathlib
 import subprocess
@@ -90,3 +93,14 @@ def main_cli(capsys, *args: object) -> tuple[int, str, str]:
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def cli_here(*args: object) -> tuple[int, str, str]:
+    """`tfpipe ARGS` in this process, its output captured here (no capsys: fixtures use it):
+    exit code, stdout, stderr."""
+    from tfpipe.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()

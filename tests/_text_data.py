@@ -1,14 +1,12 @@
 """Text corpora and tokenizers for the text conversion tests: real English (the standard
 library's docstrings), tokenizers trained once per session, and the CLI run in this process."""
 
-import contextlib
 import functools
-import io
 import os
 
 import pytest
+from _cli import cli_here as cli
 
-import tfpipe.cli
 from tfpipe.convert import tokenizers
 from tfpipe.synthetic import text
 
@@ -37,14 +35,6 @@ def tokenizer_path(folder, kind="bpe", vocab_size=600):
     with open(path, "wb") as f:
         f.write(file.data)
     return path
-
-
-def cli(*args):
-    """`tfpipe ARGS` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = tfpipe.cli.main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def convert(src, dest, *args):

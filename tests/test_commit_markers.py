@@ -1,20 +1,16 @@
 """Commit markers: a conversion to gs:// names its committed split in one marker object, gone
 before --overwrite rewrites a shard. Real conversions on the local GCS twin."""
 
-import os
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import start_cli
 
 import tfpipe
 from tfpipe import commit_markers, storage
 from tfpipe.convert.writer import PAUSE_ENV
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def write_table(path, flip):
@@ -63,12 +59,10 @@ def test_overwrite_removes_the_marker_before_it_uncommits(tmp_path, gcs_bucket, 
     first = tfpipe.convert(str(src), dest, label="y", num_shards=3, workers=1)
     mark = commit_markers.marker(dest, "train", first.splits["train"].shards)
     write_table(src, flip=1)
-    argv = [sys.executable, "-m", "tfpipe", "convert", str(src), dest, "--label", "y", "--num-shards", "3"]
-    proc = subprocess.Popen(
-        [*argv, "--workers", "1", "--overwrite", "--quiet"],
-        env=os.environ | {"PYTHONPATH": ROOT, PAUSE_ENV: "overwrite-uncommitted"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    proc = start_cli(
+        *("convert", src, dest, "--label", "y", "--num-shards", "3", "--workers", "1", "--overwrite"),
+        "--quiet",
+        env={PAUSE_ENV: "overwrite-uncommitted"},
     )
     try:
         deadline = time.monotonic() + 120

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
+from _cli import run_cli
 
 from tfpipe.bench import reference
 from tfpipe.bench.advice import padding_sentence, text_advice
@@ -312,36 +311,23 @@ def test_the_default_runs_offline_and_speaks_in_tokens(tmp_path) -> None:
     """No --data: Python's own docstrings, tokenized by a BPE trained at the first run, cached;
     no network (every proxy points at a closed port)."""
     closed = "http://127.0.0.1:9"
-    env = dict(
-        os.environ,
-        XDG_CACHE_HOME=str(tmp_path / "cache"),
-        COLUMNS="250",
-        **{EXAMPLES_ENV: "240"},
-        http_proxy=closed,
-        https_proxy=closed,
-        HTTP_PROXY=closed,
-        HTTPS_PROXY=closed,
-        HF_HUB_OFFLINE="1",
-    )
-    args = [sys.executable, "-m", "tfpipe", "bench", "--pipeline=text", "--sequence-length", "128"]
-    run = subprocess.run(
-        [
-            *args,
-            "--batch-size",
-            "8",
-            "--seconds",
-            "0.3",
-            "--warmup",
-            "0.1",
-            "--max-cores",
-            "1",
-            "--cache",
-            "none",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    offline = {f"{name}_proxy": closed for name in ("http", "https")}
+    offline |= {name.upper(): url for name, url in offline.items()}
+    env = dict(XDG_CACHE_HOME=str(tmp_path / "cache"), COLUMNS="250", HF_HUB_OFFLINE="1", **offline)
+    flags = [
+        "--batch-size",
+        "8",
+        "--seconds",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--max-cores",
+        "1",
+        "--cache",
+        "none",
+    ]
+    run = run_cli(
+        "bench", "--pipeline=text", "--sequence-length", "128", *flags, env={EXAMPLES_ENV: "240", **env}
     )
     assert run.returncode == 0, run.stderr
     for needle in (

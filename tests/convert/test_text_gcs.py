@@ -4,10 +4,9 @@ SIGKILL and resumed: the same shards as a local run without interruption."""
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 
 import pytest
+from _cli import run_cli, start_cli
 from _text_data import docs, tokenizer_path
 from test_convert_identity import wait_stopped
 
@@ -16,8 +15,6 @@ from tfpipe import storage
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.manifest import Manifest
 from tfpipe.synthetic.text import write_corpus
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def shard_bytes(m):
@@ -60,17 +57,14 @@ def test_killed_after_a_shard_and_resumed_writes_what_an_uninterrupted_run_does(
         vocab_size=500,
         num_shards=4,
     )
-    cmd = [sys.executable, "-m", "tfpipe", "convert", args[0], str(tmp_path / "out"), *args[1:]]
-    env = os.environ | {"PYTHONPATH": ROOT}
-    proc = subprocess.Popen(
-        cmd, env=env | {PAUSE_ENV: "shard-committed"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    cmd = ["convert", args[0], tmp_path / "out", *args[1:]]
+    proc = start_cli(*cmd, env={PAUSE_ENV: "shard-committed"})
     wait_stopped(proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (tmp_path / "out" / "tfpipe.json").exists()
     assert [n for n in os.listdir(tmp_path / "out") if n.startswith("train-")] == ["train-00000-of-00004"]
-    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=300)
+    done = run_cli(*cmd, "--resume")
     assert done.returncode == 0, done.stderr
     resumed = Manifest.load(str(tmp_path / "out"))
     assert shard_bytes(resumed) == shard_bytes(whole)

@@ -10,10 +10,10 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 import pytest
+from _cli import environment, run_cli
 
 import tfpipe
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROWS, SHARDS = 4001, 8
 OPTIONS = ("--num-shards", str(SHARDS), "--workers", "1", "--quiet")
 
@@ -44,24 +44,7 @@ def test_an_eval_pass_fails_rather_than_mix_two_conversions(dataset):
         features, labels = next(it)
         seen.append((features["x"].numpy(), labels.numpy()))
     write_table(src, flip=1)  # every label flipped: the same names, counts and sizes
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            str(src),
-            str(dest),
-            "--label",
-            "y",
-            "--overwrite",
-            *OPTIONS,
-        ],
-        env=os.environ | {"PYTHONPATH": ROOT},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_cli("convert", src, dest, "--label", "y", "--overwrite", *OPTIONS)
     assert run.returncode == 0, run.stderr
     new_sizes = sorted((n, os.path.getsize(dest / n)) for n in os.listdir(dest) if n.startswith("train-"))
     assert new_sizes == old_sizes
@@ -94,7 +77,7 @@ def test_a_shard_deleted_before_its_turn_fails_naming_it_and_never_hangs(dataset
     )
     run = subprocess.run(
         [sys.executable, "-c", script],
-        env=os.environ | {"PYTHONPATH": ROOT},
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=90,  # it spun forever, deaf to Ctrl-C
@@ -200,13 +183,7 @@ def test_a_gcs_eval_pass_fails_rather_than_mix_two_conversions(gcs_dataset):
         features, labels = next(it)
         seen.append((features["x"].numpy(), labels.numpy()))
     write_table(src, flip=1)  # every label flipped: the same names, counts and sizes
-    run = subprocess.run(
-        [sys.executable, "-m", "tfpipe", "convert", str(src), root, "--label", "y", "--overwrite", *OPTIONS],
-        env=os.environ | {"PYTHONPATH": ROOT},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_cli("convert", src, root, "--label", "y", "--overwrite", *OPTIONS)
     assert run.returncode == 0, run.stderr
     with pytest.raises(
         tf.errors.InvalidArgumentError, match=r"changed generation while this pipeline read it"

@@ -213,7 +213,13 @@ def test_ctrl_c_stops_the_wait_for_a_silent_dispatcher(silent_port):
         service.distribute(ds, "grpc://127.0.0.1:{silent_port}")  # default: 30 s
     """)
     proc = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # As a shell starts it. A pytest-xdist worker ignores SIGINT, children inherit an ignored
+        # signal, and Python then installs no KeyboardInterrupt handler: the Ctrl-C would be lost.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout.readline() == "waiting\n"
