@@ -1,5 +1,6 @@
 """What the bench harnesses (images, text) share: --simulate aimed at each of the TF Profiler's
-bands, and the default run through the CLI.
+bands, the default run through the CLI, and the printed figures (their fixtures are in
+conftest.py).
 
 The step time is aimed at the band from the producer's measured rate; the simulation runs its
 own producer phases, so it is retried (at most twice) only when the host's speed changed and
@@ -61,3 +62,9 @@ def default_cli_run(pipeline: str, cache_home: str, out: str, timeout: float) ->
     assert proc.returncode == 0, proc.stderr
     with open(out) as f:
         return wall, json.load(f)
+
+
+def report(digits: int, name: str, **numbers: object) -> None:
+    """Prints a harness's figures on one line, floats to `digits` places."""
+    shown = (f"{k}={v:,.{digits}f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
+    print(f"\n[{name}] " + ", ".join(shown))

@@ -87,3 +87,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A measurement takes minutes: the suite's 300 s test timeout (pyproject.toml) is off here."""
     for item in items:
         item.add_marker(pytest.mark.timeout(0))
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An XDG cache home of the bench harnesses' own: bench's default datasets are made there."""
+    return str(tmp_path_factory.mktemp("xdg_cache"))

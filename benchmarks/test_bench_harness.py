@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from bands import BANDS, default_cli_run, simulate_in_band
+from bands import BANDS, default_cli_run, report, simulate_in_band
 
 from tfpipe.bench import producer, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
@@ -24,18 +24,6 @@ from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
 
 DEFAULTS = BenchConfig()
 SECONDS, WARMUP = DEFAULTS.seconds, DEFAULTS.warmup
-
-
-def _report(name: str, **numbers: float) -> None:
-    print(
-        f"\n[{name}] "
-        + ", ".join(f"{k}={v:,.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
-    )
-
-
-@pytest.fixture(scope="module")
-def cache_home(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("xdg_cache"))
 
 
 def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> None:
@@ -55,7 +43,7 @@ def test_default_run_first_time_and_cached(benchmark, cache_home, tmp_path) -> N
     info.update({f"stage_{s['name']}_eps": s["examples_per_sec"] for s in cached["stages"]})
     info.update({f"scaling_{p['cores']}_cores_eps": p["examples_per_sec"] for p in cached["scaling"]})
     benchmark.extra_info.update(info)
-    _report("default run", **info)
+    report(3, "default run", **info)
     assert first["dataset"]["generated_sec"] > 0 and cached["dataset"]["generated_sec"] == 0
     assert (
         first["dataset"]["synthetic"]
@@ -90,7 +78,7 @@ def _producer(benchmark, make, per_element: int, name: str) -> float:
     benchmark.pedantic(once, rounds=3, iterations=1)
     best, median = max(rates), sorted(rates)[1]
     benchmark.extra_info.update({"examples_per_sec_median": median, "examples_per_sec_all": rates})
-    _report(name, median_eps=median, best_eps=best)
+    report(3, name, median_eps=median, best_eps=best)
     return median
 
 
@@ -130,8 +118,8 @@ def test_generate_and_convert_default_imagenet(benchmark, tmp_path) -> None:
     benchmark.extra_info.update(
         {"images": spec.examples, "seconds": seconds, "images_per_sec": spec.examples / seconds}
     )
-    _report(
-        "generate + convert", images=spec.examples, seconds=seconds, images_per_sec=spec.examples / seconds
+    report(
+        3, "generate + convert", images=spec.examples, seconds=seconds, images_per_sec=spec.examples / seconds
     )
 
 
@@ -156,7 +144,8 @@ def test_simulate_within_005_of_prediction(benchmark, imagenet_pipe, target: flo
             "attempts": len(results),
         }
     )
-    _report(
+    report(
+        3,
         f"simulate {band}",
         step_ms=sim.step_time_ms,
         producer_eps=sim.producer_examples_per_sec,

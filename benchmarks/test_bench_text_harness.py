@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from bands import BANDS, default_cli_run, simulate_in_band
+from bands import BANDS, default_cli_run, report, simulate_in_band
 
 from tfpipe.bench import textmeasure, wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
@@ -28,18 +28,6 @@ pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[te
 
 DEFAULTS = BenchConfig(pipeline="text")
 SECONDS, WARMUP = DEFAULTS.seconds, DEFAULTS.warmup
-
-
-def _report(name: str, **numbers: object) -> None:
-    print(
-        f"\n[{name}] "
-        + ", ".join(f"{k}={v:,.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
-    )
-
-
-@pytest.fixture(scope="module")
-def cache_home(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("xdg_cache"))
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +69,7 @@ def test_default_text_run_first_time_and_cached(benchmark, tmp_path) -> None:
     }
     info.update({f"cpu_ms_per_1k_{s['name']}": s["cpu_ms_per_1k_tokens"] for s in t["stages"]})
     benchmark.extra_info.update(info)
-    _report("default text run", **info)
+    report(4, "default text run", **info)
     assert first["dataset"]["generated_sec"] > 0 and cached["dataset"]["generated_sec"] == 0
     assert t["fill"]["agrees"]
 
@@ -94,7 +82,8 @@ def test_fill_measured_against_predicted(corpus, sequence_length: int, packing: 
     # half-interval is within 0.4 point in any case).
     m = textmeasure.measure(pipe, seconds=10.0)
     predicted = m.predicted_fill[packing]
-    _report(
+    report(
+        4,
         f"fill L={sequence_length} {packing}",
         measured=m.fill,
         predicted=predicted,
@@ -121,7 +110,8 @@ def test_simulate_text_within_005_of_prediction(benchmark, corpus, target: float
 
     benchmark.pedantic(once, rounds=1, iterations=1)
     sim = results[-1]
-    _report(
+    report(
+        4,
         f"simulate text {band}",
         step_ms=sim.step_time_ms,
         producer_sequences_per_sec=sim.producer_examples_per_sec,
