@@ -68,3 +68,15 @@ def report(digits: int, name: str, **numbers: object) -> None:
     """Prints a harness's figures on one line, floats to `digits` places."""
     shown = (f"{k}={v:,.{digits}f}" if isinstance(v, float) else f"{k}={v}" for k, v in numbers.items())
     print(f"\n[{name}] " + ", ".join(shown))
+
+
+def simulate_timed(benchmark: Any, pipe: Any, target: float, band: str, window: float, warmup: float):
+    """(the last simulation, attempts) of `simulate_in_band` run once under pytest-benchmark,
+    the simulation 4 windows long."""
+    results: list[Simulation] = []
+
+    def once() -> None:
+        results.extend(simulate_in_band(pipe, target, band, seconds=4 * window, warmup=warmup, window=window))
+
+    benchmark.pedantic(once, rounds=1, iterations=1)
+    return results[-1], len(results)
