@@ -29,8 +29,9 @@ _FOREVER = 1 << 62
 
 def mix(tf_: Any, x: Any) -> Any:
     """SplitMix64's finaliser on int64 tensors (as wrapping uint64 arithmetic; `order.mix64` in
-    plain Python): a bijection whose outputs look independent for neighbouring inputs. Elementwise, so one call keys a
-    whole window; stateless_fold_in costs ~10 ms per iterator start in each dataset function."""
+    plain Python): a bijection whose outputs look independent for neighbouring inputs.
+    Elementwise, so one call keys a whole window; stateless_fold_in costs ~10 ms per iterator
+    start in each dataset function."""
     u64 = tf_.uint64
     z = tf_.bitcast(x, u64) + tf_.constant(0x9E3779B97F4A7C15, u64)
     for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
