@@ -29,7 +29,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
+from tfpipe.manifest import LengthsFile, Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
@@ -38,6 +38,16 @@ PLAN_VERSION = 3
 the record holds must change it. 2: each input's identity. 3: paths resolved (a source named
 `data/` and `/home/u/data/` is one source), the listing digested relative to the source."""
 _NAMED = 5  # changed inputs named in a refusal; the count of the rest is given
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SplitTextFiles:
+    """A finished text split's documents summed in shard order, and its lengths file: the entry
+    the manifest lists and the bytes written beside the shards."""
+
+    tally: TextTally
+    lengths: LengthsFile
+    data: bytes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,8 +141,16 @@ class ConvertPlan:
         }
         return json.loads(json.dumps(record))  # as read back from the journal: lists, not tuples
 
-    def manifest(self, done: Sequence[ShardDone], existing: Manifest | None, seconds: float) -> Manifest:
-        """The manifest of the finished split, joined to the other splits of `existing`.
+    def manifest(
+        self,
+        done: Sequence[ShardDone],
+        existing: Manifest | None,
+        seconds: float,
+        text: SplitTextFiles | None = None,
+    ) -> Manifest:
+        """The manifest of the finished split, joined to the other splits of `existing`. `text`:
+        `text_files(done)` when the caller has it already (summed once, its lengths file's bytes
+        made and checksummed once).
 
         Raises:
           ManifestError: `done` is not one ShardDone per shard of the plan, in order.
@@ -143,8 +161,7 @@ class ConvertPlan:
                 f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
                 f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}"
             )
-        text = self._text(done)
-        lengths = text.lengths_file(lengths_name(self.split))[0] if text is not None else None
+        text = text or self.text_files(done)
         split = Split(
             shards=tuple(d.info for d in done),
             skipped=self.skipped + tuple(s for d in done for s in d.skipped),
@@ -153,8 +170,8 @@ class ConvertPlan:
             options=self.options,
             seconds=round(seconds, 3),
             notes=self.notes
-            + tuple(text.notes(self.tokenizer.normalization) if text and self.tokenizer else ()),
-            text=None if text is None else text.split_text(lengths),
+            + tuple(text.tally.notes(self.tokenizer.normalization) if text and self.tokenizer else ()),
+            text=None if text is None else text.tally.split_text(text.lengths),
         )
         return Manifest(
             root=self.dest,
@@ -168,15 +185,21 @@ class ConvertPlan:
             tokenizer=self.tokenizer,
         )
 
-    def split_files(self, done: Sequence[ShardDone]) -> tuple[tuple[str, bytes], ...]:
+    def text_files(self, done: Sequence[ShardDone]) -> SplitTextFiles | None:
+        """A text split's figures and its lengths file (None for images and tables): what
+        `split_files` writes and `manifest` lists."""
+        text = self._text(done)
+        if text is None:
+            return None
+        lengths, data = text.lengths_file(lengths_name(self.split))
+        return SplitTextFiles(text, lengths, data)
+
+    @staticmethod
+    def split_files(text: SplitTextFiles | None) -> tuple[tuple[str, bytes], ...]:
         """(name, bytes) of the files committed with the split, after its shards and before its
         manifest: a text split's lengths file (`manifest.LENGTHS_FORMAT`); none for images and
         tables. `manifest()` lists them with their checksums."""
-        text = self._text(done)
-        if text is None:
-            return ()
-        name = lengths_name(self.split)
-        return ((name, text.lengths_file(name)[1]),)
+        return () if text is None else ((text.lengths.file, text.data),)
 
     def _text(self, done: Sequence[ShardDone]) -> TextTally | None:
         """What a text split's shards hold, summed in shard order (None for images and tables).

@@ -242,10 +242,10 @@ def _convert_locked(
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
-    for name, data in plan.split_files(shards):  # a text split's lengths: committed with its shards
+    for name, data in plan.split_files(text := plan.text_files(shards)):  # text: lengths, with shards
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
         pause_point("split-file-committed")
-    manifest = plan.manifest(shards, existing, time.monotonic() - started)
+    manifest = plan.manifest(shards, existing, time.monotonic() - started, text)
     entry = manifest.splits[plan.split]
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
         entry = dataclasses.replace(entry, options=entry.options | {"engine": run.engine})
