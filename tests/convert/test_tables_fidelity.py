@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _cli import run_cli
+from _cli import main_cli, run_cli
 from _records import column, nothing_written, records
 
 import tfpipe
@@ -441,6 +441,52 @@ def test_unreadable_tables_fail_with_one_line_naming_the_input(tmp_path, name, m
     out = cli(tmp_path / name, tmp_path / "cli")
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.count("\n") == 1 and out.stderr.startswith(f"tfpipe convert: error: {tmp_path / name}")
+
+
+# A first pass that cannot read a file's header or text has no columns: the checks after it
+# (the label's NaN, nulls, masks) must report the file's own problem, never a KeyError.
+UNREADABLE_WITH_LABEL = [
+    (
+        "latin.csv",
+        lambda p: p.write_bytes(b"a,label\ncaf\xe9,1\nx,0\n"),
+        r"latin.csv: expected utf-8 text \(encoding='utf-8'\). Received: bytes b'\\xe9' on line 2.*"
+        r"--encoding latin-1",
+    ),
+    (
+        "dup.csv",
+        lambda p: p.write_text("a,a,label\n1,2,1\n3,4,0\n"),
+        r"dup.csv, line 1: expected unique column names in the header. Received: \['a'\] more than once",
+    ),
+    (
+        "u16le.csv",
+        lambda p: p.write_bytes("a,label\nx,1\ny,0\n".encode("utf-16-le")),
+        r"u16le.csv: expected utf-8 text.*NUL bytes where UTF-16-LE text without a byte-order mark "
+        r"has them.*--encoding utf-16-le",
+    ),
+]
+
+
+@pytest.mark.parametrize("name,make,match", UNREADABLE_WITH_LABEL, ids=[u[0] for u in UNREADABLE_WITH_LABEL])
+def test_an_unreadable_csv_with_a_label_is_refused_by_its_problem(tmp_path, capsys, name, make, match):
+    make(tmp_path / name)
+    with pytest.raises(DataError, match=match):
+        tfpipe.convert(str(tmp_path / name), str(tmp_path / "out"), label="label")
+    assert nothing_written(tmp_path / "out")
+    code, _, err = main_cli(
+        capsys, "convert", tmp_path / name, tmp_path / "cli", "--label", "label", "--quiet"
+    )
+    assert code == 1 and "Traceback" not in err and "KeyError" not in err
+    assert err.count("\n") == 1 and err.startswith(f"tfpipe convert: error: {tmp_path / name}")
+
+
+def test_a_second_file_that_cannot_be_read_is_named_beside_the_first_files_columns(tmp_path):
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "a.csv").write_text("a,label\nx,1\n")
+    (folder / "b.csv").write_bytes(b"a,label\ncaf\xe9,1\n")
+    with pytest.raises(DataError, match=r"b.csv: expected utf-8 text.*--encoding latin-1"):
+        tfpipe.convert(str(folder), str(tmp_path / "out"), format="csv", label="label")
+    assert nothing_written(tmp_path / "out")
 
 
 @pytest.mark.parametrize("encoding,write", [("utf-16", _utf16), ("latin-1", _latin1)])

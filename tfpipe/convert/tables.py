@@ -375,8 +375,11 @@ def _value_problems(columns: dict[str, Column], label: str | None, problems: Pro
         for problem in (column.float_problem(), column.underflow_problem()):
             if problem:
                 problems.add(problem)
-    if label is not None and columns[label].first_nan and not columns[label].failed:
-        problems.add(_nan_label(label, *columns[label].first_nan))
+    # No column at all when a file's header or text could not be read (a decode error, a
+    # duplicate name): that problem is already in `problems`, and the label has no values.
+    column = columns.get(label) if label is not None else None
+    if column is not None and column.first_nan and not column.failed:
+        problems.add(_nan_label(label, *column.first_nan))
 
 
 def _dropped_rows(drops: dict[str, tuple[int, list[int]]], label: str | None) -> tuple[SkippedInput, ...]:
