@@ -197,7 +197,8 @@ def test_folders_subfolders_and_other_files(tmp_path, bpe):
     assert [(s.input, s.reason) for s in m.split("train").skipped] == [
         (
             str(src / "notes.md"),
-            "not a corpus file: its name ends in none of .jsonl, .jsonl.gz, .txt, .parquet, .pq",
+            "not a corpus file: its name ends in none of .jsonl, .ndjson, .txt (each also "
+            "compressed: .gz, .bz2, .xz, .zip), .parquet, .pq",
         )
     ]
     assert "skipped" in out and "notes.md" in out

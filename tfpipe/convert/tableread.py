@@ -75,7 +75,7 @@ def list_table(src: str, fmt: str) -> parquetfile.Dataset:
     entries = _entries(src)
     suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
     if fmt == "parquet" and parquetfile.partitioned(src, [(n, d) for n, d in entries]):
-        return parquetfile.hive_dataset(src, _walk(src))
+        return parquetfile.hive_dataset(src, walk(src))
     folders = [n for n, is_dir in entries if is_dir]
     if folders:
         raise DataError(
@@ -107,7 +107,7 @@ def _entries(src: str) -> list[tuple[str, bool]]:
     return sorted(e for e in found if not parquetfile.ignored(e[0]))
 
 
-def _walk(src: str) -> list[str]:
+def walk(src: str) -> list[str]:
     """Every file under `src` that readers take, as sorted '/'-separated relative paths."""
     if storage.is_gcs(src):
         rels = [r for r, _, _, _ in storage.gcs_entries(src, recursive=True)]
