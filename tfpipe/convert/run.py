@@ -242,7 +242,14 @@ def _convert_locked(
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
-    for name, data in plan.split_files(text := plan.text_files(shards)):  # text: lengths, with shards
+    text = plan.text_files(shards)
+    if text is not None and not text.tally.documents:
+        raise DataError(
+            f"{src}: expected documents that tokenize to something. Received: every one of the "
+            f"{text.tally.empty:,} left out, the first at {text.tally.first_empty}; nothing was committed. "
+            + " ".join(text.tally.notes(source.tokenizer.normalization if source.tokenizer else ""))
+        )
+    for name, data in plan.split_files(text):  # text: lengths, with shards
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
         pause_point("split-file-committed")
     manifest = plan.manifest(shards, existing, time.monotonic() - started, text)

@@ -107,7 +107,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     """
     listing = textfiles.list_corpus(src)
     problems, labels = Problems(), _Labels()
-    counts, identities, chars, blank = [], [], 0, 0
+    counts, identities, chars, blank, textless = [], [], 0, 0, 0
     for path in listing.files:
         if reading.label and textfiles.kind_of(path) == "txt":
             raise DataError(
@@ -121,6 +121,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
         for doc in textfiles.read_documents(path, reading, problem=problems.add):
             n += 1
             chars += len(doc.text)
+            textless += not doc.text.strip()
             blank += max(0, doc.line - last - 1) if textfiles.kind_of(path) == "jsonl" else 0
             last = doc.line
             if reading.label:
@@ -133,6 +134,16 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     if not sum(counts):
         raise DataError(
             f"{src}: expected at least one document. Received: none in {len(listing.files)} file(s)"
+        )
+    if textless == sum(counts):
+        raise DataError(
+            f"{src}: expected documents with text. Received: {textless:,} document(s) in "
+            f"{len(listing.files)} file(s), every one empty or whitespace only: nothing to tokenize."
+            + (
+                f" Is the text in another field or column than {reading.text_field!r} (--text-field)?"
+                if any(textfiles.kind_of(p) != "txt" for p in listing.files)
+                else ""
+            )
         )
     return TextScan(listing.files, tuple(counts), tuple(identities), listing.skipped, chars, names, blank)
 
@@ -347,7 +358,8 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     if cfg.vocab_size and tok.vocab_size < cfg.vocab_size:
         notes.append(
             f"the trained {cfg.train_tokenizer} tokenizer has {tok.vocab_size:,} ids, not the {cfg.vocab_size:,} "
-            "asked for (--vocab-size): the corpus has no more pairs to merge"
+            f"asked for (--vocab-size): {tok.vocab_size:,} is the most this corpus gives (a larger corpus "
+            "gives more)"
         )
     estimate = _estimate_bytes(tok, found, reading)
     return TextSource(found, reading, file, info, dest, digest, estimate, tuple(notes))
