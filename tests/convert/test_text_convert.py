@@ -297,6 +297,25 @@ def test_inspect_shows_the_text_figures_and_a_decoded_sample(corpus, tmp_path):
     assert code == 1 and "train/lengths.train.u32" in out and "checksum mismatch" in out
 
 
+def test_a_tokenizer_replaced_after_convert_is_named_by_inspect_and_verify(corpus, tmp_path):
+    dest = tmp_path / "out"
+    assert convert(corpus, dest, "--tokenizer", tokenizer_path(tmp_path, "bpe"), "--num-shards", "2")[0] == 0
+    code, out, _ = cli("inspect", dest, "--verify")
+    assert (
+        code == 0 and "tokenizer.json: fingerprint ok" in out and "3 of 3 shards ok; the tokenizer ok" in out
+    )
+    recorded = Manifest.load(str(dest)).tokenizer.fingerprint
+    (dest / "tokenizer.json").write_bytes(trained("bpe", 700).data)  # another tokenizer, same name
+    now = trained("bpe", 700).fingerprint
+    code, out, _ = cli("inspect", dest)
+    assert code == 0  # a summary; --verify fails
+    assert f"WARNING: tokenizer.json: fingerprint mismatch: manifest {recorded}, file {now}" in out
+    assert "sample: not decoded (" in out and "expected the tokenizer the dataset was converted with" in out
+    code, out, _ = cli("inspect", dest, "--verify")
+    assert code == 1 and "tokenizer.json: fingerprint FAILED" in out
+    assert "verify: 3 of 3 shards ok; the tokenizer FAILED" in out
+
+
 def test_options_of_other_sources_are_refused_by_kind(corpus, tmp_path):
     tok = tokenizer_path(tmp_path)
     code, _, err = convert(corpus, tmp_path / "a", "--tokenizer", tok, "--resize-shorter", "64")

@@ -253,9 +253,9 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[float | Non
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.convert.tokenizers import load_stored
+        from tfpipe.convert.tokenizers import load_checked
 
-        tok = load_stored(storage.join(manifest.root, info.file), info.fingerprint)
+        tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
         return None, str(e)
     texts = [tok.decode(ids) for ids in sample]

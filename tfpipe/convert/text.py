@@ -416,7 +416,7 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
     if info is None:
         raise DataError(f"{manifest.root}: expected a text dataset. Received: layout {manifest.layout!r}")
     try:
-        tok = tokenizers.load_stored(storage.join(manifest.root, info.file), info.fingerprint)
+        tok = tokenizers.load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except FileNotFoundError:
         raise DataError(f"{manifest.root}: its tokenizer {info.file} is missing") from None
     out: list[tuple[list[int], str]] = []

@@ -299,10 +299,8 @@ def load(file: TokenizerFile) -> Tokenizer:
     return _SentencePiece(file.data) if file.kind == "sentencepiece" else _HuggingFace(file.data)
 
 
-@functools.lru_cache(maxsize=4)
-def load_stored(path: str, fingerprint: str) -> Tokenizer:
-    """The tokenizer stored at `path` (a dataset's), loaded once per process; a conversion
-    worker's way to it.
+def read_stored(path: str, fingerprint: str) -> TokenizerFile:
+    """A dataset's stored tokenizer file, as it is now, checked against its fingerprint.
 
     Raises:
       DataError: the file's bytes are not those of `fingerprint` (replaced or changed after it
@@ -318,7 +316,29 @@ def load_stored(path: str, fingerprint: str) -> Tokenizer:
             "changed after it was stored. Put back the tokenizer the dataset was converted with, "
             "or convert the corpus again."
         )
-    return load(file)
+    return file
+
+
+@functools.lru_cache(maxsize=4)
+def load_stored(path: str, fingerprint: str) -> Tokenizer:
+    """The tokenizer stored at `path` (a dataset's), read and loaded once per process: a
+    conversion worker's way to it (it reads the file once, not once a task).
+
+    Raises:
+      DataError: as `read_stored`, when it is first read.
+    """
+    return load(read_stored(path, fingerprint))
+
+
+def load_checked(path: str, fingerprint: str) -> Tokenizer:
+    """The tokenizer stored at `path`, its file checked as it is now (a reader's way to it:
+    one in a long-lived process must not keep using a tokenizer whose file was replaced).
+
+    Raises:
+      DataError: as `read_stored`.
+    """
+    read_stored(path, fingerprint)
+    return load_stored(path, fingerprint)  # the same bytes as the cached one: same fingerprint
 
 
 # ---- training ----
