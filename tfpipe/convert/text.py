@@ -349,8 +349,10 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     file = _tokenizer_file(src, cfg, stored, dest, found, reading)
     tok = tokenizers.load(file)
     info = tok.info(file)
+    # Each file by its resolved path: a resume names the corpus as it likes (`c/`, `/abs/c/`).
+    files = [storage.resolved(f) for f in found.files]
     digest = hashlib.sha256(
-        json.dumps([found.files, found.file_docs, found.class_names, info.fingerprint]).encode()
+        json.dumps([files, found.file_docs, found.class_names, info.fingerprint]).encode()
     ).hexdigest()
     notes = [f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)"] * bool(
         found.blank_lines
