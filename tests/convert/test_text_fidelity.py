@@ -123,6 +123,22 @@ def test_bad_labels_are_named(tmp_path, bpe):
     assert "a .txt file holds no label" in refused(txt, tmp_path / "txt", "--tokenizer", bpe, "--label", "y")
 
 
+def test_a_text_label_beside_a_classlabel_it_is_not_in_is_named(tmp_path, bpe):
+    """The encoder indexes text labels by the ClassLabel's names: the first pass checks them
+    (it used to end in a KeyError inside a worker)."""
+    features = {"label": {"names": ["neg", "pos"], "_type": "ClassLabel"}}
+    table = pa.table({"text": docs()[:3], "label": ["pos", "positive", "neg"]})
+    src = tmp_path / "c.parquet"
+    pq.write_table(
+        table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})}), src
+    )
+    err = refused(src, tmp_path / "out", "--tokenizer", bpe, "--label", "label")
+    assert (
+        f"{src}: label(s) ['positive'] (first at {src}: row 1 ('positive')) are not among the ClassLabel"
+        in err
+    )
+
+
 def test_empty_documents_are_counted_and_left_out(tmp_path, bpe):
     texts = [docs()[0], "", docs()[1], "", "", docs()[2]]
     src = write_lines(tmp_path / "c.jsonl", [obj(t) for t in texts])

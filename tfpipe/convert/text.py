@@ -62,14 +62,14 @@ class TextScan:
 class _Labels:
     """The labels seen by the first pass: text ones, numbers, and the first of each."""
 
-    names: set[str] = dataclasses.field(default_factory=set)
+    names: dict[str, str] = dataclasses.field(default_factory=dict)  # text label -> where first seen
     first_text: str = ""
     first_number: str = ""
     declared: tuple[str, ...] | None = None  # a Parquet ClassLabel's names
 
     def add(self, label: Any, place: str, problems: Problems) -> None:
         if isinstance(label, str):
-            self.names.add(label)
+            self.names.setdefault(label, f"{place} ({label!r})")
             self.first_text = self.first_text or f"{place} ({label!r})"
             return
         number = _integral(label)
@@ -169,10 +169,17 @@ def _class_names(
             f"text at {labels.first_text} and a number at {labels.first_number}"
         )
     if labels.declared is not None:
+        # The encoder indexes text labels by these names: one not among them is a problem here.
+        undeclared = sorted(labels.names.keys() - set(labels.declared))
+        if undeclared:
+            problems.add(
+                f"{src}: label(s) {undeclared[:5]} (first at {labels.names[undeclared[0]]}) are not among the "
+                f"ClassLabel names its Parquet file(s) declare for {label!r}: {list(labels.declared)[:10]}"
+            )
         return labels.declared
     if not labels.names:
         return known
-    unknown = sorted(labels.names - set(known)) if known else []
+    unknown = sorted(labels.names.keys() - set(known)) if known else []
     if unknown:
         problems.add(
             f"{src}: label(s) {unknown[:5]} are not classes of the dataset this split joins "
