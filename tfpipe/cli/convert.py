@@ -63,7 +63,7 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"],
+        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"],
         help="source format (default: auto, by content; text when a tokenizer option is given)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")

@@ -177,7 +177,7 @@ def _subfolder_way(src: str, folders: list[str]) -> str:
     """What to pass instead of a folder with subfolders: a glob that matches every corpus file
     under it (checked), else each folder on its own. Hive partition values (`lang=en/`) are
     said not to be read: a text record holds tokens, and a label from a field or column."""
-    from tfpipe.convert.tableread import walk
+    from tfpipe.convert.parquetfile import walk
 
     files = [f for f in walk(src) if kind_of(f)]
     shapes = {(f.count("/"), os.path.splitext(f.lower())[1]) for f in files}
@@ -409,7 +409,12 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return twice
 
 
-def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
+def json_object(text: str, path: str, number: int) -> dict[str, Any]:
+    """One line of a JSON Lines file as its JSON object.
+
+    Raises:
+      DataError: the line does not parse, is not an object, or names a key twice, by line.
+    """
     try:
         obj = json.loads(text, object_pairs_hook=_object)
     except ValueError as e:
@@ -425,6 +430,22 @@ def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
             f"{obj.keys_twice[:5]} more than once, where one value would be kept in silence (as a "
             "table refuses two columns of one name)"
         )
+    return obj
+
+
+def json_objects(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each line of a JSON Lines file, blank lines left out, read
+    through the one text decoder as a corpus is (compression, UTF-16/32, universal newlines).
+
+    Raises:
+      DataError: as `json_object`, or bytes that are not UTF-8, by line and byte offset.
+    """
+    for raw in _lines(path, 0, True):
+        yield raw.line, json_object(_decode(raw.data or b"", path, raw.line, raw.offset), path, raw.line)
+
+
+def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
+    obj = json_object(text, path, number)
     doc = _field(obj, reading.text_field, path, number, "text")
     if not isinstance(doc, str):
         raise DataError(
