@@ -123,6 +123,23 @@ def test_bad_labels_are_named(tmp_path, bpe):
     assert "a .txt file holds no label" in refused(txt, tmp_path / "txt", "--tokenizer", bpe, "--label", "y")
 
 
+def test_a_number_label_beyond_the_classes_of_the_dataset_it_joins_is_named(tmp_path, bpe):
+    """The dataset names its classes ['neg', 'pos']: a number is one of their indices (it used
+    to be written as it was, label 7 of 2 classes)."""
+    train = write_lines(tmp_path / "train.jsonl", [obj(docs()[0], label="pos"), obj(docs()[1], label="neg")])
+    assert convert(train, tmp_path / "out", "--tokenizer", bpe, "--label", "label")[0] == 0
+    val = write_lines(tmp_path / "val.jsonl", [obj(docs()[2], label=1), obj(docs()[3], label=7)])
+    code, _, err = convert(val, tmp_path / "out", "--label", "label", "--split", "validation")
+    assert code == 1
+    assert (
+        f"{val}: line 2: label 7 is not a class index of the dataset this split joins (['neg', 'pos'], 0..1)"
+        in err
+    )
+    assert "validation" not in Manifest.load(str(tmp_path / "out")).splits
+    ok = write_lines(tmp_path / "ok.jsonl", [obj(docs()[2], label=1), obj(docs()[3], label=0)])
+    assert convert(ok, tmp_path / "out", "--label", "label", "--split", "validation")[0] == 0
+
+
 def test_a_text_label_beside_a_classlabel_it_is_not_in_is_named(tmp_path, bpe):
     """The encoder indexes text labels by the ClassLabel's names: the first pass checks them
     (it used to end in a KeyError inside a worker)."""

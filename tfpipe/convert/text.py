@@ -66,6 +66,7 @@ class _Labels:
     first_text: str = ""
     first_number: str = ""
     declared: tuple[str, ...] | None = None  # a Parquet ClassLabel's names
+    known: tuple[str, ...] = ()  # the class names of the dataset this split joins
 
     def add(self, label: Any, place: str, problems: Problems) -> None:
         if isinstance(label, str):
@@ -79,6 +80,12 @@ class _Labels:
             problems.add(
                 f"{place}: label {number} is not a class index of the file's ClassLabel "
                 f"{list(self.declared)[:10]} (0..{len(self.declared) - 1})"
+            )
+        elif self.declared is None and self.known and not 0 <= number < len(self.known):
+            # The dataset names its classes: a number is one of their indices, or nothing.
+            problems.add(
+                f"{place}: label {number} is not a class index of the dataset this split joins "
+                f"({list(self.known)[:10]}, 0..{len(self.known) - 1})"
             )
         self.first_number = self.first_number or f"{place} ({label!r})"
 
@@ -106,7 +113,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
       DataError: every problem found (up to `infer.PROBLEMS_SHOWN`), at once.
     """
     listing = textfiles.list_corpus(src)
-    problems, labels = Problems(), _Labels()
+    problems, labels = Problems(), _Labels(known=known)
     counts, identities, chars, blank, textless = [], [], 0, 0, 0
     for path in listing.files:
         if reading.label and textfiles.kind_of(path) == "txt":
