@@ -409,6 +409,9 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return twice
 
 
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)  # one, not one a line (json.loads' cost)
+
+
 def json_object(text: str, path: str, number: int) -> dict[str, Any]:
     """One line of a JSON Lines file as its JSON object.
 
@@ -416,7 +419,7 @@ def json_object(text: str, path: str, number: int) -> dict[str, Any]:
       DataError: the line does not parse, is not an object, or names a key twice, by line.
     """
     try:
-        obj = json.loads(text, object_pairs_hook=_object)
+        obj = _DECODER.decode(text)
     except ValueError as e:
         raise DataError(
             f"{path}: line {number}: expected one JSON object. Received: {text.strip()[:80]!r}, which "
