@@ -267,6 +267,12 @@ def _blob_identity(blob) -> str:  # blob: google.cloud.storage.Blob
     return f"size={int(blob.size or 0)} generation={blob.generation} crc32c={crc}"
 
 
+def resolved(path: str) -> str:
+    """A local path made absolute, symbolic links followed, so two spellings of one path
+    compare equal; a gs:// path as it is."""
+    return path if is_gcs(path) else os.path.realpath(path)
+
+
 def identity(path: str, checksum: bool = False) -> str:
     """What identifies a version of an input, so `--resume` refuses one that changed.
 

@@ -1,14 +1,16 @@
 """`tfpipe inspect --verify`: read every shard and check it against the manifest.
 
 Checks, per shard: the file exists, its size and checksum match, every TFRecord's length and data
-CRCs are right, and the record count matches. Reads with tfpipe.codec (no TensorFlow), so a
-mismatch can be named by shard and record index.
+CRCs are right, and the record count matches. A text dataset's lengths files are checked by size
+and checksum, and its tokenizer file against the fingerprint its manifest records. Reads with
+tfpipe.codec (no TensorFlow), so a mismatch can be named by shard and record index.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import gzip
+import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 
@@ -32,16 +34,20 @@ class ShardCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class VerifyReport:
+    """Each shard's (and lengths file's) check, and a text dataset's tokenizer file's."""
+
     manifest: Manifest
     shards: tuple[ShardCheck, ...]
+    tokenizer: ShardCheck | None = None
 
     @property
     def ok(self) -> bool:
-        return all(s.ok for s in self.shards)
+        return all(s.ok for s in self.shards) and (self.tokenizer is None or self.tokenizer.ok)
 
     @property
     def problems(self) -> list[str]:
-        return [f"{s.name}: {p}" for s in self.shards for p in s.problems]
+        checks = (*self.shards, *((self.tokenizer,) if self.tokenizer else ()))
+        return [f"{s.name}: {p}" for s in checks for p in s.problems]
 
 
 class _HashingReader:
@@ -128,16 +134,42 @@ def check_lengths(manifest: Manifest, split: str) -> ShardCheck | None:
     return ShardCheck(split, entry.file, len(data) // 4, tuple(problems))
 
 
+def check_tokenizer(manifest: Manifest) -> ShardCheck | None:
+    """Compares a text dataset's stored tokenizer file with the fingerprint its manifest
+    records (None: the dataset has no tokenizer). A replaced file would detokenize, and
+    re-tokenize a new split, with other ids in silence."""
+    info = manifest.tokenizer
+    if info is None:
+        return None
+    try:
+        data = storage.read_bytes(storage.join(manifest.root, info.file))
+    except (OSError, storage.StorageError) as e:
+        return ShardCheck("", info.file, 0, (f"missing or unreadable: {e}",))
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if digest == info.fingerprint:
+        return ShardCheck("", info.file, 0, ())
+    return ShardCheck(
+        "",
+        info.file,
+        0,
+        (
+            f"fingerprint mismatch: manifest {info.fingerprint}, file {digest}: not the tokenizer the "
+            "dataset was converted with (replaced or changed after it). Put that tokenizer back, or "
+            "convert the corpus again",
+        ),
+    )
+
+
 def verify(root: str, on_shard: Callable[[ShardCheck], None] | None = None) -> VerifyReport:
-    """Checks every shard of every split of the dataset at `root`, and each text split's
-    lengths file (its `records` are the lengths it holds)."""
+    """Checks every shard of every split of the dataset at `root`, each text split's lengths
+    file (its `records` are the lengths it holds), and a text dataset's tokenizer file."""
     manifest = Manifest.load(root)
     checks = []
     for check in _checks(manifest):
         checks.append(check)
         if on_shard:
             on_shard(check)
-    return VerifyReport(manifest, tuple(checks))
+    return VerifyReport(manifest, tuple(checks), check_tokenizer(manifest))
 
 
 def _checks(manifest: Manifest) -> Iterator[ShardCheck]:

@@ -177,6 +177,38 @@ def test_a_raw_corpus_is_named_with_the_convert_that_tokenizes_it(tmp_path, caps
     assert "is a Parquet table file" in capsys.readouterr().err
 
 
+def test_a_text_option_says_text_so_a_raw_corpus_is_named_with_its_convert(tmp_path, capsys) -> None:
+    from tfpipe.synthetic import text
+
+    (jsonl,) = text.write_corpus(tmp_path / "j", ["hello"], "jsonl")
+    assert main(["bench", "--data", jsonl, "--sequence-length", "128"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "is a text corpus file (JSON Lines), not a tfpipe dataset" in err and "pipeline='imagenet'" not in err
+    )
+    assert f"tfpipe convert {jsonl} DEST --tokenizer PATH" in err
+
+
+def test_a_corrupt_text_shard_is_named_with_the_way_out(corpus, tmp_path, capsys) -> None:
+    import shutil
+
+    data = tmp_path / "ds"
+    shutil.copytree(corpus, data)
+    shard = data / "train-00000-of-00003"
+    raw = bytearray(shard.read_bytes())
+    mid = len(raw) // 2
+    raw[mid : mid + 64] = bytes(b ^ 0xFF for b in raw[mid : mid + 64])
+    shard.write_bytes(bytes(raw))
+    rc = main(["bench", "--data", str(data), "--sequence-length", "128", "--batch-size", "8", *FAST])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert (
+        f"{data}: the pipeline stopped while bench read it (InvalidArgumentError): Corrupt TFRecord shard "
+        in err
+    )
+    assert f"{shard}: read " in err and "Re-convert the shard" in err
+
+
 def test_list_accelerators_shows_text_rows_in_tokens(capsys) -> None:
     assert main(["bench", "--list-accelerators"]) == 0
     out = capsys.readouterr().out
@@ -301,6 +333,84 @@ def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, 
     pipe = types.SimpleNamespace(source=types.SimpleNamespace(manifest=Manifest.load(corpus)))
     cost, note = textmeasure._tokenize_cost(pipe, [[1, 2, 3]])
     assert cost is None and 'pip install "tfpipe[text]"' in note
+
+
+def small_text_report(path: str, url: str):
+    """The report of a 79-document corpus at L=2048 read from gs:// at a trickle, against a slow
+    consumer: every figure small, the paths long (as the issue met them)."""
+    from tfpipe.bench.conclusion import conclude
+    from tfpipe.bench.results import Consumer, DatasetInfo, Storage
+
+    names = ("read", "parse", "pack", "batch", "final")
+    stages = tuple(StageRate(n, (n,), i, rate(30.0)) for i, n in enumerate(names, 1))
+    m = measure(
+        sequence_length=2048,
+        packing="first_fit",
+        chunk_documents=256,
+        rows_per_chunk=629.7,
+        documents=79,
+        tokens=90_000,
+        epoch_rows=49,
+        predicted_fill={"first_fit": 0.25, "none": 0.05, "concat": 0.26},
+        tokenize_ms_per_1k=0.31,
+        tokenize_ms_range=(0.278, 0.763),
+        tokenize_rounds=5,
+    )
+    return conclude(
+        pipeline="text",
+        dataset=DatasetInfo(path, 79, 2, 200_000, False, 0.0),
+        batch_size=8,
+        hosts=1,
+        producer=stages[-1].rate,
+        consumer=Consumer(1.0, 8000.0, "reference", "a TPU row", url=url, approximate=True),
+        stages=stages,
+        scaling=(ScalingPoint.of(1, rate(30.0)),),
+        storage=Storage("gcs", "none", 30.0, 0.0213, 0.0081, 700.0, 0.0014, 1.0),
+        text=m,
+    )
+
+
+def test_small_figures_long_paths_and_chunks_read_right_at_80_columns() -> None:
+    """ "~0.0 per host", "0.0 MB/s", chunks of 256 documents on a corpus of 79 and a tokenizer
+    cost without its spread: each is said as it is, through the CLI's own printing."""
+    import argparse
+    import io
+    import types
+
+    from rich.console import Console
+
+    from tfpipe.cli.bench import _show_and_write
+
+    path = "gs://my-training-bucket/datasets/text/imagenet-1280-7a128c726d4f9e2b3c1d0a9b8c7d6e5f4a3b"
+    url = "https://github.com/mlcommons/training_results_v1.0/blob/master/Google/results/tpu-v4-128/bert/result_0.txt"
+    report = small_text_report(path, url)
+    console = Console(width=80, file=io.StringIO(), record=True)
+    _show_and_write(
+        report, argparse.Namespace(json=None, plot=None), console, types.SimpleNamespace(check=lambda: None)
+    )
+    out = console.export_text()
+    flat = " ".join(out.replace("│", " ").split())  # the summary's sentences, unwrapped
+    assert "…" not in out
+    assert f"dataset: {path}" in out.splitlines() and f"consumer source: {url}" in out.splitlines()
+    assert "< 0.1 per host from CPU cost" in flat and "~0.0 " not in flat
+    assert "= 0.021 MB/s" in flat and "~0.0081 requests/s" in flat and "needs 0.0014 MB/s" in flat
+    assert "0.0 MB/s" not in flat
+    assert (
+        "one epoch packs into ~49 rows; a chunk packs 256 documents together, more than the corpus's 79: "
+        "each spans 3.2 epochs" in flat
+    )
+    assert "629.7" not in flat
+    assert "0.31 CPU ms per 1,000 tokens here (median of 5 rounds, 0.28-0.76)" in flat
+
+
+def test_the_json_report_holds_the_epoch_rows_and_the_tokenizer_spread() -> None:
+    from _report_schema import validate
+
+    obj = small_text_report("/d", "https://x").to_json()
+    validate(obj)
+    t = obj["text"]
+    assert (t["epoch_rows"], t["tokenize_rounds"]) == (49, 5)
+    assert t["tokenize_ms_per_1k_tokens_range"] == pytest.approx([0.278, 0.763])
 
 
 # ---- slow: the default dataset, gs://, a model, the simulation ----

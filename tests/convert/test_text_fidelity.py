@@ -123,6 +123,39 @@ def test_bad_labels_are_named(tmp_path, bpe):
     assert "a .txt file holds no label" in refused(txt, tmp_path / "txt", "--tokenizer", bpe, "--label", "y")
 
 
+def test_a_number_label_beyond_the_classes_of_the_dataset_it_joins_is_named(tmp_path, bpe):
+    """The dataset names its classes ['neg', 'pos']: a number is one of their indices (it used
+    to be written as it was, label 7 of 2 classes)."""
+    train = write_lines(tmp_path / "train.jsonl", [obj(docs()[0], label="pos"), obj(docs()[1], label="neg")])
+    assert convert(train, tmp_path / "out", "--tokenizer", bpe, "--label", "label")[0] == 0
+    val = write_lines(tmp_path / "val.jsonl", [obj(docs()[2], label=1), obj(docs()[3], label=7)])
+    code, _, err = convert(val, tmp_path / "out", "--label", "label", "--split", "validation")
+    assert code == 1
+    assert (
+        f"{val}: line 2: label 7 is not a class index of the dataset this split joins (['neg', 'pos'], 0..1)"
+        in err
+    )
+    assert "validation" not in Manifest.load(str(tmp_path / "out")).splits
+    ok = write_lines(tmp_path / "ok.jsonl", [obj(docs()[2], label=1), obj(docs()[3], label=0)])
+    assert convert(ok, tmp_path / "out", "--label", "label", "--split", "validation")[0] == 0
+
+
+def test_a_text_label_beside_a_classlabel_it_is_not_in_is_named(tmp_path, bpe):
+    """The encoder indexes text labels by the ClassLabel's names: the first pass checks them
+    (it used to end in a KeyError inside a worker)."""
+    features = {"label": {"names": ["neg", "pos"], "_type": "ClassLabel"}}
+    table = pa.table({"text": docs()[:3], "label": ["pos", "positive", "neg"]})
+    src = tmp_path / "c.parquet"
+    pq.write_table(
+        table.replace_schema_metadata({"huggingface": json.dumps({"info": {"features": features}})}), src
+    )
+    err = refused(src, tmp_path / "out", "--tokenizer", bpe, "--label", "label")
+    assert (
+        f"{src}: label(s) ['positive'] (first at {src}: row 1 ('positive')) are not among the ClassLabel"
+        in err
+    )
+
+
 def test_empty_documents_are_counted_and_left_out(tmp_path, bpe):
     texts = [docs()[0], "", docs()[1], "", "", docs()[2]]
     src = write_lines(tmp_path / "c.jsonl", [obj(t) for t in texts])
@@ -197,7 +230,8 @@ def test_folders_subfolders_and_other_files(tmp_path, bpe):
     assert [(s.input, s.reason) for s in m.split("train").skipped] == [
         (
             str(src / "notes.md"),
-            "not a corpus file: its name ends in none of .jsonl, .jsonl.gz, .txt, .parquet, .pq",
+            "not a corpus file: its name ends in none of .jsonl, .ndjson, .txt (each also "
+            "compressed: .gz, .bz2, .xz, .zip), .parquet, .pq",
         )
     ]
     assert "skipped" in out and "notes.md" in out

@@ -56,7 +56,7 @@ def test_a_stored_tokenizer_that_changed_is_refused(tmp_path):
     path = tmp_path / "tokenizer.json"
     path.write_bytes(trained("bpe").data)
     assert tokenizers.load_stored(str(path), trained("bpe").fingerprint).vocab_size == 600
-    with pytest.raises(DataError, match="expected the tokenizer of the plan"):
+    with pytest.raises(DataError, match="expected the tokenizer the dataset was converted with"):
         tokenizers.load_stored(str(path), "sha256:" + "0" * 64)
 
 

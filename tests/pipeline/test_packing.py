@@ -105,9 +105,8 @@ def test_steps_per_epoch_of_text_counts_predicted_rows(text_ds):
     with pytest.raises(ConfigError, match="needs the sequence_length"):
         tfpipe.steps_per_epoch(text_ds, 8)
     text = tfpipe.Manifest.load(text_ds).split("train").text
-    rows = fill.predicted_rows(text.length_histogram, 128, "first_fit")
+    rows = round(text.tokens / (128 * fill.predict_fill(text.length_histogram, 128, "first_fit")))
     assert tfpipe.steps_per_epoch(text_ds, 8, sequence_length=128) == rows // 8
-    assert abs(rows * 128 * fill.predict_fill(text.length_histogram, 128, "first_fit") - text.tokens) < 128
     none = tfpipe.steps_per_epoch(text_ds, 8, sequence_length=128, packing="none")
     h = text.length_histogram
     assert none == sum(-(-n // 128) * c for n, c in zip(h["lengths"], h["counts"], strict=True)) // 8

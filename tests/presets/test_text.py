@@ -267,3 +267,59 @@ def test_tf_data_service_equals_local(text_ds):
     for a, b in zip(local, remote, strict=True):
         for key in a:
             assert a[key].tobytes() == b[key].tobytes()
+
+
+@pytest.fixture(scope="module")
+def small_ds(text_ds, tmp_path_factory):
+    """A corpus of 79 documents (the issue's), tokenized by text_ds's tokenizer."""
+    import os
+
+    from _packed_text import convert
+
+    from tfpipe.synthetic import text as corpus
+
+    tok = os.path.join(text_ds, "tokenizer.json")
+    return convert(tmp_path_factory.mktemp("small"), corpus.documents(79), "small", tokenizer=tok)
+
+
+def test_a_batch_larger_than_an_epochs_rows_is_refused_as_for_images(small_ds, capsys):
+    """One split, one count: records are documents, a batch holds rows (packed sequences), and
+    build(), steps_per_epoch and bench refuse a batch larger than the rows one epoch packs into."""
+    import re
+
+    from tfpipe.errors import DataError
+
+    with pytest.raises(DataError) as refused:
+        tfpipe.build(small_ds, batch_size=64, sequence_length=2048)
+    said = str(refused.value)
+    rows = int(
+        re.search(r"It gets (\d+) rows \(packed sequences of 2048 tokens; 79 documents", said).group(1)
+    )
+    assert 0 < rows < 64 and "fewer than one batch of 64 rows: every batch would repeat rows" in said
+    with pytest.raises(DataError) as counted:
+        tfpipe.steps_per_epoch(small_ds, 64, sequence_length=2048)
+    assert (
+        f"has 79 records (documents) that pack into {rows} rows of 2048 tokens, fewer than one batch of 64"
+        in str(counted.value)
+    )
+    assert tfpipe.steps_per_epoch(small_ds, rows, sequence_length=2048) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilingWarning)
+        described = plan(small_ds, batch_size=rows, sequence_length=2048).describe()  # accepted
+    assert f"one epoch packs into ~{rows} rows of 2048 tokens (predicted)" in described
+    assert "(the split has 79: in training a chunk spans" in described  # chunks as the corpus has them
+    from tfpipe.cli import main
+
+    capsys.readouterr()
+    code = main(["bench", "--data", small_ds, "--sequence-length", "2048", "--batch-size", "64", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and f"It gets {rows} rows (packed sequences of 2048 tokens" in err  # before measuring
+
+
+def test_steps_per_epoch_counts_the_rows_build_packs(small_ds):
+    """An EOS per document (the causal outputs) makes more tokens, so as many or more rows."""
+    plain = tfpipe.steps_per_epoch(small_ds, 1, sequence_length=128)
+    causal = tfpipe.steps_per_epoch(small_ds, 1, sequence_length=128, output="causal_lm")
+    assert causal >= plain and causal > 0
+    with pytest.raises(ConfigError, match="Unknown option"):
+        tfpipe.steps_per_epoch(small_ds, 1, sequence_length=128, colour="red")

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from tfpipe.bench.fmt import percent, percent1, rate
-from tfpipe.bench.results import Storage
+from tfpipe.bench.fmt import cores as fmt_cores
+from tfpipe.bench.fmt import figure, percent, percent1, rate
+from tfpipe.bench.results import Storage, TextMeasure
 from tfpipe.bench.tokens import TextFigures
 from tfpipe.bench.verdict import Bottleneck, CoresEstimate, ServiceEstimate
 from tfpipe.bench.wait import Band, band
@@ -115,12 +116,12 @@ def _storage_advice(
     where = "gs://" if storage.location == "gcs" else "local storage"
     reads = f"{rate(storage.examples_per_sec)} {unit}/s"
     if storage.mb_per_sec is not None:
-        reads = f"{storage.mb_per_sec:,.1f} MB/s ({reads}"
+        reads = f"{figure(storage.mb_per_sec)} MB/s ({reads}"
         if storage.requests_per_sec is not None:
-            reads += f", ~{storage.requests_per_sec:,.1f} requests/s"
+            reads += f", ~{figure(storage.requests_per_sec)} requests/s"
         reads += ")"
     needs = (
-        f"{storage.needed_mb_per_sec:,.1f} MB/s ({rate(consumer_eps)} {unit}/s)"
+        f"{figure(storage.needed_mb_per_sec)} MB/s ({rate(consumer_eps)} {unit}/s)"
         if storage.needed_mb_per_sec is not None
         else f"{rate(consumer_eps)} {unit}/s"
     )
@@ -364,17 +365,27 @@ def _length_advice(text: TextFigures) -> list[Recommendation]:
 def _tokenize_advice(text: TextFigures) -> Recommendation:
     m = text.measure
     ms = m.tokenize_ms_per_1k or 0.0
-    cores = f", ~{text.tokenize_cores:,.1f} more cores at the consumer's rate" if text.tokenize_cores else ""
+    cores = (
+        f", {fmt_cores(text.tokenize_cores)} more cores at the consumer's rate" if text.tokenize_cores else ""
+    )
     ratio = ""
     if text.tokenize_ratio is not None:
         whole = text.stages[-1].cpu_ms_per_1k_tokens
         ratio = f", {text.tokenize_ratio:,.1f}x the {whole:.3f} ms the whole pipeline spends"
     return Recommendation(
         "tokenize_at_convert",
-        f"Tokenizing these documents in the pipeline would cost {ms:.3f} CPU ms per 1,000 tokens with "
-        f"the dataset's own tokenizer ({m.tokenizer}; measured here){ratio}{cores}.",
+        f"Tokenizing these documents in the pipeline would cost {figure(ms)} CPU ms per 1,000 tokens with "
+        f"the dataset's own tokenizer ({m.tokenizer}; measured here{_spread(m)}){ratio}{cores}.",
         "Keep tokenizing at convert time (tfpipe convert --tokenizer PATH or --train-tokenizer KIND), "
         "as this dataset is: the pipeline only reads token ids and packs them. Tokenizing inside "
         "tf.data would need tensorflow-text, which requires the `tensorflow` distribution and "
         "installs it over tensorflow-tpu (see the README).",
     )
+
+
+def _spread(m: TextMeasure) -> str:
+    """ ", 0.28-0.31 over 5 rounds": the tokenizer cost's spread, when it was timed in rounds."""
+    low_high = m.tokenize_ms_range
+    if low_high is None or m.tokenize_rounds < 2:
+        return ""
+    return f", {figure(low_high[0])}-{figure(low_high[1])} over {m.tokenize_rounds} rounds"

@@ -62,9 +62,10 @@ class BenchConfig:
     """What to benchmark and against which consumer.
 
     Args:
-      pipeline: the preset, "imagenet", "tabular" or "text". None picks the one `data`'s
-        manifest calls for, as build() picks its preset: tabular for a table, text for a
-        tokenized corpus, else imagenet.
+      pipeline: the preset, "imagenet", "tabular" or "text". None picks text when a text
+        option (sequence_length, packing, truncate) is given, else the one `data`'s manifest
+        calls for, as build() picks its preset: tabular for a table, text for a tokenized
+        corpus, else imagenet.
       data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it
         (for text: the standard library's docstrings, tokenized by a tokenizer trained on them).
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
@@ -133,8 +134,11 @@ class BenchConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, {"data": functools.partial(check_path, optional=True)})
-        if self.pipeline is None:
-            object.__setattr__(self, "pipeline", pipeline_for(self.data))
+        if self.pipeline is None:  # a text option says text, as a tokenizer says text to convert
+            shaped = any(
+                getattr(self, n) not in (None, False) for n in ("sequence_length", "packing", "truncate")
+            )
+            object.__setattr__(self, "pipeline", "text" if shaped else pipeline_for(self.data))
         check_fields(self, _FIELDS)
         for check in _RELATIONS:
             check(self)

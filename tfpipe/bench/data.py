@@ -96,9 +96,9 @@ def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
 
 
 def check_batch(cfg: BenchConfig, examples: int, where: str) -> None:
-    """Refuses a global batch larger than the data: one step would repeat examples (text:
-    sequences, the rows an epoch packs into)."""
-    unit = "sequences" if cfg.pipeline == "text" else "examples"
+    """Refuses a global batch larger than the data: one step would repeat examples. (Text
+    batches hold rows, not records: build() checks them against the rows an epoch packs into.)"""
+    unit = "examples"
     if examples and cfg.global_batch > examples:
         given = "" if cfg.batch_size is not None else "the default "
         raise ConfigError(

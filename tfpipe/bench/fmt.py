@@ -6,6 +6,8 @@ the same wherever it appears.
 
 from __future__ import annotations
 
+import math
+
 # The verdict as a title; the terminal shows it in capitals.
 VERDICT_TITLE = {
     "not_input_bound": "Not input-bound",
@@ -17,6 +19,24 @@ VERDICT_TITLE = {
 def rate(x: float) -> str:
     """A rate in full: `12,345` at 100 and above, else one decimal (`37.5`)."""
     return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
+
+
+def figure(x: float) -> str:
+    """A measured figure with the digits that say something: `1,234`, `12.3`, `1.2`, and two
+    significant digits below 1 (`0.52`, `0.02`, `0.0031`); `0` only for zero."""
+    a = abs(x)
+    if a >= 100 or not math.isfinite(x):
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:,.1f}"
+    if a == 0:
+        return "0"
+    return f"{x:.{1 - math.floor(math.log10(a))}f}".rstrip("0").rstrip(".")
+
+
+def cores(x: float) -> str:
+    """A count of cores, approximate: `~2.4`, and `< 0.1` where one decimal would say 0.0."""
+    return "< 0.1" if x < 0.05 else f"~{x:,.1f}"
 
 
 def rate_short(x: float) -> str:

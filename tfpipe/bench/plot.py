@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, percent, percent1, rate_short
+from tfpipe.bench.fmt import VERDICT_TITLE, figure, percent, percent1, rate_short
 from tfpipe.bench.report import Report
 from tfpipe.bench.verdict import rate_at
 from tfpipe.errors import ConfigError
@@ -165,7 +165,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
 
 
 def _mb(mb_per_sec: float | None) -> str:
-    return "" if mb_per_sec is None else f" ({mb_per_sec:,.1f} MB/s)"
+    return "" if mb_per_sec is None else f" ({figure(mb_per_sec)} MB/s)"
 
 
 def _scaling_panel(ax2: Any, report: Report) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe.bench.advice import fill_sentence, padding_sentence
-from tfpipe.bench.fmt import VERDICT_TITLE, human_bytes, percent, percent1, rate
+from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
+from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.report import Report
+from tfpipe.bench.results import TextMeasure
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
@@ -20,7 +22,7 @@ def renderables(report: Report) -> list[Any]:
 
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
-    summary.add_column()
+    summary.add_column(overflow="fold")  # a path or URL longer than the cell folds, never cut
     rows = (
         _measured_rows(report)
         + _profile_rows(report)
@@ -33,10 +35,29 @@ def renderables(report: Report) -> list[Any]:
     color = _COLOR[report.verdict]
     return [
         Panel(summary, title="tfpipe bench", border_style=color),
+        *_in_full(report),
         _stage_table(report),
         _scaling_table(report),
         _recommendations(report),
     ]
+
+
+# Paths and URLs longer than this are printed again in full below the summary, on lines of
+# their own that the terminal wraps, so they copy whole (a table cell folds them with borders).
+_LONG = 40
+
+
+class WholeLine(str):
+    """A line to print as it is, however wide the terminal (`Console.print(line,
+    soft_wrap=True, markup=False)`): the terminal wraps it, so it is selected and copied whole."""
+
+
+def _in_full(report: Report) -> list[WholeLine]:
+    """The long paths and URLs of the summary, each on one line that is never cut or folded."""
+    named = [("dataset", report.dataset.path), ("consumer source", report.consumer.url or "")]
+    if report.profile is not None:
+        named.append(("profile", report.profile.path))
+    return [WholeLine(f"{what}: {value}") for what, value in named if len(value) > _LONG]
 
 
 def _measured_rows(report: Report) -> list[tuple[str, Any]]:
@@ -108,11 +129,11 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
     unit = "examples" if report.text is None else "sequences"
     text = f"{where}, read without a cache: {rate(s.examples_per_sec)} {unit}/s"
     if s.mb_per_sec is not None:
-        text += f" = {s.mb_per_sec:,.1f} MB/s"
+        text += f" = {figure(s.mb_per_sec)} MB/s"
     if s.requests_per_sec is not None:
-        text += f", ~{s.requests_per_sec:,.1f} requests/s (estimated: one GET per 64 MiB block)"
+        text += f", ~{figure(s.requests_per_sec)} requests/s (estimated: one GET per 64 MiB block)"
     if s.needed_mb_per_sec is not None:
-        text += f"; the consumer needs {s.needed_mb_per_sec:,.1f} MB/s"
+        text += f"; the consumer needs {figure(s.needed_mb_per_sec)} MB/s"
     rows: list[tuple[str, Any]] = [("Storage", text)]
     if s.first_epoch_examples_per_sec is not None:
         rows.append(
@@ -211,7 +232,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         ),
         (
             "",
-            f"~{cpu.cores:.1f} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per {unit} "
+            f"{fmt_cores(cpu.cores)} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per {unit} "
             f"x {rate(report.consumer.examples_per_sec)} {unit}s/s)",
         ),
     ]
@@ -246,20 +267,37 @@ def _text_rows(report: Report) -> list[tuple[str, Any]]:
             "Lengths",
             f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
             f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {m.documents:,} longer than "
-            f"{room:,} ({past}); chunks of {m.chunk_documents:,} documents pack into "
-            f"{m.rows_per_chunk:,.1f} rows each",
+            f"{room:,} ({past}); {_chunks(m)}",
         ),
-        (
-            "Tokenizer",
-            f"{m.tokenizer or 'none named'}: "
-            + (
-                f"encodes these documents at {m.tokenize_ms_per_1k:.3f} CPU ms per 1,000 tokens here, what "
-                "tokenizing in the pipeline would add"
-                if m.tokenize_ms_per_1k is not None
-                else f"its cost was not measured ({m.tokenize_note})"
-            ),
-        ),
+        ("Tokenizer", f"{m.tokenizer or 'none named'}: {_tokenize_cost(m)}"),
     ]
+
+
+def _chunks(m: TextMeasure) -> str:
+    """The chunks as the corpus has them, and the rows of one epoch."""
+    epoch = f"one epoch packs into ~{m.epoch_rows:,} rows"
+    if m.documents < m.chunk_documents:  # in training a chunk holds documents of several epochs
+        return (
+            f"{epoch}; a chunk packs {m.chunk_documents:,} documents together, more than the "
+            f"corpus's {m.documents:,}: each spans {m.chunk_documents / m.documents:,.1f} epochs"
+        )
+    return f"{epoch}, in chunks of {m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each"
+
+
+def _tokenize_cost(m: TextMeasure) -> str:
+    """The tokenizer's measured cost with its spread over rounds, or why it was not measured."""
+    if m.tokenize_ms_per_1k is None:
+        return f"its cost was not measured ({m.tokenize_note})"
+    spread = (
+        f" (median of {m.tokenize_rounds} rounds, {figure(m.tokenize_ms_range[0])}-"
+        f"{figure(m.tokenize_ms_range[1])})"
+        if m.tokenize_ms_range is not None and m.tokenize_rounds > 1
+        else ""
+    )
+    return (
+        f"encodes these documents at {figure(m.tokenize_ms_per_1k)} CPU ms per 1,000 tokens here{spread}, "
+        "what tokenizing in the pipeline would add"
+    )
 
 
 def _check_rows(report: Report) -> list[tuple[str, Any]]:

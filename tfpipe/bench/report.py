@@ -245,6 +245,7 @@ def text_json(t: TextFigures) -> dict[str, Any]:
         "scaling": [_round_all(dataclasses.asdict(p)) for p in t.scaling],
         "chunk_documents": m.chunk_documents,
         "rows_per_chunk": _r(m.rows_per_chunk),
+        "epoch_rows": m.epoch_rows,
         "documents": m.documents,
         "tokens": m.tokens,
         "lengths": dict(m.lengths),
@@ -252,6 +253,10 @@ def text_json(t: TextFigures) -> dict[str, Any]:
         "suggested_length_fill": _r(m.suggested_fill),
         "tokenizer": m.tokenizer,
         "tokenize_ms_per_1k_tokens": None if m.tokenize_ms_per_1k is None else _r(m.tokenize_ms_per_1k),
+        "tokenize_ms_per_1k_tokens_range": None
+        if m.tokenize_ms_range is None
+        else [_r(m.tokenize_ms_range[0]), _r(m.tokenize_ms_range[1])],
+        "tokenize_rounds": m.tokenize_rounds,
         "tokenize_note": m.tokenize_note or None,
         "tokenize_cores": None if t.tokenize_cores is None else _r(t.tokenize_cores),
         "alternative": _alternative_json(t),

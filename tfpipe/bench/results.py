@@ -271,6 +271,11 @@ class TextMeasure:
       tokenize_ms_per_1k: CPU ms the dataset's own tokenizer took to encode 1,000 tokens of a
         sample of its documents (decoded first), here; None when not measured.
       tokenize_note: why it was not measured, when it was not.
+      epoch_rows: the rows one epoch of the split packs into, predicted from its length
+        histogram as the pipeline packs (`fill.epoch_rows`: the count build() and
+        steps_per_epoch use).
+      tokenize_ms_range: the lowest and highest of `tokenize_ms_per_1k` over its
+        `tokenize_rounds` timed rounds (the figure is their median); None when not measured.
     """
 
     sequence_length: int
@@ -292,6 +297,9 @@ class TextMeasure:
     tokenizer: str = ""
     tokenize_ms_per_1k: float | None = None
     tokenize_note: str = ""
+    epoch_rows: int = 0
+    tokenize_ms_range: tuple[float, float] | None = None
+    tokenize_rounds: int = 0
 
     @property
     def fill(self) -> float:

@@ -7,18 +7,21 @@ truth runs, each with its own warm-up.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import platform
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench import data, output, producer, reading, results
 from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.report import Report
+from tfpipe.errors import DataError
 from tfpipe.manifest import Manifest
 from tfpipe.storage import is_gcs
 
@@ -49,7 +52,8 @@ def bench(
       DataError: `data` does not exist, is raw data (a table, an image folder), or holds no
         such split; or `from_profile` cannot give a training step time (ProfileError: no
         profile there, corrupt, CPU-only, no training steps). All are raised before anything
-        is timed.
+        is timed; and data that breaks while it is timed (a corrupt shard), in the words
+        build()'s pipeline says it in (the shard, and the way out).
       MissingExtraError: `from_profile` needs xprof (`pip install "tfpipe[profile]"`).
 
     Example:
@@ -65,13 +69,44 @@ def _measure_and_conclude(cfg: BenchConfig, say: StatusCallback, *, started: flo
     conclusion from them."""
     if cfg.profile:
         output.check_folder(cfg.profile, "profile (--profile)")
+    cfg, profile = _read_profile(cfg, say)
+    source = data.resolve(cfg, say)
+    pipe = _plan(cfg, source, say)
+    with _data_errors(source.info.path):
+        return _measured(cfg, say, started, source, pipe, profile)
+
+
+@contextlib.contextmanager
+def _data_errors(where: str) -> Iterator[None]:
+    """A TensorFlow error out of the pipeline while it is timed (a corrupt shard, a record that
+    does not parse) as a DataError in its own words: what build() says of it, where it names
+    the shard and the way out, and not a traceback."""
+    from tfpipe._tf import tf
+
+    try:
+        yield
+    except tf().errors.OpError as e:
+        text = " ".join(str(e.message).split())
+        said = re.search(r"assertion failed: \[(.*?)\](?: \[\[|$)", text)
+        detail = said.group(1) if said else text[:500]
+        raise DataError(
+            f"{where}: the pipeline stopped while bench read it ({type(e).__name__}): {detail}"
+        ) from None
+
+
+def _measured(
+    cfg: BenchConfig,
+    say: StatusCallback,
+    started: float,
+    source: data.BenchData,
+    pipe: Pipeline,
+    profile: Profile | None,
+) -> Report:
+    """The measurements of a planned pipeline, and the conclusion from them."""
     from tfpipe.bench import consumer as consumers
     from tfpipe.bench.models import outputs_for
 
-    cfg, profile = _read_profile(cfg, say)
-    source = data.resolve(cfg, say)
     manifest = source.manifest
-    pipe = _plan(cfg, source, say)
     text = _count_text(pipe, cfg, say)
     num_classes = outputs_for(pipe) if cfg.model else 0
     stages, scaling = _time_producer(pipe, cfg, say, text)
@@ -158,11 +193,9 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     from tfpipe.bench import textmeasure
 
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
-    text = textmeasure.measure(pipe, seconds=cfg.seconds)
-    data.check_batch(
-        cfg, int(text.documents / text.chunk_documents * text.rows_per_chunk), "one epoch's rows"
-    )
-    return text
+    # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
+    # rule, on `fill.epoch_rows`, the count reported here).
+    return textmeasure.measure(pipe, seconds=cfg.seconds)
 
 
 def _units(text: results.TextMeasure | None) -> dict[str, float] | None:

@@ -41,8 +41,10 @@ LANES = 128
 MIN_BATCHES = 4
 FILL_PRECISION = 0.004
 MAX_COUNT_SECONDS = 60.0
-# Tokens the tokenizer's cost is timed on (decoded from the first batches' documents).
+# Tokens the tokenizer's cost is timed on (decoded from the first batches' documents), and
+# the rounds it is timed in after one untimed: the median, with the lowest and highest.
 TOKENIZE_SAMPLE = 50_000
+TOKENIZE_ROUNDS = 5
 
 
 def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
@@ -55,6 +57,8 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     Raises:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
+    from tfpipe.pipeline.fill import epoch_rows
+
     pack = pipe.decoder.packing
     text = _split_text(pipe)
     L = pack.sequence_length
@@ -90,8 +94,11 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         suggested_length=suggested,
         suggested_fill=predict(pipe, hist, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
-        tokenize_ms_per_1k=tokenize,
+        tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,
+        epoch_rows=epoch_rows(pack),
+        tokenize_ms_range=None if tokenize is None else (min(tokenize), max(tokenize)),
+        tokenize_rounds=0 if tokenize is None else len(tokenize),
     )
 
 
@@ -99,9 +106,9 @@ def _packed_tokens(histogram: Mapping[str, Any], extra: int, truncate_at: int | 
     """Mean tokens a document carries as packed: its own, `extra` added, cut at `truncate_at`."""
     if truncate_at is None:
         return sum(histogram["tokens"]) / sum(histogram["counts"]) + extra
-    from tfpipe.pipeline.fill import lengths_of
+    from tfpipe.pipeline.fill import lengths_of, shifted
 
-    return float(np.minimum(lengths_of(_shifted(histogram, extra)), truncate_at).mean())
+    return float(np.minimum(lengths_of(shifted(histogram, extra)), truncate_at).mean())
 
 
 def _split_text(pipe: Pipeline) -> Any:
@@ -137,7 +144,7 @@ def _modes(pack: Any) -> tuple[str, ...]:
 def predict(pipe: Pipeline, histogram: Mapping[str, Any], L: int, mode: str) -> float:
     """The fill of `mode` at `L`, predicted from the histogram as this pipeline packs: its
     chunk, its EOS or [CLS]/[SEP] added to each document, its truncation."""
-    from tfpipe.pipeline.fill import predict_fill
+    from tfpipe.pipeline.fill import predict_fill, shifted
     from tfpipe.pipeline.packing_numpy import chunk_documents
 
     pack = pipe.decoder.packing
@@ -146,17 +153,7 @@ def predict(pipe: Pipeline, histogram: Mapping[str, Any], L: int, mode: str) -> 
     if chunk is None:  # another L: the chunk build() would choose at that L
         mean = sum(histogram["tokens"]) / max(1, sum(histogram["counts"])) + extra
         chunk = chunk_documents(L, mean) if not pack.classify else chunk_documents(L, L)
-    return predict_fill(_shifted(histogram, extra), L, mode, truncate=pack.truncate, chunk=chunk)  # type: ignore[arg-type]
-
-
-def _shifted(histogram: Mapping[str, Any], extra: int) -> dict[str, list[int]]:
-    """The histogram of the documents as packed: `extra` tokens longer each."""
-    counts = list(histogram["counts"])
-    return {
-        "lengths": [lo + extra for lo in histogram["lengths"]],
-        "counts": counts,
-        "tokens": [t + extra * c for t, c in zip(histogram["tokens"], counts, strict=True)],
-    }
+    return predict_fill(shifted(histogram, extra), L, mode, truncate=pack.truncate, chunk=chunk)  # type: ignore[arg-type]
 
 
 def _percentiles(histogram: Mapping[str, Any], L: int) -> dict[str, int]:
@@ -242,9 +239,11 @@ def _tokenizer_words(pipe: Pipeline) -> str:
     return "" if tok is None else f"{tok.kind} {tok.file}, {tok.vocab_size:,} ids"
 
 
-def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[float | None, str]:
-    """CPU ms the dataset's own tokenizer takes to encode 1,000 tokens: documents of the first
-    batches decoded, then encoded again and timed. (None, why) when it cannot run here."""
+def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[list[float] | None, str]:
+    """CPU ms the dataset's own tokenizer takes to encode 1,000 tokens, in each of
+    TOKENIZE_ROUNDS rounds after an untimed one: documents of the first batches decoded, then
+    encoded again, timed in this thread's CPU time (the process's would count the pipeline's
+    threads still busy beside it). (None, why) when it cannot run here."""
     from tfpipe import storage
     from tfpipe.errors import MissingExtraError
 
@@ -253,16 +252,18 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[float | Non
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.convert.tokenizers import load_stored
+        from tfpipe.convert.tokenizers import load_checked
 
-        tok = load_stored(storage.join(manifest.root, info.file), info.fingerprint)
+        tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
         return None, str(e)
     texts = [tok.decode(ids) for ids in sample]
-    cpu = time.process_time()
-    encoded = tok.encode(texts)
-    spent = time.process_time() - cpu
-    count = sum(len(e) for e in encoded)
-    if not count or not math.isfinite(spent):
+    count = sum(len(e) for e in tok.encode(texts))  # untimed: the first call warms its caches
+    if not count:
         return None, "the sample held no tokens"
-    return 1e6 * spent / count, ""
+    costs = []
+    for _ in range(TOKENIZE_ROUNDS):
+        cpu = time.thread_time()
+        tok.encode(texts)
+        costs.append(1e6 * (time.thread_time() - cpu) / count)
+    return costs, ""

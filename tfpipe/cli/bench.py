@@ -266,10 +266,13 @@ def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
 
 
 def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.render import WholeLine, renderables
 
     for item in renderables(report):
-        out.print(item)
+        if isinstance(item, WholeLine):  # a path or URL: one line, never cut or folded
+            out.print(item, soft_wrap=True, markup=False)
+        else:
+            out.print(item)
     if args.json:
         from tfpipe import storage
 

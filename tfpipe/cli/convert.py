@@ -63,7 +63,7 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"],
+        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"],
         help="source format (default: auto, by content; text when a tokenizer option is given)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
@@ -170,7 +170,13 @@ def _add_text_flags(g: argparse._ArgumentGroup) -> None:
         help="train a tokenizer on the corpus instead, deterministically: SentencePiece unigram "
         "(or BPE), byte-level BPE or WordPiece; needs --vocab-size",
     )
-    g.add_argument("--vocab-size", type=int, metavar="N", help="the trained tokenizer's vocabulary size")
+    g.add_argument(
+        "--vocab-size",
+        type=int,
+        metavar="N",
+        help="the trained tokenizer's vocabulary size; a corpus too small for N gives the most it "
+        "can, said in a note",
+    )
     g.add_argument(
         "--text-field",
         default="text",

@@ -67,7 +67,13 @@ def run(args: argparse.Namespace) -> int:
         for problem in check.problems:
             out.print(f"    {problem}")
     n_bad = sum(1 for c in report.shards if not c.ok)
-    out.print(f"verify: {len(report.shards) - n_bad} of {len(report.shards)} shards ok")
+    tok = report.tokenizer
+    if tok is not None:
+        out.print(f"  {tok.name}: fingerprint {'ok' if tok.ok else 'FAILED'}")
+        for problem in tok.problems:
+            out.print(f"    {problem}")
+    told = "" if tok is None else "; the tokenizer ok" if tok.ok else "; the tokenizer FAILED"
+    out.print(f"verify: {len(report.shards) - n_bad} of {len(report.shards)} shards ok{told}")
     return 0 if report.ok else 1
 
 
@@ -83,6 +89,11 @@ def _print_tokenizer(out, manifest) -> None:
         f"{tok.fingerprint}"
     )
     out.print(f"    its round trip may change: {tok.normalization}")
+    from tfpipe.verify import check_tokenizer
+
+    check = check_tokenizer(manifest)
+    for problem in check.problems if check is not None else ():
+        out.print(f"  WARNING: {tok.file}: {problem}")
 
 
 def _print_text(out, manifest, name: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import as_int, check_choice, check_int
 
-Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "text"]
+Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"]
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
@@ -23,14 +23,14 @@ TokenizerTraining = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpi
 _FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
 
 _IMAGES = ("imagenet", "images")
-_TABLES = ("csv", "parquet", "arrow")
+_TABLES = ("csv", "parquet", "arrow", "jsonl")
 _TEXT = ("text",)
 _SOURCE_KINDS = {
     _IMAGES: "image folders (--format imagenet or images)",
-    _TABLES: "tables (--format csv, parquet or arrow)",
+    _TABLES: "tables (--format csv, parquet, arrow or jsonl)",
     ("csv",): "CSV files (--format csv)",
     _TEXT: "text corpora (--format text)",
-    (*_TABLES, *_TEXT): "tables and text corpora (--format csv, parquet, arrow or text)",
+    (*_TABLES, *_TEXT): "tables and text corpora (--format csv, parquet, arrow, jsonl or text)",
 }
 APPLIES_TO: dict[str, tuple[str, ...]] = {
     "resize_shorter": _IMAGES,
@@ -340,6 +340,7 @@ _SOURCE_NOUNS = {
     "csv": "a CSV table",
     "parquet": "a Parquet table",
     "arrow": "an Arrow IPC table",
+    "jsonl": "a JSON Lines table",
     "text": "a text corpus",
 }
 

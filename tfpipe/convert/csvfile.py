@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
-from tfpipe.convert import textfile
+from tfpipe.convert import jsonlfile, textfile
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
@@ -87,6 +87,11 @@ def check_shape(
         encoding the bytes look like).
     """
     ragged = 0
+    if jsonlfile.looks_like(textfile.read_head(path)):  # never JSON parsed as CSV
+        raise DataError(
+            f"{path}: expected {WHAT}. Received: JSON Lines (its first line is a JSON object). Pass "
+            "--format jsonl (format='jsonl') to read its records as a table."
+        )
     with textfile.open_text(path, encoding, WHAT, newline="") as text:
         reader = csv.reader(text, delimiter=separator(path))
         try:

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import textfile
+from tfpipe.convert import jsonlfile, textfile, textfiles
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.labels import SYNSET_RE, read_labels
@@ -223,7 +223,7 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
         TABLE_SUFFIXES[os.path.splitext(n)[1].lower()]
         for n in files
         if os.path.splitext(n)[1].lower() in TABLE_SUFFIXES
-    }
+    } | {"jsonl" for n in files if textfiles.kind_of(n) == "jsonl"}  # `.jsonl.gz` too
     if len(tables) == 1:
         fmt = tables.pop()
         return FormatChoice(fmt, f"a folder of {fmt} files")
@@ -256,6 +256,10 @@ def _file_format(src: str, suffix: str) -> FormatChoice:
             f"{src}: expected a table file (CSV, Parquet, Arrow IPC) or a folder. Received: {magic.name}.{advice}"
         )
     packed, named = textfile.compression(head), TABLE_SUFFIXES.get(suffix)
+    if textfiles.kind_of(src) == "jsonl":  # `t.jsonl`, `t.jsonl.gz`: a table or a corpus (run decides)
+        return FormatChoice("jsonl", f"a JSON Lines file ({os.path.basename(src)})")
+    if named is None and jsonlfile.looks_like(textfile.read_head(src)):
+        return FormatChoice("jsonl", "its first line is a JSON object (JSON Lines)")
     if packed and named in (None, "csv"):
         textfile.read_head(src)  # refuses an Excel workbook, or a zip of several files, by name
         return FormatChoice("csv", f"{packed}-compressed data, read as CSV text by its content")

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from typing import Any
 
@@ -135,6 +136,25 @@ class Dataset:
 def partitioned(src: str, entries: list[tuple[str, bool]]) -> bool:
     """Whether a folder's visible entries (name, is_dir) hold Hive partition folders."""
     return any(is_dir and _PARTITION_RE.match(name) for name, is_dir in entries)
+
+
+def walk(src: str) -> list[str]:
+    """Every file under `src` that readers take, as sorted '/'-separated relative paths."""
+    if storage.is_gcs(src):
+        rels = [r for r, _, _, _ in storage.gcs_entries(src, recursive=True)]
+    else:
+        rels, seen = [], set()
+        for root, dirs, names in os.walk(src, followlinks=True):
+            real = os.path.realpath(root)
+            if real in seen:
+                raise DataError(
+                    f"{root}: the same folder as one already read (a symbolic link loop or a second link)"
+                )
+            seen.add(real)
+            dirs[:] = [d for d in dirs if not ignored(d)]
+            rel = os.path.relpath(root, src).replace(os.sep, "/")
+            rels += [n if rel == "." else f"{rel}/{n}" for n in names]
+    return sorted(r for r in rels if not any(ignored(p) for p in r.split("/")))
 
 
 def hive_dataset(src: str, relative: list[str]) -> Dataset:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -129,11 +128,11 @@ class ConvertPlan:
 
     def record(self) -> dict[str, Any]:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
-        labels = self.options.get("labels_file")
+        paths = {k: storage.resolved(v) for k in ("labels_file", "tokenizer") if (v := self.options.get(k))}
         record = {
             "plan_version": PLAN_VERSION,
-            "src": resolved(self.src),
-            "options": self.options | ({"labels_file": resolved(labels)} if labels else {}),
+            "src": storage.resolved(self.src),
+            "options": self.options | paths,
             "inputs": self.fingerprint,
             "n_items": self.n_items,
             "n_shards": self.n_shards,
@@ -270,12 +269,6 @@ def make_plan(
         source.notes,
         source.tokenizer,
     )
-
-
-def resolved(path: str) -> str:
-    """A local path made absolute, symbolic links followed, so two spellings of one path
-    compare equal; a gs:// path as it is."""
-    return path if storage.is_gcs(path) else os.path.realpath(path)
 
 
 # ---- the decision ----

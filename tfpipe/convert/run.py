@@ -24,7 +24,16 @@ from tfpipe.convert import folders, tables, textfiles
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
-from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan, refuse_finished
+from tfpipe.convert.plan import (
+    ConvertPlan,
+    Refuse,
+    Resume,
+    SplitTextFiles,
+    Start,
+    decide,
+    make_plan,
+    refuse_finished,
+)
 from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import ImageSource, Source, joining, open_source
 from tfpipe.convert.tables import TableScan
@@ -64,10 +73,11 @@ def convert(
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
 
     Args:
-      src: an image folder tree, a flat validation folder (with `labels_file`), a CSV or
-        Parquet file (or a folder of them), or a text corpus (`.jsonl`, `.jsonl.gz`, `.txt`
-        or `.parquet` files: one, a folder or a glob; with `tokenizer` or `train_tokenizer`).
-        Local or gs://.
+      src: an image folder tree, a flat validation folder (with `labels_file`), a CSV,
+        Parquet, Arrow or JSON Lines table file (or a folder of them), or a text corpus
+        (`.jsonl`, `.txt` or `.parquet` files, also compressed: one, a folder or a glob; with
+        `tokenizer` or `train_tokenizer`; JSON Lines without one are a table, unless their
+        records hold text). Local or gs://.
       dest: the output directory, local or gs://. Not inside `src`.
       shards: how to cut shards, as a ShardConfig; or pass its fields as options.
       config: everything else, as a ConvertConfig; or pass its fields as options.
@@ -242,7 +252,9 @@ def _convert_locked(
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
-    for name, data in plan.split_files(text := plan.text_files(shards)):  # text: lengths, with shards
+    text = plan.text_files(shards)
+    _check_written(src, source, text)
+    for name, data in plan.split_files(text):  # text: lengths, with shards
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
         pause_point("split-file-committed")
     manifest = plan.manifest(shards, existing, time.monotonic() - started, text)
@@ -258,15 +270,21 @@ def _convert_locked(
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
-    for name, listed in _emptied_classes(source, manifest.split(plan.split)):
-        warnings.warn(
-            f"class {name!r} has 0 examples in split {plan.split!r}: all {listed} of its image files "
-            "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
-            "no other label shifts; replace the files and convert again with --overwrite.",
-            EmptyClassWarning,
-            stacklevel=3,
-        )
+    _warn_emptied_classes(source, manifest, plan.split)
     return manifest
+
+
+def _check_written(src: str, source: Source, text: SplitTextFiles | None) -> None:
+    """Refuses to commit a text split whose every document was left out as empty (text the
+    tokenizer drops whole: the first pass refuses a corpus of empty documents already)."""
+    if text is None or text.tally.documents:
+        return
+    normalization = source.tokenizer.normalization if source.tokenizer else ""
+    raise DataError(
+        f"{src}: expected documents that tokenize to something. Received: every one of the "
+        f"{text.tally.empty:,} left out, the first at {text.tally.first_empty}; nothing was committed. "
+        + " ".join(text.tally.notes(normalization))
+    )
 
 
 def _check_tables_unchanged(source: Source) -> None:
@@ -282,6 +300,17 @@ def _check_tables_unchanged(source: Source) -> None:
                 "shards would mix rows of two versions; nothing was committed. Convert it again "
                 "(--overwrite) once nothing writes to it."
             )
+
+
+def _warn_emptied_classes(source: Source, manifest: Manifest, split: str) -> None:
+    for name, listed in _emptied_classes(source, manifest.split(split)):
+        warnings.warn(
+            f"class {name!r} has 0 examples in split {split!r}: all {listed} of its image files "
+            "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
+            "no other label shifts; replace the files and convert again with --overwrite.",
+            EmptyClassWarning,
+            stacklevel=4,
+        )
 
 
 def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
@@ -306,6 +335,8 @@ def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tupl
         return "text", f"auto: the dataset it joins (splits {sorted(joins.splits)}) is text"
     try:
         choice = folders.explain_format(src, cfg.labels_file)
+        if choice.format == "jsonl":
+            _refuse_a_corpus_as_a_table(src, cfg)
     except DataError:
         if textfiles.looks_like_corpus(src):
             raise ConfigError(
@@ -314,6 +345,27 @@ def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tupl
             ) from None
         raise
     return choice.format, f"auto: {choice.reason}"
+
+
+def _refuse_a_corpus_as_a_table(src: str, cfg: ConvertConfig) -> None:
+    """JSON Lines without a tokenizer option are read as a table, unless their first record
+    holds text in the text field: that is a corpus whose tokenizer was forgotten.
+
+    Raises:
+      ConfigError: naming the field, the way to tokenize it, and the way to keep it a table.
+    """
+    from tfpipe.convert import jsonlfile
+    from tfpipe.convert.tableread import list_table
+
+    first = jsonlfile.first_object(list_table(src, "jsonl").files[0])
+    if first is None or not isinstance(first.get(cfg.text_field), str):
+        return
+    raise ConfigError(
+        f"{src} holds JSON Lines whose records have text in field {cfg.text_field!r}: a text corpus, "
+        "which needs a tokenizer. Pass --tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece "
+        "--vocab-size N. To convert the records as a table instead (the text a string feature), pass "
+        "--format jsonl."
+    )
 
 
 def _check_not_inside(src: str, dest: str) -> None:

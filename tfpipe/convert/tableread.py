@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import arrowfile, csvfile, parquetfile
+from tfpipe.convert import arrowfile, csvfile, jsonlfile, parquetfile
 from tfpipe.errors import DataError, TfpipeError
 from tfpipe.manifest import SkippedInput
 
@@ -38,8 +38,9 @@ TABLE_SUFFIXES = {
     ".parquet": "parquet",
     ".pq": "parquet",
     **dict.fromkeys(arrowfile.SUFFIXES, "arrow"),
+    **dict.fromkeys(jsonlfile.SUFFIXES, "jsonl"),
 }
-TYPED_FORMATS = ("parquet", "arrow")
+TYPED_FORMATS = ("parquet", "arrow", "jsonl")
 """Table formats whose columns carry their types (CSV's are text, typed by `infer`)."""
 NullValues = Mapping[str, tuple[str, ...]]
 
@@ -75,7 +76,7 @@ def list_table(src: str, fmt: str) -> parquetfile.Dataset:
     entries = _entries(src)
     suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
     if fmt == "parquet" and parquetfile.partitioned(src, [(n, d) for n, d in entries]):
-        return parquetfile.hive_dataset(src, _walk(src))
+        return parquetfile.hive_dataset(src, parquetfile.walk(src))
     folders = [n for n, is_dir in entries if is_dir]
     if folders:
         raise DataError(
@@ -107,25 +108,6 @@ def _entries(src: str) -> list[tuple[str, bool]]:
     return sorted(e for e in found if not parquetfile.ignored(e[0]))
 
 
-def _walk(src: str) -> list[str]:
-    """Every file under `src` that readers take, as sorted '/'-separated relative paths."""
-    if storage.is_gcs(src):
-        rels = [r for r, _, _, _ in storage.gcs_entries(src, recursive=True)]
-    else:
-        rels, seen = [], set()
-        for root, dirs, names in os.walk(src, followlinks=True):
-            real = os.path.realpath(root)
-            if real in seen:
-                raise DataError(
-                    f"{root}: the same folder as one already read (a symbolic link loop or a second link)"
-                )
-            seen.add(real)
-            dirs[:] = [d for d in dirs if not parquetfile.ignored(d)]
-            rel = os.path.relpath(root, src).replace(os.sep, "/")
-            rels += [n if rel == "." else f"{rel}/{n}" for n in names]
-    return sorted(r for r in rels if not any(parquetfile.ignored(p) for p in r.split("/")))
-
-
 def _refuse_special(path: str, expected: str, folder_ok: bool = True) -> None:
     """Refuses a FIFO, socket or device (reading one would block or never end), by name."""
     try:
@@ -137,9 +119,10 @@ def _refuse_special(path: str, expected: str, folder_ok: bool = True) -> None:
 
 
 def _suffix(name: str, fmt: str) -> str:
-    """`.csv` for `t.csv` and, as pandas reads them, `t.csv.gz`, `.bz2`, `.xz` and `.zip`."""
+    """`.csv` for `t.csv` and, as pandas reads them, `t.csv.gz`, `.bz2`, `.xz` and `.zip`
+    (`.jsonl` for JSON Lines alike)."""
     stem, suffix = os.path.splitext(name.lower())
-    if fmt == "csv" and suffix in csvfile.COMPRESSED:
+    if fmt in ("csv", "jsonl") and suffix in csvfile.COMPRESSED:
         suffix = os.path.splitext(stem)[1]
     return suffix
 
@@ -213,6 +196,8 @@ def _reader(
     if reading.fmt == "csv":
         errors = (pd.errors.ParserError, ValueError, UnicodeError)
         return _csv_frames(path, reading, chunk_rows, header), errors, "CSV text"
+    if reading.fmt == "jsonl":  # its own errors name the line
+        return jsonlfile.frames(path, chunk_rows, reading.kinds), (), "JSON Lines records"
     if reading.fmt == "arrow":
         return (
             arrowfile.batches(arrowfile.open_file(path), chunk_rows),

@@ -181,7 +181,7 @@ class FileState:
 def check_options(src: str, fmt: str, options: TableOptions, listing: parquetfile.Dataset) -> None:
     """Refuses declared types of columns that carry their own (`config.check_applies` refuses
     the options that do not apply to a format at all)."""
-    name = {"parquet": "Parquet", "arrow": "Arrow IPC"}.get(fmt, fmt)
+    name = {"parquet": "Parquet", "arrow": "Arrow IPC", "jsonl": "JSON Lines"}.get(fmt, fmt)
     declared = sorted(set(options.column_types) - set(listing.keys)) if fmt in TYPED_FORMATS else []
     if declared:
         raise ConfigError(
@@ -219,7 +219,7 @@ def scan_file(
             return found
         if header is None:
             return found  # ragged rows, listed in problems: the values would be shifted
-    else:
+    elif fmt != "jsonl":  # JSON Lines have no schema: JSON types each value
         schema = (
             arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
         )

@@ -62,14 +62,15 @@ class TextScan:
 class _Labels:
     """The labels seen by the first pass: text ones, numbers, and the first of each."""
 
-    names: set[str] = dataclasses.field(default_factory=set)
+    names: dict[str, str] = dataclasses.field(default_factory=dict)  # text label -> where first seen
     first_text: str = ""
     first_number: str = ""
     declared: tuple[str, ...] | None = None  # a Parquet ClassLabel's names
+    known: tuple[str, ...] = ()  # the class names of the dataset this split joins
 
     def add(self, label: Any, place: str, problems: Problems) -> None:
         if isinstance(label, str):
-            self.names.add(label)
+            self.names.setdefault(label, f"{place} ({label!r})")
             self.first_text = self.first_text or f"{place} ({label!r})"
             return
         number = _integral(label)
@@ -79,6 +80,12 @@ class _Labels:
             problems.add(
                 f"{place}: label {number} is not a class index of the file's ClassLabel "
                 f"{list(self.declared)[:10]} (0..{len(self.declared) - 1})"
+            )
+        elif self.declared is None and self.known and not 0 <= number < len(self.known):
+            # The dataset names its classes: a number is one of their indices, or nothing.
+            problems.add(
+                f"{place}: label {number} is not a class index of the dataset this split joins "
+                f"({list(self.known)[:10]}, 0..{len(self.known) - 1})"
             )
         self.first_number = self.first_number or f"{place} ({label!r})"
 
@@ -106,8 +113,8 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
       DataError: every problem found (up to `infer.PROBLEMS_SHOWN`), at once.
     """
     listing = textfiles.list_corpus(src)
-    problems, labels = Problems(), _Labels()
-    counts, identities, chars, blank = [], [], 0, 0
+    problems, labels = Problems(), _Labels(known=known)
+    counts, identities, chars, blank, textless = [], [], 0, 0, 0
     for path in listing.files:
         if reading.label and textfiles.kind_of(path) == "txt":
             raise DataError(
@@ -121,6 +128,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
         for doc in textfiles.read_documents(path, reading, problem=problems.add):
             n += 1
             chars += len(doc.text)
+            textless += not doc.text.strip()
             blank += max(0, doc.line - last - 1) if textfiles.kind_of(path) == "jsonl" else 0
             last = doc.line
             if reading.label:
@@ -133,6 +141,16 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     if not sum(counts):
         raise DataError(
             f"{src}: expected at least one document. Received: none in {len(listing.files)} file(s)"
+        )
+    if textless == sum(counts):
+        raise DataError(
+            f"{src}: expected documents with text. Received: {textless:,} document(s) in "
+            f"{len(listing.files)} file(s), every one empty or whitespace only: nothing to tokenize."
+            + (
+                f" Is the text in another field or column than {reading.text_field!r} (--text-field)?"
+                if any(textfiles.kind_of(p) != "txt" for p in listing.files)
+                else ""
+            )
         )
     return TextScan(listing.files, tuple(counts), tuple(identities), listing.skipped, chars, names, blank)
 
@@ -158,10 +176,17 @@ def _class_names(
             f"text at {labels.first_text} and a number at {labels.first_number}"
         )
     if labels.declared is not None:
+        # The encoder indexes text labels by these names: one not among them is a problem here.
+        undeclared = sorted(labels.names.keys() - set(labels.declared))
+        if undeclared:
+            problems.add(
+                f"{src}: label(s) {undeclared[:5]} (first at {labels.names[undeclared[0]]}) are not among the "
+                f"ClassLabel names its Parquet file(s) declare for {label!r}: {list(labels.declared)[:10]}"
+            )
         return labels.declared
     if not labels.names:
         return known
-    unknown = sorted(labels.names - set(known)) if known else []
+    unknown = sorted(labels.names.keys() - set(known)) if known else []
     if unknown:
         problems.add(
             f"{src}: label(s) {unknown[:5]} are not classes of the dataset this split joins "
@@ -338,8 +363,10 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     file = _tokenizer_file(src, cfg, stored, dest, found, reading)
     tok = tokenizers.load(file)
     info = tok.info(file)
+    # Each file by its resolved path: a resume names the corpus as it likes (`c/`, `/abs/c/`).
+    files = [storage.resolved(f) for f in found.files]
     digest = hashlib.sha256(
-        json.dumps([found.files, found.file_docs, found.class_names, info.fingerprint]).encode()
+        json.dumps([files, found.file_docs, found.class_names, info.fingerprint]).encode()
     ).hexdigest()
     notes = [f"{found.blank_lines} blank line(s) of JSON Lines left out (they hold no document)"] * bool(
         found.blank_lines
@@ -347,7 +374,8 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
     if cfg.vocab_size and tok.vocab_size < cfg.vocab_size:
         notes.append(
             f"the trained {cfg.train_tokenizer} tokenizer has {tok.vocab_size:,} ids, not the {cfg.vocab_size:,} "
-            "asked for (--vocab-size): the corpus has no more pairs to merge"
+            f"asked for (--vocab-size): {tok.vocab_size:,} is the most this corpus gives (a larger corpus "
+            "gives more)"
         )
     estimate = _estimate_bytes(tok, found, reading)
     return TextSource(found, reading, file, info, dest, digest, estimate, tuple(notes))
@@ -404,7 +432,7 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
     if info is None:
         raise DataError(f"{manifest.root}: expected a text dataset. Received: layout {manifest.layout!r}")
     try:
-        tok = tokenizers.load_stored(storage.join(manifest.root, info.file), info.fingerprint)
+        tok = tokenizers.load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except FileNotFoundError:
         raise DataError(f"{manifest.root}: its tokenizer {info.file} is missing") from None
     out: list[tuple[list[int], str]] = []

@@ -3,7 +3,9 @@
 Each document becomes a record with `tokens` (every token id, in order, no special tokens
 added) and, for a classification corpus, `label`. A document that tokenizes to nothing is left
 out and counted; one whose round trip differs from its text beyond the tokenizer's
-normalisation is written as tokenized, and counted with the first case described. Pure: the
+normalisation is written as tokenized, and counted with the first case described (a document
+of text the tokenizer drops whole, such as characters it has never seen and no <unk> for, is
+both: left out, and counted as a round trip that lost its text). Pure: the
 same piece gives the same bytes in any process (the tokenizer is read once per process from
 the dataset, checked against its fingerprint).
 """
@@ -64,6 +66,9 @@ def encode_text(task: TextTask) -> tuple[list[bytes | None], TextTally]:
             tally.empty += 1
             tally.first_empty = tally.first_empty or where(task.path, doc.line)
             records.append(None)
+            before = tally.mismatched
+            _check_round_trip(tok, doc, task.path, tokens, tally)  # text it had is lost: said
+            tally.lost += tally.mismatched - before
             continue
         row: dict[str, object] = {TOKENS: packed}
         if labelled:

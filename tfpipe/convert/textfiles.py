@@ -1,46 +1,61 @@
 """Text corpus files: listing them, and reading their documents with where each one is.
 
 A corpus is one file, a folder of files, or a glob, local or gs://:
-- JSON Lines (`.jsonl`, `.jsonl.gz`): one JSON object a line, the document in the field
-  `text_field`; blank lines are left out (and counted).
+- JSON Lines (`.jsonl`, `.ndjson`): one JSON object a line, the document in the field
+  `text_field`; blank lines are left out (and counted). A key given twice in a line is refused.
 - plain text (`.txt`): the whole file is one document, or with `lines` each line is one.
 - Parquet (`.parquet`, `.pq`): a string column named `text_field`, as Hugging Face `datasets`
   writes it (a `ClassLabel` label's names are read from its `huggingface` schema metadata).
 
-Every document keeps its place (file and line, or row for Parquet), for messages. Text must be
-UTF-8: invalid bytes are refused by file, line and byte offset, as are a JSON line that does
-not parse, a missing or non-string field, and a null. A UTF-8 byte-order mark at the start of
-a file is dropped (`textfile.strip_bom`, the one home of byte-order marks).
+JSON Lines and text files are read through the one text decoder (`textfile`): compressed ones
+(gzip, bzip2, xz, a zip of one file) by their content, named `c.jsonl.gz`, `c.txt.xz` or not;
+UTF-16 or UTF-32 by a byte-order mark or their NUL bytes; a UTF-8 byte-order mark dropped.
+Lines end as Python's universal newlines end them (\\n, \\r\\n, or a lone \\r).
+
+Every document keeps its place (file and line, or row for Parquet), for messages. Text that is
+not UTF-16/32 must be UTF-8: invalid bytes are refused by file, line and byte offset, as are a
+JSON line that does not parse, a missing or non-string field, and a null. One file listed
+under two names (a symbolic link beside its target) is refused: it would be read twice.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import gzip
+import io
 import json
+import lzma
 import os
+import re
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from tfpipe import storage
+from tfpipe.convert import textfile
 from tfpipe.convert.textfile import strip_bom
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
-SUFFIXES = {".jsonl": "jsonl", ".jsonl.gz": "jsonl", ".txt": "txt", ".parquet": "parquet", ".pq": "parquet"}
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt", ".parquet": "parquet", ".pq": "parquet"}
 """The corpus file suffixes and the kind each is read as."""
-
-
-_LONGEST_FIRST = sorted(SUFFIXES.items(), key=lambda item: -len(item[0]))
+COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
+"""Suffixes a compressed JSON Lines or text file may add (`c.jsonl.gz`): the name says the
+kind, the content the compression (`textfile.open_decompressed`, whatever the name)."""
+WANTED = ".jsonl, .ndjson, .txt (each also compressed: .gz, .bz2, .xz, .zip), .parquet, .pq"
+"""The corpus file names, for messages."""
 
 
 @functools.lru_cache(maxsize=1024)
 def kind_of(path: str) -> str | None:
-    """The kind of a corpus file by its suffix ("jsonl", "txt" or "parquet"), or None."""
-    name = path.lower()
-    return next((kind for suffix, kind in _LONGEST_FIRST if name.endswith(suffix)), None)
+    """The kind of a corpus file by its suffix ("jsonl", "txt" or "parquet"), or None. A
+    compression suffix after a JSON Lines or text suffix (`.jsonl.xz`, `.txt.gz`) is left aside."""
+    stem, suffix = os.path.splitext(path.lower())
+    if suffix in COMPRESSED:
+        kind = SUFFIXES.get(os.path.splitext(stem)[1])
+        return kind if kind in ("jsonl", "txt") else None
+    return SUFFIXES.get(suffix)
 
 
 def looks_like_corpus(src: str) -> bool:
@@ -91,7 +106,7 @@ def list_corpus(src: str) -> Listing:
       DataError: no corpus file, a file of another kind given by name, or a subfolder (whose
         files would be left out).
     """
-    wanted = ", ".join(SUFFIXES)
+    wanted = WANTED
     if storage.has_wildcards(src):
         matches = storage.glob(src)
         skipped = [SkippedInput(p, f"not a corpus file: its name ends in none of {wanted}") for p in matches]
@@ -108,7 +123,29 @@ def list_corpus(src: str) -> Listing:
         listing = _list_folder(src, wanted)
     if not listing.files:
         raise DataError(f"{src}: expected text corpus files ({wanted}). Received: none")
+    _refuse_twice_read(listing.files)
     return listing
+
+
+def _refuse_twice_read(files: tuple[str, ...]) -> None:
+    """Refuses two listed names of one local file (a symbolic or hard link beside its
+    target): its documents would be read, and trained on, twice.
+
+    Raises:
+      DataError: naming both names.
+    """
+    seen: dict[tuple[int, int], str] = {}
+    for path in files:
+        if storage.is_gcs(path):
+            continue
+        st = os.stat(path)
+        first = seen.setdefault((st.st_dev, st.st_ino), path)
+        if first != path:
+            link = " (a symbolic link to it)" if os.path.islink(path) or os.path.islink(first) else ""
+            raise DataError(
+                f"{path}: the same file as {first}{link}. Expected each corpus file once: its "
+                "documents would be read twice. Remove one name, or pass a glob that matches one."
+            )
 
 
 def _list_folder(src: str, wanted: str) -> Listing:
@@ -125,7 +162,7 @@ def _list_folder(src: str, wanted: str) -> Listing:
     if folders:
         raise DataError(
             f"{src}: expected a folder of text corpus files. Received: subfolder(s) {folders[:5]}, whose "
-            f"files would be left out. Pass a glob that names them (e.g. '{storage.join(src, '*', '*.jsonl')}')."
+            f"files would be left out. {_subfolder_way(src, folders)}"
         )
     files = [storage.join(src, n) for n, _ in entries if kind_of(n)]
     skipped = [
@@ -134,6 +171,25 @@ def _list_folder(src: str, wanted: str) -> Listing:
         if not kind_of(n)
     ]
     return Listing(tuple(files), tuple(skipped))
+
+
+def _subfolder_way(src: str, folders: list[str]) -> str:
+    """What to pass instead of a folder with subfolders: a glob that matches every corpus file
+    under it (checked), else each folder on its own. Hive partition values (`lang=en/`) are
+    said not to be read: a text record holds tokens, and a label from a field or column."""
+    from tfpipe.convert.parquetfile import walk
+
+    files = [f for f in walk(src) if kind_of(f)]
+    shapes = {(f.count("/"), os.path.splitext(f.lower())[1]) for f in files}
+    hive = " The folder names' key=value pairs are not read into the records." * all(
+        "=" in f for f in folders
+    )
+    if len(shapes) == 1:
+        ((depth, suffix),) = shapes
+        pattern = storage.join(src, *(["*"] * depth), "*" + suffix)
+        if len(storage.glob(pattern)) == len(files):
+            return f"Pass a glob that names their {len(files)} files: '{pattern}'.{hive}"
+    return f"Convert each folder on its own, or pass a glob that names the files.{hive}"
 
 
 Problem = Callable[[str], None]
@@ -204,11 +260,22 @@ def parse(raw: Raw, path: str, reading: Reading) -> Doc:
     )
 
 
-def _open(path: str) -> BinaryIO:
-    raw = storage.open_read(path)
-    if path.lower().endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+def _open(path: str) -> tuple[BinaryIO, str | None]:
+    """The file's bytes, decompressed by content whatever its name, and the codec of text that
+    is not UTF-8 (UTF-16 or UTF-32, by its byte-order mark or its NUL bytes), else None.
+
+    Raises:
+      DataError: the bytes are not text (Parquet, an image...), named by `textfile.codec`.
+    """
+    handle, codec = textfile.open_bytes(path, None, "a text corpus file (JSON Lines or plain text)")
+    return handle, None if codec == "utf-8-sig" else codec
+
+
+@functools.lru_cache(maxsize=256)
+def _compressed(path: str) -> str | None:
+    """The compression of a file by its first bytes ("gzip", ...), or None; for messages."""
+    with storage.open_read(path) as f:
+        return textfile.compression(f.read(16))
 
 
 def _decode(data: bytes, path: str, line: int, offset: int) -> str:
@@ -221,20 +288,39 @@ def _decode(data: bytes, path: str, line: int, offset: int) -> str:
 
 
 def _utf8_error(path: str, line: int, offset: int, bad: bytes, reason: str) -> DataError:
-    gz = " of the decompressed text" if path.lower().endswith(".gz") else ""
+    packed = _compressed(path)
     return DataError(
-        f"{path}: line {line}, byte offset {offset}{gz}: expected UTF-8 text. Received: bytes "
-        f"{bad.hex(' ')} ({reason}). Re-encode the file as UTF-8."
+        f"{path}: line {line}, byte offset {offset}{' of the decompressed text' if packed else ''}: "
+        f"expected UTF-8 text. Received: bytes {bad.hex(' ')} ({reason}). Re-encode the file as UTF-8."
     )
+
+
+_UNREADABLE = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
+"""What reading a damaged file raises (gzip, bzip2, xz, zip)."""
 
 
 def _whole_file(path: str, start: int) -> Iterator[Raw]:
     if start > 0:
         return
-    with _open(path) as f:
+    handle, codec = _open(path)
+    with handle as f:
         raw = _read_all(f, path)
+    if codec is not None:  # UTF-16 or UTF-32: passed on as UTF-8, as every document is
+        try:
+            yield Raw(raw.decode(codec).encode("utf-8"), None, 1, 0)
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].decode(codec, "replace").count("\n") + 1
+            raise _not_codec(path, line, codec, e) from None
+        return
     data = strip_bom(raw)
     yield Raw(data, None, 1, len(raw) - len(data))
+
+
+def _not_codec(path: str, line: int, codec: str, e: UnicodeDecodeError) -> DataError:
+    return DataError(
+        f"{path}: line {line}: expected {codec.upper()} text (its byte-order mark or NUL bytes say "
+        f"so). Received: bytes that are not ({e.reason}). Re-encode the file as UTF-8."
+    )
 
 
 def _decode_whole(data: bytes, path: str, offset: int) -> str:
@@ -248,21 +334,46 @@ def _decode_whole(data: bytes, path: str, offset: int) -> str:
 def _read_all(f: BinaryIO, path: str) -> bytes:
     try:
         return f.read()
-    except (OSError, EOFError, zlib.error) as e:
+    except _UNREADABLE as e:
         raise DataError(f"{path}: expected a readable file. Received: {e}") from None
+
+
+_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+
+
+def _split_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of UTF-8 bytes, each with its end, split as Python's universal newlines split
+    text: at \\n, \\r\\n and a lone \\r (old Mac files, or one stray in a mixed file)."""
+    for raw in f:
+        if b"\r" in raw and _LONE_CR.search(raw):
+            yield from (part for part in _LONE_CR.split(raw) if part)
+        else:
+            yield raw
+
+
+def _encoded_lines(f: BinaryIO, path: str, codec: str) -> Iterator[bytes]:
+    """The lines of UTF-16 or UTF-32 text (universal newlines), as UTF-8 bytes ending in \\n."""
+    number = 0
+    text = io.TextIOWrapper(f, encoding=codec, newline=None)  # type: ignore[arg-type]
+    try:
+        for number, line in enumerate(text, 1):  # noqa: B007 (named in the error below)
+            yield line.encode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _not_codec(path, number + 1, codec, e) from None
 
 
 def _lines(path: str, start: int, jsonl: bool) -> Iterator[Raw]:
     """The lines of a JSON Lines file (blank lines left out) or a text file read by line."""
     index, offset, number = 0, 0, 0
-    with _open(path) as f:
-        lines = iter(f)
+    handle, codec = _open(path)
+    with handle as f:
+        lines = _split_lines(f) if codec is None else _encoded_lines(f, path, codec)
         while True:
             try:
                 raw = next(lines)
             except StopIteration:
                 return
-            except (OSError, EOFError, zlib.error) as e:
+            except _UNREADABLE as e:
                 raise DataError(
                     f"{path}: line {number + 1}: expected a readable file. Received: {e}"
                 ) from None
@@ -278,12 +389,37 @@ def _lines(path: str, start: int, jsonl: bool) -> Iterator[Raw]:
 
 
 def _line(text: str) -> str:
-    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+    """A line without its end (\\n, \\r\\n or a lone \\r)."""
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith(("\n", "\r")) else text
 
 
-def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """A JSON object that names a key more than once: `json` keeps the last value in silence."""
+
+    keys_twice: list[str]
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    twice = _Duplicated(obj)
+    names = [k for k, _ in pairs]
+    twice.keys_twice = sorted({k for k in names if names.count(k) > 1})
+    return twice
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)  # one, not one a line (json.loads' cost)
+
+
+def json_object(text: str, path: str, number: int) -> dict[str, Any]:
+    """One line of a JSON Lines file as its JSON object.
+
+    Raises:
+      DataError: the line does not parse, is not an object, or names a key twice, by line.
+    """
     try:
-        obj = json.loads(text)
+        obj = _DECODER.decode(text)
     except ValueError as e:
         raise DataError(
             f"{path}: line {number}: expected one JSON object. Received: {text.strip()[:80]!r}, which "
@@ -291,6 +427,28 @@ def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
         ) from None
     if not isinstance(obj, dict):
         raise DataError(f"{path}: line {number}: expected a JSON object. Received: {type(obj).__name__}")
+    if isinstance(obj, _Duplicated):
+        raise DataError(
+            f"{path}: line {number}: expected each key once in a JSON object. Received: key(s) "
+            f"{obj.keys_twice[:5]} more than once, where one value would be kept in silence (as a "
+            "table refuses two columns of one name)"
+        )
+    return obj
+
+
+def json_objects(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each line of a JSON Lines file, blank lines left out, read
+    through the one text decoder as a corpus is (compression, UTF-16/32, universal newlines).
+
+    Raises:
+      DataError: as `json_object`, or bytes that are not UTF-8, by line and byte offset.
+    """
+    for raw in _lines(path, 0, True):
+        yield raw.line, json_object(_decode(raw.data or b"", path, raw.line, raw.offset), path, raw.line)
+
+
+def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
+    obj = json_object(text, path, number)
     doc = _field(obj, reading.text_field, path, number, "text")
     if not isinstance(doc, str):
         raise DataError(

@@ -26,6 +26,8 @@ class TextTally:
       lengths: each written document's token count, in record order (uint32).
       bins: the length histogram, bin lower bound (`manifest.length_bin`) -> [count, tokens].
       empty: documents left out because they tokenize to nothing; `first_empty` where the first is.
+      lost: of them, documents whose text was not empty (only characters the tokenizer drops,
+        such as ones it has never seen and has no <unk> for); also counted as `mismatched`.
       mismatched: documents whose round trip (decode of encode) differs from their text beyond
         the tokenizer's normalisation; `first_mismatch` says where and how the first differs.
       special: documents whose text the tokenizer reads as a special token (a literal "</s>");
@@ -38,6 +40,7 @@ class TextTally:
     bins: dict[int, list[int]] = dataclasses.field(default_factory=dict)
     empty: int = 0
     first_empty: str = ""
+    lost: int = 0
     mismatched: int = 0
     first_mismatch: str = ""
     special: int = 0
@@ -70,7 +73,7 @@ class TextTally:
             mine = self.bins.setdefault(lower, [0, 0])
             mine[0] += count
             mine[1] += tokens
-        for what in ("empty", "mismatched", "special"):
+        for what in ("empty", "lost", "mismatched", "special"):
             setattr(self, what, getattr(self, what) + getattr(later, what))
         self.first_empty = self.first_empty or later.first_empty
         self.first_mismatch = self.first_mismatch or later.first_mismatch
@@ -94,7 +97,8 @@ class TextTally:
         if len(lengths) != obj["documents"]:
             raise ValueError(f"a done-record of {obj['documents']} documents holds {len(lengths)} lengths")
         bins = {int(k): [int(c), int(t)] for k, c, t in obj["bins"]}
-        return cls(**{k: obj[k] for k in fields}, lengths=lengths, bins=bins)
+        # A field added later (`lost`) takes its default in a record written before it.
+        return cls(**{k: obj[k] for k in fields if k in obj}, lengths=lengths, bins=bins)
 
     def lengths_bytes(self) -> bytes:
         """The lengths as the lengths file holds them: little-endian uint32, one a document."""
@@ -128,8 +132,10 @@ class TextTally:
             out.append(
                 f"ROUND TRIP: {self.mismatched} document(s) decode to other text than they hold, beyond "
                 f"the tokenizer's normalisation ({normalization}); the first: {self.first_mismatch}. "
-                "Their records hold what the tokenizer made of them. A tokenizer that covers the text "
-                "(e.g. --train-tokenizer bpe, byte-level and lossless) keeps it."
+                "Their records hold what the tokenizer made of them"
+                + (f" ({self.lost} it made nothing of are left out)" if self.lost else "")
+                + ". A tokenizer that covers the text (e.g. --train-tokenizer bpe, byte-level and "
+                "lossless) keeps it."
             )
         if self.special:
             out.append(
@@ -138,7 +144,8 @@ class TextTally:
             )
         if self.empty:
             out.append(
-                f"{self.empty} empty document(s) left out (they tokenize to nothing), the first at "
-                f"{self.first_empty}; counted as text.empty_documents."
+                f"{self.empty} empty document(s) left out (they tokenize to nothing"
+                + (f"; {self.lost} of them held text the tokenizer dropped whole" if self.lost else "")
+                + f"), the first at {self.first_empty}; counted as text.empty_documents."
             )
         return out

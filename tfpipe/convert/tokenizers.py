@@ -100,7 +100,7 @@ def read_file(path: str) -> TokenizerFile:
     kind = "huggingface" if data.lstrip()[:1] == b"{" else "sentencepiece"
     file = TokenizerFile(kind, data)
     try:
-        load(file)
+        tok = load(file)
     except MissingExtraError:
         raise
     except Exception as e:
@@ -108,7 +108,28 @@ def read_file(path: str) -> TokenizerFile:
             f"{path}: expected a SentencePiece model (.model) or a Hugging Face tokenizer.json. "
             f"Received: a file the {kind} loader refuses: {' '.join(str(e).split())[:300]}"
         ) from None
+    _check_ids(path, tok)
     return file
+
+
+def _check_ids(path: str, tok: Tokenizer) -> None:
+    """Refuses a tokenizer whose ids are not 0..vocab_size-1: the manifest records its
+    vocabulary size, and a model's embedding and the pipeline's checks trust it.
+
+    Raises:
+      DataError: naming the ids beyond the vocabulary and the first gap.
+    """
+    ids = sorted(tok.ids())
+    if ids == list(range(len(ids))):
+        return
+    beyond = [i for i in ids if i >= len(ids)]
+    gap = next(i for i, have in enumerate(ids) if i != have)
+    raise DataError(
+        f"{path}: expected token ids 0..{len(ids) - 1} (its vocabulary holds {len(ids):,} tokens). "
+        f"Received: id(s) {beyond[:5]}{' ...' if len(beyond) > 5 else ''} beyond it, the first "
+        f"missing id {gap}. A dataset records the vocabulary size, and a model sizes its "
+        "embedding by it: number the tokenizer's tokens 0..N-1."
+    )
 
 
 class Tokenizer:
@@ -153,6 +174,10 @@ class Tokenizer:
 
     def _same_but_whitespace(self, text: str, decoded: str) -> bool:
         return False
+
+    def ids(self) -> list[int]:
+        """Every token id the tokenizer has (special ones included)."""
+        return list(range(self.vocab_size))
 
     def info(self, file: TokenizerFile) -> TokenizerInfo:
         return TokenizerInfo(
@@ -221,6 +246,9 @@ class _HuggingFace(Tokenizer):
             "" if self._byte_level else "; whitespace not kept (words are split on it)"
         )
 
+    def ids(self) -> list[int]:
+        return list(self._tok.get_vocab(with_added_tokens=True).values())
+
     def encode(self, texts: list[str]) -> list[list[int]]:
         # One text at a time: encode_batch would spread over every core, and each conversion
         # worker is meant to use one.
@@ -271,23 +299,46 @@ def load(file: TokenizerFile) -> Tokenizer:
     return _SentencePiece(file.data) if file.kind == "sentencepiece" else _HuggingFace(file.data)
 
 
-@functools.lru_cache(maxsize=4)
-def load_stored(path: str, fingerprint: str) -> Tokenizer:
-    """The tokenizer stored at `path` (a dataset's), loaded once per process; a conversion
-    worker's way to it.
+def read_stored(path: str, fingerprint: str) -> TokenizerFile:
+    """A dataset's stored tokenizer file, as it is now, checked against its fingerprint.
 
     Raises:
-      DataError: the file's bytes are not those of `fingerprint` (it changed after the plan).
+      DataError: the file's bytes are not those of `fingerprint` (replaced or changed after it
+        was stored).
     """
     data = storage.read_bytes(path)
     kind = "huggingface" if data.lstrip()[:1] == b"{" else "sentencepiece"
     file = TokenizerFile(kind, data)
     if file.fingerprint != fingerprint:
         raise DataError(
-            f"{path}: expected the tokenizer of the plan ({fingerprint}). Received: {file.fingerprint}; "
-            "did the tokenizer file change during the conversion?"
+            f"{path}: expected the tokenizer the dataset was converted with ({fingerprint}, in its "
+            f"manifest). Received: a file of fingerprint {file.fingerprint}: it was replaced or "
+            "changed after it was stored. Put back the tokenizer the dataset was converted with, "
+            "or convert the corpus again."
         )
-    return load(file)
+    return file
+
+
+@functools.lru_cache(maxsize=4)
+def load_stored(path: str, fingerprint: str) -> Tokenizer:
+    """The tokenizer stored at `path` (a dataset's), read and loaded once per process: a
+    conversion worker's way to it (it reads the file once, not once a task).
+
+    Raises:
+      DataError: as `read_stored`, when it is first read.
+    """
+    return load(read_stored(path, fingerprint))
+
+
+def load_checked(path: str, fingerprint: str) -> Tokenizer:
+    """The tokenizer stored at `path`, its file checked as it is now (a reader's way to it:
+    one in a long-lived process must not keep using a tokenizer whose file was replaced).
+
+    Raises:
+      DataError: as `read_stored`.
+    """
+    read_stored(path, fingerprint)
+    return load_stored(path, fingerprint)  # the same bytes as the cached one: same fingerprint
 
 
 # ---- training ----
@@ -302,9 +353,13 @@ def train(kind: str, vocab_size: int, documents: Callable[[], Iterator[str]]) ->
         "wordpiece" (BERT's WordPiece, cased, `tokenizers`).
       documents: makes a fresh iterator over the training documents (read once or twice).
 
+    `vocab_size` is the most ids the tokenizer gets: a corpus that gives fewer (a byte-level
+    BPE out of merges, SentencePiece beyond the pieces it finds) gives the most it can, and
+    the caller says so (`text.open_text`'s note).
+
     Raises:
-      ConfigError: `vocab_size` does not suit this corpus (too large for it, or too small for
-        the tokenizer's alphabet), naming the limit where the trainer gives one.
+      ConfigError: `vocab_size` is too small for the tokenizer's alphabet on this corpus,
+        naming the least it takes where the trainer says.
     """
     if kind.startswith("sentencepiece"):
         return _train_sentencepiece(
@@ -318,37 +373,49 @@ def train(kind: str, vocab_size: int, documents: Callable[[], Iterator[str]]) ->
 def _train_sentencepiece(
     model_type: str, vocab_size: int, documents: Callable[[], Iterator[str]]
 ) -> TokenizerFile:
+    try:
+        return _spm_train(model_type, vocab_size, documents)
+    except RuntimeError as e:
+        most = re.search(r"Please set it to a value <= (\d+)", str(e))
+        if most is None or int(most.group(1)) >= vocab_size:
+            raise _vocab_error("sentencepiece", vocab_size, e) from None
+    # More than this corpus gives: the most it gives, as a byte-level BPE stops where its
+    # merges do (a note says so); the model is the one --vocab-size of that bound trains.
+    try:
+        return _spm_train(model_type, int(most.group(1)), documents)
+    except RuntimeError as e:
+        raise _vocab_error("sentencepiece", vocab_size, e) from None
+
+
+def _spm_train(model_type: str, vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
     spm = require("sentencepiece")
     out = io.BytesIO()
     # SentencePiece trains on sentences: each non-empty line of each document.
     lines = (line for doc in documents() for line in doc.splitlines() if line.strip())
-    try:
-        spm.SentencePieceTrainer.train(
-            sentence_iterator=lines,
-            model_writer=out,
-            model_type=model_type,
-            vocab_size=vocab_size,
-            byte_fallback=True,
-            unk_id=0,
-            bos_id=1,
-            eos_id=2,
-            pad_id=3,
-            control_symbols=["<cls>", "<sep>", "<mask>"],
-            num_threads=SPM_TRAIN_THREADS,
-            input_sentence_size=0,  # every sentence: a sample would be drawn at random
-            shuffle_input_sentence=False,
-            max_sentence_length=1 << 16,
-            minloglevel=2,
-        )
-    except RuntimeError as e:
-        raise _vocab_error("sentencepiece", vocab_size, e) from None
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=lines,
+        model_writer=out,
+        model_type=model_type,
+        vocab_size=vocab_size,
+        byte_fallback=True,
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=3,
+        control_symbols=["<cls>", "<sep>", "<mask>"],
+        num_threads=SPM_TRAIN_THREADS,
+        input_sentence_size=0,  # every sentence: a sample would be drawn at random
+        shuffle_input_sentence=False,
+        max_sentence_length=1 << 16,
+        minloglevel=2,
+    )
     return TokenizerFile("sentencepiece", out.getvalue())
 
 
 def _vocab_error(kind: str, vocab_size: int, e: Exception) -> ConfigError:
     text = " ".join(str(e).split())
-    limit = re.search(r"<= (\d+)", text)
-    hint = f" (at most {limit.group(1)} for this corpus)" if limit else ""
+    least = re.search(r"smaller than required_chars\. \d+ vs (\d+)", text)
+    hint = f" (at least {least.group(1)} for this corpus: its characters and special pieces)" if least else ""
     return ConfigError(
         f"vocab_size (--vocab-size) must suit the training corpus{hint}. Received: "
         f"vocab_size={vocab_size} for a {kind} tokenizer; its trainer says: {text[:300]}"
@@ -434,6 +501,12 @@ def _train_wordpiece(vocab_size: int, documents: Callable[[], Iterator[str]]) ->
     tok.decoder = tk.decoders.WordPiece(prefix="##")
     tok.add_special_tokens(list(_WORDPIECE_SPECIALS))
     tok.post_processor = tk.processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    if len(vocab) > vocab_size:  # the trainer keeps every character, whatever the size asked
+        raise ConfigError(
+            f"vocab_size (--vocab-size) must be at least {len(vocab):,} for a WordPiece on this corpus "
+            f"(its {len(_WORDPIECE_SPECIALS)} special tokens and each character of the corpus, as a "
+            f"word's start and as a continuation). Received: vocab_size={vocab_size}"
+        )
     return TokenizerFile("huggingface", tok.to_str().encode("utf-8"))
 
 

@@ -241,8 +241,11 @@ def _decide(r: _Request) -> _Decisions:
         for message in tiling:
             _warn(message, TilingWarning)
         notes += text_notes + tiling
+    count, unit = share.examples, "records"
+    if decoder.packing is not None and decoder.packing.histogram and share.examples is not None:
+        count, unit = _text_rows_of_share(decoder.packing, share.examples, src)
     checks.check_enough(
-        share.examples,
+        count,
         share.at_most,
         r.per_replica,
         training=training,
@@ -250,6 +253,7 @@ def _decide(r: _Request) -> _Decisions:
         where=src.where,
         n=r.pipelines,
         i=r.index,
+        unit=unit,
     )
     read_records, why_unknown = _known_length(share, cfg, r.service)
     if why_unknown and not training:
@@ -259,6 +263,20 @@ def _decide(r: _Request) -> _Decisions:
         cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
     return _Decisions(cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable)
+
+
+def _text_rows_of_share(pack: Any, documents: int, src: ResolvedData) -> tuple[int, str]:
+    """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
+    (packed sequences), not records, so a text batch is checked against the rows an epoch
+    packs into (`fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
+    from tfpipe.pipeline.fill import epoch_rows
+
+    total = sum(src.counts)
+    rows = epoch_rows(pack) * documents // total if total else 0
+    return rows, (
+        f"rows (packed sequences of {pack.sequence_length} tokens; {documents:,} documents, the "
+        "rows predicted from the length histogram)"
+    )
 
 
 def _assemble(r: _Request, d: _Decisions) -> Pipeline:
@@ -464,18 +482,22 @@ def steps_per_epoch(
     split: str | None = None,
     drop_remainder: bool = True,
     sequence_length: int | None = None,
-    packing: str = "first_fit",
+    packing: str | None = None,
+    **text_options: Any,
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
     `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
-    A text split's batches are rows of `sequence_length`: their count is predicted from the
-    manifest's length histogram for `packing` (`fill.predicted_rows`), without reading data.
+    A text split's batches are rows (packed sequences of `sequence_length` tokens), not its
+    records (documents): their count is predicted from the manifest's length histogram as
+    `build()` packs them (`fill.epoch_rows`), without reading data. `packing` and
+    `text_options` (output, eos, truncate, chunk, label) are those `build()` gets: they change
+    the rows.
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
-      ConfigError: a text split without `sequence_length`.
-      DataError: fewer records than one batch with drop_remainder.
+      ConfigError: a text split without `sequence_length`, or text options for other data.
+      DataError: fewer records (text: rows) than one batch with drop_remainder.
     """
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
@@ -487,6 +509,7 @@ def steps_per_epoch(
         )
     examples = sum(src.counts)
     text = src.manifest.split(src.split).text if src.split is not None else None
+    what = f"{examples} records"
     if src.manifest.layout == "text" and text is not None:
         if sequence_length is None:
             raise ConfigError(
@@ -494,12 +517,34 @@ def steps_per_epoch(
                 "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
                 "sequence_length=None"
             )
-        from tfpipe.pipeline.fill import predicted_rows
-
-        examples = predicted_rows(text.length_histogram, sequence_length, packing)
+        rows = _text_rows(src, sequence_length, packing, text_options)
+        what = (
+            f"{text.documents:,} records (documents) that pack into {rows:,} rows of {sequence_length} tokens"
+        )
+        examples = rows
+    elif sequence_length is not None or packing is not None or text_options:
+        given = {"sequence_length": sequence_length, "packing": packing, **text_options}
+        raise ConfigError(
+            f"sequence_length, packing and the text options count the rows of a text split; "
+            f"{src.where} is {src.manifest.layout!r} data. Received: "
+            + ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+        )
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(
-            f"Split {src.split!r} of {src.where} has {examples} records, fewer than one batch of {batch_size}."
+            f"Split {src.split!r} of {src.where} has {what}, fewer than one batch of {batch_size}."
         )
     return steps
+
+
+def _text_rows(src: Any, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:
+    """The rows one epoch of the text split `src` packs into, as build() would pack it."""
+    from tfpipe.pipeline.fill import epoch_rows
+    from tfpipe.presets.base import PresetContext, options_of
+    from tfpipe.presets.text import TextOptions, plan_packing
+
+    opts = options_of(
+        TextOptions, {"sequence_length": sequence_length, "packing": packing, **options}, "text"
+    )
+    ctx = PresetContext(src.manifest, src.manifest.schema, {}, True, src.where, src.split)
+    return epoch_rows(plan_packing(ctx, opts)[0])

@@ -65,19 +65,26 @@ def check_enough(
     where: str,
     n: int,
     i: int,
+    unit: str = "records",
 ) -> None:
     """Refuses data with fewer records than one batch where that cannot work: no batch at all
     (eval with drop_remainder), or, in training, batches that repeat records and a batch
-    buffer far beyond the data (a huge batch_size grows memory until the machine runs out)."""
+    buffer far beyond the data (a huge batch_size grows memory until the machine runs out).
+
+    Args:
+      unit: what `examples` counts and a batch holds: "records", or for text the rows (packed
+        sequences) an epoch packs into, with what they are.
+    """
     whose = f"Input pipeline {i} of {n} gets" if n > 1 else "It gets"
     if examples is not None:
         if examples == 0 or ((training or drop) and examples < batch):
+            noun = unit.split(" ", 1)[0]
             raise DataError(
-                f"{whose} {examples} records from {where}, fewer than one batch of {batch}"
+                f"{whose} {examples:,} {unit} from {where}, fewer than one batch of {batch} {noun}"
                 + (
                     " with drop_remainder=True: it would yield no batches"
                     if drop and not training
-                    else ": every batch would repeat records"
+                    else f": every batch would repeat {noun}"
                     if training
                     else ""
                 )

@@ -10,12 +10,13 @@ packer gives. A large split is sampled: at most SAMPLED_CHUNKS chunks are packed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline import packing_numpy
-from tfpipe.pipeline.packing_numpy import MODES, Mode, chunk_documents
+from tfpipe.pipeline.packing_numpy import MODES, Mode, chunk_documents, chunk_size
 
 # Chunks packed to predict one fill: enough that the prediction's spread is well under a point.
 SAMPLED_CHUNKS = 64
@@ -92,8 +93,32 @@ def predict_fill(
     return real / slots
 
 
-def predicted_rows(histogram: Mapping[str, Sequence[int]], sequence_length: int, mode: Mode) -> int:
-    """Rows one pass over a split packs into: its tokens over the predicted fill of L."""
-    tokens = int(np.asarray(histogram.get("tokens", []), np.int64).sum())
-    fill = predict_fill(histogram, sequence_length, mode)
-    return round(tokens / (fill * sequence_length)) if fill else 0
+def shifted(histogram: Mapping[str, Sequence[int]], extra: int) -> dict[str, list[int]]:
+    """The histogram of the documents as packed: `extra` tokens longer each (an EOS, or a
+    classifier's [CLS] and [SEP])."""
+    counts = list(histogram["counts"])
+    return {
+        "lengths": [lo + extra for lo in histogram["lengths"]],
+        "counts": counts,
+        "tokens": [t + extra * c for t, c in zip(histogram["tokens"], counts, strict=True)],
+    }
+
+
+def epoch_rows(pack: Any) -> int:
+    """Rows (packed sequences of L tokens) one pass over a split packs into, predicted from its
+    length histogram as the pipeline packs it: `pack` is the text preset's `TextPacking` (L,
+    mode, its chunk, the EOS or [CLS]/[SEP] it adds, truncation). 0 without a histogram.
+
+    The one count of an epoch's rows: `build()` refuses a batch larger than it (as it refuses
+    a batch larger than an epoch of records), `steps_per_epoch` divides it, `bench` reports it.
+    """
+    histogram = pack.histogram
+    if not histogram or not sum(histogram.get("counts", ())):
+        return 0
+    extra = 2 if pack.classify else int(pack.eos is not None)
+    packed = shifted(histogram, extra)
+    L = pack.sequence_length
+    fill = predict_fill(packed, L, pack.mode, truncate=pack.truncate, chunk=chunk_size(pack))
+    lengths = lengths_of(packed)
+    tokens = int((np.minimum(lengths, L) if pack.truncate else lengths).sum())
+    return round(tokens / (fill * L)) if fill else 0

@@ -26,7 +26,7 @@ Modes (`place`):
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -210,3 +210,15 @@ def chunk_key(key: int, lengths: np.ndarray, domain: int) -> np.ndarray:
 def row_order(rows: int, key: np.ndarray) -> np.ndarray:
     """The training order of a chunk's rows: sorted by a hash of (key, row)."""
     return np.argsort(mix(np.bitwise_xor(key, mix(np.arange(rows, dtype=np.int64)))), kind="stable")
+
+
+def chunk_size(pack: Any) -> int:
+    """Documents per chunk for a preset's `TextPacking`."""
+    if pack.chunk is not None:
+        return pack.chunk
+    mean = pack.mean_tokens
+    if mean and pack.eos is not None:
+        mean += 1
+    if pack.classify:  # one document a row: a chunk of CHUNK_ROWS rows
+        mean = pack.sequence_length
+    return chunk_documents(pack.sequence_length, mean)

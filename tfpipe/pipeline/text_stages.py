@@ -31,23 +31,11 @@ from typing import Any
 from tfpipe._tf import plain, tf
 from tfpipe.pipeline import order_stream, packing
 from tfpipe.pipeline.order import seed_key
-from tfpipe.pipeline.packing_numpy import chunk_documents
+from tfpipe.pipeline.packing_numpy import chunk_size
 
 TOKENS = "tokens"
 # Key domain of the row shuffle (order_stream uses 0..2).
 _ROWS = 3
-
-
-def chunk_size(pack: Any) -> int:
-    """Documents per chunk for a preset's `TextPacking`."""
-    if pack.chunk is not None:
-        return pack.chunk
-    mean = pack.mean_tokens
-    if mean and pack.eos is not None:
-        mean += 1
-    if pack.classify:  # one document a row: a chunk of CHUNK_ROWS rows
-        mean = pack.sequence_length
-    return chunk_documents(pack.sequence_length, mean)
 
 
 def documents(pack: Any, features: Any, where: str = "") -> Any:
@@ -318,6 +306,13 @@ def ordered_lengths(spec: Any, lengths: Lengths, size: int) -> Any:
     )
 
 
+def _documents_of(src: Any) -> int:
+    """The documents of the split `src` reads, from its manifest (0 when unknown)."""
+    manifest, split = getattr(src, "manifest", None), getattr(src, "split", None)
+    text = manifest.splits[split].text if manifest is not None and split in manifest.splits else None
+    return text.documents if text is not None else 0
+
+
 # TPU tiling: a core works on tiles of 8 rows by 128 lanes; shapes off that grid are padded.
 TPU_LANES, TPU_SUBLANES = 128, 8
 
@@ -327,10 +322,15 @@ def plan_notes(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(notes for `describe()`, warnings about TPU tiling) of a text pipeline with `batch` rows
     a batch (per replica), reading `src` in the resumable order or not."""
-    from tfpipe.pipeline.fill import predict_fill
+    from tfpipe.pipeline.fill import epoch_rows, predict_fill
 
     L = pack.sequence_length
-    notes = [f"text: chunks of {chunk_size(pack)} documents, each packed on its own"]
+    size, documents = chunk_size(pack), _documents_of(src)
+    notes = [f"text: chunks of {size} documents, each packed on its own"]
+    if documents and documents < size:
+        notes[0] += f" (the split has {documents}: in training a chunk spans {size / documents:.1f} epochs)"
+    if pack.histogram:
+        notes.append(f"text: one epoch packs into ~{epoch_rows(pack):,} rows of {L} tokens (predicted)")
     if resumable and src is not None and lengths_file(src) is None:
         notes.append(
             f"text: {src.where} has no lengths file (converted before tfpipe wrote one), so start_step "

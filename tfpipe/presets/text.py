@@ -136,41 +136,10 @@ class TextPreset:
 
         tf_ = tf()
         opts = options_of(TextOptions, options, "text")
-        label = opts.label or (ctx.schema.label if ctx.schema is not None else None)
-        output = opts.output or ("keras_classifier" if label else "packed")
-        classify = output == "keras_classifier"
-        mode = opts.packing or ("none" if classify else "first_fit")
-        tokenizer = ctx.manifest.tokenizer if ctx.manifest is not None else None
-        specials = dict(tokenizer.special_ids) if tokenizer is not None else {}
-        notes: list[str] = []
+        packing, output, notes = plan_packing(ctx, opts)
         spec: dict[str, Any] = {TOKENS: tf_.io.RaggedFeature(tf_.int64, row_splits_dtype=tf_.int64)}
-        if classify:
-            _check_classify(ctx, opts, mode, label, specials)
-            spec[label] = tf_.io.FixedLenFeature([], tf_.int64)  # type: ignore[index]
-        eos = _eos(opts, output, specials)
-        if eos is not None:
-            notes.append(f"each document ends with the tokenizer's EOS (id {eos}) before packing")
-        text = _split_text(ctx)
-        if opts.truncate:
-            notes.append(
-                f"truncate=True: documents longer than {opts.sequence_length} tokens keep their first "
-                f"{opts.sequence_length} and lose the rest"
-                + (f" ({_longer(text, opts.sequence_length)} such documents in the split)" if text else "")
-            )
-        packing = TextPacking(
-            sequence_length=opts.sequence_length,
-            mode=mode,
-            truncate=opts.truncate or classify,
-            eos=eos,
-            classify=classify,
-            cls=specials.get("cls"),
-            sep=specials.get("sep"),
-            label=label if classify else None,
-            vocab_size=tokenizer.vocab_size if tokenizer is not None else None,
-            mean_tokens=text.tokens / text.documents if text and text.documents else None,
-            histogram=text.length_histogram if text else None,
-            chunk=opts.chunk,
-        )
+        if packing.classify:
+            spec[packing.label] = tf_.io.FixedLenFeature([], tf_.int64)  # type: ignore[index]
         return Decoder(
             spec=spec,
             required=tuple(spec),
@@ -178,11 +147,55 @@ class TextPreset:
             finalize=output_form(output),
             batched=True,
             notes=(
-                f"text: output {output!r}, packing {mode!r}, sequence_length {opts.sequence_length}",
+                f"text: output {output!r}, packing {packing.mode!r}, sequence_length {opts.sequence_length}",
                 *notes,
             ),
             packing=packing,
         )
+
+
+def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, str, list[str]]:
+    """(how the pipeline packs, the output form, notes) for `opts` on the split `ctx` names;
+    no TensorFlow, so `steps_per_epoch` counts the rows `build()` makes from the same packing.
+
+    Raises:
+      ConfigError: options that do not fit each other or the dataset (a classifier without a
+        label, [CLS] or [SEP]; eos=True without an EOS; documents longer than a classifier row).
+    """
+    label = opts.label or (ctx.schema.label if ctx.schema is not None else None)
+    output = opts.output or ("keras_classifier" if label else "packed")
+    classify = output == "keras_classifier"
+    mode = opts.packing or ("none" if classify else "first_fit")
+    tokenizer = ctx.manifest.tokenizer if ctx.manifest is not None else None
+    specials = dict(tokenizer.special_ids) if tokenizer is not None else {}
+    notes: list[str] = []
+    if classify:
+        _check_classify(ctx, opts, mode, label, specials)
+    eos = _eos(opts, output, specials)
+    if eos is not None:
+        notes.append(f"each document ends with the tokenizer's EOS (id {eos}) before packing")
+    text = _split_text(ctx)
+    if opts.truncate:
+        notes.append(
+            f"truncate=True: documents longer than {opts.sequence_length} tokens keep their first "
+            f"{opts.sequence_length} and lose the rest"
+            + (f" ({_longer(text, opts.sequence_length)} such documents in the split)" if text else "")
+        )
+    packing = TextPacking(
+        sequence_length=opts.sequence_length,  # type: ignore[arg-type]
+        mode=mode,
+        truncate=opts.truncate or classify,
+        eos=eos,
+        classify=classify,
+        cls=specials.get("cls"),
+        sep=specials.get("sep"),
+        label=label if classify else None,
+        vocab_size=tokenizer.vocab_size if tokenizer is not None else None,
+        mean_tokens=text.tokens / text.documents if text and text.documents else None,
+        histogram=text.length_histogram if text else None,
+        chunk=opts.chunk,
+    )
+    return packing, output, notes
 
 
 def _split_text(ctx: PresetContext) -> Any:
