@@ -2,8 +2,7 @@
 file the README and docs/ name as the user's own, so each example runs as written.
 
 - `photos/`: 3 class folders (`class_000`..) of 40 small JPEGs each;
-- `val/` + `val_labels.txt`: a flat validation folder of 12 JPEGs and its labels, one class
-  name per line in sorted file-name order (ImageNet's layout);
+- `val/`: a validation split of the same classes, 4 JPEGs each;
 - `table.csv`, `table.parquet`: 1,500 rows of 4 numeric columns and an int `label` (3 classes);
 - `airquality.csv`: R's airquality layout with `NA` for missing values and a `zip` column
   whose codes keep their leading zeros;
@@ -32,13 +31,8 @@ def make_docs_data(root: str) -> str:
     folders.write_image_folder(
         os.path.join(root, "photos"), classes=CLASSES, per_class=40, imagenet_names=False, size=(160, 120)
     )
-    folders.write_validation_flat(
-        os.path.join(root, "val"),
-        os.path.join(root, "val_labels.txt"),
-        classes=CLASSES,
-        count=12,
-        imagenet_names=False,
-        size=(160, 120),
+    folders.write_image_folder(
+        os.path.join(root, "val"), classes=CLASSES, per_class=4, imagenet_names=False, size=(160, 120), seed=5
     )
     table = _table(1500)
     table.to_csv(os.path.join(root, "table.csv"), index=False)

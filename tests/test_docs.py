@@ -255,6 +255,7 @@ def test_every_internal_link_and_anchor_resolves():
     assert broken == []
 
 
+@pytest.mark.docs  # in CI's docs step, where the docs extra (Python-Markdown) is installed
 def test_the_slugs_are_mkdocs_own():
     markdown = pytest.importorskip("markdown", reason='the docs extra: pip install "tfpipe[docs]"')
     for page in PAGES:

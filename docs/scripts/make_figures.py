@@ -303,7 +303,7 @@ def waterfall(report_path: pathlib.Path = CAPTURES / "bench-imagenet.json") -> p
         lw=1,
         label=f"what {cores} cores can spend at the consumer's {consumer:,.0f}/s",
     )
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.legend(loc="upper right", fontsize=8, frameon=False)
     ax.set_yticks(range(len(stages) + 1), [*names, "total"])
     ax.invert_yaxis()
     ax.set_xlabel("CPU milliseconds per example (cumulative, each bar what its stage adds)", fontsize=9)
