@@ -1,6 +1,7 @@
-"""The public surface: `tfpipe/__init__.py` and the README's "The Python API" agree, every error
-and warning lives in `tfpipe/errors.py` and is `tfpipe.<Name>`, and every class or function
-the README names is reachable by the name it is given."""
+"""The public surface: `tfpipe/__init__.py` and the API table (docs/reference/api.md, "The
+public names") agree, every error and warning lives in `tfpipe/errors.py` and is
+`tfpipe.<Name>`, and every class or function the README or the docs name is reachable by the
+name it is given."""
 
 from __future__ import annotations
 
@@ -17,14 +18,20 @@ import tfpipe
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tfpipe"
-README = (ROOT / "README.md").read_text()
-# Named in the README as a design term; no public function takes or returns it.
+API_PAGE = (ROOT / "docs" / "reference" / "api.md").read_text()
+# What a user reads: the README and every page of the docs.
+DOC_TEXT = "\n".join(
+    p.read_text()
+    for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    if "scripts" not in p.parts
+)
+# Named in the docs as a design term; no public function takes or returns it.
 DESIGN_TERMS = {"ConvertPlan"}
 MANIFEST_FILE = "tfpipe.json"  # a file name, not a Python path
 
 
 def api_section() -> str:
-    return README.split("\n## The Python API\n", 1)[1].split("\n## ", 1)[0]
+    return API_PAGE.split("\n## The public names\n", 1)[1].split("\n## ", 1)[0]
 
 
 def listed_names() -> set[str]:
@@ -49,11 +56,11 @@ def resolve(path: str) -> object:
     return obj
 
 
-def test_init_and_the_readme_list_the_same_names():
+def test_init_and_the_api_table_list_the_same_names():
     assert listed_names() == set(tfpipe.__all__)
 
 
-def test_every_path_the_readme_lists_is_reachable():
+def test_every_path_the_api_table_lists_is_reachable():
     paths = dotted_paths()
     assert {"tfpipe.resume.Position", "tfpipe.testing.LocalGCS", "tfpipe.beam.WriteDataset"} <= paths
     for path in sorted(paths):
@@ -111,7 +118,7 @@ def test_except_and_filterwarnings_by_the_top_level_name():
     assert (DefaultWarning, StorageError) == (tfpipe.DefaultWarning, tfpipe.StorageError)
 
 
-def test_every_class_and_function_the_readme_names_is_reachable_by_that_name():
+def test_every_class_and_function_the_docs_name_is_reachable_by_that_name():
     classes = _classes()
     functions = {
         node.name
@@ -121,7 +128,7 @@ def test_every_class_and_function_the_readme_names_is_reachable_by_that_name():
     }
     listed = {path.rsplit(".", 1)[1] for path in dotted_paths()}
     unreachable = []
-    for token, call in set(re.findall(r"`(tfpipe(?:\.\w+)+|[A-Za-z_]\w*)(\(?)", README)):
+    for token, call in set(re.findall(r"`(tfpipe(?:\.\w+)+|[A-Za-z_]\w*)(\(?)", DOC_TEXT)):
         if token == MANIFEST_FILE:
             continue
         if token.startswith("tfpipe."):

@@ -67,8 +67,9 @@ def test_imagenet_normalisation_per_channel_at_every_pixel(image_ds):
 
 
 def test_mixed_bfloat16_model_normalises_uint8_input_as_its_first_layer(image_ds):
-    """The README's recipe: uint8 batches in, Normalization in float32 as the first layer of a
-    mixed_bfloat16 model; the same values as host normalisation up to uint8 rounding."""
+    """The recipe of docs/guides/images-and-tables.md: uint8 batches in, Normalization in
+    float32 as the first layer of a mixed_bfloat16 model; the same values as host
+    normalisation up to uint8 rounding."""
     import keras
 
     common = {"batch_size": 37, "training": False, "image_size": 16}

@@ -245,14 +245,14 @@ def test_like_gcs_is_the_published_profile():
     assert LocalGCS.like_gcs(mbps_per_stream=5).shaping == dataclasses.replace(LIKE_GCS, mbps_per_stream=5)
 
 
-def test_like_gcs_cites_each_figure_in_its_docstring_and_the_readme():
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_like_gcs_cites_each_figure_in_its_docstring_and_the_guide():
+    guide = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "guides" / "local-gcs.md").read_text()
     for url in (
         "https://cloud.google.com/storage/docs/request-rate",
         "https://cloud.google.com/storage/docs/storage-classes",
         "https://github.com/GoogleCloudPlatform/gcsfuse/blob/master/docs/grpc_benchmarks.md",
     ):
-        assert url in LocalGCS.like_gcs.__doc__ and url in readme, url
+        assert url in LocalGCS.like_gcs.__doc__ and url in guide, url
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ def recommend(
                 f"Your profiled run waited {percent(profiled_wait)} of each step for input with its own "
                 f"pipeline; tfpipe's pipeline on this host predicts {percent(wait)} against the same "
                 "accelerator.",
-                "Train on tfpipe.build(...) (see the README), then profile a few steps again to confirm.",
+                "Train on tfpipe.build(...) (docs/guides/bench.md), then profile a few steps again to confirm.",
             )
         )
     if verdict == "not_input_bound":
@@ -379,7 +379,7 @@ def _tokenize_advice(text: TextFigures) -> Recommendation:
         "Keep tokenizing at convert time (tfpipe convert --tokenizer PATH or --train-tokenizer KIND), "
         "as this dataset is: the pipeline only reads token ids and packs them. Tokenizing inside "
         "tf.data would need tensorflow-text, which requires the `tensorflow` distribution and "
-        "installs it over tensorflow-tpu (see the README).",
+        "installs it over tensorflow-tpu (docs/install.md says why).",
     )
 
 

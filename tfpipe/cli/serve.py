@@ -11,8 +11,8 @@ from tfpipe import cli
 _EPILOG = """\
 TensorFlow's tf.data servers listen on every interface ([::]:PORT) with no authentication:
 anyone who can reach the port can run TensorFlow graphs on this machine. Starting one
-therefore needs --allow-remote; firewall the ports first (README: "Securing tf.data
-service"). --advertise-host is only the address clients and workers are told to use
+therefore needs --allow-remote; firewall the ports first (docs/guides/scale.md, "Securing
+tf.data service"). --advertise-host is only the address clients and workers are told to use
 (default 127.0.0.1). The server prints "ready" once it serves, and "stopped" after SIGINT
 (Ctrl-C) or SIGTERM, exiting 0.
 

@@ -7,9 +7,9 @@ IDCT of everything outside the crop; random horizontal flip; resize. Eval: centr
 
 Output dtype. The default is uint8, normalised on the accelerator, as the tensorflow/tpu
 reference does: a uint8 batch is a quarter of the float32 bytes to copy, batch and transfer
-(the README shows a mixed-bfloat16 Keras model that normalises it in its first layer). For
-float or bfloat16 with mean/std normalisation on the host (as the baseline
-tensorflow/tpu-style pipeline feeds mixed-bfloat16 training), pass `dtype="bfloat16"` (or
+(docs/guides/images-and-tables.md shows a mixed-bfloat16 Keras model that normalises it in
+its first layer). For float or bfloat16 with mean/std normalisation on the host (as the
+baseline tensorflow/tpu-style pipeline feeds mixed-bfloat16 training), pass `dtype="bfloat16"` (or
 "float32"); `normalize` then defaults to True. Normalisation runs per record on the resized
 float pixels, inside the decode map, as one multiply and one add with row-long constants
 (see `_normalization_rows`): it costs about what the uint8 rounding does. Measured with

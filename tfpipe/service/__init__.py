@@ -5,7 +5,7 @@ watches them (`stage.py`); `start_dispatcher`/`start_worker` run servers in this
 and `serve` runs one until SIGINT or SIGTERM, the `tfpipe serve` command (`servers.py`).
 
 TensorFlow's servers listen on every interface with no authentication, so starting one takes
-`allow_remote=True`; see `servers.py` and the README's "Securing tf.data service".
+`allow_remote=True`; see `servers.py` and "Securing tf.data service" in docs/guides/scale.md.
 
 Example:
   >>> with start_dispatcher(allow_remote=True) as d, start_worker(d.address, allow_remote=True):

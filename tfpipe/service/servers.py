@@ -51,7 +51,7 @@ class DispatcherConfig:
       fault_tolerant: journal state so a restarted dispatcher resumes its jobs; None means on
         exactly when `work_dir` is set.
       allow_remote: must be True to start: confirms that the unauthenticated server may be
-        reached from every network this machine is on (firewall it; see the README).
+        reached from every network this machine is on (firewall it: docs/guides/scale.md).
     """
 
     port: int = 0
@@ -131,8 +131,8 @@ def check_exposure(config: DispatcherConfig | WorkerConfig) -> None:
         f"A tf.data service {_role(config)} listens on every network interface ([::]:{port}) "
         "with no authentication: anyone who can reach the port can run TensorFlow graphs on "
         "this machine, reading and writing its files. TensorFlow 2.21 has no loopback-only or "
-        "authenticated mode. Run it on a private network or behind firewall rules (README: "
-        "'Securing tf.data service'), then confirm with allow_remote=True (--allow-remote). "
+        "authenticated mode. Run it on a private network or behind firewall rules (docs/guides/"
+        "scale.md, 'Securing tf.data service'), then confirm with allow_remote=True (--allow-remote). "
         "Received: allow_remote=False"
     )
 

@@ -126,8 +126,13 @@ def distribute(
     Args:
       ds: the pipeline to offload, up to and including its last preprocessing stage.
       service: the dispatcher, "grpc://host:port" or "host:port".
-      processing_mode, job_name, compression, max_outstanding_requests, target_workers,
-        connect_timeout, peer_timeout: see `DistributeConfig`.
+      processing_mode: as `DistributeConfig.processing_mode`.
+      job_name: as `DistributeConfig.job_name`.
+      compression: as `DistributeConfig.compression`.
+      max_outstanding_requests: as `DistributeConfig.max_outstanding_requests`.
+      target_workers: as `DistributeConfig.target_workers`.
+      connect_timeout: as `DistributeConfig.connect_timeout`.
+      peer_timeout: as `DistributeConfig.peer_timeout`.
       options: `tf.data.Options` for the worker-side pipeline. Options applied after this
         stage never reach the workers: `ds` is serialized and registered right here.
 

@@ -116,9 +116,14 @@ class FaultRule:
 class LocalGCS:
     """Emulator + TLS proxy + fault injection + shaping, as a context manager.
 
+    The four arguments are the `Shaping` of storage requests from the start (all off by
+    default); `shape()` changes it later.
+
     Args:
-      first_byte_ms, mbps_per_stream, max_requests_per_s, max_writes_per_s: the `Shaping` of
-        storage requests from the start (all off by default); `shape()` changes it later.
+      first_byte_ms: the delay to a storage response's first byte (0: none).
+      mbps_per_stream: MB/s per connection, each direction (None: no limit).
+      max_requests_per_s: requests a second above which the twin answers HTTP 429 (None: no limit).
+      max_writes_per_s: the same for uploads, updates and deletes (None: no limit).
 
     Attributes:
       endpoint: plain-HTTP URL of the proxy: `STORAGE_EMULATOR_HOST` and `https_proxy`.
