@@ -341,6 +341,7 @@ def test_foreign_files_and_other_settings_keep_the_shuffle_buffer_saying_why(for
     r = plan(table_ds, batch_size=4)
     assert r.config.order == "resumable" and r.config.deterministic is True
     assert f"order: resumable, seed {r.config.seed}" in r.describe() and "drew seed=" in r.describe()
+    assert "starting at step 0 (order version 2)" in r.describe()
     assert r.cache == "memory"  # 37 rows fit: the resumable order caches them in memory
 
 
