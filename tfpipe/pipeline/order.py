@@ -8,7 +8,12 @@ epochs. Epoch `e`:
 2. A group's files are read together, round-robin, `run` records from each in turn (a
    deterministic interleave): the group's *stream*.
 3. The stream is cut into *windows* of `window` records; each window is permuted (keyed by
-   the seed, `e`, the group and the window) and its records follow in that order.
+   the seed and the window's first position in the stream) and its records follow in that
+   order.
+
+Each permutation is one stateless Philox shuffle, its seed a structured pair (a key of the
+seed and a domain, a value: the epoch, a window's position); TensorFlow scrambles a seed
+itself, so there is no hash of our own (ORDER_VERSION 2).
 
 Every record comes once per epoch, and the record at any position follows from the seed, the
 position and the manifest's record counts alone. So a pipeline can start anywhere: the

@@ -43,7 +43,9 @@ from typing import Any
 from tfpipe._tf import plain, tf
 from tfpipe.pipeline.order import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec
 
-_FOREVER = 1 << 62
+# Endless ranges end here: a global group index e * groups + g may pass 2**62 near the
+# position bound (order.MAX_POSITION), never 2**63 - 1.
+_FOREVER = (1 << 63) - 1
 
 
 def permutation(tf_: Any, n: Any, seed: Any) -> Any:

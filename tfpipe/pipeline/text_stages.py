@@ -180,13 +180,18 @@ MAX_COUNTED_DOCUMENTS = 1 << 24
 def start_limit(spec: Any, pack: Any) -> int:
     """The last step a resumable text pipeline can start at: the count of the rows before it
     walks at most max(MIN_COUNTED_EPOCHS epochs, MAX_COUNTED_DOCUMENTS documents), at the rows
-    a document packs into as predicted from the manifest's histogram; and the row position
+    a split packs into by the manifest's histogram (its pieces for "none"; its tokens over L,
+    at most the rows, for the packing modes: no simulation at build()); and the row position
     stays within `order.MAX_POSITION`, so its int64 arithmetic never wraps."""
     from tfpipe.pipeline.fill import predicted_rows
 
     rows_per_step = spec.global_batch // spec.pipelines
     documents = sum(pack.histogram["counts"]) if pack.histogram else 0
-    rows = predicted_rows(pack.histogram, pack.sequence_length, pack.mode) if documents else 0
+    rows = 0
+    if documents and (pack.mode == "none" or pack.classify):
+        rows = predicted_rows(pack.histogram, pack.sequence_length, "none")
+    elif documents:
+        rows = sum(pack.histogram["tokens"]) // pack.sequence_length
     walked = max(MIN_COUNTED_EPOCHS * spec.examples, MAX_COUNTED_DOCUMENTS)
     if rows and documents:
         share = spec.pipelines if spec.by_record else 1  # this pipeline keeps 1/n of the stream
