@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.pipeline import fill, packing, packing_numpy, text_stages
-from tfpipe.pipeline.order import seed_key
+from tfpipe.pipeline import fill, order_stream, packing, packing_numpy, text_stages
+from tfpipe.pipeline.order import KEY_ROWS, domain_key
 
 _graph_pack = tf.function(
     tf.autograph.experimental.do_not_convert(
@@ -74,14 +74,18 @@ def test_first_fit_fills_real_text(text_corpus):
         assert lengths.sum() / (rows * L) >= 0.98, L
 
 
-def test_row_shuffle_matches_reference():
+def test_row_shuffle_is_keyed_by_the_seed_and_the_chunk():
+    """A chunk's rows are permuted by a Philox shuffle keyed by (rows key ^ tokens, the
+    length-weighted index sum): each seed and each chunk its own order, every row once."""
     lengths = tf.ragged.constant([[1, 2, 3], [4], [5, 6]], dtype=tf.int64)
-    key = text_stages.chunk_key(tf, seed_key(7), lengths)
-    want_key = packing_numpy.chunk_key(seed_key(7), np.array([3, 1, 2]), text_stages._ROWS)
-    assert int(key) == int(want_key)
-    got = text_stages.row_order(tf, tf.constant(50, tf.int64), key).numpy()
-    np.testing.assert_array_equal(got, packing_numpy.row_order(50, want_key))
+    seed = text_stages.chunk_seed(tf, domain_key(7, KEY_ROWS), lengths)
+    assert seed.numpy().tolist() == [domain_key(7, KEY_ROWS) ^ 6, 3 * 1 + 1 * 2 + 2 * 3]
+    got = order_stream.permutation(tf, 50, seed).numpy()
+    want = tf.random.experimental.stateless_shuffle(tf.range(50, dtype=tf.int64), seed, alg="philox").numpy()
+    np.testing.assert_array_equal(got, want)
     assert sorted(got) == list(range(50)) and list(got) != list(range(50))
+    other = text_stages.chunk_seed(tf, domain_key(8, KEY_ROWS), lengths)
+    assert list(order_stream.permutation(tf, 50, other).numpy()) != list(got)
 
 
 @pytest.mark.parametrize("mode", packing_numpy.MODES)

@@ -76,16 +76,14 @@ class Generation:
         checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
 
         def manifest_lists() -> Any:
+            # Plain ops, no dataset: a get_single_element here optimised its dataset at every
+            # shard read. The manifest's name joined with none of the shard's, so the graph
+            # optimizer cannot fold the listing into a constant when the function is built.
+            manifest = tf_.strings.join([self.manifest, tf_.strings.substr(path, 0, 0)])
+            found = tf_.io.matching_files(manifest)
             # A manifest that is gone (--overwrite un-commits the split first) reads as "".
-            manifest = (
-                tf_.data.Dataset.from_tensors(self.manifest)
-                .map(tf_.io.read_file)
-                .ignore_errors()
-                .concatenate(tf_.data.Dataset.from_tensors(tf_.constant("")))
-                .take(1)
-                .get_single_element()
-            )
-            return tf_.strings.regex_full_match(manifest, tf_.strings.join(["(?s).*", checksum, ".*"]))
+            text = tf_.cond(tf_.size(found) > 0, lambda: tf_.io.read_file(found[0]), lambda: tf_.constant(""))
+            return tf_.strings.regex_full_match(text, tf_.strings.join(["(?s).*", checksum, ".*"]))
 
         if self.marker is None:
             listed = manifest_lists()

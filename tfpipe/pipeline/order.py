@@ -8,7 +8,12 @@ epochs. Epoch `e`:
 2. A group's files are read together, round-robin, `run` records from each in turn (a
    deterministic interleave): the group's *stream*.
 3. The stream is cut into *windows* of `window` records; each window is permuted (keyed by
-   the seed, `e`, the group and the window) and its records follow in that order.
+   the seed and the window's first position in the stream) and its records follow in that
+   order.
+
+Each permutation is one stateless Philox shuffle, its seed a structured pair (a key of the
+seed and a domain, a value: the epoch, a window's position); TensorFlow scrambles a seed
+itself, so there is no hash of our own (ORDER_VERSION 2).
 
 Every record comes once per epoch, and the record at any position follows from the seed, the
 position and the manifest's record counts alone. So a pipeline can start anywhere: the
@@ -49,9 +54,14 @@ if TYPE_CHECKING:
 
 # The version of the order's definition, kept in every position checkpoint: a change to how
 # positions map to records must bump it, so an old checkpoint is refused, not misread.
-ORDER_VERSION = 1
-# Key domains, so the file order, the window orders and augmentation draw unrelated numbers.
-KEY_FILES, KEY_WINDOWS, KEY_AUGMENT = 0, 1, 2
+# 2: every seed a structured (domain key, value) pair that the stateless Philox ops scramble
+# themselves, no hash in the graph; windows keyed by their first position, text rows by a
+# Philox shuffle too (version 1 keyed them all by SplitMix64 folds).
+ORDER_VERSION = 2
+# Key domains, so the file order, the window orders, augmentation and the text rows draw
+# unrelated numbers.
+KEY_FILES, KEY_WINDOWS, KEY_AUGMENT, KEY_ROWS = 0, 1, 2, 3
+_DOMAINS = 4
 # Windows of serialized records alive at the peak: the one going out, the next (prefetched)
 # and the one being assembled, which `rebatch` copies once.
 WINDOW_COPIES = 3
@@ -110,6 +120,13 @@ class OrderSpec:
             "cycle": self.cycle,
             "run": self.run,
         }
+
+    def key(self, domain: int) -> int:
+        """The key of one domain of this order's seeds (`domain_key`): with file sharding the
+        input pipeline's index is part of it, so each pipeline permutes its own files its
+        own way; with record sharding every pipeline makes the one global stream (that of a
+        single pipeline)."""
+        return domain_key(self.seed, domain, 0 if self.by_record else self.index)
 
     def start_of(self, step: int) -> int:
         """The stream position pipeline `index` starts at for training step `step`."""
@@ -335,41 +352,26 @@ def seed_key(seed: int) -> int:
             return key
 
 
-# ---- the order in plain Python: what order_stream.py computes in the graph ----
+def domain_key(seed: int, domain: int, part: int = 0) -> int:
+    """The first half of every stateless seed of one key domain: the seed, the domain and a
+    part (an input pipeline's) folded into an int64. TensorFlow's stateless ops scramble their
+    seed themselves (a Philox round), so the halves of a seed may be plain structured values."""
+    return seed_key((seed * (1 << 20) + part) * _DOMAINS + domain)
 
-_MASK64 = (1 << 64) - 1
+
+# ---- the order in plain Python: what order_stream.py computes in the graph ----
 
 Shuffle = Callable[[int, tuple[int, int]], Sequence[int]]
 """`(n, seed) -> a permutation of range(n)`: in the graph, TensorFlow's
-`stateless_shuffle(range(n), seed, alg="philox")`; any permutation in tests on integers."""
-
-
-def mix64(x: int) -> int:
-    """SplitMix64's finaliser on an int64 (as wrapping uint64 arithmetic), as `order_stream.mix`."""
-    z = ((x & _MASK64) + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    z ^= z >> 31
-    return z - (1 << 64) if z >> 63 else z
-
-
-def fold64(key: int, *data: int) -> int:
-    """The int64 `key` with each of `data` folded in, as `order_stream.fold`."""
-    for d in data:
-        key = mix64(key ^ mix64(d))
-    return key
-
-
-def seed_pair(key: int) -> tuple[int, int]:
-    """The seed of TensorFlow's stateless ops from an int64 key, as `order_stream.seed_of`."""
-    return key, mix64(key)
+`stateless_shuffle(range(n), seed, alg="philox")` (`order_stream.permutation`); any permutation
+in tests on integers. `seed` is `(domain key, value)`."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Placed:
     """One record of the stream: `file` (an index into `OrderSpec.files`), its `record` in that
-    file, the `epoch`, its stream `position` and its augmentation `seed` (from the seed, the
-    epoch and the example id)."""
+    file, the `epoch`, its stream `position` and its augmentation `seed`: (the augmentation
+    key ^ the epoch, the example id)."""
 
     file: int
     record: int
@@ -381,7 +383,7 @@ class Placed:
 def records(spec: OrderSpec, start: int, shuffle: Shuffle) -> Iterator[Placed]:
     """The records input pipeline `spec.index` yields from stream position `start` on, endless:
     the order of the module doc, as `order_stream.stream` makes it, in plain Python."""
-    base, total = seed_key(spec.seed), spec.examples
+    augment, total = spec.key(KEY_AUGMENT), spec.examples
     epoch = start // total
     while True:
         for k, (f, r) in enumerate(epoch_stream(spec, epoch, shuffle)):
@@ -389,7 +391,7 @@ def records(spec: OrderSpec, start: int, shuffle: Shuffle) -> Iterator[Placed]:
             if position < start or (spec.by_record and position % spec.pipelines != spec.index):
                 continue
             example = spec.first_ids[f] + r
-            yield Placed(f, r, epoch, position, seed_pair(fold64(fold64(base, epoch, KEY_AUGMENT), example)))
+            yield Placed(f, r, epoch, position, (augment ^ epoch, example))
         epoch += 1
 
 
@@ -397,14 +399,15 @@ def epoch_stream(spec: OrderSpec, epoch: int, shuffle: Shuffle) -> list[tuple[in
     """Epoch `epoch` of the whole stream as (file, record) pairs: the files permuted, taken
     `cycle` at a time, each group read in runs round-robin and cut into windows, each window
     permuted."""
-    base = seed_key(spec.seed)
-    files = list(shuffle(len(spec.files), seed_pair(fold64(base, epoch, KEY_FILES))))
+    files = list(shuffle(len(spec.files), (spec.key(KEY_FILES), epoch)))
+    windows = spec.key(KEY_WINDOWS)
     out: list[tuple[int, int]] = []
     for g in range(-(-len(files) // spec.cycle)):
         group = _round_robin(files[g * spec.cycle : (g + 1) * spec.cycle], spec.counts, spec.run)
         for j in range(-(-len(group) // spec.window)):
             window = group[j * spec.window : (j + 1) * spec.window]
-            perm = shuffle(len(window), seed_pair(fold64(base, epoch, KEY_WINDOWS, g, j)))
+            # Keyed by the window's first position in the stream: unique, and known anywhere.
+            perm = shuffle(len(window), (windows, epoch * spec.examples + len(out)))
             out += [window[i] for i in perm]
     return out
 

@@ -181,6 +181,7 @@ def pack(
         out["segment_ids"][r, o : o + n] = seg[i]
         out["positions"][r, o : o + n] = np.arange(n)
     return out
+<<<<<<< HEAD
 
 
 def mix(x: np.ndarray) -> np.ndarray:
@@ -222,3 +223,5 @@ def chunk_size(pack: Any) -> int:
     if pack.classify:  # one document a row: a chunk of CHUNK_ROWS rows
         mean = pack.sequence_length
     return chunk_documents(pack.sequence_length, mean)
+=======
+>>>>>>> h-startup

@@ -7,7 +7,7 @@ from typing import Any
 
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.order import OrderSpec
+from tfpipe.pipeline.order import ORDER_VERSION, OrderSpec
 from tfpipe.pipeline.resolve import ResolvedData
 from tfpipe.pipeline.sharding import ShardBy
 from tfpipe.pipeline.skips import SkipCounter, SkipCounts
@@ -113,7 +113,7 @@ class Pipeline:
             start = "the step of its Position" if self.position is not None else f"step {self.start_step}"
             lines.append(
                 f"  order: resumable, seed {o.seed}, groups of {o.cycle} file(s), windows of "
-                f"{o.window} records, starting at {start}"
+                f"{o.window} records, starting at {start} (order version {ORDER_VERSION})"
             )
         elif self.training:
             lines.append("  order: shuffle_buffer (not resumable)")

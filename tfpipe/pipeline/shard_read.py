@@ -43,18 +43,20 @@ def verify_group(mean_record_bytes: int | None) -> int:
 
 
 def _readable(tf_: Any, path: Any) -> Any:
-    """The shard as a list of one file name if its first byte can be read, else of none.
+    """The shard's name as a dataset of one element if its first byte can be read, else of none
+    (TFRecordDataset reads a dataset of names).
 
     The probe gets READ_ATTEMPTS tries (each with TensorFlow's own retries), counted by a zip
     with a range, so it ends even where a file cannot be opened at all; a read of no file then
     ends at once, and the judge's probe outside ignore_errors() raises the real error (a
     missing shard's NotFoundError). An empty file has no first byte and reads as empty, too.
+    A dataset, not a tensor (a `reduce` of the probe): a reduce op instantiates its function
+    and optimises its dataset each time it runs, once per shard read.
     """
     probe = tf_.data.Dataset.zip(
         (tf_.data.Dataset.range(READ_ATTEMPTS), tf_.data.FixedLengthRecordDataset(path, 1, buffer_size=1))
     )
-    found = probe.ignore_errors().take(1).reduce(tf_.constant(0, tf_.int32), plain(lambda n, _: n + 1))
-    return tf_.slice(tf_.reshape(path, [1]), [0], [found])
+    return probe.ignore_errors().take(1).map(plain(lambda *_: path))
 
 
 # Reads of one shard before an early end is judged: the first, then re-reads from the start.
@@ -153,9 +155,12 @@ def _verified_groups(
     every read's end judged by `judge` (see `read_shard`)."""
 
     def one_read(_: Any) -> Any:
-        names = _readable(tf_, path) if probe_open else tf_.reshape(path, [1])
+        names = _readable(tf_, path) if probe_open else path
         reads = tf_.data.TFRecordDataset(names, compression_type=compression, buffer_size=buffer)
-        groups = reads.ignore_errors().batch(group).map(plain(lambda r: (r, False)))
+        # Each group flagged "not the end" by a zip (no function), then the end of the read.
+        groups = tf_.data.Dataset.zip(
+            (reads.ignore_errors().batch(group), tf_.data.Dataset.from_tensors(False).repeat())
+        )
         return groups.concatenate(tf_.data.Dataset.from_tensors((tf_.zeros([0], tf_.string), True)))
 
     zero = tf_.constant(0, tf_.int64)

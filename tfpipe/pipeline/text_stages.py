@@ -29,13 +29,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.errors import ConfigError
 from tfpipe.pipeline import order_stream, packing
-from tfpipe.pipeline.order import seed_key
+from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
 from tfpipe.pipeline.packing_numpy import chunk_size
 
 TOKENS = "tokens"
-# Key domain of the row shuffle (order_stream uses 0..2).
-_ROWS = 3
 
 
 def documents(pack: Any, features: Any, where: str = "") -> Any:
@@ -103,7 +102,7 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
     "label" when classifying), one an element."""
     pack = p.decoder.packing
     shuffle = p.training
-    seed = seed_key(int(p.config.seed or 0))
+    key = domain_key(int(p.config.seed or 0), KEY_ROWS)
 
     def rows(features: Any, source: Any, skip: Any) -> Any:
         tf_ = tf()
@@ -112,9 +111,8 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
         if pack.classify:
             out["label"] = tf_.cast(features[pack.label], tf_.int32)
         if shuffle:
-            order = row_order(
-                tf_, tf_.shape(out["tokens"], out_type=tf_.int64)[0], chunk_key(tf_, seed, docs)
-            )
+            rows = tf_.shape(out["tokens"], out_type=tf_.int64)[0]
+            order = order_stream.permutation(tf_, rows, chunk_seed(tf_, key, docs))
             out = {k: tf_.gather(v, order) for k, v in out.items()}
         return {k: v[skip:] for k, v in out.items()}
 
@@ -126,19 +124,14 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
     return pack_rows
 
 
-def chunk_key(tf_: Any, seed: int, docs: Any) -> Any:
-    """A key of the chunk from the seed and its documents' lengths (as `packing_numpy.chunk_key`)."""
+def chunk_seed(tf_: Any, key: int, docs: Any) -> Any:
+    """The seed of a chunk's row order: (the rows key ^ the chunk's tokens, its length-weighted
+    index sum), so the order is a function of the seed and the chunk's documents alone (a chunk
+    knows no position outside the resumable order). `order_stream.permutation` keys by it."""
     lengths = tf_.cast(docs.row_lengths(), tf_.int64)
     weighted = tf_.reduce_sum(lengths * tf_.range(1, tf_.size(lengths, out_type=tf_.int64) + 1))
-    base = tf_.constant(seed, tf_.int64)
-    return order_stream.fold(tf_, base, _ROWS, tf_.size(lengths), tf_.reduce_sum(lengths), weighted)
-
-
-def row_order(tf_: Any, rows: Any, key: Any) -> Any:
-    """A permutation of `rows` keyed by `key` (as `packing_numpy.row_order`)."""
-    return tf_.argsort(
-        order_stream.mix(tf_, tf_.bitwise.bitwise_xor(key, order_stream.mix(tf_, tf_.range(rows)))),
-        stable=True,
+    return tf_.stack(
+        [tf_.bitwise.bitwise_xor(tf_.constant(key, tf_.int64), tf_.reduce_sum(lengths)), weighted]
     )
 
 
@@ -164,16 +157,70 @@ def batch_stage(p: Any) -> Callable[[Any], Any]:
     return batch
 
 
+# What counting the rows before a start may walk (the order applied to the lengths file and
+# every chunk's placement, ~3.4 us a document; benchmarks/RESULTS.md, "Text: resuming"): at
+# least this many epochs, or this many documents when that is more. A start further on is
+# refused (an epoch's rows depend on its order, so they cannot be known without placing it).
+MIN_COUNTED_EPOCHS = 4
+MAX_COUNTED_DOCUMENTS = 1 << 24
+
+
+def start_limit(spec: Any, pack: Any) -> int:
+    """The last step a resumable text pipeline can start at: the count of the rows before it
+    walks at most max(MIN_COUNTED_EPOCHS epochs, MAX_COUNTED_DOCUMENTS documents), at the rows
+    a split packs into by the manifest's histogram (its pieces for "none"; its tokens over L,
+    at most the rows, for the packing modes: no simulation at build()); and the row position
+    stays within `order.MAX_POSITION`, so its int64 arithmetic never wraps."""
+    from tfpipe.pipeline.fill import predicted_rows
+
+    rows_per_step = spec.global_batch // spec.pipelines
+    documents = sum(pack.histogram["counts"]) if pack.histogram else 0
+    rows = 0
+    if documents and (pack.mode == "none" or pack.classify):
+        rows = predicted_rows(pack.histogram, pack.sequence_length, "none")
+    elif documents:
+        rows = sum(pack.histogram["tokens"]) // pack.sequence_length
+    walked = max(MIN_COUNTED_EPOCHS * spec.examples, MAX_COUNTED_DOCUMENTS)
+    if rows and documents:
+        share = spec.pipelines if spec.by_record else 1  # this pipeline keeps 1/n of the stream
+        return min(walked * rows // (documents * share * rows_per_step), MAX_POSITION // rows_per_step)
+    return MAX_POSITION // rows_per_step
+
+
 def start_fn(spec: Any, pack: Any, position: Any, step: int) -> Callable[[], Any]:
     """The step a resumable text pipeline starts at: fixed, or the Position's (read when an
-    iterator starts). A Position is bound to what a step means, packing included."""
+    iterator starts). A Position is bound to what a step means, packing included.
+
+    Raises:
+      ConfigError: a fixed step beyond `start_limit` (a Position's step is checked when the
+        iterator reads it).
+    """
     tf_ = tf()
+    limit = start_limit(spec, pack)
+    why = (
+        "counting the packed rows before a step places every earlier chunk of documents (an "
+        "epoch's rows depend on its order), so a start may lie at most "
+        f"max({MIN_COUNTED_EPOCHS} epochs, {MAX_COUNTED_DOCUMENTS:,} documents) into the stream"
+    )
     if position is None:
+        if step > limit:
+            raise ConfigError(
+                f"start_step must be an int in [0, {limit}] or a tfpipe.Position for this text "
+                f"dataset: {why}. Received: start_step={step}"
+            )
         fixed = lambda: tf_.constant(step, tf_.int64)  # noqa: E731
         fixed.step = step  # type: ignore[attr-defined]  # known now: no search traced at step 0
         return fixed
     position.bind(spec.identity() | pack.identity() | {"chunk": chunk_size(pack)})
-    return lambda: tf_.cast(position.read(), tf_.int64)
+
+    def start() -> Any:
+        step = tf_.cast(position.read(), tf_.int64)
+        message = f"the step of the Position must be at most {limit} for this text dataset: {why}"
+        bound = tf_.constant(limit, tf_.int64)
+        with tf_.control_dependencies([tf_.debugging.assert_less_equal(step, bound, message=message)]):
+            return tf_.identity(step)
+
+    return start
 
 
 def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:

@@ -1,0 +1,78 @@
+"""The size of the resumable order's graph, pinned: every dataset function is instantiated again,
+through TensorFlow's graph optimizer, for each new iterator (each `iter()`, each Keras
+validation), so what a pipeline costs to start grows with its dataset functions and their nodes
+(benchmarks/startup_cost.py measures it; benchmarks/RESULTS.md says where the CPU goes).
+
+Order version 1 took 28 functions and 1,054 nodes for an image pipeline (cache="none"), ~650
+of them a hand-written SplitMix64 hash; its order alone nested five functions per group. A
+change that raises a bound here brings that cost back: measure it before raising it. No
+measurement here: the graph is serialized and counted."""
+
+from __future__ import annotations
+
+import pytest
+from test_order_plain import spec
+
+import tfpipe
+from tfpipe.pipeline import order_stream
+
+tf = pytest.importorskip("tensorflow")
+
+_BRANCHES = {"If", "StatelessIf", "While", "StatelessWhile"}
+
+
+def graph_size(ds) -> tuple[int, int]:
+    """(dataset functions, nodes) of `ds`'s graph: the functions a new iterator instantiates
+    (cond and loop branches are inlined into their function, so they count as its nodes)."""
+    g = ds._as_serialized_graph(external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN)
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(g.numpy())
+    functions = graph.library.function
+    branches = {
+        attr.func.name
+        for f in functions
+        for n in f.node_def
+        if n.op in _BRANCHES
+        for attr in n.attr.values()
+        if attr.func.name
+    }
+    nodes = len(graph.node) + sum(len(f.node_def) for f in functions)
+    return sum(f.signature.name not in branches for f in functions), nodes
+
+
+def read(path, size, count):
+    """A shard read with no function of its own (the order's functions alone are counted)."""
+    records = tf.strings.as_string(tf.range(count))
+    return tf.data.Dataset.from_tensors((records, tf.fill(tf.shape(records), "")))
+
+
+# (cached, keys) -> (dataset functions, nodes) at most: from_start, group, arrange, the
+# interleave's per-file runs (streamed), and the map each `rebatch` adds.
+# Measured with TF 2.21: 7 and 209/226 streamed, 6 and 370/389 cached (order version 1: 9
+# functions and 543-841 nodes).
+BOUNDS = {(False, False): (7, 220), (False, True): (7, 240), (True, False): (6, 380), (True, True): (6, 400)}
+
+
+@pytest.mark.parametrize(("cached", "keys"), list(BOUNDS))
+def test_the_order_alone_is_a_few_small_functions(cached, keys):
+    s = spec((5, 3, 7, 1), cycle=2, window=4, run=2)
+    ds = order_stream.stream(
+        s,
+        read,
+        lambda: tf.constant(0, tf.int64),
+        cached=cached,
+        sources=False,
+        keys=keys,
+        batch=None,
+        parallelism=1,
+    )
+    functions, nodes = graph_size(ds)
+    most_functions, most_nodes = BOUNDS[cached, keys]
+    assert functions <= most_functions and nodes <= most_nodes, (functions, nodes)
+
+
+def test_an_image_pipeline_s_graph(image_ds):
+    """build() for training, streamed: the order, the verified shard read and the decode (18
+    functions and 604 nodes measured; order version 1: 22 and 1,054)."""
+    functions, nodes = graph_size(tfpipe.build(image_ds, batch_size=4, image_size=16, seed=1, cache="none"))
+    assert functions <= 18 and nodes <= 620, (functions, nodes)
