@@ -181,36 +181,6 @@ def pack(
         out["segment_ids"][r, o : o + n] = seg[i]
         out["positions"][r, o : o + n] = np.arange(n)
     return out
-<<<<<<< HEAD
-
-
-def mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on int64 values, as `order_stream.mix` computes it in the graph."""
-    with np.errstate(over="ignore"):
-        z = np.asarray(x, np.int64).view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-        for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
-            z = (z ^ (z >> np.uint64(shift))) * np.uint64(factor)
-        return (z ^ (z >> np.uint64(31))).view(np.int64)
-
-
-def fold(key: np.ndarray, *data: int) -> np.ndarray:
-    """`order_stream.fold`: `key` with each of `data` folded in."""
-    for d in data:
-        key = mix(np.bitwise_xor(key, mix(np.int64(d))))
-    return key
-
-
-def chunk_key(key: int, lengths: np.ndarray, domain: int) -> np.ndarray:
-    """The row shuffle's key of a chunk: `key` (the seed's) with the chunk's document count, tokens
-    and length-weighted index sum folded in (text_stages.chunk_key)."""
-    lengths = np.asarray(lengths, np.int64)
-    weighted = int((lengths * np.arange(1, len(lengths) + 1)).sum())
-    return fold(np.int64(key), domain, len(lengths), int(lengths.sum()), weighted)
-
-
-def row_order(rows: int, key: np.ndarray) -> np.ndarray:
-    """The training order of a chunk's rows: sorted by a hash of (key, row)."""
-    return np.argsort(mix(np.bitwise_xor(key, mix(np.arange(rows, dtype=np.int64)))), kind="stable")
 
 
 def chunk_size(pack: Any) -> int:
@@ -223,5 +193,3 @@ def chunk_size(pack: Any) -> int:
     if pack.classify:  # one document a row: a chunk of CHUNK_ROWS rows
         mean = pack.sequence_length
     return chunk_documents(pack.sequence_length, mean)
-=======
->>>>>>> h-startup
