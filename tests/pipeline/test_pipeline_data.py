@@ -218,7 +218,7 @@ def test_config_validation_names_field_and_value(image_ds):
         tfpipe.build(image_ds, batch_size=4, imagesize=32)
     with pytest.raises(ConfigError, match="preset must be one of"):
         tfpipe.build(image_ds, batch_size=4, preset="nope")
-    with pytest.raises(DataError, match="fewer than one batch of 64 with drop_remainder=True"):
+    with pytest.raises(DataError, match="fewer than one batch of 64 records with drop_remainder=True"):
         tfpipe.build(image_ds, batch_size=64, training=False, drop_remainder=True)
 
 

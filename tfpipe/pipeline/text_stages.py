@@ -171,13 +171,13 @@ def start_limit(spec: Any, pack: Any) -> int:
     a split packs into by the manifest's histogram (its pieces for "none"; its tokens over L,
     at most the rows, for the packing modes: no simulation at build()); and the row position
     stays within `order.MAX_POSITION`, so its int64 arithmetic never wraps."""
-    from tfpipe.pipeline.fill import predicted_rows
+    from tfpipe.pipeline.fill import epoch_rows
 
     rows_per_step = spec.global_batch // spec.pipelines
     documents = sum(pack.histogram["counts"]) if pack.histogram else 0
     rows = 0
     if documents and (pack.mode == "none" or pack.classify):
-        rows = predicted_rows(pack.histogram, pack.sequence_length, "none")
+        rows = epoch_rows(pack)
     elif documents:
         rows = sum(pack.histogram["tokens"]) // pack.sequence_length
     walked = max(MIN_COUNTED_EPOCHS * spec.examples, MAX_COUNTED_DOCUMENTS)
