@@ -17,7 +17,7 @@ from tfpipe.errors import (
     ShardingWarning,
     TilingWarning,
 )
-from tfpipe.pipeline import checks, text_stages
+from tfpipe.pipeline import checks, padding, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
@@ -108,6 +108,8 @@ def plan(
     batch_size: int,
     training: bool = True,
     input_context: Any = None,
+    num_hosts: int | None = None,
+    host_index: int | None = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
@@ -130,6 +132,8 @@ def plan(
         batch_size=batch_size,
         training=training,
         input_context=input_context,
+        num_hosts=num_hosts,
+        host_index=host_index,
         service=service,
         config=config,
         start_step=start_step,
@@ -149,9 +153,10 @@ class _Request:
     training: bool
     service: str | None
     batch_size: int  # global
-    per_replica: int
+    per_replica: int  # the batch of each replica (input_context), or of each host (num_hosts)
     pipelines: int
     index: int
+    hosts: bool  # the share came from num_hosts/host_index
     position: Any  # a Position, or None for a fixed step
     step: int
 
@@ -167,6 +172,8 @@ def _resolve(
     batch_size: int,
     training: bool,
     input_context: Any,
+    num_hosts: Any,
+    host_index: Any,
     service: str | None,
     config: PipelineConfig | None,
     start_step: Any,
@@ -178,8 +185,13 @@ def _resolve(
     position, step = order_module.parse_start(start_step)
     batch_size = check_batch_size("batch_size", batch_size)
     checks.check_service(service, cfg)
-    per_replica = checks.per_replica_batch(batch_size, input_context)
-    n, i = _pipelines(input_context)
+    hosts = checks.hosts(num_hosts, host_index, input_context, batch_size)
+    if hosts is None:
+        per_replica = checks.per_replica_batch(batch_size, input_context)
+        n, i = _pipelines(input_context)
+    else:
+        (n, i), per_replica = hosts, batch_size // hosts[0]
+    checks.check_keras_sharding(n, hosts is not None or input_context is not None)
     return _Request(
         src=_resolve_data(data, cfg, training),
         config=cfg,
@@ -191,6 +203,7 @@ def _resolve(
         per_replica=per_replica,
         pipelines=n,
         index=i,
+        hosts=hosts is not None,
         position=position,
         step=step,
     )
@@ -209,6 +222,8 @@ class _Decisions:
     counter: SkipCounter | None
     notes: tuple[str, ...]
     resumable: bool  # the resumable order (training only)
+    batches: int | None  # eval: the batches this pipeline yields, if known
+    padding_batches: int  # eval: whole batches of padding after its own (pad_remainder)
 
 
 def _decide(r: _Request) -> _Decisions:
@@ -252,13 +267,56 @@ def _decide(r: _Request) -> _Decisions:
         i=r.index,
     )
     read_records, why_unknown = _known_length(share, cfg, r.service)
+    pad, batches, extra, why_unknown = _eval_shape(r, cfg, decoder, why_unknown)
+    cfg = dataclasses.replace(cfg, pad_remainder=pad)
     if why_unknown and not training:
         notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
+    if extra:
+        notes += (
+            f"eval: {extra} batch(es) of padding (weight 0) after this input pipeline's own, so every "
+            f"one of the {r.pipelines} yields {batches}",
+        )
     cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
     if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
         cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
-    return _Decisions(cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable)
+    return _Decisions(
+        cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable, batches, extra
+    )
+
+
+def _eval_shape(
+    r: _Request, cfg: PipelineConfig, decoder: Decoder, why_unknown: str
+) -> tuple[bool, int | None, int, str]:
+    """(pad_remainder resolved, the eval batches this pipeline yields or None, the whole batches
+    of padding it appends, why the count is unknown or "")."""
+    text = decoder.packing is not None
+    pad = padding.resolve_pad(
+        cfg.pad_remainder, training=r.training, text=text, hosts=r.pipelines if r.hosts else 1
+    )
+    if r.training:
+        return False, None, 0, why_unknown
+    src, n = r.src, r.pipelines
+    examples = None
+    if not why_unknown and text:
+        examples = text_stages.pipeline_rows(decoder.packing, src, n)
+        if examples is None:
+            why_unknown = "the text split has no lengths file to count its rows from (convert it again)"
+    elif not why_unknown:
+        shares = [
+            share_files(src.sizes, src.counts, n, j, compressed=bool(src.compression)) for j in range(n)
+        ]
+        examples = [int(s.examples or 0) for s in shares]
+    batches, extra = padding.eval_batches(
+        examples,
+        n,
+        r.index,
+        r.per_replica,
+        pad=pad,
+        drop=bool(cfg.drop_remainder),
+        why_unknown=why_unknown,
+    )
+    return pad, batches, extra, why_unknown
 
 
 def _assemble(r: _Request, d: _Decisions) -> Pipeline:
@@ -301,6 +359,8 @@ def _assemble(r: _Request, d: _Decisions) -> Pipeline:
         counter=d.counter,
         order=spec,
         start=start,
+        batches=d.batches,
+        padding_batches=d.padding_batches,
     )
     return Pipeline(
         stages=make_stages(stage_plan),
@@ -398,6 +458,8 @@ def build(
     batch_size: int,
     training: bool = True,
     input_context: Any = None,
+    num_hosts: int | None = None,
+    host_index: int | None = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
@@ -412,10 +474,14 @@ def build(
       preset: "imagenet", "tabular", a registered name or a Preset; None picks one from the
         manifest's layout (or "imagenet" for records with `image/encoded`).
       batch_size: the global batch. With `input_context`, each pipeline yields
-        `input_context.get_per_replica_batch_size(batch_size)`.
+        `input_context.get_per_replica_batch_size(batch_size)`; with `num_hosts`, each host
+        `batch_size / num_hosts`.
       training: shuffle, repeat and drop the remainder (True); or yield every record exactly
         once in source order, with the cardinality set when the manifest knows it (False).
       input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
+      num_hosts, host_index: the same without tf.distribute: the hosts reading the data and
+        this one's index (with JAX: `jax.process_count()`, `jax.process_index()`). Each host
+        reads its share of the files. Not with `input_context`.
       service: a tf.data service dispatcher, "grpc://host:port".
       config: a PipelineConfig.
       start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
@@ -450,6 +516,8 @@ def build(
         batch_size=batch_size,
         training=training,
         input_context=input_context,
+        num_hosts=num_hosts,
+        host_index=host_index,
         service=service,
         config=config,
         start_step=start_step,
