@@ -95,9 +95,25 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     ]
     if c.url:
         rows.append(("", Text(c.url, style="dim")))
+    backend = backend_sentence(report.environment)
+    if backend:
+        rows.append(("Backend", backend))
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
+
+
+def backend_sentence(env: dict[str, Any]) -> str:
+    """Which Keras backend a model runs on and which TensorFlow runs tf.data ("" when the report
+    does not say: written before schema_minor_version 1)."""
+    backend = env.get("keras_backend")
+    if not backend:
+        return ""
+    tf = f"TensorFlow {env.get('tensorflow')}"
+    if backend == "tensorflow":
+        return f"Keras {env.get('keras')} on {tf}"
+    on = f"JAX {env.get('jax')}" if backend == "jax" else backend
+    return f"Keras {env.get('keras')} on {on}; tf.data on {tf}"
 
 
 def _storage_rows(report: Report) -> list[tuple[str, Any]]:

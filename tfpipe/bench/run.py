@@ -304,6 +304,7 @@ def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
 
     return {
         "tensorflow": tf().__version__,
+        **keras_environment(),
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
@@ -312,6 +313,22 @@ def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
         "seconds": cfg.seconds,
         "warmup_seconds": cfg.warmup,
     }
+
+
+def keras_environment() -> dict[str, Any]:
+    """The Keras backend a model would run on (`--model`, `--fit`), and the Keras and JAX
+    releases (None when not installed): a JAX report says so."""
+    from importlib import metadata
+
+    import keras
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"keras_backend": keras.backend.backend(), "keras": keras.__version__, "jax": version("jax")}
 
 
 def _compare(
