@@ -279,7 +279,7 @@ def outputs_for(pipeline: Pipeline) -> int:
                 "names no tokenizer vocabulary (its manifest has none). Received: vocab_size=None"
             )
         return int(vocab)
-    return num_classes_for(manifest.class_names if manifest else (), 0)
+    return num_classes_for(pipeline.source.class_names, 0)
 
 
 @dataclasses.dataclass(frozen=True)

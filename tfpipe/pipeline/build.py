@@ -62,14 +62,17 @@ def _split_kwargs(
     return dataclasses.replace(config or PipelineConfig(), **overrides), preset_options
 
 
-def _default_preset(src: ResolvedData) -> str:
+def _default_preset(src: ResolvedData, options: dict[str, Any]) -> str:
+    """The preset for the data: the manifest's layout's; imagenet for images (the imagenet_to_gcs
+    key, a TFDS dataset's image feature, or an `image_key` given)."""
     if src.manifest is not None:
         return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
-    if "image/encoded" in src.keys:
+    if "image/encoded" in src.keys or "image_key" in options or (src.tfds and src.tfds.image_key):
         return "imagenet"
     raise ConfigError(
-        f"Cannot tell which preset reads {src.where}: there is no manifest and no image/encoded "
-        f"feature. Pass preset='tabular' (with label=...) or your own. Features: {sorted(src.keys)}"
+        f"Cannot tell which preset reads {src.where}: there is no manifest and no image feature "
+        "(image/encoded, or a TFDS image). Pass preset='tabular' (with label=...), image_key=... "
+        f"for images, or your own preset. Features: {sorted(src.keys)}"
     )
 
 
@@ -425,7 +428,7 @@ def _bind(
     preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
 ) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
-    preset_obj = get_preset(preset if preset is not None else _default_preset(src))
+    preset_obj = get_preset(preset if preset is not None else _default_preset(src, options))
     ctx = PresetContext(
         manifest=src.manifest,
         schema=src.schema,
@@ -433,12 +436,22 @@ def _bind(
         training=training,
         where=src.where,
         split=src.split,
+        suggested=_suggested(src),
     )
     decoder = preset_obj.bind(ctx, options)
     checks.check_keys(decoder, src, preset_obj.name)
     for message in decoder.warnings:
         _warn(message, DefaultWarning)
     return preset_obj, decoder
+
+
+def _suggested(src: ResolvedData) -> dict[str, Any]:
+    """Preset options the data's own description names: a TFDS dataset's image and label keys."""
+    info = src.tfds
+    if info is None:
+        return {}
+    keys = {"image_key": info.image_key, "label_key": info.label_key}
+    return {k: v for k, v in keys.items() if v is not None}
 
 
 def _warn(message: str, category: type[Warning]) -> None:
@@ -536,7 +549,8 @@ def steps_per_epoch(
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
-    `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
+    `data` is a dataset directory (tfpipe's, or a TFDS version folder), or a glob or list of all
+    the shards of one of its splits.
     A text split's batches are rows of `sequence_length`: their count is predicted from the
     manifest's length histogram for `packing` (`fill.predicted_rows`), without reading data.
 
@@ -548,14 +562,15 @@ def steps_per_epoch(
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
     src = resolve(data, split=split, training=True)
-    if src.manifest is None:
+    if src.examples is None:
         raise ManifestError(
-            "steps_per_epoch needs a tfpipe dataset (a directory with tfpipe.json, or its shards): "
-            f"record counts come from its manifest. Received: {data!r}, files without one."
+            "steps_per_epoch needs the record counts of a tfpipe dataset (a directory with "
+            "tfpipe.json, or its shards) or of a TFDS dataset (its version folder, with "
+            f"dataset_info.json). Received: {data!r}, files without either."
         )
-    examples = sum(src.counts)
-    text = src.manifest.split(src.split).text if src.split is not None else None
-    if src.manifest.layout == "text" and text is not None:
+    examples = src.examples
+    text = src.manifest.split(src.split).text if src.manifest is not None and src.split is not None else None
+    if src.manifest is not None and src.manifest.layout == "text" and text is not None:
         if sequence_length is None:
             raise ConfigError(
                 f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "

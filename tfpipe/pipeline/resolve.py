@@ -30,7 +30,9 @@ from typing import Any, Literal
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.pipeline import tfds_info
 from tfpipe.pipeline.sharding import UNKNOWN
+from tfpipe.pipeline.tfds_info import TfdsInfo
 from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
 from tfpipe.shardnames import ShardName, check_shard_sets, few
 
@@ -53,6 +55,7 @@ class ResolvedData:
       schema: the manifest schema, or one inferred from the first record.
       where: the data argument (or the manifest's directory), for messages.
       notes: how `data` was resolved, for `Pipeline.describe()`.
+      tfds: a TFDS dataset's info (the records' counts, images and labels), or None.
     """
 
     files: tuple[str, ...]
@@ -65,6 +68,19 @@ class ResolvedData:
     schema: Schema | None
     where: str
     notes: tuple[str, ...] = ()
+    tfds: TfdsInfo | None = None
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The class names by label: the manifest's, or a TFDS dataset's label's."""
+        if self.manifest is not None:
+            return self.manifest.class_names
+        return self.tfds.class_names if self.tfds is not None else ()
+
+    @property
+    def counts_known(self) -> bool:
+        """Every file's record count is known (a tfpipe manifest, or a TFDS dataset_info.json)."""
+        return UNKNOWN not in self.counts
 
     @property
     def examples(self) -> int | None:
@@ -82,20 +98,23 @@ class ResolvedData:
 
 def default_split(manifest: Manifest, training: bool) -> str:
     """ "train" for training; "validation", "test" or the only split for eval."""
-    names = list(manifest.splits)
+    return split_among(list(manifest.splits), training, storage.join(manifest.root, MANIFEST_NAME))
+
+
+def split_among(names: list[str], training: bool, where: str) -> str:
+    """The default split of `names` (see `default_split`); `where` names the file listing them."""
     wanted = ("train",) if training else ("validation", "test")
     for name in wanted:
-        if name in manifest.splits:
+        if name in names:
             return name
     if len(names) == 1:
         return names[0]
     raise ManifestError(
-        f"{storage.join(manifest.root, MANIFEST_NAME)} has no {' or '.join(map(repr, wanted))} split; "
-        f"pass split=<name>. Received splits: {names}"
+        f"{where} has no {' or '.join(map(repr, wanted))} split; pass split=<name>. Received splits: {names}"
     )
 
 
-DataKind = Literal["glob", "dataset", "file", "folder", "missing"]
+DataKind = Literal["glob", "dataset", "tfds", "file", "folder", "missing"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,8 +124,8 @@ class DataPath:
     Attributes:
       path: the path as it is read: without trailing slashes (a root, "/" or "gs://", as written).
       kind: "glob" (wildcards, and no such path: a pattern; a path that exists is taken as
-        written), "dataset" (a folder holding tfpipe.json), "file", "folder" (without a
-        tfpipe.json) or "missing".
+        written), "dataset" (a folder holding tfpipe.json), "tfds" (a folder TFDS prepared,
+        holding dataset_info.json), "file", "folder" (without either) or "missing".
       manifest: the dataset's manifest, for "dataset".
     """
 
@@ -128,6 +147,8 @@ def data_path(data: str) -> DataPath:
     manifest = Manifest.find(path)
     if manifest is not None:
         return DataPath(path, "dataset", manifest)
+    if tfds_info.is_tfds(path):
+        return DataPath(path, "tfds")
     if _is_file(path):
         return DataPath(path, "file")
     return DataPath(path, "folder" if _is_dir(path) else "missing")
@@ -169,6 +190,8 @@ def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: boo
             return _from_files(files, where=data, split=split, training=training)
         if named.manifest is not None:
             return _from_manifest(named.manifest, split=split, training=training)
+        if named.kind == "tfds":
+            return _from_tfds(tfds_info.load(named.path), split=split, training=training)
         if named.kind == "file":
             return _from_files([named.path], where=data, split=split, training=training)
         raise ManifestError(_no_dataset_message(data, named))
@@ -198,19 +221,45 @@ def _no_dataset_message(data: str, named: DataPath) -> str:
             f"files. Received: {data!r}, which does not exist."
         )
     names = storage.listdir(path)
+    versions = sorted(
+        n.rstrip("/")
+        for n in names
+        if tfds_info.VERSION.fullmatch(n.rstrip("/")) and tfds_info.is_tfds(storage.join(path, n.rstrip("/")))
+    )
+    if versions:
+        return (
+            f"{data!r} is a TFDS dataset's folder: build() reads one of its prepared versions. "
+            f"Pass the version folder that holds {tfds_info.INFO_NAME}: "
+            + ", ".join(repr(storage.join(path, v)) for v in versions[:5])
+        )
     if any(n.startswith(storage.HIDDEN_PREFIX) and ".tmp-" in n for n in names) or any(
-        ShardName.parse(n) is not None for n in names
+        _tfpipe_shard(n) for n in names
     ):
         return (
             f"{data!r} has no {MANIFEST_NAME} but holds shards: a `tfpipe convert` into it did "
             "not finish (the manifest is written last, and a partial dataset is never read). "
             "Finish it with `tfpipe convert SRC DEST --resume` (resume=True)."
         )
+    shards = [ShardName.parse(n) for n in names]
+    foreign = sorted({shard.pattern for shard in shards if shard is not None})
+    if foreign:
+        return (
+            f"{data!r} has no {MANIFEST_NAME} (tfpipe's) or {tfds_info.INFO_NAME} (TFDS's), and holds "
+            f"TFRecord shards another tool wrote ({', '.join(foreign[:3])}): pass every shard of one set "
+            f"as a glob, e.g. {storage.join(path, foreign[0].split('-N', 1)[0] + '-*')!r}."
+        )
     return (
         f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord files. "
         f"Received: {data!r}, which has no {MANIFEST_NAME}. Convert with `tfpipe convert`, or "
         "pass the TFRecord files another tool wrote (a list, or a glob matching every shard)."
     )
+
+
+def _tfpipe_shard(name: str) -> bool:
+    """A name `tfpipe convert` writes: `{split}-{index:05d}-of-{count:05d}` (`.gz`). TFDS's
+    (`mnist-train.tfrecord-00000-of-00001`) hold a dot in the stem."""
+    shard = ShardName.parse(name)
+    return shard is not None and "." not in shard.stem and shard.suffix in ("", ".gz") and shard.digits == 5
 
 
 def _exists(path: str) -> bool:
@@ -260,6 +309,54 @@ def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> 
     )
 
 
+def _from_tfds(
+    info: TfdsInfo, *, split: str | None, training: bool, where: str | None = None
+) -> ResolvedData:
+    """A split of a TFDS dataset folder: its shards from dataset_info.json, with their record
+    counts, and the feature keys of its first record."""
+    name = split or split_among(list(info.splits), training, info.where)
+    s = info.split(name)
+    listed = f"listed in {info.where} (split {name!r})"
+    sizes = check_files(s.files, listed)
+    if sizes is None:
+        sizes = _sizes(list(s.files))
+    counts = s.counts if s.counts is not None else (UNKNOWN,) * len(s.files)
+    first = s.files[sizes.index(next((n for n in sizes if n), sizes[0]))]
+    schema = _infer_schema(_first_record(first, ""), first)
+    records = f"{sum(counts)} records" if s.counts is not None else "record counts unknown (no shardLengths)"
+    note = (
+        f"{where or info.root}: TFDS dataset {info.name} {info.version}, split {name!r}: {records} in "
+        f"{len(s.files)} shard(s), from its {tfds_info.INFO_NAME}"
+    )
+    return ResolvedData(
+        files=s.files,
+        sizes=tuple(sizes),
+        counts=tuple(counts),
+        compression="",
+        manifest=None,
+        split=name,
+        keys=schema.feature_dtypes(),
+        schema=schema,
+        where=info.root,
+        notes=(note,),
+        tfds=info,
+    )
+
+
+def _tfds_split_of(files: list[str], where: str) -> tuple[TfdsInfo, str] | None:
+    """The TFDS dataset and split whose shards `files` are, every one of them, when they lie
+    in a TFDS version folder; None otherwise."""
+    parents = {_parent(f) for f in files}
+    if len(parents) != 1 or not tfds_info.is_tfds(next(iter(parents))):
+        return None
+    info = tfds_info.load(next(iter(parents)))
+    given = sorted(_norm(f) for f in files)
+    for name, s in info.splits.items():
+        if sorted(_norm(f) for f in s.files) == given:
+            return info, name
+    return None
+
+
 def _from_files(files: list[str], *, where: str, split: str | None, training: bool) -> ResolvedData:
     """A glob's or list's files: through their directory's manifest when it lists them."""
     seen: set[str] = set()
@@ -274,6 +371,9 @@ def _from_files(files: list[str], *, where: str, split: str | None, training: bo
     if manifest is not None:
         return _listed_in_manifest(files, manifest, where=where, split=split, training=training)
     check_shard_sets(files, where, DataError)
+    tfds = _tfds_split_of(files, where)
+    if tfds is not None and split in (None, tfds[1]):
+        return _from_tfds(tfds[0], split=tfds[1], training=training, where=where)
     if split is not None:
         raise DataError(
             f"split={split!r} selects a split of a tfpipe manifest, but {where} has none; "

@@ -291,7 +291,7 @@ def shard_reader(p: StagePlan) -> Callable[..., Any]:
             counter=p.counter,
             source=path if p.decoder.needs_source else "",
             group=group,
-            counts_known=src.manifest is not None,
+            counts_known=src.counts_known,
             grouped=grouped,
             generation=generation,
             probe_open=not src.on_gcs,
