@@ -45,7 +45,7 @@ def attention_mask_checks() -> dict:
     return out
 
 
-def _count_metric():
+def count_metric():
     import keras
 
     class Count(keras.metrics.Metric):
@@ -92,7 +92,7 @@ def image_eval_checks(image_ds: str) -> dict:
     )
     model.compile(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[_count_metric(), keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        weighted_metrics=[count_metric(), keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
     )
     scores, evaluate_warnings = _quiet(lambda: model.evaluate(ds, verbose=0, return_dict=True))
     logits, predict_warnings = _quiet(lambda: model.predict(ds, verbose=0))
@@ -127,7 +127,7 @@ def text_eval_checks(text_ds: str) -> dict:
     embedded = keras.layers.Embedding(vocab, 8)(inputs["token_ids"])
     model = keras.Model(inputs, keras.layers.Dense(vocab)(embedded))
     model.compile(
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=[_count_metric()]
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), weighted_metrics=[count_metric()]
     )
     scores, evaluate_warnings = _quiet(lambda: model.evaluate(ds, verbose=0, return_dict=True))
     # predict with one output a row (the language model's would be [rows, L, vocab] floats).
