@@ -5,7 +5,8 @@ when Keras is first imported). The same checks (tests/_backend_checks.py) run on
 - `tfpipe.attention_mask` inside a model (on a KerasTensor) and on arrays, as the NumPy mask;
 - padded image eval and text eval: `evaluate` and `predict` without a warning, their length
   known, weighted metrics counting every example (every target token) exactly once;
-- `bench --model`: the device and the step of the backend in use, and the report's environment.
+- `bench --model`: the device and the step of the backend in use (JAX: data-parallel over its
+  two CPU devices), and the report's environment.
 """
 
 from __future__ import annotations
@@ -46,7 +47,14 @@ def _jax_child(image_ds: str, text_ds: str) -> dict | None:
         return None
     here = os.path.dirname(__file__)
     root = os.path.dirname(here)
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="3", JAX_PLATFORMS="cpu")
+    # Two CPU devices: bench's model step then runs data-parallel over both, as over a TPU's chips.
+    env = dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_force_host_platform_device_count=2",
+    )
     env["PYTHONPATH"] = os.pathsep.join([root, here, env.get("PYTHONPATH", "")])
     proc = subprocess.run(
         [sys.executable, os.path.join(here, "_backend_checks.py"), image_ds, text_ds],
@@ -109,5 +117,5 @@ def test_bench_times_the_model_on_the_backend_in_use(backend):
     }
     kind, name, runs_on = got["device"]
     assert kind == "CPU" and runs_on == backend["backend"]
-    assert name == ("cpu (JAX)" if runs_on == "jax" else "CPU")
+    assert name == ("2 x cpu (JAX)" if runs_on == "jax" else "CPU")
     assert got["consumer"] == ["model", name, True]
