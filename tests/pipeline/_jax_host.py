@@ -33,6 +33,7 @@ def main(process_id: int, port: int, table: str, workdir: str) -> dict:
     out = {"processes": jax.process_count(), "devices": jax.device_count(), "local": jax.local_device_count()}
     hosts = {"num_hosts": jax.process_count(), "host_index": jax.process_index()}
     out["refused"] = refusals(keras, tfpipe, table, hosts)
+    out["eval_auto_shard"] = evaluate_global(keras, tfpipe, table)
 
     # The recipe: tfpipe gives each host its files and its share of the global batch, so Keras
     # must not shard again.
@@ -77,6 +78,18 @@ def refusals(keras, tfpipe, table: str, hosts: dict) -> list[str]:
     except tfpipe.ConfigError as e:
         refused.append(str(e))
     return refused
+
+
+def evaluate_global(keras, tfpipe, table: str) -> dict:
+    """Keras's default sharding (auto_shard_dataset=True) of the global eval dataset, every host
+    reading every file: with pad_remainder its batch size is static, so Keras can cut it."""
+    keras.distribution.set_distribution(keras.distribution.DataParallel())
+    ds = tfpipe.build(table, batch_size=EVAL_BATCH, training=False, pad_remainder=True, **FEATURES)
+    model = make_model(keras, ds.element_spec[0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        scores = model.evaluate(ds, verbose=0, return_dict=True)
+    return {"count": float(scores["count"]), "warnings": [str(w.message) for w in caught]}
 
 
 def make_model(keras, spec):

@@ -119,6 +119,16 @@ def test_padded_evaluate_counts_every_example_once(hosts, table_ds):
     assert hosts[0]["eval"]["accuracy"] == pytest.approx(accuracy, abs=1e-6)
 
 
+def test_keras_default_sharding_of_the_padded_global_eval(hosts):
+    """Without num_hosts, every host reads the whole eval split and Keras keeps its share:
+    possible once the last batch is padded (a partial one has no batch size to cut). Keras's
+    own rebatch loses the length (tf.data's rebatch: cardinality unknown), hence its warning:
+    one more reason for auto_shard_dataset=False."""
+    for h in hosts:
+        assert h["eval_auto_shard"]["count"] == 37
+        assert all("ran out of data" in w for w in h["eval_auto_shard"]["warnings"])
+
+
 def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_weights(hosts):
     for h in hosts:
         assert h["resumed_weights"] == h["weights"]
