@@ -21,8 +21,10 @@ def renderables(report: Report) -> list[Any]:
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column()
+    backend = backend_sentence(report.environment)
     rows = (
         _measured_rows(report)
+        + ([("Backend", backend)] if backend else [])
         + _profile_rows(report)
         + _verdict_rows(report)
         + _text_rows(report)
@@ -95,9 +97,6 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     ]
     if c.url:
         rows.append(("", Text(c.url, style="dim")))
-    backend = backend_sentence(report.environment)
-    if backend:
-        rows.append(("Backend", backend))
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
