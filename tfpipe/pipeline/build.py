@@ -270,15 +270,18 @@ def _decide(r: _Request) -> _Decisions:
         i=r.index,
     )
     read_records, why_unknown = _known_length(share, cfg, r.service)
-    pad, batches, extra, why_unknown = _eval_shape(r, cfg, decoder, why_unknown)
-    cfg = dataclasses.replace(cfg, pad_remainder=pad)
-    if why_unknown and not training:
-        notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
-    if extra:
-        notes += (
-            f"eval: {extra} batch(es) of padding (weight 0) after this input pipeline's own, so every "
-            f"one of the {r.pipelines} yields {batches}",
-        )
+    pad, batches, extra, eval_notes = padding.eval_shape(
+        cfg,
+        src,
+        decoder.packing,
+        training=training,
+        hosts=r.pipelines if r.hosts else 1,
+        why_unknown=why_unknown,
+        pipelines=r.pipelines,
+        index=r.index,
+        batch=r.per_replica,
+    )
+    cfg, notes = dataclasses.replace(cfg, pad_remainder=pad), notes + eval_notes
     cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
     if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
         cache = "none"  # the resumable order's cache needs every listed record
@@ -286,40 +289,6 @@ def _decide(r: _Request) -> _Decisions:
     return _Decisions(
         cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable, batches, extra
     )
-
-
-def _eval_shape(
-    r: _Request, cfg: PipelineConfig, decoder: Decoder, why_unknown: str
-) -> tuple[bool, int | None, int, str]:
-    """(pad_remainder resolved, the eval batches this pipeline yields or None, the whole batches
-    of padding it appends, why the count is unknown or "")."""
-    text = decoder.packing is not None
-    pad = padding.resolve_pad(
-        cfg.pad_remainder, training=r.training, text=text, hosts=r.pipelines if r.hosts else 1
-    )
-    if r.training:
-        return False, None, 0, why_unknown
-    src, n = r.src, r.pipelines
-    examples = None
-    if not why_unknown and text:
-        examples = text_stages.pipeline_rows(decoder.packing, src, n)
-        if examples is None:
-            why_unknown = "the text split has no lengths file to count its rows from (convert it again)"
-    elif not why_unknown:
-        shares = [
-            share_files(src.sizes, src.counts, n, j, compressed=bool(src.compression)) for j in range(n)
-        ]
-        examples = [int(s.examples or 0) for s in shares]
-    batches, extra = padding.eval_batches(
-        examples,
-        n,
-        r.index,
-        r.per_replica,
-        pad=pad,
-        drop=bool(cfg.drop_remainder),
-        why_unknown=why_unknown,
-    )
-    return pad, batches, extra, why_unknown
 
 
 def _assemble(r: _Request, d: _Decisions) -> Pipeline:
@@ -436,22 +405,13 @@ def _bind(
         training=training,
         where=src.where,
         split=src.split,
-        suggested=_suggested(src),
+        suggested=src.tfds.preset_options if src.tfds is not None else {},
     )
     decoder = preset_obj.bind(ctx, options)
     checks.check_keys(decoder, src, preset_obj.name)
     for message in decoder.warnings:
         _warn(message, DefaultWarning)
     return preset_obj, decoder
-
-
-def _suggested(src: ResolvedData) -> dict[str, Any]:
-    """Preset options the data's own description names: a TFDS dataset's image and label keys."""
-    info = src.tfds
-    if info is None:
-        return {}
-    keys = {"image_key": info.image_key, "label_key": info.label_key}
-    return {k: v for k, v in keys.items() if v is not None}
 
 
 def _warn(message: str, category: type[Warning]) -> None:

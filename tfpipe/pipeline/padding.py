@@ -119,3 +119,52 @@ def eval_batches(
         return batches(examples[index], batch, drop), 0
     common, own = pipeline_batches(examples, batch)
     return common, common - own[index]
+
+
+def eval_shape(
+    cfg: Any,
+    src: Any,
+    pack: Any,
+    *,
+    training: bool,
+    pipelines: int,
+    index: int,
+    batch: int,
+    hosts: int,
+    why_unknown: str,
+) -> tuple[bool, int | None, int, tuple[str, ...]]:
+    """(pad_remainder resolved, the eval batches input pipeline `index` of `pipelines` yields or
+    None, the whole batches of padding it appends, notes for `describe()`) for a pipeline of
+    `batch` reading `src` (`pack`: text's packing, or None) among `hosts` hosts (num_hosts; 1 for
+    an input_context). `why_unknown`: why its records are not known for sure ("" if they are)."""
+    from tfpipe.pipeline import text_stages
+    from tfpipe.pipeline.sharding import share_files
+
+    pad = resolve_pad(cfg.pad_remainder, training=training, text=pack is not None, hosts=hosts)
+    if training:
+        return False, None, 0, ()
+    examples = None
+    if not why_unknown and pack is not None:
+        examples = text_stages.pipeline_rows(pack, src, pipelines)
+        if examples is None:
+            why_unknown = "the text split has no lengths file to count its rows from (convert it again)"
+    elif not why_unknown:
+        gz = bool(src.compression)
+        shares = [share_files(src.sizes, src.counts, pipelines, j, compressed=gz) for j in range(pipelines)]
+        examples = [int(s.examples or 0) for s in shares]
+    count, extra = eval_batches(
+        examples, pipelines, index, batch, pad=pad, drop=bool(cfg.drop_remainder), why_unknown=why_unknown
+    )
+    notes = [f"the eval dataset's length is unknown (cardinality -2): {why_unknown}"] if why_unknown else []
+    if pad:
+        known = f"{count} batches of {batch}, " if count is not None else ""
+        notes.append(
+            f"eval: pad_remainder: {known}the last padded to the full batch with examples of weight 0 "
+            "((x, y) batches come as (x, y, weights))"
+        )
+    if extra:
+        notes.append(
+            f"eval: {extra} batch(es) of padding (weight 0) after this input pipeline's own, so every "
+            f"one of the {pipelines} yields {count}"
+        )
+    return pad, count, extra, tuple(notes)

@@ -19,21 +19,19 @@ conversion leaves exactly such a partial set.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import os
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
-from tfpipe.pipeline import tfds_info
+from tfpipe.pipeline import records, tfds_info
 from tfpipe.pipeline.sharding import UNKNOWN
 from tfpipe.pipeline.tfds_info import TfdsInfo
-from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
+from tfpipe.schema import Schema
 from tfpipe.shardnames import ShardName, check_shard_sets, few
 
 GLOB_CHARS = "*?["
@@ -278,10 +276,6 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
-def _parent(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[0] if "/" in path else "."
-
-
 def _norm(path: str) -> str:
     """A path spelled one way, so a listed file can be compared with a manifest's shard."""
     return path if storage.is_gcs(path) else os.path.normpath(os.path.abspath(path))
@@ -295,7 +289,7 @@ def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> 
         raise ManifestError(f"{where}: split {name!r} has no shards")
     files = manifest.shard_paths(name)
     sizes = tuple(s.bytes for s in info.shards)
-    check_files(files, f"listed in {where} (split {name!r})", expected_sizes=sizes)
+    records.check_files(files, f"listed in {where} (split {name!r})", expected_sizes=sizes)
     return ResolvedData(
         files=tuple(files),
         sizes=sizes,
@@ -317,15 +311,15 @@ def _from_tfds(
     name = split or split_among(list(info.splits), training, info.where)
     s = info.split(name)
     listed = f"listed in {info.where} (split {name!r})"
-    sizes = check_files(s.files, listed)
+    sizes = records.check_files(s.files, listed)
     if sizes is None:
-        sizes = _sizes(list(s.files))
+        sizes = records.sizes(list(s.files))
     counts = s.counts if s.counts is not None else (UNKNOWN,) * len(s.files)
     first = s.files[sizes.index(next((n for n in sizes if n), sizes[0]))]
-    schema = _infer_schema(_first_record(first, ""), first)
-    records = f"{sum(counts)} records" if s.counts is not None else "record counts unknown (no shardLengths)"
+    schema = records.infer_schema(records.first_record(first, ""), first)
+    held = f"{sum(counts)} records" if s.counts is not None else "record counts unknown (no shardLengths)"
     note = (
-        f"{where or info.root}: TFDS dataset {info.name} {info.version}, split {name!r}: {records} in "
+        f"{where or info.root}: TFDS dataset {info.name} {info.version}, split {name!r}: {held} in "
         f"{len(s.files)} shard(s), from its {tfds_info.INFO_NAME}"
     )
     return ResolvedData(
@@ -346,7 +340,7 @@ def _from_tfds(
 def _tfds_split_of(files: list[str], where: str) -> tuple[TfdsInfo, str] | None:
     """The TFDS dataset and split whose shards `files` are, every one of them, when they lie
     in a TFDS version folder; None otherwise."""
-    parents = {_parent(f) for f in files}
+    parents = {records.parent(f) for f in files}
     if len(parents) != 1 or not tfds_info.is_tfds(next(iter(parents))):
         return None
     info = tfds_info.load(next(iter(parents)))
@@ -379,13 +373,13 @@ def _from_files(files: list[str], *, where: str, split: str | None, training: bo
             f"split={split!r} selects a split of a tfpipe manifest, but {where} has none; "
             "pass the split's files (or a glob) instead."
         )
-    sizes = check_files(files, "given as data")
-    return _foreign(files, where=where, sizes=sizes if sizes is not None else _sizes(files))
+    sizes = records.check_files(files, "given as data")
+    return _foreign(files, where=where, sizes=sizes if sizes is not None else records.sizes(files))
 
 
 def _manifest_of(files: list[str], where: str) -> Manifest | None:
     """The manifest of the one directory holding every file, if there is one."""
-    parents = sorted({_parent(f) for f in files})
+    parents = sorted({records.parent(f) for f in files})
     with_manifest = [p for p in parents if storage.exists(storage.join(p, MANIFEST_NAME))]
     if not with_manifest:
         return None
@@ -439,74 +433,14 @@ def _listed_in_manifest(
     return dataclasses.replace(src, notes=(note,))
 
 
-def check_files(
-    files: Sequence[str], what: str, expected_sizes: Sequence[int] | None = None
-) -> list[int] | None:
-    """Checks that `files` exist; local ones must be regular files (a FIFO or a device would
-    block the reader) of the expected size. Returns local sizes (None for gs:// files)."""
-    if any(storage.is_gcs(f) for f in files):
-        _check_listed(list(files), what)
-        return None
-    sizes, missing, wrong = [], [], []
-    for i, f in enumerate(files):
-        try:
-            st = os.stat(f)
-        except FileNotFoundError:
-            missing.append(f)
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            kind = {
-                stat.S_IFDIR: "a directory",
-                stat.S_IFIFO: "a FIFO",
-                stat.S_IFSOCK: "a socket",
-                stat.S_IFCHR: "a character device",
-                stat.S_IFBLK: "a block device",
-            }
-            raise DataError(
-                f"{f} ({what}) is {kind.get(stat.S_IFMT(st.st_mode), 'not a regular file')}: "
-                "expected a regular TFRecord file."
-            )
-        sizes.append(st.st_size)
-        if expected_sizes is not None and st.st_size != expected_sizes[i]:
-            wrong.append(f"{f} holds {st.st_size} bytes where the manifest says {expected_sizes[i]}")
-    if missing:
-        raise DataError(
-            f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
-            + (" ..." if len(missing) > 5 else "")
-        )
-    if wrong:
-        raise DataError(
-            f"{len(wrong)} shard file(s) {what} are not the files it describes: "
-            + "; ".join(wrong[:3])
-            + (" ..." if len(wrong) > 3 else "")
-            + ". Re-convert, or check with `tfpipe inspect --verify`."
-        )
-    return sizes
-
-
-def _check_listed(files: list[str], what: str) -> None:
-    by_dir: dict[str, list[str]] = {}
-    for f in files:
-        by_dir.setdefault(_parent(f), []).append(f)
-    missing = []
-    for parent, group in by_dir.items():
-        present = set(storage.listdir(parent))
-        missing += [f for f in group if storage.basename(f) not in present]
-    if missing:
-        raise DataError(
-            f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
-            + (" ..." if len(missing) > 5 else "")
-        )
-
-
 def _foreign(files: list[str], *, where: str, sizes: list[int]) -> ResolvedData:
     empty = [f for f, s in zip(files, sizes, strict=True) if s == 0]
     if len(empty) == len(files):
         raise DataError(f"Every file in {where} is empty: expected TFRecord records. Received: {files[:3]}")
     first = files[sizes.index(next(s for s in sizes if s))]
-    compression = "GZIP" if _head(first, 2) == GZIP_MAGIC else ""
-    record = _first_record(first, compression)
-    schema = _infer_schema(record, first)
+    compression = "GZIP" if records.head(first, 2) == GZIP_MAGIC else ""
+    record = records.first_record(first, compression)
+    schema = records.infer_schema(record, first)
     return ResolvedData(
         files=tuple(files),
         sizes=tuple(sizes),
@@ -518,73 +452,3 @@ def _foreign(files: list[str], *, where: str, sizes: list[int]) -> ResolvedData:
         schema=schema,
         where=where,
     )
-
-
-def _sizes(files: list[str]) -> list[int]:
-    if not any(storage.is_gcs(f) for f in files):
-        return [storage.size(f) for f in files]
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        return list(pool.map(storage.size, files))
-
-
-def _head(path: str, n: int) -> bytes:
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        with tf_.io.gfile.GFile(path, "rb") as f:
-            return f.read(n)
-    except tf_.errors.OpError as e:
-        raise DataError(f"{path}: cannot be read ({e.message.splitlines()[0][:200]})") from None
-
-
-def _first_record(path: str, compression: str) -> bytes:
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        for record in tf_.data.TFRecordDataset(path, compression_type=compression).take(1):
-            return bytes(record.numpy())
-    except (tf_.errors.DataLossError, tf_.errors.InvalidArgumentError) as e:
-        raise DataError(
-            f"{path}: expected a TFRecord file; its first record is unreadable "
-            f"({e.message.splitlines()[0][:200]})"
-        ) from None
-    except tf_.errors.OpError as e:
-        raise DataError(f"{path}: cannot be read ({e.message.splitlines()[0][:200]})") from None
-    raise DataError(f"{path}: expected TFRecord records; the file holds none")
-
-
-def _infer_schema(record: bytes, path: str) -> Schema:
-    """A schema from one serialized tf.train.Example: kinds from the protobuf, shapes from
-    the value counts (a single value is a scalar)."""
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        example = tf_.train.Example.FromString(record)
-    except Exception as e:
-        raise DataError(f"{path}: record 0 is not a tf.train.Example ({e})") from None
-    fields = []
-    for name in sorted(example.features.feature):
-        feature = example.features.feature[name]
-        kind = feature.WhichOneof("kind")
-        if kind is None:
-            continue
-        n = len(getattr(feature, kind).value)
-        fields.append(Field(name, dtype_of_feature_list(kind), () if n == 1 else (n,)))
-    if not fields:
-        raise DataError(f"{path}: record 0 is a tf.train.Example with no features")
-    # A `<col>/missing` int64 beside `<col>` is a tfpipe null mask: fold it into the field.
-    names = {f.name for f in fields}
-    masked = {
-        f.name[: -len(MISSING_SUFFIX)]
-        for f in fields
-        if f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in names
-    }
-    fields = [
-        dataclasses.replace(f, has_mask=f.name in masked)
-        for f in fields
-        if not (f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in masked)
-    ]
-    return Schema(tuple(fields))

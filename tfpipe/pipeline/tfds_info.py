@@ -97,6 +97,12 @@ class TfdsInfo:
         key = self.label_key
         return self.labels.get(key, ()) if key else ()
 
+    @property
+    def preset_options(self) -> dict[str, str]:
+        """The image preset's keys this dataset names (`PresetContext.suggested`)."""
+        keys = {"image_key": self.image_key, "label_key": self.label_key}
+        return {k: v for k, v in keys.items() if v is not None}
+
     def split(self, name: str) -> TfdsSplit:
         try:
             return self.splits[name]

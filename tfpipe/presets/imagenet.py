@@ -1,4 +1,5 @@
-"""The imagenet preset: JPEG records in the tensorflow/tpu `imagenet_to_gcs` layout.
+"""The imagenet preset: JPEG records in the tensorflow/tpu `imagenet_to_gcs` layout (and, in
+records tfpipe did not write, such as a TFDS dataset's, PNG too: decoded whole, then cropped).
 
 Train: random-resized crop (sample_distorted_bounding_box: area 0.08-1, aspect 3/4-4/3,
 10 attempts, centre-crop fallback) through the fused `decode_and_crop_jpeg`, which skips the
