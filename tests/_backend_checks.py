@@ -10,10 +10,25 @@ checks need a process of their own).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 
 import numpy as np
+
+
+def jax_env(devices: int = 2) -> dict[str, str]:
+    """The environment of a child process whose Keras runs on JAX's CPU with `devices` devices,
+    importing this worktree's tfpipe and the tests' helpers."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    return dict(
+        os.environ,
+        KERAS_BACKEND="jax",
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONPATH=os.pathsep.join([os.path.dirname(tests), tests, os.environ.get("PYTHONPATH", "")]),
+    )
 
 
 def mask_reference(seg: np.ndarray, causal: bool) -> np.ndarray:

@@ -46,16 +46,8 @@ def _jax_child(image_ds: str, text_ds: str) -> dict | None:
     except ImportError:
         return None
     here = os.path.dirname(__file__)
-    root = os.path.dirname(here)
     # Two CPU devices: bench's model step then runs data-parallel over both, as over a TPU's chips.
-    env = dict(
-        os.environ,
-        KERAS_BACKEND="jax",
-        TF_CPP_MIN_LOG_LEVEL="3",
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
-    )
-    env["PYTHONPATH"] = os.pathsep.join([root, here, env.get("PYTHONPATH", "")])
+    env = checks.jax_env(devices=2)
     proc = subprocess.run(
         [sys.executable, os.path.join(here, "_backend_checks.py"), image_ds, text_ds],
         capture_output=True,

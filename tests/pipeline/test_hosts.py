@@ -15,7 +15,7 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline import ShardingWarning, plan
 
-from _pipeline_data import N_IMAGES, N_ROWS
+from _pipeline_data import N_IMAGES, N_ROWS, shard_row_ids
 
 tf = pytest.importorskip("tensorflow")
 
@@ -29,15 +29,6 @@ def context(n: int, i: int):
 
 def row_ids(ds, n: int | None = None) -> list[list[int]]:
     return [e[0]["row_id"].numpy().tolist() for e in (ds if n is None else ds.take(n))]
-
-
-def shard_row_ids(root: str) -> list[list[int]]:
-    files = tfpipe.Manifest.load(root).shard_paths("train")
-    spec = {"row_id": tf.io.FixedLenFeature([], tf.int64)}
-    return [
-        [int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(f)]
-        for f in files
-    ]
 
 
 def test_each_host_reads_its_files_and_its_share_of_the_global_batch(table_ds):

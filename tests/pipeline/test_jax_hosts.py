@@ -25,6 +25,8 @@ import pytest
 import tfpipe
 
 import _jax_host as host  # the script the processes run (beside this file): its constants
+from _backend_checks import jax_env
+from _pipeline_data import shard_row_ids
 
 pytest.importorskip("jax", reason='two-host JAX: pip install "jax[cpu]"')
 tf = pytest.importorskip("tensorflow")
@@ -43,15 +45,7 @@ def free_port() -> int:
 def hosts(table_ds, tmp_path_factory) -> list[dict]:
     """What each of the two processes saw (process 0's first)."""
     work = tmp_path_factory.mktemp("jax-hosts")
-    root = os.path.dirname(os.path.dirname(HERE))
-    env = dict(
-        os.environ,
-        KERAS_BACKEND="jax",
-        JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_force_host_platform_device_count=2",
-        TF_CPP_MIN_LOG_LEVEL="3",
-        PYTHONPATH=os.pathsep.join([root, os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]),
-    )
+    env = jax_env(devices=2)
     port = free_port()
     script = os.path.join(HERE, "_jax_host.py")
     procs = [
@@ -77,17 +71,8 @@ def hosts(table_ds, tmp_path_factory) -> list[dict]:
     return out
 
 
-def shard_rows(root: str) -> list[list[int]]:
-    files = tfpipe.Manifest.load(root).shard_paths("train")
-    spec = {"row_id": tf.io.FixedLenFeature([], tf.int64)}
-    return [
-        [int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(f)]
-        for f in files
-    ]
-
-
 def test_each_host_reads_its_files_and_its_share_of_the_global_batch(hosts, table_ds):
-    shards = shard_rows(table_ds)
+    shards = shard_row_ids(table_ds)
     assert [(h["processes"], h["devices"], h["local"]) for h in hosts] == [(2, 4, 2)] * 2
     assert hosts[0]["files"] == ["train-00000-of-00004", "train-00002-of-00004"]
     assert hosts[1]["files"] == ["train-00001-of-00004", "train-00003-of-00004"]

@@ -23,15 +23,22 @@ def per_replica_batch(batch_size: int, input_context: Any) -> int:
     if input_context is None:
         return batch_size
     replicas = int(input_context.num_replicas_in_sync)
-    if batch_size % replicas:
-        lower, upper = batch_size // replicas * replicas, (batch_size // replicas + 1) * replicas
+    _divides(
+        batch_size, replicas, f"the {replicas} replicas in sync, or some replicas would get a smaller batch"
+    )
+    return input_context.get_per_replica_batch_size(batch_size)
+
+
+def _divides(batch_size: int, n: int, among: str) -> None:
+    """Refuses a global batch that does not divide among `n` (replicas or hosts), naming the two
+    nearest that do."""
+    if batch_size % n:
+        lower, upper = batch_size // n * n, (batch_size // n + 1) * n
         raise ConfigError(
-            f"batch_size is the global batch and must divide evenly among the {replicas} replicas "
-            f"in sync, or some replicas would get a smaller batch. Received: batch_size={batch_size} "
-            f"({batch_size}/{replicas} = {batch_size / replicas:g}). Use "
+            f"batch_size is the global batch and must divide evenly among {among}. Received: "
+            f"batch_size={batch_size} ({batch_size}/{n} = {batch_size / n:g}). Use "
             + (f"{lower} or {upper}." if lower else f"{upper}.")
         )
-    return input_context.get_per_replica_batch_size(batch_size)
 
 
 def hosts(num_hosts: Any, host_index: Any, input_context: Any, batch_size: int) -> tuple[int, int] | None:
@@ -57,23 +64,16 @@ def hosts(num_hosts: Any, host_index: Any, input_context: Any, batch_size: int) 
         )
     n = check_int("num_hosts", num_hosts, 1)
     i = check_int("host_index", host_index, 0, n - 1, what=f"an int in [0, num_hosts - 1 = {n - 1}]")
-    if batch_size % n:
-        lower, upper = batch_size // n * n, (batch_size // n + 1) * n
-        raise ConfigError(
-            f"batch_size is the global batch and must divide evenly among the num_hosts={n} hosts: "
-            f"each host reads batch_size / num_hosts. Received: batch_size={batch_size} "
-            f"({batch_size}/{n} = {batch_size / n:g}). Use "
-            + (f"{lower} or {upper}." if lower else f"{upper}.")
-        )
+    _divides(batch_size, n, f"the num_hosts={n} hosts: each host reads batch_size / num_hosts")
     return n, i
 
 
 def check_keras_sharding(pipelines: int, given: bool) -> None:
-    """Refuses a tfpipe host share that a multi-process Keras distribution (JAX) would shard again,
-    or a whole dataset on every host that it would not shard.
+    """Refuses a tfpipe host share that a multi-process `keras.distribution.DataParallel` (JAX)
+    would shard again, or a whole dataset on every host that it would not shard.
 
-    Only when Keras is imported and a distribution is set (so JAX already knows its processes);
-    `given`: the caller passed num_hosts/host_index or an input_context.
+    Only when Keras is imported and a DataParallel distribution is set (so JAX already knows its
+    processes); `given`: the caller passed num_hosts/host_index or an input_context.
     """
     import sys
 
@@ -82,9 +82,10 @@ def check_keras_sharding(pipelines: int, given: bool) -> None:
         return
     try:
         distribution = keras.distribution.distribution()
+        data_parallel = isinstance(distribution, keras.distribution.DataParallel)
     except Exception:  # an older Keras without the distribution API: nothing to check against
         return
-    if distribution is None:
+    if not data_parallel:  # none, or a model-parallel layout (hosts may share a replica's data)
         return
     import jax
 
