@@ -174,6 +174,22 @@ def bench_checks(image_ds: str) -> dict:
     }
 
 
+def input_context_checks(image_ds: str) -> dict:
+    """`input_context` with a replica count of its own (JAX's devices, `jax.device_count()`):
+    tf.distribute's per-replica batches, refused where Keras runs on JAX (each host's batch
+    is its share of the global batch there)."""
+    import tensorflow as tf
+
+    import tfpipe
+
+    ctx = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=8)
+    try:
+        plan = tfpipe.plan(image_ds, batch_size=16, image_size=16, input_context=ctx)
+    except tfpipe.ConfigError as e:
+        return {"refused": str(e)}
+    return {"batch": plan.batch_size}
+
+
 def main(image_ds: str, text_ds: str) -> dict:
     """Every check's result; a check that raised gives {"error": its message}, so the others
     still report (each test asserts on its own)."""
@@ -184,6 +200,7 @@ def main(image_ds: str, text_ds: str) -> dict:
         "image_eval": lambda: image_eval_checks(image_ds),
         "text_eval": lambda: text_eval_checks(text_ds),
         "bench": lambda: bench_checks(image_ds),
+        "input_context": lambda: input_context_checks(image_ds),
     }
     out: dict = {"backend": keras.backend.backend()}
     for name, check in checks.items():

@@ -6,7 +6,8 @@ when Keras is first imported). The same checks (tests/_backend_checks.py) run on
 - padded image eval and text eval: `evaluate` and `predict` without a warning, their length
   known, weighted metrics counting every example (every target token) exactly once;
 - `bench --model`: the device and the step of the backend in use (JAX: data-parallel over its
-  two CPU devices), and the report's environment.
+  two CPU devices), and the report's environment;
+- an `input_context` of per-replica batches, refused on JAX (each host's batch is its share).
 """
 
 from __future__ import annotations
@@ -111,3 +112,11 @@ def test_bench_times_the_model_on_the_backend_in_use(backend):
     assert kind == "CPU" and runs_on == backend["backend"]
     assert name == ("2 x cpu (JAX)" if runs_on == "jax" else "CPU")
     assert got["consumer"] == ["model", name, True]
+
+
+def test_an_input_context_of_per_replica_batches_is_refused_on_jax(backend):
+    got = backend["input_context"]
+    if backend["backend"] == "tensorflow":
+        assert got == {"batch": 2}  # tf.distribute's per-replica batch: 16 over 8 replicas
+    else:  # the issue's `num_replicas_in_sync=jax.device_count()`: global 16 silently became 2
+        assert "Keras runs on JAX" in got["refused"] and "num_hosts=jax.process_count()" in got["refused"]

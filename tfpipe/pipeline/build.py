@@ -189,6 +189,7 @@ def _resolve(
     batch_size = check_batch_size("batch_size", batch_size)
     checks.check_service(service, cfg)
     hosts = checks.hosts(num_hosts, host_index, input_context, batch_size)
+    checks.check_context_on_jax(input_context)
     if hosts is None:
         per_replica = checks.per_replica_batch(batch_size, input_context)
         n, i = _pipelines(input_context)

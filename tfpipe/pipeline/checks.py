@@ -68,6 +68,27 @@ def hosts(num_hosts: Any, host_index: Any, input_context: Any, batch_size: int) 
     return n, i
 
 
+def check_context_on_jax(input_context: Any) -> None:
+    """Refuses an input_context whose replicas are not its input pipelines when Keras runs on
+    JAX: it makes per-replica batches, where Keras on JAX takes each host's batch as that host's
+    share of the global batch (`num_replicas_in_sync=jax.device_count()` would shrink it)."""
+    import sys
+
+    keras = sys.modules.get("keras")
+    if input_context is None or keras is None or not _backend_is(keras, "jax"):
+        return
+    replicas, pipelines = int(input_context.num_replicas_in_sync), int(input_context.num_input_pipelines)
+    if replicas != pipelines:
+        raise ConfigError(
+            "Keras runs on JAX, which takes each host's batches as its share of the global batch, but "
+            f"this input_context makes per-replica batches ({replicas} replicas over {pipelines} input "
+            "pipelines: batch_size / replicas each). Pass num_hosts=jax.process_count(), "
+            "host_index=jax.process_index() instead of input_context. Received: input_context("
+            f"num_input_pipelines={pipelines}, input_pipeline_id={input_context.input_pipeline_id}, "
+            f"num_replicas_in_sync={replicas})"
+        )
+
+
 def check_keras_sharding(pipelines: int, given: bool) -> None:
     """Refuses a tfpipe host share that a multi-process `keras.distribution.DataParallel` (JAX)
     would shard again, or a whole dataset on every host that it would not shard.
