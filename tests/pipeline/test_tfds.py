@@ -144,3 +144,17 @@ def test_nothing_is_taken_for_an_unfinished_convert(tiny, tmp_path):
     # A glob of a split's shards inside the TFDS folder is read through its dataset_info.json.
     p = tfpipe.plan(tiny + "/*-test.tfrecord-*", batch_size=4, training=False, image_size=16)
     assert p.source.tfds is not None and p.source.split == "test" and int(p.dataset().cardinality()) == 3
+
+
+def test_bench_reads_a_tfds_folder(tiny):
+    from tfpipe.bench import BenchConfig
+    from tfpipe.bench import data as bench_data
+
+    # The records and shards dataset_info.json counts (the folder used to be refused as raw data).
+    source = bench_data.resolve(BenchConfig(data=tiny, batch_size=8), lambda _: None)
+    assert (source.info.examples, source.info.shards, source.split, source.root) == (
+        TRAIN,
+        SHARDS,
+        "train",
+        tiny,
+    )
