@@ -211,8 +211,9 @@ class ImagenetPreset:
         suggested = {k: v for k, v in ctx.suggested.items() if k in fields}
         opts = options_of(ImagenetOptions, {**suggested, **options}, "imagenet")
         offset, note, changes_labels = label_offset_for(opts, ctx)
-        # tfpipe convert writes JPEG; other tools' records (TFDS's default) may hold PNG too.
-        jpeg_only = ctx.manifest is not None
+        # tfpipe convert's image layouts hold JPEG; other records (TFDS's default, a table
+        # written by WriteDataset) may hold PNG too.
+        jpeg_only = ctx.manifest is not None and ctx.manifest.layout in ("imagenet", "images")
         spec = {
             opts.image_key: tf_.io.FixedLenFeature((), tf_.string),
             opts.label_key: tf_.io.FixedLenFeature((), tf_.int64),
