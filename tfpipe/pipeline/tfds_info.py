@@ -133,7 +133,9 @@ def load(root: str) -> TfdsInfo:
         )
     splits = {}
     for entry in info.get("splits", []):
-        split = str(entry["name"])
+        split = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(split, str) or not split:
+            raise DataError(f"{where}: expected each split to name itself. Received: {str(entry)[:200]}")
         splits[split] = _split(root, name, split, entry, where)
     images, labels = _features(root)
     return TfdsInfo(
