@@ -195,3 +195,14 @@ def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str
         splits={"train": Split(tuple(shards))},
     ).save()
     return root
+
+
+def shard_row_ids(root: str) -> list[list[int]]:
+    """Each shard's row ids, read straight from the files in manifest order."""
+    import tensorflow as tf
+
+    spec = {"row_id": tf.io.FixedLenFeature([], tf.int64)}
+    return [
+        [int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(path)]
+        for path in tfpipe.Manifest.load(root).shard_paths("train")
+    ]

@@ -49,6 +49,7 @@ NOT_RUN_REASONS = {
     "each runs a server until stopped, listening on every interface",
     "needs the servers above",
     "runs a server until stopped",
+    "needs a TFDS dataset prepared in your data_dir",
     # The main job on the embedded default: minutes of bench; docs/scripts/capture.py runs it.
     "generates a dataset in your cache directory and benches it for minutes",
 }

@@ -462,3 +462,32 @@ def test_the_scaling_point_at_the_producers_threadpool_is_the_producer() -> None
         console.print(r)
     said = f"{point.cores} cores: the producer's own window"
     assert (point.examples_per_sec == report.producer.examples_per_sec) == (said in console.export_text())
+
+
+def test_report_says_which_keras_backend_and_releases_ran() -> None:
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+    from tfpipe.bench.run import keras_environment
+
+    env = {"tensorflow": "2.21.0", "keras_backend": "jax", "keras": "3.15.1", "jax": "0.10.2", "cpu_count": 2}
+    report = dataclasses.replace(sample_report(), environment=env)
+    obj = json.loads(report.to_json_text())
+    validate(obj)
+    assert (obj["schema_version"], obj["schema_minor_version"]) == (5, 1)
+    assert obj["environment"] | env == obj["environment"]
+    console = Console(width=200, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = " ".join(console.export_text().split())
+    assert "Backend Keras 3.15.1 on JAX 0.10.2; tf.data on TensorFlow 2.21.0" in text
+    # This process runs Keras on TensorFlow (the JAX backend's report: tests/test_jax_backend.py).
+    import keras
+
+    here = keras_environment()
+    assert here["keras_backend"] == "tensorflow" and here["keras"] == keras.__version__
+    jax = pytest.importorskip("jax", reason='JAX: pip install "jax[cpu]"')
+    assert here["jax"] == jax.__version__

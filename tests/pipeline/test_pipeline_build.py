@@ -27,6 +27,7 @@ IMAGE_STAGES = [
     "decode",
     "batch",
     "map",
+    "pad",
     "prefetch",
 ]
 TABLE_STAGES = [
@@ -40,6 +41,7 @@ TABLE_STAGES = [
     "parse",
     "decode",
     "map",
+    "pad",
     "prefetch",
 ]
 

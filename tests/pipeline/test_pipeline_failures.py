@@ -136,7 +136,8 @@ def test_disk_cache_directory_is_checked_at_build(table_ds, tmp_path):
 
 def test_training_batch_larger_than_the_data_is_refused(table_ds, tmp_path):
     with pytest.raises(
-        DataError, match=r"gets 37 records .* fewer than one batch of 64 records: every batch would repeat records"
+        DataError,
+        match=r"gets 37 records .* fewer than one batch of 64 records: every batch would repeat records",
     ):
         tfpipe.build(table_ds, batch_size=64)
     ctx = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2)

@@ -19,7 +19,7 @@ import tfpipe
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.pipeline import DefaultWarning, plan, skipped
 
-from _pipeline_data import PHOTOS_PER_CLASS, image_row, jpeg, write_tf_examples
+from _pipeline_data import PHOTOS_PER_CLASS, image_row, jpeg, shard_row_ids, write_tf_examples
 
 tf = pytest.importorskip("tensorflow")
 
@@ -30,15 +30,6 @@ def labels_of(ds) -> list[int]:
 
 def ids(ds) -> list[int]:
     return [int(i) for features, _ in ds for i in features["row_id"].numpy()]
-
-
-def shard_row_ids(root: str) -> list[list[int]]:
-    """Each shard's row ids, read straight from the files in manifest order."""
-    spec = {"row_id": tf.io.FixedLenFeature([], tf.int64)}
-    return [
-        [int(tf.io.parse_single_example(r, spec)["row_id"]) for r in tf.data.TFRecordDataset(path)]
-        for path in tfpipe.Manifest.load(root).shard_paths("train")
-    ]
 
 
 # ---- item 1: globs and lists of tfpipe's own shards use the manifest ----

@@ -239,7 +239,8 @@ def test_position_checkpoint_roundtrip_in_a_custom_loop(table_ds, tmp_path):
         ),
         (
             {"pipelines": 4},
-            r"the number of input pipelines \(input_context.num_input_pipelines\) = 2, this pipeline with 4",
+            r"the number of input pipelines \(num_hosts, or input_context.num_input_pipelines\) = 2, "
+            "this pipeline with 4",
         ),
         ({"data": "images"}, r"the data \(shard names, counts, sizes, checksums\)"),
     ],

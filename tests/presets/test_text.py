@@ -142,15 +142,20 @@ def test_keras_classifier_form(text_corpus, labeled_text_ds):
         labeled_text_ds, batch_size=B, sequence_length=L, truncate=True, training=False, split="train"
     )
     batches = _batches(ds)
-    x, label = batches[0]
+    x, label, weights = batches[0]
     assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"]
-    assert label.dtype == np.int32
+    assert label.dtype == np.int32 and weights.dtype == np.float32
     for i in range(B):
         n = min(len(ids[i]), L - 2)
         assert x["token_ids"][i, 0] == info["cls"] and x["token_ids"][i, n + 1] == info["sep"]
         assert x["token_ids"][i, 1 : n + 1].tolist() == ids[i][:n]
         assert x["padding_mask"][i].sum() == n + 2 and label[i] == i % 3
-    assert sum(int(lab.shape[0]) for _, lab in batches) >= len(ids)
+    # Every document is one row counted once: the padding of the last batch weighs 0 (it used to
+    # come as label-0 rows of weight 1, counted by every metric).
+    assert all(lab.shape[0] == B for _, lab, _ in batches)
+    assert sum(float(w.sum()) for *_, w in batches) == len(ids)
+    padded = np.concatenate([w for *_, w in batches]) == 0
+    assert padded.tolist() == [False] * len(ids) + [True] * (len(batches) * B - len(ids))
 
 
 def test_classifier_refuses_documents_longer_than_a_row(labeled_text_ds):

@@ -180,7 +180,8 @@ def from_model(
     note = devices.tpu_batch_note(per_host, setup.device.cores) if setup.device.kind == "TPU" else None
     if note:
         warnings.warn(f"--model {name}: {note}", TpuBatchWarning, stacklevel=2)
-    step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
+    with setup.device.fit_scope():
+        step, steps = fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
     consumer = Consumer(
         examples_per_sec=per_host / step,
         step_time_ms=step * 1000.0,

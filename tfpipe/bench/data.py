@@ -70,6 +70,8 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         if cfg.pipeline != "text":  # text rows are not records: checked once they are counted
             check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
+    if named.kind == "tfds":
+        return _tfds(cfg, path)
     files = _tfrecord_files(named, cfg)
     if cfg.split is not None:
         raise ConfigError(
@@ -79,6 +81,25 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         )
     sizes = sum(storage.size(f) for f in files)
     return BenchData(DatasetInfo(path, 0, len(files), sizes, False), path, None, None)
+
+
+def _tfds(cfg: BenchConfig, path: str) -> BenchData:
+    """A TFDS dataset folder: its images, counted by its dataset_info.json."""
+    from tfpipe.pipeline import tfds_info
+
+    info = tfds_info.load(path)
+    if cfg.pipeline != "imagenet" or info.image_key is None:
+        raise ConfigError(
+            f"{path} is a TFDS dataset; the bench reads TFDS images with the imagenet pipeline (a "
+            f"dataset with one image feature, or supervised keys naming one). Received: pipeline="
+            f"{cfg.pipeline!r}, image features {sorted(info.images)}"
+        )
+    split = cfg.split or DEFAULT_SPLIT
+    s = info.split(split)
+    examples = sum(s.counts) if s.counts is not None else 0
+    size = s.bytes if s.bytes is not None else sum(storage.size(f) for f in s.files)
+    check_batch(cfg, examples, f"split {split!r} of {path}")
+    return BenchData(DatasetInfo(path, examples, len(s.files), size, False), path, split, None)
 
 
 def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:

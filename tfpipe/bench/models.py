@@ -7,6 +7,7 @@ trains one on the real pipeline and on synthetic input (`simulate.fit_check`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -23,19 +24,60 @@ if TYPE_CHECKING:
 
 @dataclasses.dataclass(frozen=True)
 class Device:
-    """The device a model trains on, and the strategy that places it there."""
+    """The device a model trains on, and what places it there.
+
+    Attributes:
+      kind, name: e.g. "TPU", "TPU (8 cores)".
+      strategy: the `tf.distribute.Strategy` (TensorFlow backend), or the
+        `keras.distribution.DataParallel` over the local devices (JAX backend, several devices),
+        or None (JAX, one device).
+      cores: the replicas a batch is split over.
+      backend: the Keras backend the model runs on, "tensorflow" or "jax".
+    """
 
     kind: Literal["TPU", "GPU", "CPU"]
     name: str
     strategy: Any
     cores: int = 1
+    backend: str = "tensorflow"
+
+    def build_scope(self) -> Any:
+        """The context a model is built in."""
+        return self.strategy.scope() if self.strategy is not None else contextlib.nullcontext()
+
+    def fit_scope(self) -> Any:
+        """The context `model.fit` runs in: a JAX model's distribution places each batch at fit
+        time (a TensorFlow strategy was captured when the model was built)."""
+        return self.build_scope() if self.backend == "jax" else contextlib.nullcontext()
 
 
 def discover_device() -> Device:
-    """The best local device, as `tfpipe.strategy()` chooses it: a TPU, else the GPUs, else the
-    CPU. A TPU is looked for only where a TPU VM's device files or variables say one is."""
+    """The best local device of the Keras backend in use. TensorFlow: as `tfpipe.strategy()`
+    chooses it, a TPU, else the GPUs, else the CPU (a TPU is looked for only where a TPU VM's
+    device files or variables say one is). JAX: its local devices, data-parallel when several."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        return _jax_device()
     choice = devices.choose()
     return Device(choice.kind, choice.name, choice.strategy, choice.replicas)
+
+
+def _jax_device() -> Device:
+    """JAX's local devices (the first's platform names the kind), with a DataParallel over them
+    when there are several, so the step is timed on all of them as training runs."""
+    import jax
+    import keras
+
+    local = jax.local_devices()
+    platform = local[0].platform.lower()
+    kind: Literal["TPU", "GPU", "CPU"] = (
+        "TPU" if platform == "tpu" else "GPU" if platform in ("gpu", "cuda", "rocm") else "CPU"
+    )
+    what = local[0].device_kind
+    name = f"{what} (JAX)" if len(local) == 1 else f"{len(local)} x {what} (JAX)"
+    strategy = keras.distribution.DataParallel(devices=local) if len(local) > 1 else None
+    return Device(kind, name, strategy, len(local), backend="jax")
 
 
 def build_model(name: str, element_spec: Any, num_classes: int, vocab_size: int | None = None) -> Any:
@@ -237,7 +279,7 @@ def outputs_for(pipeline: Pipeline) -> int:
                 "names no tokenizer vocabulary (its manifest has none). Received: vocab_size=None"
             )
         return int(vocab)
-    return num_classes_for(manifest.class_names if manifest else (), 0)
+    return num_classes_for(pipeline.source.class_names, 0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -267,7 +309,7 @@ def model_on_device(
     real = pipeline.dataset()
     batch = next(iter(real.take(1)))
     pack = pipeline.decoder.packing
-    with device.strategy.scope():
+    with device.build_scope():
         model = build_model(
             name, real.element_spec, num_classes, pack.vocab_size if pack is not None else None
         )

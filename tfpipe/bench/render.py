@@ -23,8 +23,10 @@ def renderables(report: Report) -> list[Any]:
     summary = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False)
     summary.add_column(style="bold")
     summary.add_column(overflow="fold")  # a path or URL longer than the cell folds, never cut
+    backend = backend_sentence(report.environment)
     rows = (
         _measured_rows(report)
+        + ([("Backend", backend)] if backend else [])
         + _profile_rows(report)
         + _verdict_rows(report)
         + _text_rows(report)
@@ -119,6 +121,19 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
+
+
+def backend_sentence(env: dict[str, Any]) -> str:
+    """Which Keras backend a model runs on and which TensorFlow runs tf.data ("" when the report
+    does not say: written before schema_minor_version 1)."""
+    backend = env.get("keras_backend")
+    if not backend:
+        return ""
+    tf = f"TensorFlow {env.get('tensorflow')}"
+    if backend == "tensorflow":
+        return f"Keras {env.get('keras')} on {tf}"
+    on = f"JAX {env.get('jax')}" if backend == "jax" else backend
+    return f"Keras {env.get('keras')} on {on}; tf.data on {tf}"
 
 
 def _storage_rows(report: Report) -> list[tuple[str, Any]]:

@@ -50,6 +50,9 @@ SCHEMA = "tfpipe.bench.report"
 # present in text reports only; the recommendations "padding", "sequence_length",
 # "tokenize_at_convert", "pack_bound".
 SCHEMA_VERSION = 5
+# Raised for an addition within a version that changes no key's meaning (readers of the version
+# keep working): 1 added environment.keras_backend, environment.keras and environment.jax.
+SCHEMA_MINOR_VERSION = 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -117,6 +120,7 @@ class Report:
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
+            "schema_minor_version": SCHEMA_MINOR_VERSION,
             "tfpipe_version": __version__,
             "verdict": self.verdict,
             "predicted_input_wait": _r(self.predicted_input_wait),

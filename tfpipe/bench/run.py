@@ -159,7 +159,6 @@ def _plan(
 ) -> Pipeline:
     """The pipeline build() would make for this host, from the data `source` names (with
     `cache` in place of the config's, when given)."""
-    from tfpipe._tf import tf
     from tfpipe.pipeline import plan
 
     if cache is None:
@@ -167,20 +166,16 @@ def _plan(
     rows = {}
     if cfg.pipeline == "text":
         rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
-    context = None
-    if cfg.hosts > 1:
-        # One input pipeline per host, as strategy.distribute_datasets_from_function gives each.
-        context = tf().distribute.InputContext(
-            num_input_pipelines=cfg.hosts, input_pipeline_id=0, num_replicas_in_sync=cfg.hosts
-        )
+    # One input pipeline per host (the first host's share), as each host of a job reads.
+    hosts = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
     return plan(
         source.root,
         preset=cfg.pipeline,
         batch_size=cfg.global_batch,
         training=True,
-        input_context=context,
         split=source.split,
         cache=cfg.cache if cache is None else cache,
+        **hosts,
         **rows,
     )
 
@@ -337,6 +332,7 @@ def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
 
     return {
         "tensorflow": tf().__version__,
+        **keras_environment(),
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
@@ -345,6 +341,22 @@ def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
         "seconds": cfg.seconds,
         "warmup_seconds": cfg.warmup,
     }
+
+
+def keras_environment() -> dict[str, Any]:
+    """The Keras backend a model would run on (`--model`, `--fit`), and the Keras and JAX
+    releases (None when not installed): a JAX report says so."""
+    from importlib import metadata
+
+    import keras
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {"keras_backend": keras.backend.backend(), "keras": keras.__version__, "jax": version("jax")}
 
 
 def _compare(

@@ -163,12 +163,13 @@ def fit_check(
     share of the real step the synthetic one does not need: max(0, 1 - synthetic / real).
     """
     setup = models.model_on_device(model_name, pipeline, num_classes=num_classes, device=device)
-    syn_step, _ = models.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
-    # Warm the real pipeline as long as the producer measurements do before timing it.
-    warm_steps = max(2, int(warmup / max(syn_step, 1e-3)))
-    real_step, real_steps = models.fit_step_seconds(
-        setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps
-    )
+    with setup.device.fit_scope():
+        syn_step, _ = models.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
+        # Warm the real pipeline as long as the producer measurements do before timing it.
+        warm_steps = max(2, int(warmup / max(syn_step, 1e-3)))
+        real_step, real_steps = models.fit_step_seconds(
+            setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps
+        )
     return FitCheck(
         model=model_name,
         device=setup.device.name,

@@ -17,7 +17,7 @@ from tfpipe.errors import (
     ShardingWarning,
     TilingWarning,
 )
-from tfpipe.pipeline import checks, text_stages
+from tfpipe.pipeline import checks, padding, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
@@ -62,14 +62,17 @@ def _split_kwargs(
     return dataclasses.replace(config or PipelineConfig(), **overrides), preset_options
 
 
-def _default_preset(src: ResolvedData) -> str:
+def _default_preset(src: ResolvedData, options: dict[str, Any]) -> str:
+    """The preset for the data: the manifest's layout's; imagenet for images (the imagenet_to_gcs
+    key, a TFDS dataset's image feature, or an `image_key` given)."""
     if src.manifest is not None:
         return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
-    if "image/encoded" in src.keys:
+    if "image/encoded" in src.keys or "image_key" in options or (src.tfds and src.tfds.image_key):
         return "imagenet"
     raise ConfigError(
-        f"Cannot tell which preset reads {src.where}: there is no manifest and no image/encoded "
-        f"feature. Pass preset='tabular' (with label=...) or your own. Features: {sorted(src.keys)}"
+        f"Cannot tell which preset reads {src.where}: there is no manifest and no image feature "
+        "(image/encoded, or a TFDS image). Pass preset='tabular' (with label=...), image_key=... "
+        f"for images, or your own preset. Features: {sorted(src.keys)}"
     )
 
 
@@ -108,6 +111,8 @@ def plan(
     batch_size: int,
     training: bool = True,
     input_context: Any = None,
+    num_hosts: int | None = None,
+    host_index: int | None = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
@@ -130,6 +135,8 @@ def plan(
         batch_size=batch_size,
         training=training,
         input_context=input_context,
+        num_hosts=num_hosts,
+        host_index=host_index,
         service=service,
         config=config,
         start_step=start_step,
@@ -149,9 +156,10 @@ class _Request:
     training: bool
     service: str | None
     batch_size: int  # global
-    per_replica: int
+    per_replica: int  # the batch of each replica (input_context), or of each host (num_hosts)
     pipelines: int
     index: int
+    hosts: bool  # the share came from num_hosts/host_index
     position: Any  # a Position, or None for a fixed step
     step: int
 
@@ -167,6 +175,8 @@ def _resolve(
     batch_size: int,
     training: bool,
     input_context: Any,
+    num_hosts: Any,
+    host_index: Any,
     service: str | None,
     config: PipelineConfig | None,
     start_step: Any,
@@ -178,8 +188,14 @@ def _resolve(
     position, step = order_module.parse_start(start_step)
     batch_size = check_batch_size("batch_size", batch_size)
     checks.check_service(service, cfg)
-    per_replica = checks.per_replica_batch(batch_size, input_context)
-    n, i = _pipelines(input_context)
+    hosts = checks.hosts(num_hosts, host_index, input_context, batch_size)
+    checks.check_context_on_jax(input_context)
+    if hosts is None:
+        per_replica = checks.per_replica_batch(batch_size, input_context)
+        n, i = _pipelines(input_context)
+    else:
+        (n, i), per_replica = hosts, batch_size // hosts[0]
+    checks.check_keras_sharding(n, hosts is not None or input_context is not None)
     return _Request(
         src=_resolve_data(data, cfg, training),
         config=cfg,
@@ -191,6 +207,7 @@ def _resolve(
         per_replica=per_replica,
         pipelines=n,
         index=i,
+        hosts=hosts is not None,
         position=position,
         step=step,
     )
@@ -209,6 +226,8 @@ class _Decisions:
     counter: SkipCounter | None
     notes: tuple[str, ...]
     resumable: bool  # the resumable order (training only)
+    batches: int | None  # eval: the batches this pipeline yields, if known
+    padding_batches: int  # eval: whole batches of padding after its own (pad_remainder)
 
 
 def _decide(r: _Request) -> _Decisions:
@@ -241,28 +260,46 @@ def _decide(r: _Request) -> _Decisions:
         for message in tiling:
             _warn(message, TilingWarning)
         notes += text_notes + tiling
+    _check_enough(r, decoder.packing, share, drop=bool(cfg.drop_remainder))
+    read_records, why_unknown = _known_length(share, cfg, r.service)
+    pad, batches, extra, eval_notes = padding.eval_shape(
+        cfg,
+        src,
+        decoder.packing,
+        training=training,
+        hosts=r.pipelines if r.hosts else 1,
+        why_unknown=why_unknown,
+        pipelines=r.pipelines,
+        index=r.index,
+        batch=r.per_replica,
+    )
+    cfg, notes = dataclasses.replace(cfg, pad_remainder=pad), notes + eval_notes
+    cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
+    if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
+        cache = "none"  # the resumable order's cache needs every listed record
+    counter = SkipCounter() if cfg.skip_corrupt else None
+    return _Decisions(
+        cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable, batches, extra
+    )
+
+
+def _check_enough(r: _Request, pack: Any, share: Any, *, drop: bool) -> None:
+    """Refuses a share of data smaller than one batch: its records, or a text pipeline's rows."""
+    src = r.src
     count, unit = share.examples, "records"
-    if decoder.packing is not None and decoder.packing.histogram and share.examples is not None:
-        count, unit = _text_rows_of_share(decoder.packing, share.examples, src)
+    if pack is not None and pack.histogram and share.examples is not None:
+        count, unit = _text_rows_of_share(pack, share.examples, src)
     checks.check_enough(
         count,
         share.at_most,
         r.per_replica,
-        training=training,
-        drop=bool(cfg.drop_remainder),
+        training=r.training,
+        drop=drop,
         where=src.where,
         n=r.pipelines,
         i=r.index,
         unit=unit,
     )
-    read_records, why_unknown = _known_length(share, cfg, r.service)
-    if why_unknown and not training:
-        notes += (f"the eval dataset's length is unknown (cardinality -2): {why_unknown}",)
-    cache = _resolve_cache(cfg, src, _cache_bytes(share, src, resumable))
-    if resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
-        cache = "none"  # the resumable order's cache needs every listed record
-    counter = SkipCounter() if cfg.skip_corrupt else None
-    return _Decisions(cfg, preset_obj, decoder, share, read_records, cache, counter, notes, resumable)
 
 
 def _text_rows_of_share(pack: Any, documents: int, src: ResolvedData) -> tuple[int, str]:
@@ -319,6 +356,8 @@ def _assemble(r: _Request, d: _Decisions) -> Pipeline:
         counter=d.counter,
         order=spec,
         start=start,
+        batches=d.batches,
+        padding_batches=d.padding_batches,
     )
     return Pipeline(
         stages=make_stages(stage_plan),
@@ -383,7 +422,7 @@ def _bind(
     preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
 ) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
-    preset_obj = get_preset(preset if preset is not None else _default_preset(src))
+    preset_obj = get_preset(preset if preset is not None else _default_preset(src, options))
     ctx = PresetContext(
         manifest=src.manifest,
         schema=src.schema,
@@ -391,6 +430,7 @@ def _bind(
         training=training,
         where=src.where,
         split=src.split,
+        suggested=src.tfds.preset_options if src.tfds is not None else {},
     )
     decoder = preset_obj.bind(ctx, options)
     checks.check_keys(decoder, src, preset_obj.name)
@@ -416,6 +456,8 @@ def build(
     batch_size: int,
     training: bool = True,
     input_context: Any = None,
+    num_hosts: int | None = None,
+    host_index: int | None = None,
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
@@ -430,10 +472,14 @@ def build(
       preset: "imagenet", "tabular", a registered name or a Preset; None picks one from the
         manifest's layout (or "imagenet" for records with `image/encoded`).
       batch_size: the global batch. With `input_context`, each pipeline yields
-        `input_context.get_per_replica_batch_size(batch_size)`.
+        `input_context.get_per_replica_batch_size(batch_size)`; with `num_hosts`, each host
+        `batch_size / num_hosts`.
       training: shuffle, repeat and drop the remainder (True); or yield every record exactly
         once in source order, with the cardinality set when the manifest knows it (False).
       input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
+      num_hosts, host_index: the same without tf.distribute: the hosts reading the data and
+        this one's index (with JAX: `jax.process_count()`, `jax.process_index()`). Each host
+        reads its share of the files. Not with `input_context`.
       service: a tf.data service dispatcher, "grpc://host:port".
       config: a PipelineConfig.
       start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
@@ -468,6 +514,8 @@ def build(
         batch_size=batch_size,
         training=training,
         input_context=input_context,
+        num_hosts=num_hosts,
+        host_index=host_index,
         service=service,
         config=config,
         start_step=start_step,
@@ -487,12 +535,12 @@ def steps_per_epoch(
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
-    `data` is a dataset directory, or a glob or list of all the shards of one of its splits.
-    A text split's batches are rows (packed sequences of `sequence_length` tokens), not its
-    records (documents): their count is predicted from the manifest's length histogram as
-    `build()` packs them (`fill.epoch_rows`), without reading data. `packing` and
-    `text_options` (output, eos, truncate, chunk, label) are those `build()` gets: they change
-    the rows.
+    `data` is a dataset directory (tfpipe's, or a TFDS version folder), or a glob or list of all
+    the shards of one of its splits. A text split's batches are rows (packed sequences of
+    `sequence_length` tokens), not its records (documents): their count is predicted from the
+    manifest's length histogram as `build()` packs them (`fill.epoch_rows`), without reading
+    data. `packing` and `text_options` (output, eos, truncate, chunk, label) are those `build()`
+    gets: they change the rows.
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
@@ -502,15 +550,29 @@ def steps_per_epoch(
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
     src = resolve(data, split=split, training=True)
-    if src.manifest is None:
+    if src.examples is None:
         raise ManifestError(
-            "steps_per_epoch needs a tfpipe dataset (a directory with tfpipe.json, or its shards): "
-            f"record counts come from its manifest. Received: {data!r}, files without one."
+            "steps_per_epoch needs the record counts of a tfpipe dataset (a directory with "
+            "tfpipe.json, or its shards) or of a TFDS dataset (its version folder, with "
+            f"dataset_info.json). Received: {data!r}, files without either."
         )
-    examples = sum(src.counts)
-    text = src.manifest.split(src.split).text if src.split is not None else None
-    what = f"{examples} records"
-    if src.manifest.layout == "text" and text is not None:
+    examples, what = _units(src, batch_size, sequence_length, packing, text_options)
+    steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
+    if steps == 0:
+        raise DataError(
+            f"Split {src.split!r} of {src.where} has {what}, fewer than one batch of {batch_size}."
+        )
+    return steps
+
+
+def _units(
+    src: Any, batch_size: int, sequence_length: int | None, packing: str | None, text_options: dict[str, Any]
+) -> tuple[int, str]:
+    """(what one pass over the split `src` holds in units of a batch, and how to name it): its
+    records, or a text split's rows as build() packs them."""
+    manifest = src.manifest
+    text = manifest.split(src.split).text if manifest is not None and src.split is not None else None
+    if manifest is not None and manifest.layout == "text" and text is not None:
         if sequence_length is None:
             raise ConfigError(
                 f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
@@ -518,23 +580,17 @@ def steps_per_epoch(
                 "sequence_length=None"
             )
         rows = _text_rows(src, sequence_length, packing, text_options)
-        what = (
+        return rows, (
             f"{text.documents:,} records (documents) that pack into {rows:,} rows of {sequence_length} tokens"
         )
-        examples = rows
-    elif sequence_length is not None or packing is not None or text_options:
+    if sequence_length is not None or packing is not None or text_options:
         given = {"sequence_length": sequence_length, "packing": packing, **text_options}
         raise ConfigError(
             f"sequence_length, packing and the text options count the rows of a text split; "
-            f"{src.where} is {src.manifest.layout!r} data. Received: "
+            f"{src.where} is {manifest.layout if manifest is not None else 'TFDS'!r} data. Received: "
             + ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
         )
-    steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
-    if steps == 0:
-        raise DataError(
-            f"Split {src.split!r} of {src.where} has {what}, fewer than one batch of {batch_size}."
-        )
-    return steps
+    return src.examples, f"{src.examples} records"
 
 
 def _text_rows(src: Any, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:

@@ -107,6 +107,12 @@ class PipelineConfig:
         0.96x [0.87, 1.06], CPU 1.04x [0.95, 1.15].
       drop_remainder: drop the last partial batch. None: True when training (static shapes
         for TPUs), False in eval (every record is seen).
+      pad_remainder: eval only: pad the last batch to the full batch, with a per-example weight
+        of 0 on the padding, and give every input pipeline (host) the same number of batches,
+        so every batch has one shape and every example counts once in weighted metrics (as
+        the TF Model Garden and T5X evaluate on TPUs; see pipeline/padding.py). Batches
+        `(x, y)` become `(x, y, weights)`. None: True for text (its rows always padded) and
+        across hosts (`num_hosts` > 1: each host must run the same steps), else False.
       shuffle_buffer: records in the shuffle buffer, or in one window of the resumable order
         (training). Not a speed knob: 10,000 is the TF Model Garden's ImageNet value; it is
         capped so the buffer (the resumable order: its ~3 windows) takes at most a quarter
@@ -180,6 +186,7 @@ class PipelineConfig:
     seed: int | None = None
     deterministic: bool | None = None
     drop_remainder: bool | None = None
+    pad_remainder: bool | None = None
     shuffle_buffer: int = 10_000
     cache: str = "auto"
     ram_budget: int = 0
@@ -200,7 +207,7 @@ class PipelineConfig:
     service_peer_timeout: float | None = DEFAULT_PEER_TIMEOUT
 
     def __post_init__(self) -> None:
-        for name in ("deterministic", "drop_remainder"):
+        for name in ("deterministic", "drop_remainder", "pad_remainder"):
             check_bool(name, getattr(self, name), optional=True)
         for name in ("skip_corrupt", "verify_shards"):
             check_bool(name, getattr(self, name))
@@ -237,6 +244,11 @@ class PipelineConfig:
         for name in ("service_connect_timeout", "service_peer_timeout"):
             if getattr(self, name) is not None:
                 check_seconds(name, getattr(self, name), "None or seconds > 0")
+        if self.pad_remainder and self.drop_remainder:
+            raise ConfigError(
+                "pad_remainder=True pads the last batch that drop_remainder=True drops: pass one. "
+                "Received: drop_remainder=True, pad_remainder=True"
+            )
         if self.skip_corrupt and not self.verify_shards:
             raise ConfigError(
                 "skip_corrupt=True needs verify_shards=True: a shard that ends early can only be "
@@ -267,6 +279,11 @@ class PipelineConfig:
     def for_mode(self, training: bool, order: Order | None = None) -> PipelineConfig:
         """Fills the fields whose default depends on training vs eval and on the order
         (`order`: the training order decided for this data, see `build.plan`)."""
+        if training and self.pad_remainder:
+            raise ConfigError(
+                "pad_remainder pads the last batch of an eval pass; training (endless, its "
+                "remainder dropped) has only whole batches. Received: training=True, pad_remainder=True"
+            )
         resumable = training and order == "resumable"
         cycle = RESUMABLE_CYCLE_LENGTH if resumable else SHUFFLE_BUFFER_CYCLE_LENGTH
         return dataclasses.replace(

@@ -97,6 +97,8 @@ class Pipeline:
         what = (
             f"split {src.split!r} of {src.where} (manifest)"
             if src.manifest is not None
+            else f"split {src.split!r} of {src.where} (TFDS dataset_info.json)"
+            if src.tfds is not None
             else f"{src.where} (no manifest)"
         )
         records = f"{self.examples} records" if self.examples is not None else "records: unknown count"

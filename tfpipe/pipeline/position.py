@@ -29,7 +29,7 @@ _FIELDS = {
     "batch_size": ("the global batch_size", "resume with the same batch_size"),
     "seed": ("the seed", "resume with the same seed="),
     "input_pipelines": (
-        "the number of input pipelines (input_context.num_input_pipelines)",
+        "the number of input pipelines (num_hosts, or input_context.num_input_pipelines)",
         "each pipeline's share of the files, and its place in them, depend on it: resume on "
         "as many hosts (input pipelines)",
     ),

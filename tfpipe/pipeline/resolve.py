@@ -19,19 +19,19 @@ conversion leaves exactly such a partial set.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import dataclasses
 import os
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.pipeline import records, tfds_info
 from tfpipe.pipeline.sharding import UNKNOWN
-from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
+from tfpipe.pipeline.tfds_info import TfdsInfo
+from tfpipe.schema import Schema
 from tfpipe.shardnames import ShardName, check_shard_sets, few
 
 GLOB_CHARS = "*?["
@@ -53,6 +53,7 @@ class ResolvedData:
       schema: the manifest schema, or one inferred from the first record.
       where: the data argument (or the manifest's directory), for messages.
       notes: how `data` was resolved, for `Pipeline.describe()`.
+      tfds: a TFDS dataset's info (the records' counts, images and labels), or None.
     """
 
     files: tuple[str, ...]
@@ -65,6 +66,19 @@ class ResolvedData:
     schema: Schema | None
     where: str
     notes: tuple[str, ...] = ()
+    tfds: TfdsInfo | None = None
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The class names by label: the manifest's, or a TFDS dataset's label's."""
+        if self.manifest is not None:
+            return self.manifest.class_names
+        return self.tfds.class_names if self.tfds is not None else ()
+
+    @property
+    def counts_known(self) -> bool:
+        """Every file's record count is known (a tfpipe manifest, or a TFDS dataset_info.json)."""
+        return UNKNOWN not in self.counts
 
     @property
     def examples(self) -> int | None:
@@ -82,20 +96,23 @@ class ResolvedData:
 
 def default_split(manifest: Manifest, training: bool) -> str:
     """ "train" for training; "validation", "test" or the only split for eval."""
-    names = list(manifest.splits)
+    return split_among(list(manifest.splits), training, storage.join(manifest.root, MANIFEST_NAME))
+
+
+def split_among(names: list[str], training: bool, where: str) -> str:
+    """The default split of `names` (see `default_split`); `where` names the file listing them."""
     wanted = ("train",) if training else ("validation", "test")
     for name in wanted:
-        if name in manifest.splits:
+        if name in names:
             return name
     if len(names) == 1:
         return names[0]
     raise ManifestError(
-        f"{storage.join(manifest.root, MANIFEST_NAME)} has no {' or '.join(map(repr, wanted))} split; "
-        f"pass split=<name>. Received splits: {names}"
+        f"{where} has no {' or '.join(map(repr, wanted))} split; pass split=<name>. Received splits: {names}"
     )
 
 
-DataKind = Literal["glob", "dataset", "file", "folder", "missing"]
+DataKind = Literal["glob", "dataset", "tfds", "file", "folder", "missing"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,8 +122,8 @@ class DataPath:
     Attributes:
       path: the path as it is read: without trailing slashes (a root, "/" or "gs://", as written).
       kind: "glob" (wildcards, and no such path: a pattern; a path that exists is taken as
-        written), "dataset" (a folder holding tfpipe.json), "file", "folder" (without a
-        tfpipe.json) or "missing".
+        written), "dataset" (a folder holding tfpipe.json), "tfds" (a folder TFDS prepared,
+        holding dataset_info.json), "file", "folder" (without either) or "missing".
       manifest: the dataset's manifest, for "dataset".
     """
 
@@ -128,6 +145,8 @@ def data_path(data: str) -> DataPath:
     manifest = Manifest.find(path)
     if manifest is not None:
         return DataPath(path, "dataset", manifest)
+    if tfds_info.is_tfds(path):
+        return DataPath(path, "tfds")
     if _is_file(path):
         return DataPath(path, "file")
     return DataPath(path, "folder" if _is_dir(path) else "missing")
@@ -169,6 +188,8 @@ def resolve(data: str | Sequence[str] | Any, *, split: str | None, training: boo
             return _from_files(files, where=data, split=split, training=training)
         if named.manifest is not None:
             return _from_manifest(named.manifest, split=split, training=training)
+        if named.kind == "tfds":
+            return _from_tfds(tfds_info.load(named.path), split=split, training=training)
         if named.kind == "file":
             return _from_files([named.path], where=data, split=split, training=training)
         raise ManifestError(_no_dataset_message(data, named))
@@ -198,19 +219,45 @@ def _no_dataset_message(data: str, named: DataPath) -> str:
             f"files. Received: {data!r}, which does not exist."
         )
     names = storage.listdir(path)
+    versions = sorted(
+        n.rstrip("/")
+        for n in names
+        if tfds_info.VERSION.fullmatch(n.rstrip("/")) and tfds_info.is_tfds(storage.join(path, n.rstrip("/")))
+    )
+    if versions:
+        return (
+            f"{data!r} is a TFDS dataset's folder: build() reads one of its prepared versions. "
+            f"Pass the version folder that holds {tfds_info.INFO_NAME}: "
+            + ", ".join(repr(storage.join(path, v)) for v in versions[:5])
+        )
     if any(n.startswith(storage.HIDDEN_PREFIX) and ".tmp-" in n for n in names) or any(
-        ShardName.parse(n) is not None for n in names
+        _tfpipe_shard(n) for n in names
     ):
         return (
             f"{data!r} has no {MANIFEST_NAME} but holds shards: a `tfpipe convert` into it did "
             "not finish (the manifest is written last, and a partial dataset is never read). "
             "Finish it with `tfpipe convert SRC DEST --resume` (resume=True)."
         )
+    shards = [ShardName.parse(n) for n in names]
+    foreign = sorted({shard.pattern for shard in shards if shard is not None})
+    if foreign:
+        return (
+            f"{data!r} has no {MANIFEST_NAME} (tfpipe's) or {tfds_info.INFO_NAME} (TFDS's), and holds "
+            f"TFRecord shards another tool wrote ({', '.join(foreign[:3])}): pass every shard of one set "
+            f"as a glob, e.g. {storage.join(path, foreign[0].split('-N', 1)[0] + '-*')!r}."
+        )
     return (
         f"Expected a tfpipe dataset directory (with {MANIFEST_NAME}), a glob or TFRecord files. "
         f"Received: {data!r}, which has no {MANIFEST_NAME}. Convert with `tfpipe convert`, or "
         "pass the TFRecord files another tool wrote (a list, or a glob matching every shard)."
     )
+
+
+def _tfpipe_shard(name: str) -> bool:
+    """A name `tfpipe convert` writes: `{split}-{index:05d}-of-{count:05d}` (`.gz`). TFDS's
+    (`mnist-train.tfrecord-00000-of-00001`) hold a dot in the stem."""
+    shard = ShardName.parse(name)
+    return shard is not None and "." not in shard.stem and shard.suffix in ("", ".gz") and shard.digits == 5
 
 
 def _exists(path: str) -> bool:
@@ -229,10 +276,6 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
-def _parent(path: str) -> str:
-    return path.rstrip("/").rsplit("/", 1)[0] if "/" in path else "."
-
-
 def _norm(path: str) -> str:
     """A path spelled one way, so a listed file can be compared with a manifest's shard."""
     return path if storage.is_gcs(path) else os.path.normpath(os.path.abspath(path))
@@ -246,7 +289,7 @@ def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> 
         raise ManifestError(f"{where}: split {name!r} has no shards")
     files = manifest.shard_paths(name)
     sizes = tuple(s.bytes for s in info.shards)
-    check_files(files, f"listed in {where} (split {name!r})", expected_sizes=sizes)
+    records.check_files(files, f"listed in {where} (split {name!r})", expected_sizes=sizes)
     return ResolvedData(
         files=tuple(files),
         sizes=sizes,
@@ -258,6 +301,54 @@ def _from_manifest(manifest: Manifest, *, split: str | None, training: bool) -> 
         schema=manifest.schema,
         where=manifest.root,
     )
+
+
+def _from_tfds(
+    info: TfdsInfo, *, split: str | None, training: bool, where: str | None = None
+) -> ResolvedData:
+    """A split of a TFDS dataset folder: its shards from dataset_info.json, with their record
+    counts, and the feature keys of its first record."""
+    name = split or split_among(list(info.splits), training, info.where)
+    s = info.split(name)
+    listed = f"listed in {info.where} (split {name!r})"
+    sizes = records.check_files(s.files, listed)
+    if sizes is None:
+        sizes = records.sizes(list(s.files))
+    counts = s.counts if s.counts is not None else (UNKNOWN,) * len(s.files)
+    first = s.files[sizes.index(next((n for n in sizes if n), sizes[0]))]
+    schema = records.infer_schema(records.first_record(first, ""), first)
+    held = f"{sum(counts)} records" if s.counts is not None else "record counts unknown (no shardLengths)"
+    note = (
+        f"{where or info.root}: TFDS dataset {info.name} {info.version}, split {name!r}: {held} in "
+        f"{len(s.files)} shard(s), from its {tfds_info.INFO_NAME}"
+    )
+    return ResolvedData(
+        files=s.files,
+        sizes=tuple(sizes),
+        counts=tuple(counts),
+        compression="",
+        manifest=None,
+        split=name,
+        keys=schema.feature_dtypes(),
+        schema=schema,
+        where=info.root,
+        notes=(note,),
+        tfds=info,
+    )
+
+
+def _tfds_split_of(files: list[str], where: str) -> tuple[TfdsInfo, str] | None:
+    """The TFDS dataset and split whose shards `files` are, every one of them, when they lie
+    in a TFDS version folder; None otherwise."""
+    parents = {records.parent(f) for f in files}
+    if len(parents) != 1 or not tfds_info.is_tfds(next(iter(parents))):
+        return None
+    info = tfds_info.load(next(iter(parents)))
+    given = sorted(_norm(f) for f in files)
+    for name, s in info.splits.items():
+        if sorted(_norm(f) for f in s.files) == given:
+            return info, name
+    return None
 
 
 def _from_files(files: list[str], *, where: str, split: str | None, training: bool) -> ResolvedData:
@@ -274,18 +365,21 @@ def _from_files(files: list[str], *, where: str, split: str | None, training: bo
     if manifest is not None:
         return _listed_in_manifest(files, manifest, where=where, split=split, training=training)
     check_shard_sets(files, where, DataError)
+    tfds = _tfds_split_of(files, where)
+    if tfds is not None and split in (None, tfds[1]):
+        return _from_tfds(tfds[0], split=tfds[1], training=training, where=where)
     if split is not None:
         raise DataError(
             f"split={split!r} selects a split of a tfpipe manifest, but {where} has none; "
             "pass the split's files (or a glob) instead."
         )
-    sizes = check_files(files, "given as data")
-    return _foreign(files, where=where, sizes=sizes if sizes is not None else _sizes(files))
+    sizes = records.check_files(files, "given as data")
+    return _foreign(files, where=where, sizes=sizes if sizes is not None else records.sizes(files))
 
 
 def _manifest_of(files: list[str], where: str) -> Manifest | None:
     """The manifest of the one directory holding every file, if there is one."""
-    parents = sorted({_parent(f) for f in files})
+    parents = sorted({records.parent(f) for f in files})
     with_manifest = [p for p in parents if storage.exists(storage.join(p, MANIFEST_NAME))]
     if not with_manifest:
         return None
@@ -339,74 +433,14 @@ def _listed_in_manifest(
     return dataclasses.replace(src, notes=(note,))
 
 
-def check_files(
-    files: Sequence[str], what: str, expected_sizes: Sequence[int] | None = None
-) -> list[int] | None:
-    """Checks that `files` exist; local ones must be regular files (a FIFO or a device would
-    block the reader) of the expected size. Returns local sizes (None for gs:// files)."""
-    if any(storage.is_gcs(f) for f in files):
-        _check_listed(list(files), what)
-        return None
-    sizes, missing, wrong = [], [], []
-    for i, f in enumerate(files):
-        try:
-            st = os.stat(f)
-        except FileNotFoundError:
-            missing.append(f)
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            kind = {
-                stat.S_IFDIR: "a directory",
-                stat.S_IFIFO: "a FIFO",
-                stat.S_IFSOCK: "a socket",
-                stat.S_IFCHR: "a character device",
-                stat.S_IFBLK: "a block device",
-            }
-            raise DataError(
-                f"{f} ({what}) is {kind.get(stat.S_IFMT(st.st_mode), 'not a regular file')}: "
-                "expected a regular TFRecord file."
-            )
-        sizes.append(st.st_size)
-        if expected_sizes is not None and st.st_size != expected_sizes[i]:
-            wrong.append(f"{f} holds {st.st_size} bytes where the manifest says {expected_sizes[i]}")
-    if missing:
-        raise DataError(
-            f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
-            + (" ..." if len(missing) > 5 else "")
-        )
-    if wrong:
-        raise DataError(
-            f"{len(wrong)} shard file(s) {what} are not the files it describes: "
-            + "; ".join(wrong[:3])
-            + (" ..." if len(wrong) > 3 else "")
-            + ". Re-convert, or check with `tfpipe inspect --verify`."
-        )
-    return sizes
-
-
-def _check_listed(files: list[str], what: str) -> None:
-    by_dir: dict[str, list[str]] = {}
-    for f in files:
-        by_dir.setdefault(_parent(f), []).append(f)
-    missing = []
-    for parent, group in by_dir.items():
-        present = set(storage.listdir(parent))
-        missing += [f for f in group if storage.basename(f) not in present]
-    if missing:
-        raise DataError(
-            f"{len(missing)} shard file(s) {what} do not exist: {missing[:5]}"
-            + (" ..." if len(missing) > 5 else "")
-        )
-
-
 def _foreign(files: list[str], *, where: str, sizes: list[int]) -> ResolvedData:
     empty = [f for f, s in zip(files, sizes, strict=True) if s == 0]
     if len(empty) == len(files):
         raise DataError(f"Every file in {where} is empty: expected TFRecord records. Received: {files[:3]}")
     first = files[sizes.index(next(s for s in sizes if s))]
-    compression = "GZIP" if _head(first, 2) == GZIP_MAGIC else ""
-    record = _first_record(first, compression)
-    schema = _infer_schema(record, first)
+    compression = "GZIP" if records.head(first, 2) == GZIP_MAGIC else ""
+    record = records.first_record(first, compression)
+    schema = records.infer_schema(record, first)
     return ResolvedData(
         files=tuple(files),
         sizes=tuple(sizes),
@@ -418,73 +452,3 @@ def _foreign(files: list[str], *, where: str, sizes: list[int]) -> ResolvedData:
         schema=schema,
         where=where,
     )
-
-
-def _sizes(files: list[str]) -> list[int]:
-    if not any(storage.is_gcs(f) for f in files):
-        return [storage.size(f) for f in files]
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        return list(pool.map(storage.size, files))
-
-
-def _head(path: str, n: int) -> bytes:
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        with tf_.io.gfile.GFile(path, "rb") as f:
-            return f.read(n)
-    except tf_.errors.OpError as e:
-        raise DataError(f"{path}: cannot be read ({e.message.splitlines()[0][:200]})") from None
-
-
-def _first_record(path: str, compression: str) -> bytes:
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        for record in tf_.data.TFRecordDataset(path, compression_type=compression).take(1):
-            return bytes(record.numpy())
-    except (tf_.errors.DataLossError, tf_.errors.InvalidArgumentError) as e:
-        raise DataError(
-            f"{path}: expected a TFRecord file; its first record is unreadable "
-            f"({e.message.splitlines()[0][:200]})"
-        ) from None
-    except tf_.errors.OpError as e:
-        raise DataError(f"{path}: cannot be read ({e.message.splitlines()[0][:200]})") from None
-    raise DataError(f"{path}: expected TFRecord records; the file holds none")
-
-
-def _infer_schema(record: bytes, path: str) -> Schema:
-    """A schema from one serialized tf.train.Example: kinds from the protobuf, shapes from
-    the value counts (a single value is a scalar)."""
-    from tfpipe._tf import tf
-
-    tf_ = tf()
-    try:
-        example = tf_.train.Example.FromString(record)
-    except Exception as e:
-        raise DataError(f"{path}: record 0 is not a tf.train.Example ({e})") from None
-    fields = []
-    for name in sorted(example.features.feature):
-        feature = example.features.feature[name]
-        kind = feature.WhichOneof("kind")
-        if kind is None:
-            continue
-        n = len(getattr(feature, kind).value)
-        fields.append(Field(name, dtype_of_feature_list(kind), () if n == 1 else (n,)))
-    if not fields:
-        raise DataError(f"{path}: record 0 is a tf.train.Example with no features")
-    # A `<col>/missing` int64 beside `<col>` is a tfpipe null mask: fold it into the field.
-    names = {f.name for f in fields}
-    masked = {
-        f.name[: -len(MISSING_SUFFIX)]
-        for f in fields
-        if f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in names
-    }
-    fields = [
-        dataclasses.replace(f, has_mask=f.name in masked)
-        for f in fields
-        if not (f.name.endswith(MISSING_SUFFIX) and f.name[: -len(MISSING_SUFFIX)] in masked)
-    ]
-    return Schema(tuple(fields))

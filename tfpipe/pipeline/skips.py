@@ -19,7 +19,7 @@ from tfpipe._tf import plain, tf
 if TYPE_CHECKING:
     from tfpipe.presets import Decoder
 
-BAD_IMAGE = "Undecodable image (empty, not a JPEG, or truncated) in shard"
+BAD_IMAGE = "Undecodable image (empty, not a JPEG or PNG, or truncated) in shard"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ Order (all stages are always present; a disabled one is the identity):
   batched presets (tabular):   batch, parse, decode, map
   per-record presets (images): parse, decode, batch, map
   text (a packing preset):     chunk, parse, pack, batch, map (text_stages.py)
-  then [service], prefetch.
+  then pad (eval: static shapes, padding.py), [service], prefetch.
 Per-record presets parse inside the decode map ("parse" is then the identity), and that map
 fuses with the batch: one map per record, as in the baseline pipeline, with no stage and no
 thread hand-off between parse, decode and batch.
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, shard_read, skips, text_stages
+from tfpipe.pipeline import order_stream, padding, shard_read, skips, text_stages
 from tfpipe.pipeline.generation import Generation
 from tfpipe.pipeline.sharding import FileShare, ShardBy
 
@@ -57,6 +57,7 @@ StageName = Literal[
     "decode",
     "pack",
     "map",
+    "pad",
     "service",
     "prefetch",
 ]
@@ -104,6 +105,8 @@ class StagePlan:
     counter: skips.SkipCounter | None
     order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
     start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+    batches: int | None = None  # eval: the batches it yields, when known (its cardinality)
+    padding_batches: int = 0  # eval: whole batches of padding after its own (pad_remainder)
 
     @property
     def files(self) -> tuple[str, ...]:
@@ -184,7 +187,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
             Stage("pack", text_stages.pack_stage(p), "pack"),
             Stage("batch", text_stages.batch_stage(p), "batch", batches=True),
         ]
-    final = [Stage("map", map_stage(p), "final")]
+    final = [Stage("map", map_stage(p), "final"), Stage("pad", pad_stage(p), "final")]
     if p.service:
         final.append(Stage("service", service_stage(p), "final"))
     final.append(Stage("prefetch", prefetch_stage(p), "final"))
@@ -288,7 +291,7 @@ def shard_reader(p: StagePlan) -> Callable[..., Any]:
             counter=p.counter,
             source=path if p.decoder.needs_source else "",
             group=group,
-            counts_known=src.manifest is not None,
+            counts_known=src.counts_known,
             grouped=grouped,
             generation=generation,
             probe_open=not src.on_gcs,
@@ -433,6 +436,24 @@ def map_stage(p: StagePlan) -> StageFn:
         )
 
     return final_map
+
+
+def pad_stage(p: StagePlan) -> StageFn:
+    """Eval: the last batch padded to full size with weight 0, and whole batches of padding up to
+    the batches every input pipeline yields (`pad_remainder`, see padding.py); the cardinality
+    set when known."""
+
+    def pad(ds: Any) -> Any:
+        if p.training:
+            return ds
+        if p.config.pad_remainder:
+            marked = p.decoder.packing is not None  # text rows: padding is segment_ids == 0
+            ds = padding.pad(ds, p.batch_size, p.padding_batches, marked=marked)
+        if p.batches is not None:
+            ds = ds.apply(tf().data.experimental.assert_cardinality(p.batches))
+        return ds
+
+    return pad
 
 
 def service_stage(p: StagePlan) -> StageFn:

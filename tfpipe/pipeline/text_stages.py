@@ -136,23 +136,12 @@ def chunk_seed(tf_: Any, key: int, docs: Any) -> Any:
 
 
 def batch_stage(p: Any) -> Callable[[Any], Any]:
-    """Rows -> `[B, L]` batches: whole in training; eval's last one padded with empty rows."""
+    """Rows -> `[B, L]` batches: whole in training; in eval the last one partial, padded with
+    empty rows (segment ids 0) by the "pad" stage (`pad_remainder`, True for text by default)."""
     size = p.batch_size
 
     def batch(ds: Any) -> Any:
-        tf_ = tf()
-        if p.training or p.config.drop_remainder:
-            return ds.batch(size, drop_remainder=True)
-
-        def pad(rows: Any) -> Any:
-            def fill(v: Any) -> Any:
-                short = size - tf_.shape(v)[0]
-                v = tf_.pad(v, [[0, short]] + [[0, 0]] * (len(v.shape) - 1))
-                return tf_.ensure_shape(v, [size, *v.shape[1:]])
-
-            return {k: fill(v) for k, v in rows.items()}
-
-        return ds.batch(size).map(plain(pad))
+        return ds.batch(size, drop_remainder=bool(p.training or p.config.drop_remainder))
 
     return batch
 
@@ -327,6 +316,65 @@ def read_lengths(lengths: Lengths) -> Any:
     check = tf_.debugging.Assert(tf_.equal(total, lengths.tokens), [expected, total, "tokens"])
     with tf_.control_dependencies([check]):
         return tf_.identity(values)
+
+
+def pipeline_rows(pack: Any, src: Any, pipelines: int) -> list[int] | None:
+    """The rows each of `pipelines` eval input pipelines packs (its records in source order, in
+    chunks, each packed on its own: the eval stages' rows, counted by the NumPy packer they
+    equal), from the split's lengths file; None without one."""
+    import numpy as np
+
+    from tfpipe.pipeline.sharding import share_files
+
+    lengths = lengths_file(src)
+    if lengths is None:
+        return None
+    values = load_lengths(lengths)
+    starts = np.concatenate([[0], np.cumsum(src.counts)])
+    out = []
+    for j in range(pipelines):
+        share = share_files(src.sizes, src.counts, pipelines, j, compressed=bool(src.compression))
+        if share.shard_by == "record":
+            mine = values[j::pipelines]
+        else:
+            mine = np.concatenate([values[starts[f] : starts[f + 1]] for f in share.files] or [values[:0]])
+        out.append(count_rows(pack, mine))
+    return out
+
+
+def count_rows(pack: Any, lengths: Any) -> int:
+    """The rows documents of these token counts pack into, chunk by chunk, as `rows_of` counts
+    each chunk (in NumPy: `packing_numpy.place`, which the graph packer equals)."""
+    from tfpipe.pipeline import packing_numpy
+
+    size = chunk_size(pack)
+    L = pack.sequence_length
+    extra = 2 if pack.classify else 1 if pack.eos is not None else 0
+    total = 0
+    for begin in range(0, len(lengths), size):
+        chunk = lengths[begin : begin + size] + extra
+        total += packing_numpy.place(chunk, L, pack.mode, pack.truncate).rows
+    return int(total)
+
+
+def load_lengths(lengths: Lengths) -> Any:
+    """The lengths file as int64 NumPy (`read_lengths` outside the graph), checked against the
+    manifest's documents and tokens."""
+    import numpy as np
+
+    from tfpipe import storage
+    from tfpipe.errors import DataError
+
+    data = storage.read_bytes(lengths.path)
+    values = np.frombuffer(data, "<u4").astype(np.int64) if len(data) % 4 == 0 else None
+    if values is None or len(values) != lengths.documents or int(values.sum()) != lengths.tokens:
+        got = f"{len(data)} bytes" + (f", {int(values.sum())} tokens" if values is not None else "")
+        raise DataError(
+            f"Expected the lengths file {lengths.path} to hold {lengths.documents} uint32 lengths "
+            f"summing to {lengths.tokens} tokens, as the manifest says; it was changed or is not this "
+            f"conversion's (convert the split again). Received: {got}"
+        )
+    return values
 
 
 def ordered_lengths(spec: Any, lengths: Lengths, size: int) -> Any:

@@ -25,6 +25,8 @@ class PresetContext:
       training: training or evaluation semantics.
       where: the data argument, for error messages.
       split: the manifest split read, or None.
+      suggested: preset options the data's own description names (a TFDS dataset's image and
+        label keys): defaults a preset takes where it has such an option and none is given.
     """
 
     manifest: Manifest | None
@@ -33,6 +35,7 @@ class PresetContext:
     training: bool
     where: str
     split: str | None = None
+    suggested: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The imagenet preset: JPEG records in the tensorflow/tpu `imagenet_to_gcs` layout.
+"""The imagenet preset: JPEG records in the tensorflow/tpu `imagenet_to_gcs` layout (and, in
+records tfpipe did not write, such as a TFDS dataset's, PNG too: decoded whole, then cropped).
 
 Train: random-resized crop (sample_distorted_bounding_box: area 0.08-1, aspect 3/4-4/3,
 10 attempts, centre-crop fallback) through the fused `decode_and_crop_jpeg`, which skips the
@@ -157,6 +158,32 @@ class ImagenetOptions:
         return self.dtype != "uint8" if self.normalize is None else self.normalize
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_jpeg(tf_: Any, encoded: Any) -> Any:
+    return tf_.equal(tf_.strings.substr(encoded, 0, 3), b"\xff\xd8\xff")
+
+
+def _png_complete(encoded: Any) -> Any:
+    """True when the bytes start with the PNG signature and end with its IEND chunk (zero
+    length, "IEND", a CRC: the last 12 bytes). Catches empty, non-PNG and truncated data."""
+    from tfpipe._tf import tf
+
+    tf_ = tf()
+    n = tf_.strings.length(encoded)
+    signature = tf_.equal(tf_.strings.substr(encoded, 0, 8), PNG_SIGNATURE)
+    end = tf_.equal(tf_.strings.substr(encoded, tf_.maximum(n - 8, 0), 4), b"IEND")
+    return tf_.logical_and(signature, end)
+
+
+def _png_shape(tf_: Any, encoded: Any) -> Any:
+    """[height, width, 3] int32 of a PNG from its IHDR chunk (bytes 16-23, big-endian), without
+    decoding it, as `extract_jpeg_shape` for a JPEG (3: decoded as RGB)."""
+    wh = tf_.io.decode_raw(tf_.strings.substr(encoded, 16, 8), tf_.int32, little_endian=False)
+    return tf_.stack([wh[1], wh[0], 3])
+
+
 def _jpeg_complete(encoded: Any) -> Any:
     """True when the bytes start with a JPEG SOI marker and an EOI marker sits in the last
     64 bytes. Catches empty, non-JPEG and truncated data without decoding (and without
@@ -180,8 +207,13 @@ class ImagenetPreset:
         from tfpipe._tf import tf
 
         tf_ = tf()
-        opts = options_of(ImagenetOptions, options, "imagenet")
+        fields = {f.name for f in dataclasses.fields(ImagenetOptions)}
+        suggested = {k: v for k, v in ctx.suggested.items() if k in fields}
+        opts = options_of(ImagenetOptions, {**suggested, **options}, "imagenet")
         offset, note, changes_labels = label_offset_for(opts, ctx)
+        # tfpipe convert's image layouts hold JPEG; other records (TFDS's default, a table
+        # written by WriteDataset) may hold PNG too.
+        jpeg_only = ctx.manifest is not None and ctx.manifest.layout in ("imagenet", "images")
         spec = {
             opts.image_key: tf_.io.FixedLenFeature((), tf_.string),
             opts.label_key: tf_.io.FixedLenFeature((), tf_.int64),
@@ -191,7 +223,10 @@ class ImagenetPreset:
             spec["image/filename"] = tf_.io.FixedLenFeature((), tf_.string, default_value="")
 
         def check(features: Any) -> Any:
-            return _jpeg_complete(features[opts.image_key])
+            encoded = features[opts.image_key]
+            if jpeg_only:
+                return _jpeg_complete(encoded)
+            return tf_.logical_or(_jpeg_complete(encoded), _png_complete(encoded))
 
         def describe(features: Any) -> list[Any]:
             if has_filename:
@@ -201,33 +236,48 @@ class ImagenetPreset:
         return Decoder(
             spec=spec,
             required=(opts.image_key, opts.label_key),
-            decode=_decode_fn(tf_, opts, ctx.training, offset),
+            decode=_decode_fn(tf_, opts, ctx.training, offset, jpeg_only),
             finalize=_label_guard(tf_, offset, opts.label_key, ctx.where),
             batched=False,
             random=ctx.training,
             needs_source=True,
             check=check,
             describe=describe,
-            notes=(note,),
+            notes=(note,) + (() if jpeg_only else (f"images in {opts.image_key!r} decoded as JPEG or PNG",)),
             warnings=(note,) if changes_labels else (),
         )
 
 
-def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> Any:
-    """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast."""
+def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int, jpeg_only: bool = True) -> Any:
+    """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast.
+    A JPEG is decoded through the fused decode-and-crop; a PNG (`jpeg_only=False`) whole, then
+    cropped: PNG has no partial decode."""
     size = opts.image_size
     out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
     scale, shift = _normalization_rows(tf_, opts)
 
     def decode(features: Any, seed: Any, source: Any) -> Any:
         encoded = features[opts.image_key]
-        shape = tf_.io.extract_jpeg_shape(encoded)
+        if jpeg_only:
+            shape = tf_.io.extract_jpeg_shape(encoded)
+        else:
+            jpeg = _is_jpeg(tf_, encoded)
+            shape = tf_.cond(
+                jpeg, lambda: tf_.io.extract_jpeg_shape(encoded), lambda: _png_shape(tf_, encoded)
+            )
         if training:
             crop_seed, flip_seed = tf_.unstack(tf_.random.experimental.stateless_split(seed, 2))
             window = _random_window(tf_, shape, crop_seed, opts)
         else:
             window = _center_window(tf_, shape, opts.crop_fraction)
-        image = tf_.io.decode_and_crop_jpeg(encoded, window, channels=3)
+        if jpeg_only:
+            image = tf_.io.decode_and_crop_jpeg(encoded, window, channels=3)
+        else:
+            image = tf_.cond(
+                jpeg,
+                lambda: tf_.io.decode_and_crop_jpeg(encoded, window, channels=3),
+                lambda: _crop(tf_, tf_.io.decode_png(encoded, channels=3), window),
+            )
         image = tf_.image.resize(image, [size, size], method=opts.resize_method)
         if opts.resize_method == "bicubic":  # bicubic overshoots [0, 255]
             image = tf_.clip_by_value(image, 0.0, 255.0)
@@ -247,6 +297,11 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int) -> 
         return image, label
 
     return decode
+
+
+def _crop(tf_: Any, image: Any, window: Any) -> Any:
+    """`image[y : y + h, x : x + w]` for a window [y, x, h, w] (decode_and_crop_jpeg's)."""
+    return tf_.slice(image, tf_.stack([window[0], window[1], 0]), tf_.stack([window[2], window[3], 3]))
 
 
 def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
@@ -290,6 +345,8 @@ def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, st
             ),
             False,
         )
+    if key == ctx.suggested.get("label_key"):
+        return 0, f"labels in {key!r} are the TFDS dataset's class labels, 0-based: read as stored", False
     if key == IMAGENET_TO_GCS_LABEL_KEY:
         return (
             FOREIGN_LABEL_OFFSET,

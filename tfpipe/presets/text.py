@@ -311,21 +311,32 @@ def attention_mask(segment_ids: Any, causal: bool = False) -> Any:
     may attend to key j (same segment, not padding; with `causal`, also j <= i).
 
     KerasHub backbones take no document segment ids, so their attention crosses the documents
-    of a packed row; a model with its own attention passes this mask instead.
+    of a packed row; a model with its own attention passes this mask instead. It is made of
+    `keras.ops`, so it runs inside a model on any Keras backend (TensorFlow, JAX), on symbolic
+    inputs too, and on a dynamic sequence length.
 
     Example:
       >>> mask = tfpipe.attention_mask(batch["segment_ids"], causal=True)
       >>> y = keras.layers.MultiHeadAttention(4, 32)(x, x, attention_mask=mask)
     """
-    from tfpipe._tf import tf
+    from keras import ops
 
-    tf_ = tf()
-    seg = tf_.convert_to_tensor(segment_ids)
-    same = tf_.logical_and(tf_.equal(seg[:, :, None], seg[:, None, :]), tf_.not_equal(seg, 0)[:, :, None])
+    seg = ops.convert_to_tensor(segment_ids) if not _symbolic(segment_ids) else segment_ids
+    same = ops.logical_and(
+        ops.equal(ops.expand_dims(seg, 2), ops.expand_dims(seg, 1)), ops.expand_dims(ops.not_equal(seg, 0), 2)
+    )
     if causal:
-        length = tf_.shape(seg)[1]
-        same = tf_.logical_and(same, tf_.linalg.band_part(tf_.ones([length, length], tf_.bool), -1, 0))
+        # Positions 1..L along each row, from the row itself: no static length needed.
+        position = ops.cumsum(ops.ones_like(seg, dtype="int32"), axis=1)
+        same = ops.logical_and(same, ops.expand_dims(position, 2) >= ops.expand_dims(position, 1))
     return same
+
+
+def _symbolic(x: Any) -> bool:
+    """A Keras functional model's input (a KerasTensor), which ops take as it is."""
+    import keras
+
+    return isinstance(x, keras.KerasTensor)
 
 
 TEXT = TextPreset()
