@@ -22,7 +22,7 @@ import pytest
 import _backend_checks as checks
 from _pipeline_data import N_IMAGES
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.jax]
 # ceil(701 documents packed into rows of 128 / 8 rows a batch): the text_ds fixture's rows.
 TEXT_BATCHES = 45
 

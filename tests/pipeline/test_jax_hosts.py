@@ -31,7 +31,7 @@ from _pipeline_data import shard_row_ids
 pytest.importorskip("jax", reason='two-host JAX: pip install "jax[cpu]"')
 tf = pytest.importorskip("tensorflow")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.jax]
 HERE = os.path.dirname(__file__)
 
 
