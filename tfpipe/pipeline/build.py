@@ -477,9 +477,10 @@ def build(
       training: shuffle, repeat and drop the remainder (True); or yield every record exactly
         once in source order, with the cardinality set when the manifest knows it (False).
       input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
-      num_hosts, host_index: the same without tf.distribute: the hosts reading the data and
-        this one's index (with JAX: `jax.process_count()`, `jax.process_index()`). Each host
-        reads its share of the files. Not with `input_context`.
+      num_hosts: the same without tf.distribute: how many hosts read the data (with JAX:
+        `jax.process_count()`). Each host reads its share of the files. Not with
+        `input_context`.
+      host_index: this host's index among them, from 0 (with JAX: `jax.process_index()`).
       service: a tf.data service dispatcher, "grpc://host:port".
       config: a PipelineConfig.
       start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
