@@ -305,3 +305,24 @@ class TextMeasure:
     def fill(self) -> float:
         """Measured real tokens / slots of the pipeline's batches."""
         return self.real_tokens / (self.rows * self.sequence_length) if self.rows else 0.0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProducerMeasurement:
+    """Every measurement of the producer one bench makes.
+
+    Attributes:
+      text: a text pipeline's counts (the fill, the rows a chunk packs into), taken before
+        anything is timed; None for other pipelines.
+      stages: each stage prefix, in order; the last is the whole pipeline, the producer rate.
+      scaling: the whole pipeline on 1..N cores.
+      read: the read prefix without a cache: what the storage gives.
+      first_epoch: the whole pipeline without its cache when it caches (the first epoch, which
+        fills the cache from storage); None for a pipeline without a cache.
+    """
+
+    text: TextMeasure | None
+    stages: tuple[StageRate, ...]
+    scaling: tuple[ScalingPoint, ...]
+    read: Rate
+    first_epoch: Rate | None

@@ -107,11 +107,10 @@ def _measured(
     from tfpipe.bench.models import outputs_for
 
     manifest = source.manifest
-    text = _count_text(pipe, cfg, say)
     num_classes = outputs_for(pipe) if cfg.model else 0
-    stages, scaling = _time_producer(pipe, cfg, say, text)
+    measured = measure_producer(pipe, cfg, source, say)
+    text, stages, scaling = measured.text, measured.stages, measured.scaling
     full = stages[-1].rate
-    read, first_epoch = _time_storage(pipe, stages, cfg, source, say, text)
 
     say("Finding the consumer's rate")
     consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
@@ -136,9 +135,26 @@ def _measured(
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
         profile=profile,
-        storage=_storage(pipe, source, read, first_epoch, consumer, text),
+        storage=_storage(pipe, source, measured.read, measured.first_epoch, consumer, text),
         text=text,
     )
+
+
+def measure_producer(
+    pipe: Pipeline, cfg: BenchConfig, source: data.BenchData, say: StatusCallback
+) -> results.ProducerMeasurement:
+    """Every measurement of the producer a bench makes, in order: a text pipeline's counts,
+    the stage prefixes, the scaling curve, then the storage (the read prefix uncached; the
+    first epoch when the pipeline caches).
+
+    What it returns depends on the plan and the measuring fields of `cfg` only, never on the
+    consumer. It is one function so that tests which check what a report says about a consumer
+    can hand bench an earlier run's real measurement of the same plan (tests/_bench_once.py).
+    """
+    text = _count_text(pipe, cfg, say)
+    stages, scaling = _time_producer(pipe, cfg, say, text)
+    read, first_epoch = _time_storage(pipe, stages, cfg, source, say, text)
+    return results.ProducerMeasurement(text, stages, scaling, read, first_epoch)
 
 
 def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, Profile | None]:
