@@ -47,8 +47,9 @@ import pytest
 from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
 
 # The pipeline tests' datasets (image_ds, foreign_ds, photos_ds, table_ds) and text datasets
-# (text_ds, labeled_text_ds, spm_text), made once a session.
-pytest_plugins = ["_pipeline_data", "_packed_text"]
+# (text_ds, labeled_text_ds, spm_text), made once a session; `bench_once`, a module's benches
+# sharing one real measurement of each plan; the files' order, longest first.
+pytest_plugins = ["_pipeline_data", "_packed_text", "_bench_once", "_file_order"]
 
 _cli.forget_the_shell()
 os.environ.update(TF_GCS_TEST_ENV)

@@ -1,0 +1,115 @@
+"""A bench's producer measured once and shared, or given, for the tests of what a report says.
+
+A bench measures its producer (a text pipeline's counts, every stage prefix, the scaling curve,
+the storage reads) in `tfpipe.bench.run.measure_producer`, and what that returns depends on the
+plan and the measuring options only, never on the consumer. A test of how a report reads a
+profile, words its advice or writes its JSON needs no new measurement for each consumer:
+
+- `bench_once`, a module-scoped fixture (registered by tests/conftest.py): the first bench of a
+  plan in the module measures it for real, and every later bench planned alike (same data,
+  preset, split, batch, hosts, cache, window, cores, text rows) is handed that measurement.
+  A module takes it for all its tests with `pytestmark = pytest.mark.usefixtures("bench_once")`.
+- `handing(given())`: every bench within is handed rates given here, not timed, for the fast
+  lane's checks (a real measurement costs ~15 CPU-s).
+
+Everything else a bench does (reading the profile, resolving the data, planning, finding the
+consumer, the --simulate and --fit runs, concluding, rendering) runs as it always does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+
+import pytest
+
+from tfpipe.bench import run
+from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.results import ProducerMeasurement, Rate, ScalingPoint, StageRate
+
+# The BenchConfig fields the producer's measurement depends on, besides the global batch (the
+# key holds BenchConfig.global_batch, which batch_size and the preset's default give).
+MEASURING = (
+    "pipeline",
+    "data",
+    "split",
+    "hosts",
+    "cache",
+    "seconds",
+    "warmup_seconds",
+    "max_cores",
+    "profile",
+    "sequence_length",
+    "packing",
+    "truncate",
+    "synthetic_examples",
+    "workdir",
+)
+# The others: the consumer's, what runs after the producer is measured, the workers estimate.
+CONSUMING = (
+    "batch_size",
+    "step_time_ms",
+    "model",
+    "accelerator",
+    "from_profile",
+    "profile_run",
+    "simulate",
+    "fit",
+    "compare",
+    "worker_cores",
+)
+# A field BenchConfig gains must be put in one of the two, or two plans could share a measurement.
+assert {f.name for f in dataclasses.fields(BenchConfig)} == {*MEASURING, *CONSUMING}
+
+
+def key(cfg) -> tuple:
+    return (cfg.global_batch, *(getattr(cfg, name) for name in MEASURING))
+
+
+@pytest.fixture(scope="module")
+def bench_once():
+    """Within the module, a bench planned as an earlier one reuses its measurement. Yields the
+    list of every measurement the module's benches asked for (their keys, in order, reused or
+    not): a test that expects a refusal before anything is measured checks it did not grow."""
+    measured: dict[tuple, object] = {}
+    asked: list[tuple] = []
+    real = run.measure_producer
+
+    def once(pipe, cfg, source, say):
+        k = key(cfg)
+        asked.append(k)
+        if k not in measured:
+            measured[k] = real(pipe, cfg, source, say)
+        return measured[k]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run, "measure_producer", once)
+        yield asked
+
+
+def given(examples_per_sec: float = 400.0, batch: int = 32) -> ProducerMeasurement:
+    """A producer's measurement from given rates, not timed: an image pipeline's five prefixes
+    and a two-core curve, the whole pipeline at `examples_per_sec`. For the fast lane's checks of
+    what a report says, through the whole of bench but the timing (`handing`)."""
+
+    def rate(eps: float, per_element: int = 1) -> Rate:
+        return Rate(eps, eps / per_element, int(eps / per_element), 1.0, 0.4, 0.5, 1000 / eps, 1.0)
+
+    stages = (
+        StageRate("read", ("list_files", "shard", "interleave", "shuffle", "repeat"), 5, rate(40_000.0)),
+        StageRate("parse", ("parse",), 6, rate(20_000.0)),
+        StageRate("decode", ("decode",), 7, rate(examples_per_sec * 1.05)),
+        StageRate("batch", ("batch",), 8, rate(examples_per_sec * 1.02, batch)),
+        StageRate("final", ("prefetch",), 9, rate(examples_per_sec, batch)),
+    )
+    curve = (ScalingPoint.of(1, rate(examples_per_sec * 0.55, batch)), ScalingPoint.of(2, stages[-1].rate))
+    return ProducerMeasurement(None, stages, curve, stages[0].rate, None)
+
+
+@contextlib.contextmanager
+def handing(measurement: ProducerMeasurement) -> Iterator[None]:
+    """Within, every bench is handed `measurement` as its producer's instead of timing one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run, "measure_producer", lambda pipe, cfg, source, say: measurement)
+        yield
