@@ -9,8 +9,8 @@ profile, words its advice or writes its JSON needs no new measurement for each c
   plan in the module measures it for real, and every later bench planned alike (same data,
   preset, split, batch, hosts, cache, window, cores, text rows) is handed that measurement.
   A module takes it for all its tests with `pytestmark = pytest.mark.usefixtures("bench_once")`.
-- `handing(given())`: every bench within is handed rates given here, not timed, for the fast
-  lane's checks (a real measurement costs ~15 CPU-s).
+- `handing()`: every bench within is handed rates given for its plan's prefixes, not timed, for
+  the fast lane's checks (a real measurement costs ~15 CPU-s).
 
 Everything else a bench does (reading the profile, resolving the data, planning, finding the
 consumer, the --simulate and --fit runs, concluding, rendering) runs as it always does.
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tfpipe.bench import run
+from tfpipe.bench import producer, run
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.results import ProducerMeasurement, Rate, ScalingPoint, StageRate
 
@@ -88,28 +88,40 @@ def bench_once():
         yield asked
 
 
-def given(examples_per_sec: float = 400.0, batch: int = 32) -> ProducerMeasurement:
-    """A producer's measurement from given rates, not timed: an image pipeline's five prefixes
-    and a two-core curve, the whole pipeline at `examples_per_sec`. For the fast lane's checks of
-    what a report says, through the whole of bench but the timing (`handing`)."""
+def given(pipe, cfg, examples_per_sec: float) -> ProducerMeasurement:
+    """Rates given, not timed, for `pipe`'s own stage prefixes: each prefix a little faster than
+    the next, the whole pipeline at `examples_per_sec`, on fewer cores slower; when it caches,
+    the read prefix uncached and the first epoch slower. Not a text pipeline's (its rows must be
+    counted)."""
+    points = producer.prefix_points(pipe.stages)
 
-    def rate(eps: float, per_element: int = 1) -> Rate:
+    def rate(eps: float, upto: int) -> Rate:
+        per_element = pipe.examples_per_element(upto)
         return Rate(eps, eps / per_element, int(eps / per_element), 1.0, 0.4, 0.5, 1000 / eps, 1.0)
 
-    stages = (
-        StageRate("read", ("list_files", "shard", "interleave", "shuffle", "repeat"), 5, rate(40_000.0)),
-        StageRate("parse", ("parse",), 6, rate(20_000.0)),
-        StageRate("decode", ("decode",), 7, rate(examples_per_sec * 1.05)),
-        StageRate("batch", ("batch",), 8, rate(examples_per_sec * 1.02, batch)),
-        StageRate("final", ("prefetch",), 9, rate(examples_per_sec, batch)),
+    stages = tuple(
+        StageRate(name, added, upto, rate(examples_per_sec * 1.05 ** (len(points) - 1 - k), upto))
+        for k, (name, upto, added) in enumerate(points)
     )
-    curve = (ScalingPoint.of(1, rate(examples_per_sec * 0.55, batch)), ScalingPoint.of(2, stages[-1].rate))
-    return ProducerMeasurement(None, stages, curve, stages[0].rate, None)
+    whole = len(pipe.stages)
+    # The curve's points as bench picks them; the one at the pipeline's own pool is the producer.
+    own = producer.available_cores()
+    curve = tuple(
+        ScalingPoint.of(c, stages[-1].rate if c == own else rate(examples_per_sec * c / (own + 1), whole))
+        for c in producer.core_counts(cfg.max_cores or own)
+    )
+    if pipe.cache == "none":  # the read prefix is the storage's rate; no first epoch apart
+        return ProducerMeasurement(None, stages, curve, stages[0].rate, None)
+    # Cached: the read prefix again without the cache, and the first epoch, which fills it.
+    read = rate(stages[0].rate.examples_per_sec * 0.8, points[0][1])
+    return ProducerMeasurement(None, stages, curve, read, rate(examples_per_sec * 0.7, whole))
 
 
 @contextlib.contextmanager
-def handing(measurement: ProducerMeasurement) -> Iterator[None]:
-    """Within, every bench is handed `measurement` as its producer's instead of timing one."""
+def handing(examples_per_sec: float = 400.0) -> Iterator[None]:
+    """Within, every bench is handed rates `given` for its plan instead of timing them."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run, "measure_producer", lambda pipe, cfg, source, say: measurement)
+        patch.setattr(
+            run, "measure_producer", lambda pipe, cfg, source, say: given(pipe, cfg, examples_per_sec)
+        )
         yield

@@ -13,7 +13,7 @@ import shutil
 import sys
 
 import pytest
-from _bench_once import given, handing
+from _bench_once import handing
 from _cli import main_cli
 
 import tfpipe
@@ -91,10 +91,10 @@ def bench(args: list[str], tmp_path: pathlib.Path, capsys) -> tuple[int, dict | 
     return rc, json.loads(report.read_text()) if report.exists() else None, out, err
 
 
-def producing(producer: str, batch: int):
+def producing(producer: str):
     """Where a bench runs: on its own measurement (shared by the module's benches of its plan), or
-    handed `given` rates of one host's `batch`."""
-    return handing(given(batch=batch)) if producer == "given" else contextlib.nullcontext()
+    handed rates given for its plan."""
+    return handing() if producer == "given" else contextlib.nullcontext()
 
 
 def refused(args: list[str], capsys) -> str:
@@ -122,7 +122,7 @@ def test_bench_reads_the_profilers_own_figures(name, producer, data, tmp_path, c
         hide_xprof(monkeypatch)  # the converter's JSON needs no xprof
     batch = [] if recorded else ["--batch-size", "32"]
     args = ["--data", data, "--from-profile", str(PROFILES / name), *batch]
-    with producing(producer, recorded or 32):
+    with producing(producer):
         rc, obj, out, _ = bench(args, tmp_path, capsys)
     assert rc == 0
     validate(obj)
@@ -160,7 +160,7 @@ def test_input_pipeline_files_give_the_same_figures(name) -> None:
 def test_the_input_bound_run_side_by_side_in_text_plot_and_json(producer, data, tmp_path, capsys) -> None:
     png = tmp_path / "r.png"
     profile = str(PROFILES / "gpu-input-bound.overview_page.pb")
-    with producing(producer, 32):
+    with producing(producer):
         rc, obj, out, _ = bench(
             ["--data", data, "--from-profile", profile, "--batch-size", "32", "--plot", str(png)],
             tmp_path,
@@ -186,7 +186,7 @@ def test_newest_run_by_default_and_profile_run_picks_one(producer, data, tmp_pat
     ):
         (logs / "plugins" / "profile" / run).mkdir(parents=True)
         shutil.copy(PROFILES / source, logs / "plugins" / "profile" / run / "worker0.overview_page.pb")
-    with producing(producer, 32):
+    with producing(producer):
         rc, obj, out, _ = bench(
             ["--data", data, "--from-profile", str(logs), "--batch-size", "32"], tmp_path, capsys
         )
@@ -214,7 +214,7 @@ def test_every_host_of_a_multi_host_run(producer, data, tmp_path, capsys) -> Non
     args = ["--data", data, "--from-profile", str(tmp_path / "logs"), "--batch-size", "32"]
     err = refused(args, capsys)
     assert "holds 2 hosts (host-a, host-b), but hosts=1 (--hosts)" in err
-    with producing(producer, 16):  # each host's batch
+    with producing(producer):
         rc, obj, _, _ = bench([*args, "--hosts", "2"], tmp_path, capsys)
     assert rc == 0
     p = obj["profile"]

@@ -10,13 +10,15 @@ import pytest
 from tfpipe.bench import producer, wait
 from tfpipe.bench.simulate import fit_check, simulate
 
-BATCH = 64
+# A batch of 16 at 320x240 takes ~25 ms on 2 cores: the slow consumer's steps (10x that) are
+# long enough that GetNext's ~1 ms is noise, and short enough that its phases take seconds, not
+# the ~10 s each that a batch of 64 made them.
+BATCH = 16
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """67 small JPEGs (3 classes) in 4 shards, through the real convert: more than a batch of 64,
-    which at 320x240 takes ~0.1 s on 2 cores, steps long enough that GetNext's ~1 ms is noise."""
+    """67 small JPEGs (3 classes) in 4 shards, through the real convert: several batches."""
     from tfpipe.convert import convert
     from tfpipe.testing import fake_data
 
@@ -38,6 +40,7 @@ def pipe(tiny):
     return plan(tiny, preset="imagenet", batch_size=BATCH)
 
 
+@pytest.mark.slow  # times every prefix, with a profiler trace
 def test_prefixes_follow_plan_stage_list(pipe, tmp_path) -> None:
     points = producer.prefix_points(pipe.stages)
     assert [upto for _, upto, _ in points][-1] == len(pipe.stages)
@@ -66,6 +69,7 @@ def test_core_counts() -> None:
     assert producer.core_counts(8) == [1, 2, 4, 8]
 
 
+@pytest.mark.slow  # times the pipeline, then a sleeping consumer against it
 @pytest.mark.parametrize(("consumer_speed", "band"), [(0.1, "not_input_bound"), (10.0, "highly_input_bound")])
 def test_simulate_finds_the_band_far_from_its_edges(pipe, consumer_speed: float, band: str) -> None:
     # The sleeping consumer runs at 0.1x or 10x the producer's measured rate: a load that moves
@@ -81,6 +85,7 @@ def test_simulate_finds_the_band_far_from_its_edges(pipe, consumer_speed: float,
     assert sim.steps >= 3 and sim.window_sec >= 1.5
 
 
+@pytest.mark.slow  # times a dataset and a scaling point
 def test_measure_reports_cpu_cost_per_example_and_cores_busy(pipe) -> None:
     from tfpipe._tf import tf
 
