@@ -63,8 +63,10 @@ CONSUMING = (
 assert {f.name for f in dataclasses.fields(BenchConfig)} == {*MEASURING, *CONSUMING}
 
 
-def key(cfg) -> tuple:
-    return (cfg.global_batch, *(getattr(cfg, name) for name in MEASURING))
+def key(cfg, source) -> tuple:
+    """What a measurement depends on: the data as resolved (a generated dataset's folder too),
+    the global batch, and the measuring fields."""
+    return (source.root, source.split, cfg.global_batch, *(getattr(cfg, name) for name in MEASURING))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +79,7 @@ def bench_once():
     real = run.measure_producer
 
     def once(pipe, cfg, source, say):
-        k = key(cfg)
+        k = key(cfg, source)
         asked.append(k)
         if k not in measured:
             measured[k] = real(pipe, cfg, source, say)
