@@ -26,8 +26,10 @@ A test sets the environment it asserts about: what the caller's shell exported t
 command's output or network (TF_CPP_MIN_LOG_LEVEL, proxies: `_cli.SHELL_VARIABLES`) is removed
 from this process when pytest loads this file, and never reaches a child process.
 
-`slow` marks what spawns processes, starts servers, runs `model.fit` or asks the package index:
-`pytest -m "not slow"` is the fast inner loop. A test that uses the GCS twin (`local_gcs`,
+`slow` marks what spawns processes, starts servers, runs `model.fit`, times a pipeline (a bench's
+measurement: ~15-30 CPU-s) or asks the package index: `pytest -m "not slow"` is the fast inner
+loop (budget: 2 minutes on 2 cores). A bench test of what a report says runs in the fast lane on
+rates given for its plan (tests/_bench_once.py). A test that uses the GCS twin (`local_gcs`,
 `gcs_bucket`, or the `gcs` marker) is marked here: the twin is two servers in child processes.
 
 Ordering: TensorFlow reads its GCS_* tuning variables (retry backoff, stat cache) once, inside
