@@ -4,10 +4,10 @@
     python benchmarks/suite_time.py full full-n2 --rounds 2
     python benchmarks/suite_time.py full-n2 --rounds 1 --record   # also tests/test_seconds.json
 
-With --record, each run also reports its slowest tests, and the last run of the first lane is
-written to tests/test_seconds.json: every test's seconds (setup + call + teardown, from pytest's
---durations), which tests/_file_order.py sends out longest file first. Record on a quiet
-machine, from the full lane (a fast-lane recording knows no slow test).
+With --record, each run also reports its slowest tests, and the last run of the first lane, when
+it is a full one, is written to tests/test_seconds.json: every test's seconds (setup + call +
+teardown, from pytest's --durations), by which tests/_file_order.py sends the files out longest
+first. Record on a quiet machine.
 
 Each lane is a `python -m pytest` command run to its end; the lanes run back to back in each
 round, in alternating order (A B, then B A, ...), as benchmarks/paired.py times contenders. Per
@@ -121,7 +121,7 @@ def main() -> int:
             print(f"round {r + 1} {lane:8s} wall {wall:7.1f} s  cpu {cpu:7.1f} s  exit {code}", flush=True)
             if args.record:
                 print("\n".join(slowest(seconds)), flush=True)
-                if lane == args.lanes[0]:
+                if lane == args.lanes[0] and lane.startswith("full"):  # a fast lane knows no slow test
                     write_seconds(seconds, lane, wall)
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for lane in args.lanes:

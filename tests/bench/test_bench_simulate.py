@@ -10,9 +10,10 @@ import pytest
 from tfpipe.bench import producer, wait
 from tfpipe.bench.simulate import fit_check, simulate
 
-# A batch of 16 at 320x240 takes ~25 ms on 2 cores: the slow consumer's steps (10x that) are
-# long enough that GetNext's ~1 ms is noise, and short enough that its phases take seconds, not
-# the ~10 s each that a batch of 64 made them.
+# The slow consumer's steps are 10 batches' time: at a batch of 16 (under load, 0.2 s) still long
+# enough that GetNext's ~1 ms is noise (a measured wait of 0.3%, far under the 5% edge), and its
+# phases short: that test took 21 s and 10 CPU-s against 64 s and 28 CPU-s at a batch of 64
+# (under load, 2026-11-29).
 BATCH = 16
 
 

@@ -458,25 +458,12 @@ def test_the_default_runs_offline_and_speaks_in_tokens(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.gcs
-def test_a_gcs_text_dataset_is_read_with_the_storage_figures(docs, gcs_bucket, tmp_path, capsys) -> None:
-    root = tmp_path / "src"
-    local = convert(docs, root, "--num-shards", "2")
+def test_a_gcs_text_dataset_is_read_with_the_storage_figures(corpus, gcs_bucket, tmp_path, capsys) -> None:
+    # The module's corpus again, to gs:// with the tokenizer its local conversion trained.
+    source = os.path.join(os.path.dirname(corpus), "corpus")
     dest = f"{gcs_bucket}/text"
-    assert (
-        main(
-            [
-                "convert",
-                str(root / "corpus"),
-                dest,
-                "--tokenizer",
-                os.path.join(local, "tokenizer.json"),
-                "--num-shards",
-                "2",
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    tokenizer = os.path.join(corpus, "tokenizer.json")
+    assert main(["convert", source, dest, "--tokenizer", tokenizer, "--num-shards", "2", "--quiet"]) == 0
     rc, obj, out = bench(["--data", dest, "--sequence-length", "128", "--batch-size", "16"], tmp_path, capsys)
     assert rc == 0
     s = obj["storage"]
