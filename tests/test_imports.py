@@ -3,6 +3,7 @@
 those inside functions and under TYPE_CHECKING too."""
 
 import ast
+import functools
 import pathlib
 
 import tfpipe
@@ -10,6 +11,7 @@ import tfpipe
 PACKAGE = pathlib.Path(tfpipe.__file__).parent
 
 
+@functools.cache  # parsed once for the module's tests, which only read it
 def imports() -> dict[str, set[str]]:
     """module -> the tfpipe modules it imports anywhere in its source."""
     modules = {}
