@@ -9,8 +9,9 @@ profile, words its advice or writes its JSON needs no new measurement for each c
   plan in the module measures it for real, and every later bench planned alike (same data,
   preset, split, batch, hosts, cache, window, cores, text rows) is handed that measurement.
   A module takes it for all its tests with `pytestmark = pytest.mark.usefixtures("bench_once")`.
-- `handing()`: every bench within is handed rates given for its plan's prefixes, not timed, for
-  the fast lane's checks (a real measurement costs ~15 CPU-s).
+- `handing()`: bench times nothing; each timed window is given (no dataset is made), for the
+  fast lane's checks (a real measurement costs ~15 CPU-s). Which prefixes, core counts and
+  storage reads there are is still bench's own logic.
 
 Everything else a bench does (reading the profile, resolving the data, planning, finding the
 consumer, the --simulate and --fit runs, concluding, rendering) runs as it always does.
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 from collections.abc import Iterator
 
 import pytest
 
 from tfpipe.bench import producer, run
 from tfpipe.bench.config import BenchConfig
-from tfpipe.bench.results import ProducerMeasurement, Rate, ScalingPoint, StageRate
+from tfpipe.bench.results import Rate
 
 # The BenchConfig fields the producer's measurement depends on, besides the global batch (the
 # key holds BenchConfig.global_batch, which batch_size and the preset's default give).
@@ -63,6 +65,10 @@ CONSUMING = (
 assert {f.name for f in dataclasses.fields(BenchConfig)} == {*MEASURING, *CONSUMING}
 
 
+# bench's own, whatever a fixture has put in its place.
+MEASURE_PRODUCER = run.measure_producer
+
+
 def key(cfg, source) -> tuple:
     """What a measurement depends on: the data as resolved (a generated dataset's folder too),
     the global batch, and the measuring fields."""
@@ -76,13 +82,12 @@ def bench_once():
     not): a test that expects a refusal before anything is measured checks it did not grow."""
     measured: dict[tuple, object] = {}
     asked: list[tuple] = []
-    real = run.measure_producer
 
     def once(pipe, cfg, source, say):
         k = key(cfg, source)
         asked.append(k)
         if k not in measured:
-            measured[k] = real(pipe, cfg, source, say)
+            measured[k] = MEASURE_PRODUCER(pipe, cfg, source, say)
         return measured[k]
 
     with pytest.MonkeyPatch.context() as patch:
@@ -90,40 +95,26 @@ def bench_once():
         yield asked
 
 
-def given(pipe, cfg, examples_per_sec: float) -> ProducerMeasurement:
-    """Rates given, not timed, for `pipe`'s own stage prefixes: each prefix a little faster than
-    the next, the whole pipeline at `examples_per_sec`, on fewer cores slower; when it caches,
-    the read prefix uncached and the first epoch slower. Not a text pipeline's (its rows must be
-    counted)."""
-    points = producer.prefix_points(pipe.stages)
-
-    def rate(eps: float, upto: int) -> Rate:
-        per_element = pipe.examples_per_element(upto)
-        return Rate(eps, eps / per_element, int(eps / per_element), 1.0, 0.4, 0.5, 1000 / eps, 1.0)
-
-    stages = tuple(
-        StageRate(name, added, upto, rate(examples_per_sec * 1.05 ** (len(points) - 1 - k), upto))
-        for k, (name, upto, added) in enumerate(points)
-    )
-    whole = len(pipe.stages)
-    # The curve's points as bench picks them; the one at the pipeline's own pool is the producer.
-    own = producer.available_cores()
-    curve = tuple(
-        ScalingPoint.of(c, stages[-1].rate if c == own else rate(examples_per_sec * c / (own + 1), whole))
-        for c in producer.core_counts(cfg.max_cores or own)
-    )
-    if pipe.cache == "none":  # the read prefix is the storage's rate; no first epoch apart
-        return ProducerMeasurement(None, stages, curve, stages[0].rate, None)
-    # Cached: the read prefix again without the cache, and the first epoch, which fills it.
-    read = rate(stages[0].rate.examples_per_sec * 0.8, points[0][1])
-    return ProducerMeasurement(None, stages, curve, read, rate(examples_per_sec * 0.7, whole))
-
-
 @contextlib.contextmanager
 def handing(examples_per_sec: float = 400.0) -> Iterator[None]:
-    """Within, every bench is handed rates `given` for its plan instead of timing them."""
+    """Within, bench times nothing: each window it asks `tfpipe.bench.producer.measure` for is
+    given, not run (no dataset is made), at `examples_per_sec` and 10% less each later window:
+    the prefixes in order (each slower than the last), then the fewer cores of the scaling curve,
+    then the uncached reads. Everything around the windows is bench's own: which prefixes,
+    which core counts (the pipeline's own pool is the producer's window), what the storage is.
+    A text pipeline's rows are still counted for real."""
+    asked = itertools.count()
+
+    def measure(make_dataset, *, examples_per_element, seconds, warmup, on_window=None) -> Rate:
+        eps = examples_per_sec * 0.9 ** next(asked)
+        cores = 1.5
+        return Rate(
+            eps, eps / examples_per_element, max(1, int(eps * seconds / examples_per_element)), seconds,
+            0.4, warmup, 1000 * cores / eps, cores,
+        )  # fmt: skip
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            run, "measure_producer", lambda pipe, cfg, source, say: given(pipe, cfg, examples_per_sec)
-        )
+        patch.setattr(producer, "measure", measure)
+        # Never through bench_once's memo: given windows are no plan's measurement.
+        patch.setattr(run, "measure_producer", MEASURE_PRODUCER)
         yield
