@@ -12,6 +12,9 @@ profile, words its advice or writes its JSON needs no new measurement for each c
 - `handing()`: bench times nothing; each timed window is given (no dataset is made), for the
   fast lane's checks (a real measurement costs ~15 CPU-s). Which prefixes, core counts and
   storage reads there are is still bench's own logic.
+- `run_cli_handed(ARGS)`: `tfpipe ARGS` in a child process (as `_cli.run_cli`), its bench's
+  windows given as in `handing()`: for a test of what a whole command does in a fresh process
+  (its data generated, its environment offline) rather than of what it measures.
 
 Everything else a bench does (reading the profile, resolving the data, planning, finding the
 consumer, the --simulate and --fit runs, concluding, rendering) runs as it always does.
@@ -22,9 +25,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-from collections.abc import Iterator
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
 
 import pytest
+from _cli import CLI_TIMEOUT, environment
 
 from tfpipe.bench import producer, run
 from tfpipe.bench.config import BenchConfig
@@ -118,3 +125,28 @@ def handing(examples_per_sec: float = 400.0) -> Iterator[None]:
         # Never through bench_once's memo: given windows are no plan's measurement.
         patch.setattr(run, "measure_producer", MEASURE_PRODUCER)
         yield
+
+
+# The child of `run_cli_handed`: tfpipe's CLI entry point, run inside `handing()`.
+HANDED_CLI = """
+import sys
+from _bench_once import handing
+from tfpipe.cli import main
+with handing():
+    code = main(sys.argv[1:])
+raise SystemExit(code)
+"""
+
+
+def run_cli_handed(*args: object, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`tfpipe ARGS` in a child process whose bench times nothing (`handing()`): returncode,
+    stdout, stderr (text). `env` adds to `_cli.environment()`, whose PYTHONPATH gains tests/."""
+    child = environment(env)
+    child["PYTHONPATH"] = f"{pathlib.Path(__file__).parent}:{child['PYTHONPATH']}"
+    return subprocess.run(
+        [sys.executable, "-c", HANDED_CLI, *map(str, args)],
+        env=child,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT,
+    )

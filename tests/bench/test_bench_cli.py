@@ -6,8 +6,7 @@ import json
 import os
 
 import pytest
-from _bench_once import handing
-from _cli import run_cli
+from _bench_once import handing, run_cli_handed
 
 from tfpipe.bench.synthetic import EXAMPLES_ENV
 from tfpipe.cli import main
@@ -23,10 +22,13 @@ def cache_home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first_run(cache_home):
-    """`tfpipe bench` with no flags but a short window, on a fresh cache: it generates data."""
+    """`tfpipe bench` with no flags but a short window, on a fresh cache, in a process of its
+    own: it generates data. Its windows are given (what these check is the data made and
+    reused and what the report says; an image pipeline is timed for real through the same entry
+    point in test_bench_profile.py and test_bench_storage.py)."""
     # COLUMNS: wide enough that rich does not wrap the data line's phrases apart.
     env = {"XDG_CACHE_HOME": cache_home, "COLUMNS": "200", EXAMPLES_ENV: TINY}
-    return run_cli("bench", "--seconds", "0.5", "--warmup", "0.25", "--batch-size", BATCH, env=env)
+    return run_cli_handed("bench", "--seconds", "0.5", "--warmup", "0.25", "--batch-size", BATCH, env=env)
 
 
 @pytest.mark.slow
@@ -59,9 +61,8 @@ def test_no_flags_generates_data_and_prints_the_verdict(first_run, cache_home) -
 def test_second_run_reuses_the_cache_and_writes_json_plot(
     first_run, cache_home, tmp_path, monkeypatch, capsys
 ) -> None:
-    """The first run timed the pipeline; this one runs whole on rates given for its plan (what
-    it checks, the data reused, the reference row, the JSON, the plot and the exit code, does
-    not depend on them)."""
+    """On rates given for its plan (what it checks, the data reused, the reference row, the
+    JSON, the plot and the exit code, does not depend on them)."""
     from _report_schema import validate
 
     assert first_run.returncode == 0
@@ -90,7 +91,7 @@ def test_second_run_reuses_the_cache_and_writes_json_plot(
                 "--quiet",
             ]
         )
-    # 400 images/s given against a TPU v4 host's 13,800 (the first run measured it so too): exit 3.
+    # 400 images/s given against a TPU v4 host's 13,800 (2 CPU cores cannot feed one): exit 3.
     assert rc == 3
     obj = json.loads(report.read_text())
     validate(obj)
