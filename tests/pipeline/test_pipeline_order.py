@@ -4,6 +4,7 @@ skipped records undecoded; input pipelines; Position checkpoints; refusals by na
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pathlib
@@ -38,6 +39,13 @@ def batches(ds, n: int) -> list[list]:
 
 def row_ids(ds, n: int) -> list[list[int]]:
     return [features["row_id"].numpy().tolist() for features, _ in ds.take(n)]
+
+
+@functools.cache  # one pipeline for the module's tests that read it (the table is made once a session)
+def streamed_rows(table_ds: str) -> tuple[int, ...]:
+    """The table's row_ids one at a time (batch_size=1, STREAMED), the first 5 x 16 positions of
+    the global stream: more than epoch 0 (N_ROWS)."""
+    return tuple(b[0] for b in row_ids(tfpipe.build(table_ds, batch_size=1, **STREAMED), 5 * 16))
 
 
 def options(kind: str) -> dict:
@@ -115,7 +123,7 @@ def shard_of_rows(root: str) -> dict[int, str]:
 
 def first_group(table_ds: str) -> tuple[set[str], int]:
     """The shards of epoch 0's first group (cycle_length=2) and the records it holds."""
-    ids = [i for b in row_ids(tfpipe.build(table_ds, batch_size=1, **STREAMED), N_ROWS) for i in b]
+    ids = streamed_rows(table_ds)[:N_ROWS]
     where = shard_of_rows(table_ds)
     first = {where[ids[0]]}
     for i in ids:  # the group's 2 shards are read before any other
@@ -194,7 +202,7 @@ def test_input_pipelines_resume_their_own_files(table_ds):
 def test_input_pipelines_resume_their_share_of_records(table_ds):
     """Eight pipelines for four shards share by record: pipeline i keeps positions i mod 8 of
     the one global stream, so its step k holds positions 16k + i + 8j."""
-    stream = [b[0] for b in row_ids(tfpipe.build(table_ds, batch_size=1, **STREAMED), 5 * 16)]
+    stream = streamed_rows(table_ds)
     for i in (0, 5):
         got = row_ids(
             tfpipe.build(table_ds, batch_size=16, start_step=3, input_context=context(8, i, 8), **STREAMED), 2
