@@ -420,6 +420,7 @@ def test_the_json_report_holds_the_epoch_rows_and_the_tokenizer_spread() -> None
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~1 min on a quiet machine; minutes under a neighbour's load
 def test_the_default_runs_offline_and_speaks_in_tokens(tmp_path) -> None:
     """No --data: Python's own docstrings, tokenized by a BPE trained at the first run, cached;
     no network (every proxy points at a closed port). The data is made for real; the bench's
@@ -460,6 +461,7 @@ def test_the_default_runs_offline_and_speaks_in_tokens(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.gcs
+@pytest.mark.timeout(900)  # ~1 min on a quiet machine; minutes under a neighbour's load
 def test_a_gcs_text_dataset_is_read_with_the_storage_figures(corpus, gcs_bucket, tmp_path, capsys) -> None:
     # The module's corpus again, to gs:// with the tokenizer its local conversion trained.
     source = os.path.join(os.path.dirname(corpus), "corpus")
