@@ -140,7 +140,8 @@ def test_record_sharded_eval_hosts_agree(table_ds):
     for i in range(5):
         with pytest.warns(ShardingWarning):
             p = plan(table_ds, batch_size=10, training=False, num_hosts=5, host_index=i)
-        batches = list(p.dataset())
+        ds = p.dataset()
+        batches = list(ds)
         counts.append(len(batches))
-        assert int(p.dataset().cardinality()) == len(batches)
+        assert int(ds.cardinality()) == len(batches)
     assert counts == [4] * 5  # ceil(8 / 2): hosts 0 and 1 read 8 rows, the others 7
