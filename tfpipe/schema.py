@@ -48,12 +48,12 @@ def tf_dtype(dtype: str) -> Any:
 def dtype_of_tf(tf_dtype: Any) -> Dtype | None:
     """The dtype of a `tf.DType` (or its name); None for a tf.DType no Example list holds."""
     name = getattr(tf_dtype, "name", tf_dtype)
-    return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)  # type: ignore[return-value]
+    return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)
 
 
 def dtype_of_feature_list(kind: str) -> Dtype:
     """The dtype held by a `tf.train.Feature` list ("bytes_list", "float_list", "int64_list")."""
-    return next(d for d, k in FEATURE_LISTS.items() if k == kind)  # type: ignore[return-value]
+    return next(d for d, k in FEATURE_LISTS.items() if k == kind)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -127,7 +127,7 @@ def _print_fill(out, text) -> None:
     """The fill each packing mode would give, predicted from the histogram (once the text
     pipeline's `predict_fill` is there)."""
     try:
-        from tfpipe.pipeline.fill import predict_fill  # type: ignore[import-not-found]
+        from tfpipe.pipeline.fill import predict_fill
     except ImportError:
         return
     histogram = text.length_histogram

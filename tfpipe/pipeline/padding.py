@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.presets.text import TextPacking
 
 
 def batches(examples: int, batch: int, drop: bool) -> int:
@@ -37,7 +42,7 @@ def pipeline_batches(examples: Sequence[int], batch: int) -> tuple[int, list[int
     return max(own), own
 
 
-def pad(ds: Any, batch: int, extra: int, *, marked: bool) -> Any:
+def pad(ds: Dataset, batch: int, extra: int, *, marked: bool) -> Dataset:
     """`ds`'s batches padded to `batch` rows, with `extra` whole batches of padding after them.
 
     Args:
@@ -62,12 +67,12 @@ def pad(ds: Any, batch: int, extra: int, *, marked: bool) -> Any:
                 f"dense, static shape past the batch dimension. Received: {s}"
             )
 
-    def fill(v: Any) -> Any:
+    def fill(v: Tensor) -> Tensor:
         short = batch - tf_.shape(v)[0]
         v = tf_.concat([v, tf_.zeros(tf_.concat([[short], tf_.shape(v)[1:]], 0), v.dtype)], 0)
         return tf_.ensure_shape(v, [batch, *v.shape[1:]])
 
-    def pad_batch(*element: Any) -> Any:
+    def pad_batch(*element: Tensor) -> Tensor:
         padded = tf_.nest.map_structure(fill, element)
         if is_tuple and len(spec) == 2:
             real = tf_.shape(tf_.nest.flatten(element[0])[0])[0]
@@ -122,9 +127,9 @@ def eval_batches(
 
 
 def eval_shape(
-    cfg: Any,
-    src: Any,
-    pack: Any,
+    cfg: PipelineConfig,
+    src: ResolvedData,
+    pack: TextPacking | None,
     *,
     training: bool,
     pipelines: int,

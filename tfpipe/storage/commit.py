@@ -111,7 +111,7 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
 
     def upload() -> int:
         blob = gcs.blob(dest)
-        options = {"if_generation_match": precondition, "retry": gcs.no_client_retry(), "checksum": "crc32c"}
+        options = {"if_generation_match": precondition, "retry": gcs.NO_CLIENT_RETRY, "checksum": "crc32c"}
         try:
             if local_path is not None:
                 blob.upload_from_filename(local_path, **options)
@@ -121,7 +121,7 @@ def _upload(dest: str, overwrite: bool, *, local_path: str | None = None, data: 
         except gexc.PreconditionFailed:
             # An earlier attempt may have landed and only its reply been lost: same bytes is success.
             existing = gcs.blob(dest)
-            existing.reload(retry=gcs.no_client_retry())
+            existing.reload(retry=gcs.NO_CLIENT_RETRY)
             if existing.crc32c != want_crc:
                 raise AlreadyExists(f"{dest} already exists") from None
             return int(existing.generation or 0)
@@ -165,11 +165,11 @@ def read_generation(path: str) -> tuple[bytes, int]:
 
     def read() -> tuple[bytes, int]:
         blob = gcs.blob(path)
-        blob.reload(retry=gcs.no_client_retry())
+        blob.reload(retry=gcs.NO_CLIENT_RETRY)
         generation = int(blob.generation)
         try:
             return blob.download_as_bytes(
-                if_generation_match=generation, retry=gcs.no_client_retry()
+                if_generation_match=generation, retry=gcs.NO_CLIENT_RETRY
             ), generation
         except gexc.PreconditionFailed:
             raise FileNotFoundError(errno.ENOENT, "replaced while being read", path) from None
@@ -183,7 +183,7 @@ def remove_generation(path: str, generation: int) -> bool:
 
     try:
         gcs.call(
-            lambda: gcs.blob(path).delete(if_generation_match=generation, retry=gcs.no_client_retry()),
+            lambda: gcs.blob(path).delete(if_generation_match=generation, retry=gcs.NO_CLIENT_RETRY),
             f"delete {path}",
             path,
         )

@@ -187,16 +187,16 @@ def call(fn: Callable[[], T], what: str, path: str) -> T:
         raise FileNotFoundError(errno.ENOENT, f"{what}: no such object or bucket", path) from None
 
 
-def no_client_retry() -> None:
-    # Our own loop retries; the client's would hide attempts from it and double the waiting.
-    return None
+# The client's `retry=`: none. Our own loop retries; the client's would hide attempts from it
+# and double the waiting.
+NO_CLIENT_RETRY = None
 
 
 # ---- objects ----
 
 
 def exists(path: str) -> bool:
-    return with_retries(lambda: blob(path).exists(retry=no_client_retry()), f"stat {path}")
+    return with_retries(lambda: blob(path).exists(retry=NO_CLIENT_RETRY), f"stat {path}")
 
 
 def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int, str]]:
@@ -214,7 +214,7 @@ def gcs_entries(path: str, recursive: bool = False) -> list[tuple[str, bool, int
 
     def entries() -> list[tuple[str, bool, int, str]]:
         it = client(path).list_blobs(
-            bucket, prefix=prefix, delimiter=None if recursive else "/", retry=no_client_retry()
+            bucket, prefix=prefix, delimiter=None if recursive else "/", retry=NO_CLIENT_RETRY
         )
         out = [
             (b.name[len(prefix) :], False, int(b.size or 0), _blob_identity(b))
@@ -241,7 +241,7 @@ def identity(path: str) -> str:
 
     def stat() -> str:
         b = blob(path)
-        b.reload(retry=no_client_retry())
+        b.reload(retry=NO_CLIENT_RETRY)
         return _blob_identity(b)
 
     return call(stat, f"stat {path}", path)
@@ -250,14 +250,14 @@ def identity(path: str) -> str:
 def size(path: str) -> int:
     def stat() -> int:
         b = blob(path)
-        b.reload(retry=no_client_retry())
+        b.reload(retry=NO_CLIENT_RETRY)
         return int(b.size)
 
     return call(stat, f"stat {path}", path)
 
 
 def read_bytes(path: str) -> bytes:
-    return call(lambda: blob(path).download_as_bytes(retry=no_client_retry()), f"read {path}", path)
+    return call(lambda: blob(path).download_as_bytes(retry=NO_CLIENT_RETRY), f"read {path}", path)
 
 
 def download(path: str, out: IO[bytes]) -> None:
@@ -266,20 +266,20 @@ def download(path: str, out: IO[bytes]) -> None:
     def attempt() -> None:
         out.seek(0)
         out.truncate()
-        blob(path).download_to_file(out, retry=no_client_retry())
+        blob(path).download_to_file(out, retry=NO_CLIENT_RETRY)
 
     call(attempt, f"read {path}", path)
 
 
 def delete(path: str) -> None:
     """Raises FileNotFoundError if there is no such object."""
-    call(lambda: blob(path).delete(retry=no_client_retry()), f"delete {path}", path)
+    call(lambda: blob(path).delete(retry=NO_CLIENT_RETRY), f"delete {path}", path)
 
 
 def check_bucket(path: str) -> None:
     """Raises FileNotFoundError naming the bucket if a gs:// path's bucket does not exist."""
     bucket, _ = split_gcs(path)
     if not with_retries(
-        lambda: client(path).bucket(bucket).exists(retry=no_client_retry()), f"stat gs://{bucket}"
+        lambda: client(path).bucket(bucket).exists(retry=NO_CLIENT_RETRY), f"stat gs://{bucket}"
     ):
         raise FileNotFoundError(errno.ENOENT, f"bucket {bucket!r} does not exist", path)

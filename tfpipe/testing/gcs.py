@@ -170,7 +170,7 @@ class LocalGCS:
           raises the capacity as a sustained load ramps up (doubling no faster than every 20
           minutes, same page); the twin's limits stay put.
         """
-        return cls(**(dataclasses.asdict(LIKE_GCS) | overrides))  # type: ignore[arg-type]
+        return cls(**(dataclasses.asdict(LIKE_GCS) | overrides))
 
     def __enter__(self) -> LocalGCS:
         return self.start()
