@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, get_args
 
+from tfpipe._tf import tf
 from tfpipe.errors import DataError, ManifestError
 
 Dtype = Literal["int64", "float32", "bytes"]
@@ -40,8 +41,6 @@ KIND_DTYPES: dict[str, Dtype] = {
 
 def tf_dtype(dtype: str) -> Any:
     """The `tf.DType` a dtype parses to."""
-    from tfpipe._tf import tf
-
     return getattr(tf(), TF_DTYPE_NAMES[dtype])
 
 
@@ -145,8 +144,6 @@ class Schema:
     def parse_spec(self) -> dict[str, Any]:
         """The `tf.io.parse_example` spec: one FixedLenFeature per field (a RaggedFeature for a
         list of any length), plus mask features."""
-        from tfpipe._tf import tf
-
         tf_ = tf()
         spec: dict[str, Any] = {}
         for f in self.fields:

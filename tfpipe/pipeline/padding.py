@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
+from tfpipe.pipeline import text_stages
+from tfpipe.pipeline.sharding import share_files
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -142,9 +144,6 @@ def eval_shape(
     None, the whole batches of padding it appends, notes for `describe()`) for a pipeline of
     `batch` reading `src` (`pack`: text's packing, or None) among `hosts` hosts (num_hosts; 1 for
     an input_context). `why_unknown`: why its records are not known for sure ("" if they are)."""
-    from tfpipe.pipeline import text_stages
-    from tfpipe.pipeline.sharding import share_files
-
     pad = resolve_pad(cfg.pad_remainder, training=training, text=pack is not None, hosts=hosts)
     if training:
         return False, None, 0, ()

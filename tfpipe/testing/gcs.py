@@ -52,6 +52,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from tfpipe import storage
 from tfpipe.testing import _gcs_proxy
 from tfpipe.testing._certs import make_certs
 from tfpipe.testing._gcs_proxy import (
@@ -304,8 +305,6 @@ class LocalGCS:
         Also resets tfpipe.storage's cached client on entry and exit. Warns if TensorFlow was
         imported before the `GCS_*` values were in the environment: it keeps its defaults.
         """
-        from tfpipe import storage
-
         new = {**self.env, **overrides}
         saved = {k: os.environ.get(k) for k in new}
         late = [k for k in new if k.startswith("GCS_") and saved[k] != new[k]]
