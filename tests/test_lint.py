@@ -67,6 +67,7 @@ def test_diagnostic_keys_leave_out_line_numbers():
     assert diagnostic_key("tfpipe/a.py:12: note: See https://mypy.rtfd.io") is None
 
 
+@pytest.mark.slow  # cold (no .mypy_cache, as in CI) ~12 CPU-s; warm ~1.5 CPU-s
 def test_types_check_against_the_baseline():
     """mypy (settings in pyproject.toml) finds nothing but what the baseline allows, and the
     baseline holds nothing that is no longer found: it may only shrink."""
