@@ -311,7 +311,6 @@ def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) ->
     """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
     (packed sequences), not records, so a text batch is checked against the rows an epoch
     packs into (`fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
-
     total = sum(src.counts)
     rows = epoch_rows(pack) * documents // total if total else 0
     return rows, (

@@ -19,7 +19,7 @@ from tfpipe.validation import check_int
 
 _tf = tf()
 # TensorFlow's base of checkpointable objects (Any to a type checker, see tfpipe/_tf.py).
-_Trackable: Any = _tf.__internal__.tracking.Trackable
+Trackable: Any = _tf.__internal__.tracking.Trackable
 
 # The step lives in an int64 variable.
 INT64_MAX = 2**63 - 1
@@ -44,7 +44,7 @@ _FIELDS = {
 }
 
 
-class Position(_Trackable):
+class Position(Trackable):
     """The training step input pipelines start from, saved and restored with the model.
 
     Args:
