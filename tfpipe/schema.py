@@ -25,9 +25,9 @@ MISSING_SUFFIX = "/missing"
 # A null mask `<name>/missing` is an int64 feature (1 where the value was filled).
 MASK_DTYPE: Dtype = "int64"
 # The tf.DType each dtype parses to, by name (`tf.string` holds bytes).
-TF_DTYPE_NAMES: dict[str, str] = {"int64": "int64", "float32": "float32", "bytes": "string"}
+TF_DTYPE_NAMES: dict[Dtype, str] = {"int64": "int64", "float32": "float32", "bytes": "string"}
 # The `tf.train.Feature` list (its protobuf oneof name) that holds each dtype.
-FEATURE_LISTS: dict[str, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
+FEATURE_LISTS: dict[Dtype, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
 # A table column's kind, as the table reader sees its values, and the dtype it is written as.
 ColumnKind = Literal["int", "float", "bool", "string", "category"]
 KIND_DTYPES: dict[str, Dtype] = {
@@ -39,7 +39,7 @@ KIND_DTYPES: dict[str, Dtype] = {
 }
 
 
-def tf_dtype(dtype: str) -> Any:
+def tf_dtype(dtype: Dtype) -> Any:
     """The `tf.DType` a dtype parses to."""
     return getattr(tf(), TF_DTYPE_NAMES[dtype])
 
