@@ -203,7 +203,8 @@ class LocalGCS:
                 )
                 if self._wait_emulator():
                     break
-                self._emulator = _end(self._emulator)
+                _end(self._emulator)
+                self._emulator = None
             else:
                 raise RuntimeError("gcp-storage-emulator found no free port in 3 attempts")
             self._proxy = self._spawn(
@@ -221,8 +222,9 @@ class LocalGCS:
 
     def stop(self) -> None:
         """Stops both children and deletes the certificates. Safe to call twice."""
-        self._proxy = _end(self._proxy)
-        self._emulator = _end(self._emulator)
+        _end(self._proxy)
+        _end(self._emulator)
+        self._proxy = self._emulator = None
         self.proxy_port = self.emulator_port = 0
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -467,7 +469,7 @@ class LocalGCS:
     @contextlib.contextmanager
     def recording(self) -> Iterator[list[ProxiedRequest]]:
         """Yields a list that holds the requests answered inside the block, once it exits."""
-        start, rec = self._control("GET", "requests/count"), []
+        start, rec = self._control("GET", "requests/count"), list[ProxiedRequest]()
         try:
             yield rec
         finally:
@@ -513,7 +515,7 @@ def _free_port() -> int:
 def _end(proc: subprocess.Popen[bytes] | None) -> None:
     """Closes the child's stdin (it exits on EOF), then escalates if it lingers."""
     if proc is None:
-        return None
+        return
     for stream in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError, AttributeError):
             stream.close()  # type: ignore[union-attr]
@@ -522,4 +524,3 @@ def _end(proc: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    return None
