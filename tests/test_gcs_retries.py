@@ -28,7 +28,7 @@ def tree(tmp_path_factory):
 
 
 def test_each_retry_is_counted_by_kind(local_gcs, gcs_bucket, monkeypatch):
-    monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)  # the count, not the schedule
+    monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)  # the count, not the schedule
     path = f"{gcs_bucket}/counted"
     before = storage.retries()
     with (
@@ -56,7 +56,7 @@ def test_each_retry_is_counted_by_kind(local_gcs, gcs_bucket, monkeypatch):
 
 
 def test_convert_records_retries_in_the_manifest(tree, local_gcs, gcs_bucket, monkeypatch):
-    monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)
+    monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)
     dest = f"{gcs_bucket}/retried"
     with (
         local_gcs.inject_faults(429, count=2, methods=("POST",), route="plain"),
@@ -72,7 +72,7 @@ def test_convert_records_retries_in_the_manifest(tree, local_gcs, gcs_bucket, mo
 
 
 def test_convert_summary_counts_the_whole_run(tree, local_gcs, gcs_bucket, monkeypatch, capsys):
-    monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)
+    monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)
     dest = f"{gcs_bucket}/cli"
     # The lock's release comes after the manifest's commit: the summary counts it, the manifest cannot.
     with (

@@ -1,4 +1,4 @@
-"""gs:// path rules through their one home (tfpipe/gcsnames.py, as `storage.*`): the prefix, the
+"""gs:// path rules through their one home (tfpipe/storage/paths.py, as `storage.*`): the prefix, the
 bucket/object split, and the bucket check every split makes."""
 
 import pytest

@@ -23,13 +23,19 @@ import sys
 import warnings
 from importlib import metadata
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 from tfpipe.errors import (
     MissingExtraError,
     UnsupportedTensorFlowError,
     UntestedTensorFlowWarning,
 )
+
+# TensorFlow ships no types: to a type checker its values are Any. Graph code names them with
+# these aliases, so that a signature says which parameters are tensors and which datasets
+# (`def pack(ds: Dataset, length: Tensor) -> Dataset`); values of tfpipe's own types keep them.
+Tensor: TypeAlias = Any  # a tf.Tensor, or a tf.Variable where a helper reads one
+Dataset: TypeAlias = Any  # a tf.data.Dataset
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the
 # newest TPU build (tensorflow-tpu has no 2.21), 2.21 the newest release.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, get_args
 
+from tfpipe._tf import tf
 from tfpipe.errors import DataError, ManifestError
 
 Dtype = Literal["int64", "float32", "bytes"]
@@ -24,9 +25,9 @@ MISSING_SUFFIX = "/missing"
 # A null mask `<name>/missing` is an int64 feature (1 where the value was filled).
 MASK_DTYPE: Dtype = "int64"
 # The tf.DType each dtype parses to, by name (`tf.string` holds bytes).
-TF_DTYPE_NAMES: dict[str, str] = {"int64": "int64", "float32": "float32", "bytes": "string"}
+TF_DTYPE_NAMES: dict[Dtype, str] = {"int64": "int64", "float32": "float32", "bytes": "string"}
 # The `tf.train.Feature` list (its protobuf oneof name) that holds each dtype.
-FEATURE_LISTS: dict[str, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
+FEATURE_LISTS: dict[Dtype, str] = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
 # A table column's kind, as the table reader sees its values, and the dtype it is written as.
 ColumnKind = Literal["int", "float", "bool", "string", "category"]
 KIND_DTYPES: dict[str, Dtype] = {
@@ -38,22 +39,20 @@ KIND_DTYPES: dict[str, Dtype] = {
 }
 
 
-def tf_dtype(dtype: str) -> Any:
+def tf_dtype(dtype: Dtype) -> Any:
     """The `tf.DType` a dtype parses to."""
-    from tfpipe._tf import tf
-
     return getattr(tf(), TF_DTYPE_NAMES[dtype])
 
 
 def dtype_of_tf(tf_dtype: Any) -> Dtype | None:
     """The dtype of a `tf.DType` (or its name); None for a tf.DType no Example list holds."""
     name = getattr(tf_dtype, "name", tf_dtype)
-    return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)  # type: ignore[return-value]
+    return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)
 
 
 def dtype_of_feature_list(kind: str) -> Dtype:
     """The dtype held by a `tf.train.Feature` list ("bytes_list", "float_list", "int64_list")."""
-    return next(d for d, k in FEATURE_LISTS.items() if k == kind)  # type: ignore[return-value]
+    return next(d for d, k in FEATURE_LISTS.items() if k == kind)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -145,8 +144,6 @@ class Schema:
     def parse_spec(self) -> dict[str, Any]:
         """The `tf.io.parse_example` spec: one FixedLenFeature per field (a RaggedFeature for a
         list of any length), plus mask features."""
-        from tfpipe._tf import tf
-
         tf_ = tf()
         spec: dict[str, Any] = {}
         for f in self.fields:

@@ -16,7 +16,7 @@ import numbers
 import operator
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, get_args
+from typing import Any, Literal, get_args, overload
 
 from tfpipe.errors import ConfigError, field_error
 
@@ -49,6 +49,26 @@ def check_bool(name: str, value: Any, optional: bool = False) -> Any:
     return value
 
 
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    low: int | None,
+    high: int | None = None,
+    *,
+    optional: Literal[False] = False,
+    what: str | None = None,
+) -> int: ...
+@overload
+def check_int(
+    name: str,
+    value: Any,
+    low: int | None,
+    high: int | None = None,
+    *,
+    optional: bool,
+    what: str | None = None,
+) -> int | None: ...
 def check_int(
     name: str,
     value: Any,
@@ -136,6 +156,10 @@ def check_seconds(name: str, value: Any, expected: str = "seconds > 0", *, optio
     return value
 
 
+@overload
+def check_batch_size(name: str, value: Any, *, optional: Literal[False] = False) -> int: ...
+@overload
+def check_batch_size(name: str, value: Any, *, optional: bool) -> int | None: ...
 def check_batch_size(name: str, value: Any, *, optional: bool = False) -> int | None:
     """The global batch: a positive int (of any integral type). The one batch-size rule of
     build(), steps_per_epoch() and bench."""

@@ -242,7 +242,7 @@ def test_gcs_destination_with_faults(tree, local_images, gcs_bucket, local_gcs, 
     ]
     assert any(r.status == 412 for r in requests)  # the lost reply's retry found its own bytes
     bucket, prefix = storage.split_gcs(dest)
-    blobs = storage._client().list_blobs(bucket, prefix=prefix)
+    blobs = storage.gcs.client().list_blobs(bucket, prefix=prefix)
     created = {b.name.rsplit("/", 1)[1]: b.time_created for b in blobs}
     assert created["tfpipe.json"] >= max(t for n, t in created.items() if n.startswith("train-"))  # last
     assert verify(dest).ok

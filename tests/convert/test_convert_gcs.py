@@ -16,6 +16,7 @@ from _gcs_faults import lose_commit_reply
 
 import tfpipe
 from tfpipe import commit_markers, storage
+from tfpipe.convert import writer
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
@@ -172,7 +173,7 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     proc.wait()
     visible = [n for n in storage.listdir(dest) if not n.startswith(".")]
     assert "tfpipe.json" not in visible and visible, visible
-    spools = glob.glob(os.path.join(tempfile.gettempdir(), storage.spool_prefix(dest) + "*"))
+    spools = glob.glob(os.path.join(tempfile.gettempdir(), writer.spool_prefix(dest) + "*"))
     assert spools, "the killed run's spool folder is what --resume must clean up"
     m = tfpipe.convert(str(src), dest, num_shards=shards, chunk_rows=500, resume=True)
     assert m.splits["train"].examples == rows and verify(dest).ok
@@ -231,7 +232,7 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
     keeps its committed shards, and --resume finishes with every image."""
     from tfpipe.convert.folders import scan_class_folders
 
-    monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
+    monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
     _, url, _ = gcs_image_source
     dest = str(tmp_path / "out")
     last = scan_class_folders(url, "imagenet", 1, 0).items[-1]  # read last, in the last shard

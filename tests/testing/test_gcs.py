@@ -261,7 +261,7 @@ def test_storage_retries_transient_errors(local_gcs, gcs_bucket, status):
 
 
 def test_storage_gives_up_with_storage_error(local_gcs, gcs_bucket, monkeypatch):
-    monkeypatch.setattr(storage, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
+    monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
     path = f"{gcs_bucket}/never"
     with (
         local_gcs.inject_faults(503, count=1000, methods=("POST",), route="plain") as fault,

@@ -30,7 +30,7 @@ from tfpipe import storage
 from tfpipe.beam.deps import require_beam
 from tfpipe.codec import encode_example
 from tfpipe.convert.config import DEFAULT_SHARD_SIZE, ShardConfig, parse_size
-from tfpipe.convert.writer import ShardWriter
+from tfpipe.convert.writer import ShardWriter, local_spool_dir
 from tfpipe.errors import DataError, DestinationError
 from tfpipe.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo, Split
 from tfpipe.schema import Field, Schema
@@ -213,7 +213,7 @@ def _write(keyed: tuple[int, Iterable[bytes | None]], n: int, target: _Target) -
     """Writes shard `index` of `n`: its records sorted by their bytes, committed once."""
     index, records = keyed
     name = shard_name(target.split, index, n, target.compression)
-    spool = storage.local_spool_dir(target.dest)
+    spool = local_spool_dir(target.dest)
     writer = ShardWriter(target.dest, name, target.compression, spool_dir=spool)
     try:
         for record in sorted(r for r in records if r is not None):

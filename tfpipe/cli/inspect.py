@@ -7,6 +7,10 @@ import argparse
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
+from tfpipe.convert.text import sample
+from tfpipe.errors import TfpipeError
+from tfpipe.manifest import Manifest
+from tfpipe.pipeline.fill import predict_fill
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe.manifest import Manifest
-    from tfpipe.verify import verify
+    from tfpipe.verify import verify  # ~40 ms that `tfpipe --help` (which imports this module) need not pay
 
     out = console(args.quiet)
     manifest = Manifest.load(args.dest)
@@ -89,7 +92,7 @@ def _print_tokenizer(out, manifest) -> None:
         f"{tok.fingerprint}"
     )
     out.print(f"    its round trip may change: {tok.normalization}")
-    from tfpipe.verify import check_tokenizer
+    from tfpipe.verify import check_tokenizer  # as in `run`
 
     check = check_tokenizer(manifest)
     for problem in check.problems if check is not None else ():
@@ -97,8 +100,6 @@ def _print_tokenizer(out, manifest) -> None:
 
 
 def _print_text(out, manifest, name: str) -> None:
-    from tfpipe.errors import TfpipeError
-
     text = manifest.split(name).text
     if not text.documents:
         out.print(f"    text: no documents ({text.empty_documents:,} empty left out)")
@@ -113,8 +114,6 @@ def _print_text(out, manifest, name: str) -> None:
     out.print(f"    document length in tokens: {pct.replace('p100', 'max')}")
     _print_fill(out, text)
     try:
-        from tfpipe.convert.text import sample
-
         ids, decoded = sample(manifest, name)[0]
     except (TfpipeError, IndexError) as e:
         out.print(f"    sample: not decoded ({e})")
@@ -124,12 +123,7 @@ def _print_text(out, manifest, name: str) -> None:
 
 
 def _print_fill(out, text) -> None:
-    """The fill each packing mode would give, predicted from the histogram (once the text
-    pipeline's `predict_fill` is there)."""
-    try:
-        from tfpipe.pipeline.fill import predict_fill  # type: ignore[import-not-found]
-    except ImportError:
-        return
+    """The fill each packing mode would give, predicted from the histogram."""
     histogram = text.length_histogram
     for length in _FILL_LENGTHS:
         modes = ", ".join(

@@ -24,14 +24,14 @@ from tfpipe.convert.encode import EncodedPiece, ImageTask, Piece, copy_piece, en
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import Source
-from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter
+from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter, local_spool_dir
 from tfpipe.errors import DataError
 
 
 @contextlib.contextmanager
 def spool_for(dest: str) -> Iterator[str]:
     """Where shards of `dest` are written before their commit, removed afterwards for gs://."""
-    spool = storage.local_spool_dir(dest)
+    spool = local_spool_dir(dest)
     try:
         yield spool
     finally:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import tempfile
 from collections.abc import Sequence
@@ -119,7 +121,7 @@ class ShardWriter:
     ):
         self.dest = storage.join(dest_dir, name)
         self.name = name
-        spool = spool_dir or storage.local_spool_dir(dest_dir)
+        spool = spool_dir or local_spool_dir(dest_dir)
         fd, self._tmp = tempfile.mkstemp(prefix=storage.temp_name(name), dir=spool)
         self._raw = os.fdopen(fd, "wb", buffering=1 << 20)
         self._hashing = _HashingFile(self._raw)
@@ -407,8 +409,42 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
                     removed += [n for n in names if _done_split(n) == split]
     for name in dict.fromkeys(removed):
         storage.remove(storage.join(dest, name))
-    storage.remove_dead_spools(dest)
+    remove_dead_spools(dest)
     return list(dict.fromkeys(removed))
+
+
+SPOOL_PREFIX = "tfpipe-spool-"
+
+
+def spool_prefix(dest_dir: str) -> str:
+    """The name prefix of the local spool folders of runs writing to gs:// `dest_dir`."""
+    return f"{SPOOL_PREFIX}{hashlib.sha256(dest_dir.rstrip('/').encode()).hexdigest()[:12]}-"
+
+
+def local_spool_dir(dest_dir: str) -> str:
+    """Where shards are written before commit: beside them locally, a temp dir for gs://.
+
+    The temp dir's name carries a hash of `dest_dir`, so the next run on that destination
+    finds and removes what a killed run left (`remove_dead_spools`).
+    """
+    if storage.is_gcs(dest_dir):
+        return tempfile.mkdtemp(prefix=spool_prefix(dest_dir))
+    os.makedirs(dest_dir, exist_ok=True)
+    return dest_dir
+
+
+def remove_dead_spools(dest_dir: str) -> list[str]:
+    """Removes the spool folders earlier runs on gs:// `dest_dir` left in the temp dir.
+
+    Only call it while holding the destination's lock: then no live run owns any of them.
+    """
+    if not storage.is_gcs(dest_dir):
+        return []
+    root, prefix = tempfile.gettempdir(), spool_prefix(dest_dir)
+    removed = [os.path.join(root, n) for n in os.listdir(root) if n.startswith(prefix)]
+    for path in removed:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed
 
 
 def interrupted_message(dest: str, split: str, detail: str) -> str:

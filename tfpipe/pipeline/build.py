@@ -7,7 +7,7 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import (
     ConfigError,
@@ -21,14 +21,19 @@ from tfpipe.pipeline import checks, padding, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
+from tfpipe.pipeline.fill import epoch_rows
 from tfpipe.pipeline.planned import Pipeline, skipped
 from tfpipe.pipeline.resolve import ResolvedData, resolve
 from tfpipe.pipeline.shard_read import verify_group
 from tfpipe.pipeline.sharding import FileShare, share_files
 from tfpipe.pipeline.skips import SkipCounter
 from tfpipe.pipeline.stages import StagePlan, make_stages
-from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
+from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset, options_of
+from tfpipe.presets.text import TextOptions, TextPacking, plan_packing
 from tfpipe.validation import check_batch_size, check_bool
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.position import Position  # imports TensorFlow
 
 __all__ = [
     "DefaultWarning",
@@ -160,7 +165,7 @@ class _Request:
     pipelines: int
     index: int
     hosts: bool  # the share came from num_hosts/host_index
-    position: Any  # a Position, or None for a fixed step
+    position: Position | None  # None for a fixed step
     step: int
 
     @property
@@ -283,7 +288,7 @@ def _decide(r: _Request) -> _Decisions:
     )
 
 
-def _check_enough(r: _Request, pack: Any, share: Any, *, drop: bool) -> None:
+def _check_enough(r: _Request, pack: TextPacking | None, share: FileShare, *, drop: bool) -> None:
     """Refuses a share of data smaller than one batch: its records, or a text pipeline's rows."""
     src = r.src
     count, unit = share.examples, "records"
@@ -302,12 +307,10 @@ def _check_enough(r: _Request, pack: Any, share: Any, *, drop: bool) -> None:
     )
 
 
-def _text_rows_of_share(pack: Any, documents: int, src: ResolvedData) -> tuple[int, str]:
+def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) -> tuple[int, str]:
     """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
     (packed sequences), not records, so a text batch is checked against the rows an epoch
     packs into (`fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
-    from tfpipe.pipeline.fill import epoch_rows
-
     total = sum(src.counts)
     rows = epoch_rows(pack) * documents // total if total else 0
     return rows, (
@@ -567,7 +570,11 @@ def steps_per_epoch(
 
 
 def _units(
-    src: Any, batch_size: int, sequence_length: int | None, packing: str | None, text_options: dict[str, Any]
+    src: ResolvedData,
+    batch_size: int,
+    sequence_length: int | None,
+    packing: str | None,
+    text_options: dict[str, Any],
 ) -> tuple[int, str]:
     """(what one pass over the split `src` holds in units of a batch, and how to name it): its
     records, or a text split's rows as build() packs them."""
@@ -594,12 +601,8 @@ def _units(
     return src.examples, f"{src.examples} records"
 
 
-def _text_rows(src: Any, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:
+def _text_rows(src: ResolvedData, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:
     """The rows one epoch of the text split `src` packs into, as build() would pack it."""
-    from tfpipe.pipeline.fill import epoch_rows
-    from tfpipe.presets.base import PresetContext, options_of
-    from tfpipe.presets.text import TextOptions, plan_packing
-
     opts = options_of(
         TextOptions, {"sequence_length": sequence_length, "packing": packing, **options}, "text"
     )

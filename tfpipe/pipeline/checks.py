@@ -4,6 +4,7 @@ refused by name with what was expected and what was received."""
 from __future__ import annotations
 
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
@@ -136,7 +137,7 @@ def check_keras_sharding(pipelines: int, given: bool) -> None:
         )
 
 
-def _backend_is(keras: Any, name: str) -> bool:
+def _backend_is(keras: ModuleType, name: str) -> bool:
     try:
         return keras.backend.backend() == name
     except Exception:  # keras partly imported (during its own import): not yet a backend

@@ -10,13 +10,16 @@ packer gives. A large split is sampled: at most SAMPLED_CHUNKS chunks are packed
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline import packing_numpy
 from tfpipe.pipeline.packing_numpy import MODES, Mode, chunk_documents, chunk_size
+
+if TYPE_CHECKING:
+    from tfpipe.presets.text import TextPacking
 
 # Chunks packed to predict one fill: enough that the prediction's spread is well under a point.
 SAMPLED_CHUNKS = 64
@@ -104,7 +107,7 @@ def shifted(histogram: Mapping[str, Sequence[int]], extra: int) -> dict[str, lis
     }
 
 
-def epoch_rows(pack: Any) -> int:
+def epoch_rows(pack: TextPacking) -> int:
     """Rows (packed sequences of L tokens) one pass over a split packs into, predicted from its
     length histogram as the pipeline packs it: `pack` is the text preset's `TextPacking` (L,
     mode, its chunk, the EOS or [CLS]/[SEP] it adds, truncation). 0 without a histogram.

@@ -23,11 +23,14 @@ written, does the check read `tfpipe.json`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import commit_markers, storage
-from tfpipe._tf import plain, tensor_text, tf
+from tfpipe._tf import Tensor, plain, tensor_text, tf
 from tfpipe.manifest import MANIFEST_NAME
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.resolve import ResolvedData
 
 
 def generation_checks(size: int, gcs: bool) -> int:
@@ -48,7 +51,7 @@ class Generation:
     marker: str | None = None
 
     @classmethod
-    def of(cls, source: Any) -> Generation | None:
+    def of(cls, source: ResolvedData) -> Generation | None:
         """The generation of a `ResolvedData` read through a manifest; None for foreign files."""
         if source.manifest is None or source.split is None:
             return None
@@ -60,7 +63,7 @@ class Generation:
             commit_markers.committed(source.manifest.root, source.split, shards),
         )
 
-    def read_in_parts(self, size: Any) -> Any:
+    def read_in_parts(self, size: Tensor) -> Tensor:
         """Whether a shard of `size` bytes (-1: unknown) takes TensorFlow more than one read
         request (graph code): only a gs:// shard longer than `storage.gcs_request_bytes()`."""
         tf_ = tf()
@@ -68,14 +71,14 @@ class Generation:
             return tf_.constant(False)
         return tf_.logical_or(tf_.less(size, 0), tf_.greater(size, storage.gcs_request_bytes()))
 
-    def still_listed(self, path: Any) -> Any:
+    def still_listed(self, path: Tensor) -> Tensor:
         """An assertion (graph code) that the manifest now still lists `path` with its checksum:
         its split's commit marker still exists (one listing), or else `tfpipe.json` says so."""
         tf_ = tf()
         files, checksums = tf_.constant(self.files), tf_.constant(self.checksums)
         checksum = tf_.gather(checksums, tf_.argmax(tf_.cast(tf_.equal(files, path), tf_.int32)))
 
-        def manifest_lists() -> Any:
+        def manifest_lists() -> Tensor:
             # Plain ops, no dataset: a get_single_element here optimised its dataset at every
             # shard read. The manifest's name joined with none of the shard's, so the graph
             # optimizer cannot fold the listing into a constant when the function is built.
@@ -103,7 +106,7 @@ class Generation:
         return tf_.debugging.Assert(listed, [message])
 
 
-def marked(marker: str) -> Any:
+def marked(marker: str) -> Tensor:
     """Whether the commit marker `marker` exists now (graph code): one listing, which opens no
     file, so TensorFlow fills no read block for it. The name goes in as a dataset element: a
     constant would be folded by TensorFlow's graph optimizer, listed once when the function is

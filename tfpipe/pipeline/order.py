@@ -44,11 +44,13 @@ import secrets
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tfpipe._tf import Tensor, tf
 from tfpipe.errors import ConfigError
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import Order, PipelineConfig
+    from tfpipe.pipeline.position import Position
     from tfpipe.pipeline.resolve import ResolvedData
     from tfpipe.pipeline.sharding import FileShare
 
@@ -199,7 +201,7 @@ def _why_not(cfg: PipelineConfig, src: ResolvedData, service: str | None) -> str
     return ""
 
 
-def parse_start(start_step: Any) -> tuple[Any, int]:
+def parse_start(start_step: Any) -> tuple[Position | None, int]:
     """(the Position, None) or (None, the fixed step) of a start_step argument."""
     step = as_int(start_step)
     if step is not None:
@@ -208,7 +210,7 @@ def parse_start(start_step: Any) -> tuple[Any, int]:
                 f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
             )
         return None, step
-    from tfpipe.pipeline.position import Position
+    from tfpipe.pipeline.position import Position  # imports TensorFlow: only for a Position
 
     if isinstance(start_step, Position):
         return start_step, 0
@@ -222,15 +224,13 @@ def parse_start(start_step: Any) -> tuple[Any, int]:
 MAX_POSITION = 2**62
 
 
-def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
+def start_fn(spec: OrderSpec, position: Position | None, step: int) -> Callable[[], Tensor]:
     """The order's start position: fixed, or read from the Position when an iterator starts.
 
     Raises:
       ConfigError: a fixed step beyond MAX_POSITION // records a step (a Position's step is
         checked when the iterator reads it).
     """
-    from tfpipe._tf import tf
-
     limit = MAX_POSITION // spec.step_records
     why = (
         f"the stream position of the order, the step x {spec.step_records} records a step, stays "
@@ -245,7 +245,7 @@ def start_fn(spec: OrderSpec, position: Any, step: int) -> Any:
         return lambda: tf().constant(spec.start_of(step), tf().int64)
     position.bind(spec.identity())
 
-    def start() -> Any:
+    def start() -> Tensor:
         tf_ = tf()
         step = position.read()
         message = f"the step of the Position must be at most {limit}: {why}"

@@ -9,16 +9,16 @@ scatters (20 to 90 rounds for a chunk of 512 rows of real text).
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
 
-from tfpipe._tf import tf
+from tfpipe._tf import Tensor, tf
 from tfpipe.pipeline.packing_numpy import Mode
 
 # The three outputs of a packed chunk, all int32 [rows, L].
 KEYS = ("tokens", "segment_ids", "positions")
 
 
-def pieces(tf_: Any, lengths: Any, L: int, truncate: bool) -> tuple[Any, Any, Any]:
+def pieces(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Tensor, Tensor, Tensor]:
     """(document, first token, length) of every piece, as `packing_numpy.pieces`."""
     n = (lengths + (L - 1)) // L
     if truncate:
@@ -29,14 +29,14 @@ def pieces(tf_: Any, lengths: Any, L: int, truncate: bool) -> tuple[Any, Any, An
     return doc, start, tf_.minimum(tf_.constant(L, tf_.int64), tf_.gather(lengths, doc) - start)
 
 
-def first_fit(tf_: Any, length: Any, L: int) -> tuple[Any, Any, Any]:
+def first_fit(tf_: ModuleType, length: Tensor, L: int) -> tuple[Tensor, Tensor, Tensor]:
     """(row, offset) of every piece and the row count: `packing_numpy._first_fit` in rounds."""
     i64 = tf_.int64
     order = tf_.argsort(-length, stable=True)
     order = tf_.cast(order, i64)
     placed = tf_.TensorArray(i64, size=0, dynamic_size=True, infer_shape=False)
 
-    def round_(i: Any, q: Any, pid: Any, free: Any, placed: Any) -> Any:
+    def round_(i: Tensor, q: Tensor, pid: Tensor, free: Tensor, placed: Tensor) -> tuple[Tensor, ...]:
         by_free = tf_.cast(tf_.argsort(-free, stable=True), i64)
         take, ok = match(tf_, tf_.gather(free, by_free), q)
         rows = tf_.boolean_mask(by_free, ok)
@@ -73,7 +73,7 @@ def first_fit(tf_: Any, length: Any, L: int) -> tuple[Any, Any, Any]:
     return row, offset, tf_.size(free, out_type=i64)
 
 
-def match(tf_: Any, free: Any, q: Any) -> tuple[Any, Any]:
+def match(tf_: ModuleType, free: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
     """`packing_numpy.match`: one round's pieces taken, and which rows take one."""
     want = tf_.searchsorted(-q, -free, side="left", out_type=tf_.int64)
     j = tf_.range(tf_.size(free, out_type=tf_.int64))
@@ -85,13 +85,13 @@ def match(tf_: Any, free: Any, q: Any) -> tuple[Any, Any]:
     return tf_.boolean_mask(take, ok), ok
 
 
-def opened(tf_: Any, q: Any, most_free: Any, L: int) -> Any:
+def opened(tf_: ModuleType, q: Tensor, most_free: Tensor, L: int) -> Tensor:
     """`packing_numpy.opened`: how many of the longest pending pieces open new rows."""
     too_long = tf_.searchsorted(-q, -most_free[None], side="left", out_type=tf_.int64)[0]
     return tf_.minimum(too_long, (tf_.reduce_sum(q[:too_long]) + (L - 1)) // L)
 
 
-def concat(tf_: Any, lengths: Any, L: int, truncate: bool) -> tuple[Any, ...]:
+def concat(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Tensor, ...]:
     """`packing_numpy._concat`: the documents end to end, cut at every row end."""
     if truncate:
         lengths = tf_.minimum(lengths, L)
@@ -106,7 +106,7 @@ def concat(tf_: Any, lengths: Any, L: int, truncate: bool) -> tuple[Any, ...]:
     return doc, start, seg_end - cuts, cuts // L, cuts % L, rows
 
 
-def place(tf_: Any, lengths: Any, L: int, mode: Mode, truncate: bool) -> tuple[Any, ...]:
+def place(tf_: ModuleType, lengths: Tensor, L: int, mode: Mode, truncate: bool) -> tuple[Tensor, ...]:
     """`packing_numpy.place`: (doc, start, length, row, offset, rows) of one chunk's pieces."""
     if mode == "concat":
         return concat(tf_, lengths, L, truncate)
@@ -117,7 +117,7 @@ def place(tf_: Any, lengths: Any, L: int, mode: Mode, truncate: bool) -> tuple[A
     return (doc, start, length, *first_fit(tf_, length, L))
 
 
-def pack(tokens: Any, L: int, mode: Mode, truncate: bool = False) -> dict[str, Any]:
+def pack(tokens: Tensor, L: int, mode: Mode, truncate: bool = False) -> dict[str, Tensor]:
     """One chunk of documents (a `[docs, None]` int RaggedTensor, in order) as rows:
     `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `packing_numpy.pack`.
 
@@ -133,7 +133,7 @@ def pack(tokens: Any, L: int, mode: Mode, truncate: bool = False) -> dict[str, A
     first = tf_.gather(tf_.cast(tokens.row_starts(), i64), tf_.gather(doc, srt)) + tf_.gather(start, srt)
     per_row = tf_.math.unsorted_segment_sum(length, row, rows)
 
-    def dense(values: Any) -> Any:
+    def dense(values: Tensor) -> Tensor:
         return tf_.RaggedTensor.from_row_lengths(values, per_row, validate=False).to_tensor(shape=[None, L])
 
     index = tf_.ragged.range(first, first + length).flat_values

@@ -140,7 +140,9 @@ def opened(q: np.ndarray, most_free: int, L: int) -> int:
     return min(too_long, -(-int(q[:too_long].sum()) // L))
 
 
-def _concat(lengths: np.ndarray, L: int, truncate: bool) -> tuple[np.ndarray, ...]:
+def _concat(
+    lengths: np.ndarray, L: int, truncate: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     if truncate:
         lengths = np.minimum(lengths, L)
     ends = np.cumsum(lengths)

@@ -19,10 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
+from tfpipe.pipeline import text_stages
+from tfpipe.pipeline.sharding import share_files
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.presets.text import TextPacking
 
 
 def batches(examples: int, batch: int, drop: bool) -> int:
@@ -37,7 +44,7 @@ def pipeline_batches(examples: Sequence[int], batch: int) -> tuple[int, list[int
     return max(own), own
 
 
-def pad(ds: Any, batch: int, extra: int, *, marked: bool) -> Any:
+def pad(ds: Dataset, batch: int, extra: int, *, marked: bool) -> Dataset:
     """`ds`'s batches padded to `batch` rows, with `extra` whole batches of padding after them.
 
     Args:
@@ -62,12 +69,12 @@ def pad(ds: Any, batch: int, extra: int, *, marked: bool) -> Any:
                 f"dense, static shape past the batch dimension. Received: {s}"
             )
 
-    def fill(v: Any) -> Any:
+    def fill(v: Tensor) -> Tensor:
         short = batch - tf_.shape(v)[0]
         v = tf_.concat([v, tf_.zeros(tf_.concat([[short], tf_.shape(v)[1:]], 0), v.dtype)], 0)
         return tf_.ensure_shape(v, [batch, *v.shape[1:]])
 
-    def pad_batch(*element: Any) -> Any:
+    def pad_batch(*element: Tensor) -> Tensor:
         padded = tf_.nest.map_structure(fill, element)
         if is_tuple and len(spec) == 2:
             real = tf_.shape(tf_.nest.flatten(element[0])[0])[0]
@@ -122,9 +129,9 @@ def eval_batches(
 
 
 def eval_shape(
-    cfg: Any,
-    src: Any,
-    pack: Any,
+    cfg: PipelineConfig,
+    src: ResolvedData,
+    pack: TextPacking | None,
     *,
     training: bool,
     pipelines: int,
@@ -137,9 +144,6 @@ def eval_shape(
     None, the whole batches of padding it appends, notes for `describe()`) for a pipeline of
     `batch` reading `src` (`pack`: text's packing, or None) among `hosts` hosts (num_hosts; 1 for
     an input_context). `why_unknown`: why its records are not known for sure ("" if they are)."""
-    from tfpipe.pipeline import text_stages
-    from tfpipe.pipeline.sharding import share_files
-
     pad = resolve_pad(cfg.pad_remainder, training=training, text=pack is not None, hosts=hosts)
     if training:
         return False, None, 0, ()

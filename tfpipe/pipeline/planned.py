@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tfpipe._tf import Dataset
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.order import ORDER_VERSION, OrderSpec
@@ -13,6 +14,9 @@ from tfpipe.pipeline.sharding import ShardBy
 from tfpipe.pipeline.skips import SkipCounter, SkipCounts
 from tfpipe.pipeline.stages import Stage, StagePlan, make_options
 from tfpipe.presets import Decoder, PresetLike
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.position import Position  # imports TensorFlow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +47,7 @@ class Pipeline:
     global_batch_size: int
     preset: PresetLike
     notes: tuple[str, ...] = ()
-    position: Any = None
+    position: Position | None = None
     start_step: int = 0
 
     @property
@@ -133,15 +137,16 @@ class Pipeline:
             raise ConfigError(f"upto must be a stage name {names} or a count. Received: upto={upto!r}")
         return names.index(upto) + 1
 
-    def options(self, threadpool_size: int | None = None) -> Any:
+    def options(self, threadpool_size: int | None = None) -> Any:  # tf.data.Options
         """The tf.data.Options every dataset of this pipeline gets."""
         return make_options(self.config, self.shard_by, threadpool_size)
 
     def dataset(
         self, upto: str | int | None = None, *, threadpool_size: int | None = None, options: bool = True
-    ) -> Any:
+    ) -> Dataset:
         """Applies `stages[:upto]` (a stage name: through that stage; a count; None: all),
-        then the tf.data.Options (`threadpool_size` overrides private_threadpool_size)."""
+        then the tf.data.Options (`threadpool_size` overrides private_threadpool_size). None
+        when no stage runs (`upto=0`)."""
         ds = None
         for stage in self.stages[: self._index(upto)]:
             ds = stage.fn(ds)
@@ -165,7 +170,7 @@ class Pipeline:
 _COUNTER_ATTRIBUTE = "_tfpipe_skip_counter"
 
 
-def skipped(ds: Any) -> SkipCounts:
+def skipped(ds: Dataset) -> SkipCounts:
     """What `skip_corrupt=True` dropped so far from a dataset `build()` returned.
 
     Readable at any time, e.g. after `model.fit`.

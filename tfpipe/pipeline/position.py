@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tfpipe._tf import tf
+from tfpipe._tf import Tensor, tf
 from tfpipe.errors import ConfigError
 from tfpipe.validation import check_int
 
 _tf = tf()
+# TensorFlow's base of checkpointable objects (Any to a type checker, see tfpipe/_tf.py).
+Trackable: Any = _tf.__internal__.tracking.Trackable
 
 # The step lives in an int64 variable.
 INT64_MAX = 2**63 - 1
@@ -42,7 +44,7 @@ _FIELDS = {
 }
 
 
-class Position(_tf.__internal__.tracking.Trackable):
+class Position(Trackable):
     """The training step input pipelines start from, saved and restored with the model.
 
     Args:
@@ -77,7 +79,7 @@ class Position(_tf.__internal__.tracking.Trackable):
         return int(self._step.numpy())
 
     @property
-    def variable(self) -> Any:
+    def variable(self) -> Tensor:
         """The int64 `tf.Variable` holding the step (read when a bound dataset's iterator starts)."""
         return self._step
 
@@ -96,7 +98,7 @@ class Position(_tf.__internal__.tracking.Trackable):
         check_int("steps", steps, 1)
         self._step.assign_add(steps)
 
-    def read(self) -> Any:
+    def read(self) -> Tensor:
         """The step as a tensor (inside a dataset function: read when the iterator starts)."""
         return self._step.read_value()
 
@@ -114,11 +116,11 @@ class Position(_tf.__internal__.tracking.Trackable):
         self._identity = dict(identity)
 
     # tf.train.Checkpoint's hooks: the step and the identity (a JSON string) are saved.
-    def _serialize_to_tensors(self) -> dict[str, Any]:
+    def _serialize_to_tensors(self) -> dict[str, Tensor]:
         text = json.dumps(self._identity, sort_keys=True) if self._identity is not None else ""
         return {"step": self._step, "identity": _tf.constant(text)}
 
-    def _restore_from_tensors(self, restored_tensors: dict[str, Any]) -> Any:
+    def _restore_from_tensors(self, restored_tensors: dict[str, Tensor]) -> Tensor:
         text = restored_tensors["identity"]
         if _tf.executing_eagerly():
             text = text.numpy().decode()

@@ -12,9 +12,10 @@ naming the shard and the image's file name, or with skip_corrupt is dropped and 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Tensor, plain, tf
 
 if TYPE_CHECKING:
     from tfpipe.presets import Decoder
@@ -58,7 +59,7 @@ class SkipCounter:
         tf_ = tf()
         with tf_.init_scope(), tf_.device("/cpu:0"):
 
-            def var(name: str) -> Any:
+            def var(name: str) -> Tensor:
                 return tf_.Variable(0, dtype=tf_.int64, trainable=False, name=f"tfpipe_skipped_{name}")
 
             self.corrupt_shards = var("corrupt_shards")
@@ -78,11 +79,11 @@ class SkipCounter:
         )
 
 
-def drop_bad(ds: Any, check: Any, counter: SkipCounter) -> Any:
+def drop_bad(ds: Dataset, check: Callable[[Tensor], Tensor], counter: SkipCounter) -> Dataset:
     """Drops `(features, source)` elements failing `check`, counting them (skip_corrupt)."""
     tf_ = tf()
 
-    def keep(features: Any, _: Any) -> Any:
+    def keep(features: Tensor, _: Tensor) -> Tensor:
         ok = check(features)
         with tf_.control_dependencies([counter.bad_images.assign_add(1 - tf_.cast(ok, tf_.int64))]):
             return tf_.identity(ok)
@@ -90,7 +91,7 @@ def drop_bad(ds: Any, check: Any, counter: SkipCounter) -> Any:
     return ds.filter(plain(keep))
 
 
-def checked(features: Any, source: Any, dec: Decoder, counter: SkipCounter | None) -> Any:
+def checked(features: Tensor, source: Tensor, dec: Decoder, counter: SkipCounter | None) -> Tensor:
     """`features`, passed to decode only once the preset's check has run on them: without
     `counter` a failing check raises naming the shard (when known) and what `dec.describe`
     adds; with it, the decode attempt is counted (`drop_bad` already dropped the failures)."""
@@ -115,7 +116,7 @@ def checked(features: Any, source: Any, dec: Decoder, counter: SkipCounter | Non
         return tf_.nest.map_structure(tf_.identity, features)
 
 
-def count_decoded(out: Any, counter: SkipCounter) -> Any:
+def count_decoded(out: Tensor, counter: SkipCounter) -> Tensor:
     """`out` once counted as decoded: attempts minus decodes are the images whose decode failed."""
     tf_ = tf()
     with tf_.control_dependencies(tf_.nest.flatten(out)):

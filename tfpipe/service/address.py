@@ -179,7 +179,7 @@ def _answer(role: Role, future: object, deadline: float) -> Answer:
     try:
         return Answer("ok", payload=future.result())  # type: ignore[attr-defined]
     except grpc.RpcError as e:
-        code, details = e.code(), e.details() or ""  # type: ignore[attr-defined]
+        code, details = e.code(), e.details() or ""
     tail = details.rsplit(": ", 1)[-1].strip(" []")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return Answer("silent", f"no gRPC answer within {deadline:g} s")

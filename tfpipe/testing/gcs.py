@@ -52,6 +52,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from tfpipe import storage
 from tfpipe.testing import _gcs_proxy
 from tfpipe.testing._certs import make_certs
 from tfpipe.testing._gcs_proxy import (
@@ -170,7 +171,7 @@ class LocalGCS:
           raises the capacity as a sustained load ramps up (doubling no faster than every 20
           minutes, same page); the twin's limits stay put.
         """
-        return cls(**(dataclasses.asdict(LIKE_GCS) | overrides))  # type: ignore[arg-type]
+        return cls(**(dataclasses.asdict(LIKE_GCS) | overrides))
 
     def __enter__(self) -> LocalGCS:
         return self.start()
@@ -202,7 +203,8 @@ class LocalGCS:
                 )
                 if self._wait_emulator():
                     break
-                self._emulator = _end(self._emulator)
+                _end(self._emulator)
+                self._emulator = None
             else:
                 raise RuntimeError("gcp-storage-emulator found no free port in 3 attempts")
             self._proxy = self._spawn(
@@ -220,8 +222,9 @@ class LocalGCS:
 
     def stop(self) -> None:
         """Stops both children and deletes the certificates. Safe to call twice."""
-        self._proxy = _end(self._proxy)
-        self._emulator = _end(self._emulator)
+        _end(self._proxy)
+        _end(self._emulator)
+        self._proxy = self._emulator = None
         self.proxy_port = self.emulator_port = 0
         if self._tmp is not None:
             self._tmp.cleanup()
@@ -304,8 +307,6 @@ class LocalGCS:
         Also resets tfpipe.storage's cached client on entry and exit. Warns if TensorFlow was
         imported before the `GCS_*` values were in the environment: it keeps its defaults.
         """
-        from tfpipe import storage
-
         new = {**self.env, **overrides}
         saved = {k: os.environ.get(k) for k in new}
         late = [k for k in new if k.startswith("GCS_") and saved[k] != new[k]]
@@ -468,7 +469,7 @@ class LocalGCS:
     @contextlib.contextmanager
     def recording(self) -> Iterator[list[ProxiedRequest]]:
         """Yields a list that holds the requests answered inside the block, once it exits."""
-        start, rec = self._control("GET", "requests/count"), []
+        start, rec = self._control("GET", "requests/count"), list[ProxiedRequest]()
         try:
             yield rec
         finally:
@@ -514,7 +515,7 @@ def _free_port() -> int:
 def _end(proc: subprocess.Popen[bytes] | None) -> None:
     """Closes the child's stdin (it exits on EOF), then escalates if it lingers."""
     if proc is None:
-        return None
+        return
     for stream in (proc.stdin, proc.stdout):
         with contextlib.suppress(OSError, AttributeError):
             stream.close()  # type: ignore[union-attr]
@@ -523,4 +524,3 @@ def _end(proc: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-    return None

@@ -1,6 +1,6 @@
-"""gs:// path rules, in one place: the prefix, the bucket/object split, and the bucket names GCS
-accepts, checked before any request. `tfpipe.storage` re-exports them: call `storage.is_gcs`,
-`storage.split_gcs`, `storage.GCS_PREFIX`.
+"""Path rules, local and gs://, with no I/O: the gs:// prefix, the bucket/object split and the
+bucket names GCS accepts (checked before any request), joining, base names, wildcards, and the
+hidden prefix of files in progress. `tfpipe.storage` re-exports them (`storage.is_gcs`, ...).
 
 A `gs:` path without a bucket (`gs://`, `gs:/b`) would otherwise be taken as a local folder named
 `gs:`, and a bucket name GCS refuses (`gs://Probe`) would fail later, with advice that fails too.
@@ -8,11 +8,14 @@ A `gs:` path without a bucket (`gs://`, `gs:/b`) would otherwise be taken as a l
 
 from __future__ import annotations
 
+import os
 import re
 
 from tfpipe.errors import InvalidPath
 
 GCS_PREFIX = "gs://"
+# Names that start with it are hidden: no `train-*` glob of a reader matches a file in progress.
+HIDDEN_PREFIX = "."
 
 
 def is_gcs(path: str) -> bool:
@@ -77,3 +80,25 @@ def check_url(path: str) -> None:
     problem = bucket_problem(bucket)
     if problem:
         raise InvalidPath(f"{text}: {bucket!r} is not a valid GCS bucket name: {problem}.")
+
+
+def join(base: str, *parts: str) -> str:
+    """`parts` joined under `base` with "/" on gs://, with the OS's separator locally."""
+    base = str(base)
+    if is_gcs(base):
+        return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+    return os.path.join(base, *parts)
+
+
+def basename(path: str) -> str:
+    return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+
+def has_wildcards(path: str) -> bool:
+    return any(c in str(path) for c in "*?[")
+
+
+def resolved(path: str) -> str:
+    """A local path made absolute, symbolic links followed, so two spellings of one path
+    compare equal; a gs:// path as it is."""
+    return path if is_gcs(path) else os.path.realpath(path)
