@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfpipe.errors import (
@@ -105,7 +105,7 @@ def _shuffle_buffer(cfg: PipelineConfig, src: ResolvedData, copies: int = 1) -> 
 
 
 def plan(
-    data: str | Sequence[str],
+    data: str | Sequence[str] | Mapping[str, Any],
     *,
     preset: str | PresetLike | None = None,
     batch_size: int,
@@ -116,6 +116,8 @@ def plan(
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
+    weights: Mapping[str, float] | None = None,
+    mix_by: str | None = None,
     **preset_options: Any,
 ) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
@@ -129,6 +131,30 @@ def plan(
     Returns:
       A Pipeline; `.dataset()` is the tf.data.Dataset, `.stages` the named stages.
     """
+    if isinstance(data, Mapping):  # a weighted mixture of datasets (mixture.py)
+        from tfpipe.pipeline.mixture import plan_mixture
+
+        return plan_mixture(
+            data,
+            weights=weights,
+            mix_by=mix_by,
+            plan_one=plan,
+            start_step=start_step,
+            preset=preset,
+            batch_size=batch_size,
+            training=training,
+            input_context=input_context,
+            num_hosts=num_hosts,
+            host_index=host_index,
+            service=service,
+            config=config,
+            **preset_options,
+        )
+    if weights is not None or mix_by is not None:
+        raise ConfigError(
+            "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
+            f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
+        )
     request = _resolve(
         data,
         preset=preset,
@@ -450,7 +476,7 @@ def _warn(message: str, category: type[Warning]) -> None:
 
 
 def build(
-    data: str | Sequence[str],
+    data: str | Sequence[str] | Mapping[str, Any],
     *,
     preset: str | PresetLike | None = None,
     batch_size: int,
@@ -461,6 +487,8 @@ def build(
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
+    weights: Mapping[str, float] | None = None,
+    mix_by: str | None = None,
     **preset_options: Any,
 ) -> Any:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
@@ -487,6 +515,12 @@ def build(
         when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
         `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
         with the same data, batch_size and seed yields from that step on (resumable order).
+      weights: a mixture's weights by source name (data a mapping of names to datasets, e.g.
+        `{"web": PATH, "code": PATH}`); None: each source's size. For text they are shares of
+        the tokens (mix_by="documents": of the documents), for images and tables of the
+        records. Documents of every source share packed rows; the mixture is resumable
+        (start_step), sharded per host, and a small source repeats while large ones go on.
+      mix_by: "tokens" (text's default) or "documents" for text; "records" otherwise.
       **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
         override `config`; the rest go to the preset (e.g. image_size, dtype, label).
 
@@ -520,6 +554,8 @@ def build(
         service=service,
         config=config,
         start_step=start_step,
+        weights=weights,
+        mix_by=mix_by,
         **preset_options,
     ).dataset()
 
