@@ -131,30 +131,9 @@ def plan(
     Returns:
       A Pipeline; `.dataset()` is the tf.data.Dataset, `.stages` the named stages.
     """
-    if isinstance(data, Mapping):  # a weighted mixture of datasets (mixture.py)
-        from tfpipe.pipeline.mixture import plan_mixture
-
-        return plan_mixture(
-            data,
-            weights=weights,
-            mix_by=mix_by,
-            plan_one=plan,
-            start_step=start_step,
-            preset=preset,
-            batch_size=batch_size,
-            training=training,
-            input_context=input_context,
-            num_hosts=num_hosts,
-            host_index=host_index,
-            service=service,
-            config=config,
-            **preset_options,
-        )
-    if weights is not None or mix_by is not None:
-        raise ConfigError(
-            "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
-            f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
-        )
+    if isinstance(data, Mapping) or weights is not None or mix_by is not None:
+        arguments = dict(locals())  # every argument as given, for each source's own plan
+        return _mixture(arguments.pop("data"), arguments.pop("preset_options"), arguments)
     request = _resolve(
         data,
         preset=preset,
@@ -169,6 +148,18 @@ def plan(
         preset_options=preset_options,
     )
     return _assemble(request, _decide(request))
+
+
+def _mixture(data: Any, preset_options: dict[str, Any], arguments: dict[str, Any]) -> Pipeline:
+    """A weighted mixture of datasets (mixture.py), each source planned by `plan`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
+            f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
+        )
+    from tfpipe.pipeline.mixture import plan_mixture
+
+    return plan_mixture(data, plan_one=plan, **arguments, **preset_options)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -515,12 +506,9 @@ def build(
         when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
         `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
         with the same data, batch_size and seed yields from that step on (resumable order).
-      weights: a mixture's weights by source name (data a mapping of names to datasets, e.g.
-        `{"web": PATH, "code": PATH}`); None: each source's size. For text they are shares of
-        the tokens (mix_by="documents": of the documents), for images and tables of the
-        records. Documents of every source share packed rows; the mixture is resumable
-        (start_step), sharded per host, and a small source repeats while large ones go on.
-      mix_by: "tokens" (text's default) or "documents" for text; "records" otherwise.
+      weights: a mixture's weights by name, when `data` maps names to datasets (`{"web": PATH,
+        "code": PATH}`); None: each source's size. Text: shares of the tokens.
+      mix_by: what text's weights share, "tokens" (default) or "documents"; else "records".
       **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
         override `config`; the rest go to the preset (e.g. image_size, dtype, label).
 

@@ -263,26 +263,7 @@ def _assemble(
         decoder = dataclasses.replace(decoder, packing=mixed_pack)
         identity |= mixed_pack.identity() | {"chunk": size}
     start = _start_fn(position, step, identity, per_step)
-    if pack is not None:
-        make = lambda _: mixture_stream.text_chunks(  # noqa: E731
-            mix,
-            list(reads),
-            decoder.packing,
-            start,
-            size=size,
-            rows_per_step=per_step,
-            needs_source=decoder.needs_source,
-        )
-    else:
-        make = lambda _: mixture_stream.records(  # noqa: E731
-            mix,
-            list(reads),
-            start,
-            positions_per_step=per_step,
-            keys=p0.keyed,
-            needs_source=decoder.needs_source,
-            batch=p0.batch_size if decoder.batched else None,
-        )
+    make = _mixed_read(mix, reads, p0, decoder, start, size, per_step)
     config = dataclasses.replace(p0.config, seed=seed)
     plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config)
     made = tuple(
@@ -308,6 +289,31 @@ def _assemble(
         parts=parts,
         chunk=size,
         reads=reads,
+    )
+
+
+def _mixed_read(
+    mix: MixSpec, reads: Any, p0: Any, decoder: Any, start: Any, size: int, per_step: int
+) -> Callable[[Any], Any]:
+    """The mixture's "interleave" stage: text chunks, or records (batched for batched presets)."""
+    if decoder.packing is not None:
+        return lambda _: mixture_stream.text_chunks(
+            mix,
+            list(reads),
+            decoder.packing,
+            start,
+            size=size,
+            rows_per_step=per_step,
+            needs_source=decoder.needs_source,
+        )
+    return lambda _: mixture_stream.records(
+        mix,
+        list(reads),
+        start,
+        positions_per_step=per_step,
+        keys=p0.keyed,
+        needs_source=decoder.needs_source,
+        batch=p0.batch_size if decoder.batched else None,
     )
 
 
