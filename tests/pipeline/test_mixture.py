@@ -87,6 +87,24 @@ def test_start_step_holds_on_each_of_two_hosts(web, text_ds):
         assert flat(tfpipe.build(data, start_step=17, **kw), 7) == whole[17:], i
 
 
+@pytest.mark.slow
+def test_start_step_holds_on_the_tf_data_service(web, text_ds):
+    """The mixed stream from step K on a real dispatcher and worker (loopback) equals the
+    uninterrupted local mixture from K on."""
+    from tfpipe import service
+
+    data, kw = mix(web, text_ds), SMALL | {"weights": {"web": 0.7, "code": 0.3}}
+    whole = flat(tfpipe.build(data, **kw), 14)
+    with service.start_dispatcher(allow_remote=True) as d:
+        worker = service.start_worker(d.address, allow_remote=True)
+        try:
+            assert flat(tfpipe.build(data, start_step=9, service=d.target, **kw), 5) == whole[9:]
+        finally:
+            worker.stop()
+    with pytest.raises(ConfigError, match=r"start_step=position\.step"):
+        plan(data, start_step=Position(3), service="grpc://127.0.0.1:1", **kw)
+
+
 def source_of_pieces(p, roots):
     """{(first 24 tokens, length) of every piece of every document: its source's index}."""
     key = {}

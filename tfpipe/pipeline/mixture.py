@@ -139,6 +139,8 @@ def plan_mixture(
     seed = order.draw_seed() if seed is None else seed
     if as_int(seed) is None:
         raise ConfigError(f"seed must be an int. Received: {seed!r}")
+    service = kwargs.pop("service", None)
+    _check_service(service, position, config, kwargs.get("processing_mode"))
     parts = tuple(
         plan_one(
             data[n], start_step=0, seed=mixture_spec.source_seed(int(seed), n), order="resumable", **kwargs
@@ -149,7 +151,30 @@ def plan_mixture(
     text = parts[0].decoder.packing is not None
     by = _mix_by(mix_by, text)
     mix = mixture_spec.make(names, given or _sizes(names, parts, by), by, _units(parts, by), int(seed))
-    return _assemble(mix, parts, position, step, int(seed))
+    return _assemble(mix, parts, position, step, int(seed), service)
+
+
+def _check_service(service: str | None, position: Any, config: Any, mode: Any) -> None:
+    """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
+    in this process) and sharding modes that split the stream (its order is the mixture's)."""
+    if service is None:
+        return
+    from tfpipe.pipeline import checks
+    from tfpipe.pipeline.config import PipelineConfig
+
+    checks.check_service(service, config or PipelineConfig())
+    if position is not None:
+        raise ConfigError(
+            "A mixture on the tf.data service starts at an int start_step: a Position's variable "
+            "lives in this process, and the service's workers cannot read it. Pass "
+            "start_step=position.step. Received: start_step=Position"
+        )
+    mode = mode or getattr(config, "processing_mode", "parallel_epochs")
+    if mode != "parallel_epochs":
+        raise ConfigError(
+            "A mixture on the tf.data service runs whole on each worker (processing_mode="
+            f"'parallel_epochs'), so its order holds. Received: processing_mode={mode!r}"
+        )
 
 
 def _names(data: Mapping[str, Any]) -> list[str]:
@@ -235,7 +260,7 @@ def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
 
 
 def _assemble(
-    mix: MixSpec, parts: tuple[Pipeline, ...], position: Any, step: int, seed: int
+    mix: MixSpec, parts: tuple[Pipeline, ...], position: Any, step: int, seed: int, service: str | None
 ) -> MixturePipeline:
     """The mixture's Pipeline: the first source's stages with the mixed stream as its read."""
     first = parts[0]
@@ -265,7 +290,7 @@ def _assemble(
     start = _start_fn(position, step, identity, per_step)
     make = _mixed_read(mix, reads, p0, decoder, start, size, per_step)
     config = dataclasses.replace(p0.config, seed=seed)
-    plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config)
+    plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config, service=service)
     made = tuple(
         dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in stages.make_stages(plan)
     )
@@ -277,6 +302,12 @@ def _assemble(
     )
     if pack is not None:
         notes = (f"text: chunks of {size} documents of the mixed stream, each packed on its own", *notes)
+    if service is not None:
+        notes += (
+            f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
+            "exact, start_step included, with one worker a job; each further worker yields the "
+            "whole stream again",
+        )
     return MixturePipeline(
         stages=made,
         plan=plan,
