@@ -47,46 +47,42 @@ class SourceRead:
         return self.spec.pipelines if self.spec.by_record else 1
 
 
-def choices(tf_: Any, mix: MixSpec, begin: Any) -> Any:
-    """The source (int64) of every global position from `begin` on, endless."""
+def mixed(tf_: Any, mix: MixSpec, g: Any, streams: Callable[[Any, bool], list[Any]]) -> Any:
+    """The mixed stream from global position `g`, in blocks (batched elements of up to BLOCK).
+
+    `streams(starts, batched)` gives each source's stream from its start position, batched by
+    its quota: block `b` takes exactly `quota_s` positions of source `s`, so every source starts
+    at `b * quota_s` for the block holding `g`, and each block is one gather of the sources'
+    quotas concatenated: position `i` takes its source's next item in that source's order
+    (the stable sort of the block's choices by source), no choice per element. The first
+    block's positions before `g` are dropped.
+    """
+    b0 = g // BLOCK
+    skip0 = g - b0 * BLOCK
+    parts = streams(b0 * tf_.constant(mix.quotas, tf_.int64), True)
     base = tf_.constant(mix.base, tf_.int64)
     key = tf_.constant(mix.key, tf_.int64)
-    b0 = begin // BLOCK
 
-    def block(b: Any) -> Any:
+    def block(quotas: Any, b: Any) -> Any:
         chosen = tf_.gather(base, order_stream.permutation(tf_, BLOCK, tf_.stack([key, b])))
-        return tf_.data.Dataset.from_tensor_slices(
-            chosen[tf_.where(tf_.equal(b, b0), begin - b0 * BLOCK, 0) :]
-        )
+        # Concatenated, the sources' items sit in (source, order) order: the stable sort of the
+        # choices lists the positions in that order, so its inverse is each position's item.
+        index = tf_.math.invert_permutation(tf_.argsort(chosen, stable=True))
+        skip = tf_.where(tf_.equal(b, b0), skip0, 0)
+        fields = zip(*quotas, strict=True)
+        return tuple(tf_.gather(tf_.concat(list(f), 0), index)[skip:] for f in fields)
 
-    return tf_.data.Dataset.range(b0, _FOREVER).flat_map(plain(block))
-
-
-def counts_at(tf_: Any, mix: MixSpec, g: Any) -> Any:
-    """Each source's positions before global position `g` (int64 `[sources]`): closed form."""
-    b, i = g // BLOCK, g % BLOCK
-    base = tf_.constant(mix.base, tf_.int64)
-    head = tf_.gather(
-        base, order_stream.permutation(tf_, BLOCK, tf_.stack([tf_.constant(mix.key, tf_.int64), b]))
-    )
-    k = len(mix.quotas)
-    seen = tf_.math.bincount(tf_.cast(head[:i], tf_.int32), minlength=k, maxlength=k, dtype=tf_.int64)
-    return b * tf_.constant(mix.quotas, tf_.int64) + seen
-
-
-def mixed(tf_: Any, mix: MixSpec, g: Any, streams: Callable[[Any], list[Any]]) -> Any:
-    """The mixed stream from global position `g`: `streams(counts)` gives each source's stream
-    started at its count before `g`."""
-    parts = streams(counts_at(tf_, mix, g))
-    return tf_.data.Dataset.choose_from_datasets(parts, choices(tf_, mix, g))
+    numbered = tf_.data.Dataset.zip((tuple(parts), tf_.data.Dataset.range(b0, _FOREVER)))
+    return numbered.map(plain(block))
 
 
 def record_streams(
-    sources: list[SourceRead], *, keys: bool, needs_source: bool
-) -> Callable[[Any], list[Any]]:
-    """`counts -> each source's record stream from its count` (records, sources[, key])."""
+    mix: MixSpec, sources: list[SourceRead], *, keys: bool, needs_source: bool
+) -> Callable[[Any, bool], list[Any]]:
+    """`starts -> each source's record stream from its start, in batches of its quota`
+    (records, sources[, key])."""
 
-    def streams(c: Any) -> list[Any]:
+    def streams(c: Any, _: bool) -> list[Any]:
         return [
             order_stream.stream(
                 s.spec,
@@ -95,7 +91,7 @@ def record_streams(
                 cached=s.cached,
                 sources=needs_source,
                 keys=keys,
-                batch=None,
+                batch=mix.quotas[k],
                 parallelism=s.parallelism,
             )
             for k, s in enumerate(sources)
@@ -117,13 +113,13 @@ def records(
     """The mixed records of this input pipeline from the step `start()` gives (read when the
     iterator starts): single records, or batches of `batch` (batched presets)."""
     tf_ = tf()
-    streams = record_streams(sources, keys=keys, needs_source=needs_source)
+    streams = record_streams(mix, sources, keys=keys, needs_source=needs_source)
 
     def from_step(_: Any) -> Any:
         return mixed(tf_, mix, tf_.cast(start(), tf_.int64) * positions_per_step, streams)
 
     ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
-    return ds if batch is None else ds.batch(batch, drop_remainder=True)
+    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
 
 
 def text_chunks(
@@ -139,7 +135,7 @@ def text_chunks(
     """The mixed documents in chunks `(records, sources, skip)` from the step `start()` gives:
     the chunk holding the step's first row, its rows before the step as skip."""
     tf_ = tf()
-    streams = record_streams(sources, keys=False, needs_source=needs_source)
+    streams = record_streams(mix, sources, keys=False, needs_source=needs_source)
 
     def find(target: Any) -> Any:
         return chunk_of(mix, sources, pack, size, target)
@@ -158,7 +154,7 @@ def text_chunks(
         skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
             tf_.data.Dataset.from_tensors(zero).repeat()
         )
-        docs = mixed(tf_, mix, first * size, streams).batch(size, drop_remainder=True)
+        docs = mixed(tf_, mix, first * size, streams).rebatch(size, drop_remainder=True)
         return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
@@ -169,10 +165,15 @@ def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> t
     stream: the sources' lengths in their orders, mixed by the same choices, in chunks, each
     chunk's rows counted as `pack` places them."""
     tf_ = tf()
-    lengths = mixed(tf_, mix, tf_.constant(0, tf_.int64), lambda _: [_ordered_lengths(s) for s in sources])
+    lengths = mixed(
+        tf_,
+        mix,
+        tf_.constant(0, tf_.int64),
+        lambda _, __: [_ordered_lengths(s, n) for s, n in zip(sources, mix.quotas, strict=True)],
+    )
     counts = (
         lengths.map(plain(lambda n, _: n))
-        .batch(size, drop_remainder=True)
+        .rebatch(size, drop_remainder=True)
         .map(plain(lambda chunk: text_stages.rows_of(pack, chunk)))
     )
     spans = counts.scan(
@@ -182,8 +183,8 @@ def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> t
     return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
 
 
-def _ordered_lengths(s: SourceRead) -> Any:
-    """Source `s`'s document lengths in its order from position 0, one an element `(n, "")`."""
+def _ordered_lengths(s: SourceRead, batch: int) -> Any:
+    """Source `s`'s document lengths in its order from position 0, in batches `(n, "")`."""
     tf_ = tf()
     spec = s.spec
 
@@ -199,7 +200,7 @@ def _ordered_lengths(s: SourceRead) -> Any:
         cached=True,
         sources=False,
         keys=False,
-        batch=None,
+        batch=batch,
         parallelism=1,
         load=table,
     )
