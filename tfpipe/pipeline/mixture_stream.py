@@ -169,7 +169,10 @@ def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> t
         tf_,
         mix,
         tf_.constant(0, tf_.int64),
-        lambda _, __: [_ordered_lengths(s, n) for s, n in zip(sources, mix.quotas, strict=True)],
+        lambda _, __: [
+            text_stages.ordered_lengths(s.spec, s.lengths, n)
+            for s, n in zip(sources, mix.quotas, strict=True)
+        ],
     )
     counts = (
         lengths.map(plain(lambda n, _: n))
@@ -181,26 +184,3 @@ def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> t
     )
     found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
     return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
-
-
-def _ordered_lengths(s: SourceRead, batch: int) -> Any:
-    """Source `s`'s document lengths in its order from position 0, in batches `(n, "")`."""
-    tf_ = tf()
-    spec = s.spec
-
-    def table() -> Any:
-        first = tf_.constant(spec.first_ids, tf_.int64)
-        rows = tf_.ragged.range(first, first + tf_.constant(spec.counts, tf_.int64)).flat_values
-        return tf_.gather(text_stages.read_lengths(s.lengths), rows)
-
-    return order_stream.stream(
-        spec,
-        None,
-        lambda: tf_.constant(0, tf_.int64),
-        cached=True,
-        sources=False,
-        keys=False,
-        batch=batch,
-        parallelism=1,
-        load=table,
-    )
