@@ -294,20 +294,7 @@ def _assemble(
     made = tuple(
         dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in stages.make_stages(plan)
     )
-    notes = tuple(
-        f"{n}: {note}"
-        for n, p in zip(mix.names, parts, strict=True)
-        for note in p.notes
-        if not note.startswith("text: chunks of")  # the mixture's chunks are its own
-    )
-    if pack is not None:
-        notes = (f"text: chunks of {size} documents of the mixed stream, each packed on its own", *notes)
-    if service is not None:
-        notes += (
-            f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
-            "exact, start_step included, with one worker a job; each further worker yields the "
-            "whole stream again",
-        )
+    notes = _notes(mix, parts, size if pack is not None else None, service)
     return MixturePipeline(
         stages=made,
         plan=plan,
@@ -321,6 +308,28 @@ def _assemble(
         chunk=size,
         reads=reads,
     )
+
+
+def _notes(
+    mix: MixSpec, parts: tuple[Pipeline, ...], chunk: int | None, service: str | None
+) -> tuple[str, ...]:
+    """Each source's notes by name (its own chunking left out: the mixture chunks its stream),
+    with the mixture's chunks and service."""
+    notes = tuple(
+        f"{n}: {note}"
+        for n, p in zip(mix.names, parts, strict=True)
+        for note in p.notes
+        if not note.startswith("text: chunks of")
+    )
+    if chunk is not None:
+        notes = (f"text: chunks of {chunk} documents of the mixed stream, each packed on its own", *notes)
+    if service is not None:
+        notes += (
+            f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
+            "exact, start_step included, with one worker a job; each further worker yields the "
+            "whole stream again",
+        )
+    return notes
 
 
 def _mixed_read(
