@@ -1,6 +1,7 @@
 """A weighted mixture as a tf.data stream: each source's resumable order (order_stream.py),
-started at its count of earlier positions, and `choose_from_datasets` over them by the
-mixture's choices (mixture_spec.py).
+started at its count of earlier positions and batched by its quota of a block, the blocks put
+together by one gather each in the order of the mixture's choices (mixture_spec.py; `mixed`).
+A choice per element (`choose_from_datasets`) gave the same stream at 1.2x the CPU a token.
 
 - records (images, tables): the mixed stream starts at position `step x positions a step`;
 - text: the mixed stream is of documents, cut into chunks and packed, so documents of every
