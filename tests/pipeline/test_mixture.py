@@ -117,6 +117,7 @@ def source_of_pieces(p, roots):
     return key
 
 
+@pytest.mark.slow
 def test_realised_token_shares_follow_the_weights(more, text_ds):
     """Each batch's real tokens counted by source (every packed piece traced to its document):
     over the whole run and over every window of 100 batches (~1,400 documents). The choice is
@@ -147,6 +148,7 @@ def test_realised_token_shares_follow_the_weights(more, text_ds):
     assert p.mixture.shares() == pytest.approx([0.3, 0.7], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_each_source_count_and_epoch_is_a_function_of_the_position(web, text_ds):
     p = plan(mix(web, text_ds), **SMALL)
     spec = p.mixture
