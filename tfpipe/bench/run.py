@@ -179,11 +179,11 @@ def _plan(
 
     if cache is None:
         say(f"Planning the {cfg.pipeline} pipeline")
-    rows = {}
+    rows: dict[str, Any] = {}
     if cfg.pipeline == "text":
         rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
     # One input pipeline per host (the first host's share), as each host of a job reads.
-    hosts = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
+    hosts: dict[str, Any] = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
     return plan(
         source.root,
         preset=cfg.pipeline,

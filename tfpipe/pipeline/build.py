@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import (
@@ -110,7 +110,7 @@ def _shuffle_buffer(cfg: PipelineConfig, src: ResolvedData, copies: int = 1) -> 
 
 
 def plan(
-    data: str | Sequence[str],
+    data: str | Sequence[str] | Mapping[str, Any],
     *,
     preset: str | PresetLike | None = None,
     batch_size: int,
@@ -121,6 +121,8 @@ def plan(
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
+    weights: Mapping[str, float] | None = None,
+    mix_by: str | None = None,
     **preset_options: Any,
 ) -> Pipeline:
     """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
@@ -134,6 +136,9 @@ def plan(
     Returns:
       A Pipeline; `.dataset()` is the tf.data.Dataset, `.stages` the named stages.
     """
+    if isinstance(data, Mapping) or weights is not None or mix_by is not None:
+        arguments = dict(locals())  # every argument as given, for each source's own plan
+        return _mixture(arguments.pop("data"), arguments.pop("preset_options"), arguments)
     request = _resolve(
         data,
         preset=preset,
@@ -148,6 +153,18 @@ def plan(
         preset_options=preset_options,
     )
     return _assemble(request, _decide(request))
+
+
+def _mixture(data: Any, preset_options: dict[str, Any], arguments: dict[str, Any]) -> Pipeline:
+    """A weighted mixture of datasets (mixture.py), each source planned by `plan`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
+            f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
+        )
+    from tfpipe.pipeline.mixture import plan_mixture
+
+    return plan_mixture(data, plan_one=plan, **arguments, **preset_options)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -453,7 +470,7 @@ def _warn(message: str, category: type[Warning]) -> None:
 
 
 def build(
-    data: str | Sequence[str],
+    data: str | Sequence[str] | Mapping[str, Any],
     *,
     preset: str | PresetLike | None = None,
     batch_size: int,
@@ -464,6 +481,8 @@ def build(
     service: str | None = None,
     config: PipelineConfig | None = None,
     start_step: Any = 0,
+    weights: Mapping[str, float] | None = None,
+    mix_by: str | None = None,
     **preset_options: Any,
 ) -> Any:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
@@ -490,6 +509,9 @@ def build(
         when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
         `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
         with the same data, batch_size and seed yields from that step on (resumable order).
+      weights: a mixture's weights by name, when `data` maps names to datasets (`{"web": PATH,
+        "code": PATH}`); None: each source's size. Text: shares of the tokens.
+      mix_by: what text's weights share, "tokens" (default) or "documents"; else "records".
       **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
         override `config`; the rest go to the preset (e.g. image_size, dtype, label).
 
@@ -523,6 +545,8 @@ def build(
         service=service,
         config=config,
         start_step=start_step,
+        weights=weights,
+        mix_by=mix_by,
         **preset_options,
     ).dataset()
 
