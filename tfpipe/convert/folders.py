@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import jsonlfile, textfile, textfiles
+from tfpipe.convert import hfsaved, jsonlfile, textfile, textfiles
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.labels import SYNSET_RE, read_labels
@@ -215,6 +215,10 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
     entries = _entries(src)
     dirs = [e.name for e in entries if e.is_dir]
     files = [e.name for e in entries if not e.is_dir]
+    if hfsaved.STATE in files and hfsaved.saved_dataset(src) is not None:
+        return FormatChoice(
+            "arrow", "a folder datasets' save_to_disk wrote (its state.json lists its Arrow files)"
+        )
     if dirs and all(_PARTITION_RE.match(d) for d in dirs):
         return FormatChoice("parquet", f"Hive partition folders ({dirs[0]}/...) of a Parquet dataset")
     if dirs:

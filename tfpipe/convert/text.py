@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import textfiles, tokenizers
+from tfpipe.convert import hfsaved, textfiles, tokenizers
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
@@ -65,7 +65,7 @@ class _Labels:
     names: dict[str, str] = dataclasses.field(default_factory=dict)  # text label -> where first seen
     first_text: str = ""
     first_number: str = ""
-    declared: tuple[str, ...] | None = None  # a Parquet ClassLabel's names
+    declared: tuple[str, ...] | None = None  # a Parquet or Arrow ClassLabel's names
     known: tuple[str, ...] = ()  # the class names of the dataset this split joins
 
     def add(self, label: Any, place: str, problems: Problems) -> None:
@@ -116,20 +116,21 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     problems, labels = Problems(), _Labels(known=known)
     counts, identities, chars, blank, textless = [], [], 0, 0, 0
     for path in listing.files:
-        if reading.label and textfiles.kind_of(path) == "txt":
+        kind = textfiles.read_as(path)
+        if reading.label and kind == "txt":
             raise DataError(
                 f"{path}: a .txt file holds no label. Received: label={reading.label!r} (--label); labels "
                 "come from a JSON Lines field or a Parquet column."
             )
         identities.append(storage.identity(path, checksum=not storage.is_gcs(path)))
-        if reading.label and textfiles.kind_of(path) == "parquet":
-            labels.declared = _declared(path, reading.label, labels.declared)
+        if reading.label and kind in textfiles.COLUMNS:
+            labels.declared = _declared(path, reading.label, labels.declared, listing.features)
         n, last = 0, 0
         for doc in textfiles.read_documents(path, reading, problem=problems.add):
             n += 1
             chars += len(doc.text)
             textless += not doc.text.strip()
-            blank += max(0, doc.line - last - 1) if textfiles.kind_of(path) == "jsonl" else 0
+            blank += max(0, doc.line - last - 1) if kind == "jsonl" else 0
             last = doc.line
             if reading.label:
                 labels.add(doc.label, textfiles.where(path, doc.line), problems)
@@ -148,15 +149,19 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
             f"{len(listing.files)} file(s), every one empty or whitespace only: nothing to tokenize."
             + (
                 f" Is the text in another field or column than {reading.text_field!r} (--text-field)?"
-                if any(textfiles.kind_of(p) != "txt" for p in listing.files)
+                if any(textfiles.read_as(p) != "txt" for p in listing.files)
                 else ""
             )
         )
     return TextScan(listing.files, tuple(counts), tuple(identities), listing.skipped, chars, names, blank)
 
 
-def _declared(path: str, column: str, before: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    names = textfiles.parquet_labels(path, column)
+def _declared(
+    path: str, column: str, before: tuple[str, ...] | None, features: dict[str, Any]
+) -> tuple[str, ...] | None:
+    """The class names of a Parquet or Arrow file's `ClassLabel` label: a saved dataset's
+    `dataset_info.json` says them, else the file's own metadata."""
+    names = hfsaved.class_names(features, column) or textfiles.declared_labels(path, column)
     if before is not None and names != before:
         raise DataError(
             f"{path}: expected the ClassLabel names of the files before it, {list(before)[:10]}. "

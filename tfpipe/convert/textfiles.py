@@ -1,11 +1,15 @@
 """Text corpus files: listing them, and reading their documents with where each one is.
 
 A corpus is one file, a folder of files, or a glob, local or gs://:
-- JSON Lines (`.jsonl`, `.ndjson`): one JSON object a line, the document in the field
+- JSON Lines (`.jsonl`, `.ndjson`, and `.json` holding JSON Lines, by its content, as
+  `datasets`' `Dataset.to_json` writes it): one JSON object a line, the document in the field
   `text_field`; blank lines are left out (and counted). A key given twice in a line is refused.
 - plain text (`.txt`): the whole file is one document, or with `lines` each line is one.
-- Parquet (`.parquet`, `.pq`): a string column named `text_field`, as Hugging Face `datasets`
-  writes it (a `ClassLabel` label's names are read from its `huggingface` schema metadata).
+- Parquet (`.parquet`, `.pq`) and Arrow IPC (`.arrow`): a string column named `text_field`, as
+  Hugging Face `datasets` writes them (`textcolumns`; a `ClassLabel` label's names are read
+  from the file's `huggingface` schema metadata).
+- a folder `Dataset.save_to_disk` wrote (`hfsaved`): its Arrow files, in the order its
+  `state.json` lists them, its `ClassLabel` names from `dataset_info.json`.
 
 JSON Lines and text files are read through the one text decoder (`textfile`): compressed ones
 (gzip, bzip2, xz, a zip of one file) by their content, named `c.jsonl.gz`, `c.txt.xz` or not;
@@ -33,29 +37,54 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import textfile
+from tfpipe.convert import hfsaved, textcolumns, textfile
 from tfpipe.convert.textfile import strip_bom
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
-SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt", ".parquet": "parquet", ".pq": "parquet"}
-"""The corpus file suffixes and the kind each is read as."""
+SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".txt": "txt",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "arrow",
+}
+"""The corpus file suffixes and the kind each is read as (`.json` is JSON Lines by content:
+`read_as`)."""
+COLUMNS = ("parquet", "arrow")
+"""The kinds whose documents are rows of a column (`textcolumns`)."""
 COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 """Suffixes a compressed JSON Lines or text file may add (`c.jsonl.gz`): the name says the
 kind, the content the compression (`textfile.open_decompressed`, whatever the name)."""
-WANTED = ".jsonl, .ndjson, .txt (each also compressed: .gz, .bz2, .xz, .zip), .parquet, .pq"
+FILE_NAMES = ".jsonl, .ndjson, .txt (each also compressed: .gz, .bz2, .xz, .zip), .parquet, .pq, .arrow"
 """The corpus file names, for messages."""
+WANTED = f"{FILE_NAMES}, .json holding JSON Lines, or a folder datasets' save_to_disk wrote"
+"""What a corpus may be, for messages."""
 
 
 @functools.lru_cache(maxsize=1024)
 def kind_of(path: str) -> str | None:
-    """The kind of a corpus file by its suffix ("jsonl", "txt" or "parquet"), or None. A
-    compression suffix after a JSON Lines or text suffix (`.jsonl.xz`, `.txt.gz`) is left aside."""
+    """The kind of a corpus file by its suffix ("jsonl", "txt", "parquet" or "arrow"), or None. A
+    compression suffix after a JSON Lines or text suffix (`.jsonl.xz`, `.txt.gz`) is left aside.
+    A `.json` file is none by its name alone (a manifest, a config): see `read_as`."""
     stem, suffix = os.path.splitext(path.lower())
     if suffix in COMPRESSED:
         kind = SUFFIXES.get(os.path.splitext(stem)[1])
         return kind if kind in ("jsonl", "txt") else None
     return SUFFIXES.get(suffix)
+
+
+def json_named(path: str) -> bool:
+    """Whether the name ends in `.json`, or `.json` and a compression suffix."""
+    stem, suffix = os.path.splitext(path.lower())
+    return suffix == ".json" or (suffix in COMPRESSED and stem.endswith(".json"))
+
+
+def read_as(path: str) -> str | None:
+    """The kind a listed corpus file is read as: its `kind_of`, and JSON Lines for a `.json`
+    file (listed only when its content is JSON Lines, `list_corpus`)."""
+    return kind_of(path) or ("jsonl" if json_named(path) else None)
 
 
 def looks_like_corpus(src: str) -> bool:
@@ -87,44 +116,108 @@ class Doc(NamedTuple):
 
 
 def where(path: str, line: int) -> str:
-    """A document's place for messages: "file: line 12" or "file: row 11" (Parquet)."""
-    return f"{path}: {'row' if kind_of(path) == 'parquet' else 'line'} {line}"
+    """A document's place for messages: "file: line 12" or "file: row 11" (Parquet, Arrow)."""
+    return f"{path}: {'row' if kind_of(path) in COLUMNS else 'line'} {line}"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Listing:
-    """The corpus files of a source, sorted, and the files of a folder left out."""
+    """The corpus files of a source, sorted (a saved dataset's in its order), the files of a
+    folder left out, and a saved dataset's features (`hfsaved.SavedDataset.features`)."""
 
     files: tuple[str, ...]
     skipped: tuple[SkippedInput, ...] = ()
+    features: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def list_corpus(src: str) -> Listing:
-    """The corpus files of `src`: the file itself, a glob's matches, or a folder's files.
+    """The corpus files of `src`: the file itself, a glob's matches, a folder's files, or a
+    saved dataset's Arrow files (`hfsaved`).
 
     Raises:
-      DataError: no corpus file, a file of another kind given by name, or a subfolder (whose
-        files would be left out).
+      DataError: no corpus file, a file of another kind given by name (a `.json` file that holds
+        no JSON Lines), a subfolder (whose files would be left out), or a saved DatasetDict.
     """
     wanted = WANTED
     if storage.has_wildcards(src):
         matches = storage.glob(src)
-        skipped = [SkippedInput(p, f"not a corpus file: its name ends in none of {wanted}") for p in matches]
-        listing = Listing(
-            tuple(p for p in matches if kind_of(p)), tuple(s for s in skipped if not kind_of(s.input))
-        )
+        kept = [p for p in matches if _corpus_file(p)]
+        listing = Listing(tuple(kept), tuple(_not_a_corpus_file(p) for p in matches if p not in kept))
     elif storage.exists(src) if storage.is_gcs(src) else os.path.isfile(src):
-        if not kind_of(src):
-            raise DataError(
-                f"{src}: expected a text corpus file ({wanted}). Received: a file named otherwise"
-            )
+        if not _corpus_file(src):
+            raise DataError(f"{src}: expected a text corpus file ({wanted}). Received: {_what_it_is(src)}")
         listing = Listing((src,))
     else:
         listing = _list_folder(src, wanted)
     if not listing.files:
-        raise DataError(f"{src}: expected text corpus files ({wanted}). Received: none")
+        raise DataError(
+            f"{src}: expected text corpus files ({wanted}). Received: none"
+            + (
+                f" among {len(listing.skipped)} file(s) such as {listing.skipped[0].input}"
+                if listing.skipped
+                else ""
+            )
+        )
     _refuse_twice_read(listing.files)
     return listing
+
+
+def _corpus_file(path: str) -> bool:
+    """Whether a file is read as a corpus file: by its name, or a `.json` by its content."""
+    if kind_of(path):
+        return True
+    return json_named(path) and _json_lines(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _json_lines(path: str) -> bool:
+    """Whether a file's first line is a JSON object: JSON Lines, whatever its name."""
+    try:
+        return looks_like_json_lines(textfile.read_head(path))
+    except (DataError, *_UNREADABLE):
+        return False
+
+
+def looks_like_json_lines(head: bytes) -> bool:
+    """Whether a file whose decompressed bytes start with `head` is JSON Lines: its first
+    line is a JSON object (or, longer than `head`, starts like one). UTF-8 only: a BOM or NUL
+    bytes of UTF-16 are not looked through (such a file is named .jsonl, or given --format)."""
+    text = head.decode("utf-8", "replace").removeprefix("\ufeff").lstrip()
+    line, ended = text.partition("\n")[0], "\n" in text
+    if not line.startswith("{"):
+        return False
+    if not ended:
+        return line.startswith('{"')
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def _what_it_is(path: str) -> str:
+    """What a file given by name is, when it is not a corpus file, for messages."""
+    if not json_named(path):
+        return "a file named otherwise"
+    try:
+        head = textfile.read_head(path).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    except (DataError, *_UNREADABLE):
+        head = ""
+    if head.startswith("["):
+        return (
+            "a .json file that holds one JSON array, not JSON Lines (one object a line). Write JSON "
+            "Lines: datasets' Dataset.to_json(path) does by default (lines=True), pandas' "
+            "DataFrame.to_json(path, orient='records', lines=True)"
+        )
+    return "a .json file whose first line is not a JSON object, so not JSON Lines (one object a line)"
+
+
+def _not_a_corpus_file(path: str) -> SkippedInput:
+    reason = (
+        "a .json file that is not JSON Lines"
+        if json_named(path)
+        else f"its name ends in none of {FILE_NAMES}"
+    )
+    return SkippedInput(path, f"not a corpus file: {reason}")
 
 
 def _refuse_twice_read(files: tuple[str, ...]) -> None:
@@ -157,6 +250,13 @@ def _list_folder(src: str, wanted: str) -> Listing:
         raise DataError(
             f"Expected a text corpus file, folder or glob. Received: {src!r}, which does not exist"
         )
+    names = {n for n, _ in entries}
+    if hfsaved.STATE in names:
+        saved = hfsaved.saved_dataset(src)
+        if saved is not None:
+            return Listing(saved.files, features=saved.features)
+    if hfsaved.DICT in names:
+        raise hfsaved.dataset_dict_error(src, hfsaved.dataset_dict_splits(src) or [])
     entries = sorted(e for e in entries if not e[0].startswith((".", "_")))  # _SUCCESS, .DS_Store
     folders = [n for n, is_dir in entries if is_dir]
     if folders:
@@ -164,13 +264,9 @@ def _list_folder(src: str, wanted: str) -> Listing:
             f"{src}: expected a folder of text corpus files. Received: subfolder(s) {folders[:5]}, whose "
             f"files would be left out. {_subfolder_way(src, folders)}"
         )
-    files = [storage.join(src, n) for n, _ in entries if kind_of(n)]
-    skipped = [
-        SkippedInput(storage.join(src, n), f"not a corpus file: its name ends in none of {wanted}")
-        for n, _ in entries
-        if not kind_of(n)
-    ]
-    return Listing(tuple(files), tuple(skipped))
+    paths = [storage.join(src, n) for n, _ in entries]
+    files = [p for p in paths if _corpus_file(p)]
+    return Listing(tuple(files), tuple(_not_a_corpus_file(p) for p in paths if p not in files))
 
 
 def _subfolder_way(src: str, folders: list[str]) -> str:
@@ -233,9 +329,9 @@ def read_raw(path: str, reading: Reading, start: int = 0) -> Iterator[Raw]:
     Raises:
       DataError: the file cannot be read on (a damaged gzip or Parquet file, a missing column).
     """
-    kind = kind_of(path)
-    if kind == "parquet":
-        return _parquet_cells(path, reading, start)
+    kind = read_as(path)
+    if kind in COLUMNS:
+        return _column_cells(path, kind, reading, start)
     if kind == "txt" and not reading.lines:
         return _whole_file(path, start)
     return _lines(path, start, kind == "jsonl")
@@ -247,9 +343,9 @@ def parse(raw: Raw, path: str, reading: Reading) -> Doc:
     Raises:
       DataError: it is not UTF-8, not a JSON object, or lacks its text or label, by line or row.
     """
-    kind = kind_of(path)
-    if kind == "parquet":
-        return _parquet_document(raw, path, reading)
+    kind = read_as(path)
+    if kind in COLUMNS:
+        return _column_document(raw, path, reading)
     if raw.data is None:  # unreachable for text files; keeps the type checker honest
         raise DataError(f"{where(path, raw.line)}: expected text. Received: none")
     if kind == "txt" and not reading.lines:
@@ -484,61 +580,22 @@ def _kind(value: Any) -> str:
     )
 
 
-# ---- Parquet ----
+# ---- Parquet and Arrow ----
 
 
-def parquet_labels(path: str, column: str) -> tuple[str, ...] | None:
-    """The class names a Hugging Face `datasets` Parquet file declares for `column` (a
-    `ClassLabel` in its `huggingface` schema metadata), or None."""
-    from tfpipe.convert.parquetfile import open_file
-
-    metadata = open_file(path).schema_arrow.metadata or {}
-    try:
-        features = json.loads(metadata.get(b"huggingface", b"{}"))["info"]["features"]
-        feature = features[column]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and "names" in feature:
-        return tuple(str(n) for n in feature["names"])
-    return None
+def declared_labels(path: str, column: str) -> tuple[str, ...] | None:
+    """The class names a Parquet or Arrow file declares for `column` (a `datasets` `ClassLabel`),
+    or None; None for other files."""
+    kind = read_as(path)
+    return textcolumns.declared_labels(path, kind, column) if kind in COLUMNS else None
 
 
-def _parquet_cells(path: str, reading: Reading, start: int) -> Iterator[Raw]:
-    import pyarrow as pa
-
-    from tfpipe.convert.parquetfile import open_file
-
-    pf = open_file(path)
-    columns = [reading.text_field] + ([reading.label] if reading.label else [])
-    schema = pf.schema_arrow
-    for name, what in zip(columns, ("text", "label"), strict=False):
-        if name not in schema.names:
-            flag = "--text-field" if what == "text" else "--label"
-            raise DataError(
-                f"{path}: expected the {what} in column {name!r} ({flag}). Received: columns {schema.names[:10]}"
-            )
-    kind = schema.field(reading.text_field).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise DataError(
-            f"{path}: expected text (a string column) in column {reading.text_field!r}. Received: {kind}"
-        )
-    row = 0
-    try:
-        for batch in pf.iter_batches(batch_size=1024, columns=columns):
-            n = batch.num_rows
-            if row + n > start:
-                texts = batch.column(0).cast(pa.large_binary()).to_pylist()  # decoded by `parse`, by row
-                labels = batch.column(1).to_pylist() if reading.label else [None] * n
-                for i in range(max(0, start - row), n):
-                    yield Raw(texts[i], labels[i], row + i, 0)
-            row += n
-    except (pa.ArrowException, OSError) as e:
-        raise DataError(
-            f"{path}: expected Parquet data whose pages pass their checksums. Received: {e}"
-        ) from None
+def _column_cells(path: str, kind: str, reading: Reading, start: int) -> Iterator[Raw]:
+    for data, label, row in textcolumns.cells(path, kind, reading.text_field, reading.label, start):
+        yield Raw(data, label, row, 0)
 
 
-def _parquet_document(raw: Raw, path: str, reading: Reading) -> Doc:
+def _column_document(raw: Raw, path: str, reading: Reading) -> Doc:
     row = raw.line
     if raw.data is None:
         raise DataError(
