@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert import textfiles
+from tfpipe.convert import textfiles, textlist
 from tfpipe.errors import DataError
 
 SUFFIXES = (".jsonl", ".ndjson")
@@ -25,7 +25,7 @@ _KIND = {str: "string", bool: "bool", int: "int", float: "float"}
 _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "numbers"}
 
 
-looks_like = textfiles.looks_like_json_lines
+looks_like = textlist.looks_like_json_lines
 
 
 def first_object(path: str) -> dict[str, Any] | None:

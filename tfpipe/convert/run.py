@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import commit_markers, storage
-from tfpipe.convert import folders, tables, textfiles
+from tfpipe.convert import folders, tables, textlist
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -338,7 +338,7 @@ def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tupl
         if choice.format == "jsonl":
             _refuse_a_corpus_as_a_table(src, cfg)
     except DataError:
-        if textfiles.looks_like_corpus(src):
+        if textlist.looks_like_corpus(src):
             raise ConfigError(
                 f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
                 "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import hfsaved, textfiles, tokenizers
+from tfpipe.convert import hfsaved, textfiles, textlist, tokenizers
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
@@ -112,18 +112,18 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
     Raises:
       DataError: every problem found (up to `infer.PROBLEMS_SHOWN`), at once.
     """
-    listing = textfiles.list_corpus(src)
+    listing = textlist.list_corpus(src)
     problems, labels = Problems(), _Labels(known=known)
     counts, identities, chars, blank, textless = [], [], 0, 0, 0
     for path in listing.files:
-        kind = textfiles.read_as(path)
+        kind = textlist.read_as(path)
         if reading.label and kind == "txt":
             raise DataError(
                 f"{path}: a .txt file holds no label. Received: label={reading.label!r} (--label); labels "
                 "come from a JSON Lines field or a Parquet column."
             )
         identities.append(storage.identity(path, checksum=not storage.is_gcs(path)))
-        if reading.label and kind in textfiles.COLUMNS:
+        if reading.label and kind in textlist.COLUMNS:
             labels.declared = _declared(path, reading.label, labels.declared, listing.features)
         n, last = 0, 0
         for doc in textfiles.read_documents(path, reading, problem=problems.add):
@@ -149,7 +149,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = ()) -> TextScan:
             f"{len(listing.files)} file(s), every one empty or whitespace only: nothing to tokenize."
             + (
                 f" Is the text in another field or column than {reading.text_field!r} (--text-field)?"
-                if any(textfiles.read_as(p) != "txt" for p in listing.files)
+                if any(textlist.read_as(p) != "txt" for p in listing.files)
                 else ""
             )
         )
