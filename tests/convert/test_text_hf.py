@@ -92,16 +92,27 @@ def test_save_to_disk_is_a_table_without_a_tokenizer(tmp_path):
     recs, m = records(tmp_path / "out")
     assert m.layout == "table" and m.splits["train"].skipped == ()
     assert [r["text"][0].decode() for r in recs] == docs()[:N]
-    assert [r["label"][0] for r in recs] == [i % 3 for i in range(N)]
+    assert m.class_names == tuple(NAMES) and [r["label"][0] for r in recs] == [i % 3 for i in range(N)]
+
+
+def test_to_parquet_is_a_table_with_its_class_names(tmp_path):
+    dataset().to_parquet(str(tmp_path / "x.parquet"))
+    assert convert(tmp_path / "x.parquet", tmp_path / "out", "--label", "label")[0] == 0
+    recs, m = records(tmp_path / "out")
+    assert m.class_names == tuple(NAMES) and [r["label"][0] for r in recs] == [i % 3 for i in range(N)]
 
 
 def test_datasets_missing_label_is_refused_by_row(tmp_path, bpe):
-    """datasets stores "no label" as -1 under a ClassLabel (GLUE's test splits)."""
+    """datasets stores "no label" as -1 under a ClassLabel (GLUE's test splits): as a corpus and
+    as a table, it is no class."""
     ds = dataset().map(lambda row, i: {"label": -1 if i == 4 else row["label"]}, with_indices=True)
     ds.save_to_disk(str(tmp_path / "saved"))
     code, _, err = convert(tmp_path / "saved", tmp_path / "out", "--tokenizer", bpe, "--label", "label")
     assert code == 1 and nothing_written(tmp_path / "out")
     assert "data-00000-of-00001.arrow: row 4: label -1 is not a class index of the file's ClassLabel" in err
+    code, _, err = convert(tmp_path / "saved", tmp_path / "out", "--label", "label")
+    assert code == 1 and nothing_written(tmp_path / "out")
+    assert "label column 'label', row 4 holds -1, which is not a class index of the file's ClassLabel" in err
 
 
 def test_a_saved_datasetdict_names_a_command_per_split(tmp_path, bpe):
