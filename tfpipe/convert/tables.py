@@ -223,12 +223,7 @@ def scan_file(
         if header is None:
             return found  # ragged rows, listed in problems: the values would be shifted
     elif fmt != "jsonl":  # JSON Lines have no schema: JSON types each value
-        schema = (
-            arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
-        )
-        note = parquetfile.index_note(path, schema)
-        found.notes += [note] if note else []
-        classes = hfsaved.class_names(hfsaved.schema_features(schema.metadata), options.label or "")
+        classes = _read_schema(path, fmt, options.label, found)
     reading = Reading(
         fmt, options.encoding, options.null_values, None, {path: partition} if partition else {}
     )
@@ -248,8 +243,9 @@ def scan_file(
         found.total += len(chunk)
         chunk = _drop_label_nulls(chunk, path, options, found, problems)
         found.kept += len(chunk)
-        if classes is not None and not found.label_reported:
-            found.label_reported = _not_a_class(chunk[options.label], classes, path, options.label, problems)
+        found.label_reported = found.label_reported or _not_a_class(
+            chunk, classes, path, options.label, problems
+        )
         for c, column in columns.items():
             if not column.failed:
                 _add(column, chunk[c], path, fmt == "csv" and first_file, problems)
@@ -314,10 +310,23 @@ def _add(column: Column, series: Any, path: str, csv_first_file: bool, problems:
         column.failed = True
 
 
-def _not_a_class(labels: Any, classes: tuple[str, ...], path: str, label: Any, problems: Problems) -> bool:
-    """Whether a label is no class index of the file's ClassLabel (datasets writes -1 for "no
-    label"); the first such row is a problem."""
-    values = labels.dropna()
+def _read_schema(path: str, fmt: str, label: str | None, found: FileState) -> tuple[str, ...] | None:
+    """Notes what a Parquet or Arrow file's schema says (a pandas index stored as a column);
+    returns its label's ClassLabel names, if it declares them."""
+    schema = arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
+    note = parquetfile.index_note(path, schema)
+    found.notes += [note] if note else []
+    return hfsaved.class_names(hfsaved.schema_features(schema.metadata), label or "")
+
+
+def _not_a_class(
+    chunk: Any, classes: tuple[str, ...] | None, path: str, label: Any, problems: Problems
+) -> bool:
+    """Whether a label of the chunk is no class index of the file's ClassLabel, if it declares
+    one (datasets writes -1 for "no label"); the first such row is a problem."""
+    if classes is None:
+        return False
+    values = chunk[label].dropna()
     bad = values[(values < 0) | (values >= len(classes))]
     if bad.empty:
         return False

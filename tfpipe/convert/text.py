@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import hfsaved, textfiles, textlist, tokenizers
+from tfpipe.convert import hfsaved, specialtokens, textfiles, textlist, tokenizers
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
@@ -366,8 +366,9 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
         )
     found = scan(src, reading, joins.class_names if joins is not None else ())
     file = _tokenizer_file(src, cfg, stored, dest, found, reading)
-    tok = tokenizers.load(file)
-    info = tok.info(file)
+    tok = tokenizers.load(file).named(_names(cfg, stored, dest))
+    # A split joining a dataset keeps its tokenizer entry: its roles bind every split.
+    info = stored or tok.info(file)
     # Each file by its resolved path: a resume names the corpus as it likes (`c/`, `/abs/c/`).
     files = [storage.resolved(f) for f in found.files]
     digest = hashlib.sha256(
@@ -384,6 +385,27 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
         )
     estimate = _estimate_bytes(tok, found, reading)
     return TextSource(found, reading, file, info, dest, digest, estimate, tuple(notes))
+
+
+def _names(cfg: ConvertConfig, stored: TokenizerInfo | None, dest: str) -> dict[str, str]:
+    """The roles the user names (`--special-tokens`): a split joining a dataset takes those
+    its first split was converted with, and may repeat them, not change them.
+
+    Raises:
+      DestinationError: other names than the dataset's.
+    """
+    if stored is None:
+        return dict(cfg.special_tokens)
+    named = {
+        r: t for r, t in stored.special_tokens.items() if stored.roles_from.get(r) == specialtokens.NAMED
+    }
+    if cfg.special_tokens and dict(cfg.special_tokens) != named:
+        raise DestinationError(
+            f"{dest} is tokenized with the special tokens {named or 'its tokenizer declares'} named at convert "
+            f"(--special-tokens); every split uses the same. Received: special_tokens={dict(cfg.special_tokens)}. "
+            "Leave --special-tokens out to use the dataset's, or write this split to another destination."
+        )
+    return named
 
 
 def _tokenizer_file(

@@ -22,6 +22,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 from tfpipe import storage
+from tfpipe.convert import specialtokens
+from tfpipe.convert.specialtokens import ROLES as ROLES
+from tfpipe.convert.specialtokens import Roles
 from tfpipe.errors import ConfigError, DataError, MissingExtraError
 from tfpipe.manifest import TokenizerInfo
 
@@ -30,20 +33,6 @@ TrainKind = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
 FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}
 """The name a dataset stores its tokenizer under, beside the shards, by kind."""
 INSTALL_HINT = 'pip install "tfpipe[text]"'
-ROLES = ("pad", "unk", "bos", "eos", "cls", "sep", "mask")
-
-# The tokens that hold each role, by name, as the common tokenizers spell them (BERT, RoBERTa,
-# T5, GPT-2, Llama); a tokenizer's own declarations (SentencePiece's ids, a Hugging Face
-# post-processor's CLS/SEP) come first.
-_ROLE_NAMES: dict[str, tuple[str, ...]] = {
-    "pad": ("[PAD]", "<pad>", "<|pad|>"),
-    "unk": ("[UNK]", "<unk>", "<|unk|>"),
-    "bos": ("<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>"),
-    "eos": ("</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>"),
-    "cls": ("[CLS]", "<cls>"),
-    "sep": ("[SEP]", "<sep>"),
-    "mask": ("[MASK]", "<mask>"),
-}
 SPM_TRAIN_THREADS = 4
 """Threads SentencePiece trains with, fixed: its result depends on the thread count (measured:
 2 threads twice gave the same model, 1 thread another), so a fixed count makes the model a
@@ -138,16 +127,30 @@ class Tokenizer:
     Attributes:
       kind: "sentencepiece" or "huggingface".
       vocab_size: ids are 0..vocab_size-1.
-      special_ids: role -> id, for the roles it has (see ROLES).
+      roles: the roles of its special tokens as it declares them (`specialtokens`).
       normalization: what `decode(encode(text))` may change, in words (for the manifest).
-      specials: every id of a special or control token (which plain text should not produce).
+      specials: every id of a special or control token, or of a token holding a role (which
+        plain text should not produce; <unk> aside, which the round trip counts).
     """
 
     kind: str
     vocab_size: int
-    special_ids: dict[str, int]
+    roles: Roles
     normalization: str
     specials: frozenset[int]
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        """Role -> id, for the roles it has (see `specialtokens.ROLES`)."""
+        return dict(self.roles.ids)
+
+    def token_id(self, token: str) -> int | None:
+        """The id of a token of its vocabulary, or None."""
+        raise NotImplementedError
+
+    def special_tokens(self) -> list[str]:
+        """Its special tokens' texts, for messages."""
+        raise NotImplementedError
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids, with no special tokens added."""
@@ -179,14 +182,27 @@ class Tokenizer:
         """Every token id the tokenizer has (special ones included)."""
         return list(range(self.vocab_size))
 
+    def named(self, names: dict[str, str]) -> Tokenizer:
+        """This tokenizer with the roles the user names (`--special-tokens`) first.
+
+        Raises:
+          ConfigError: a named token it does not have.
+        """
+        self.roles = specialtokens.with_named(self.roles, names, self.token_id, self.special_tokens())
+        self.specials = self.specials | (frozenset(self.roles.ids.values()) - {self.roles.ids.get("unk")})
+        return self
+
     def info(self, file: TokenizerFile) -> TokenizerInfo:
         return TokenizerInfo(
             kind=self.kind,
             file=file.name,
             fingerprint=file.fingerprint,
             vocab_size=self.vocab_size,
-            special_ids=dict(self.special_ids),
+            special_ids=dict(self.roles.ids),
             normalization=self.normalization,
+            special_tokens=dict(self.roles.tokens),
+            roles_from=dict(self.roles.sources),
+            pipeline_adds=specialtokens.framing(self.roles.ids),
         )
 
 
@@ -197,20 +213,29 @@ class _SentencePiece(Tokenizer):
         sp = self._sp
         self.kind = "sentencepiece"
         self.vocab_size = sp.get_piece_size()
-        ids = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
-        for role in ("cls", "sep", "mask", "pad"):
-            for piece in _ROLE_NAMES[role]:
-                i = sp.piece_to_id(piece)
-                if ids.get(role, -1) < 0 and not sp.is_unknown(i) and sp.id_to_piece(i) == piece:
-                    ids[role] = i
-        self.special_ids = {r: ids[r] for r in ROLES if ids.get(r, -1) >= 0}
-        self.specials = frozenset(
-            i for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)
-        ) - {sp.unk_id()}  # <unk> stands for unknown text: counted by the round trip instead
+        declared = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
+        control = [i for i in range(self.vocab_size) if sp.is_control(i)]
+        user = [i for i, kind in enumerate(_piece_types(data)) if kind == _USER_DEFINED]
+        self.roles = specialtokens.spm_roles(
+            declared, ((i, sp.id_to_piece(i)) for i in sorted({*control, *user})), sp.id_to_piece
+        )
+        # A user-defined piece is read in text as itself: one that holds a role (a literal
+        # "<sep>") is noted where a document spells it. <unk> stands for unknown text: counted
+        # by the round trip instead.
+        roles = frozenset(self.roles.ids.values())
+        self.specials = frozenset(control) | roles - {sp.unk_id()}
         self.normalization = (
             "SentencePiece's own normalizer (SentencePieceProcessor.normalize; NFKC-based unless "
             "the model says otherwise); whitespace runs as one space, trimmed"
         )
+
+    def token_id(self, token: str) -> int | None:
+        i = self._sp.piece_to_id(token)
+        return None if self._sp.is_unknown(i) and token != self._sp.id_to_piece(i) else int(i)
+
+    def special_tokens(self) -> list[str]:
+        sp = self._sp
+        return [sp.id_to_piece(i) for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)]
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         return self._sp.encode(texts, out_type=int, num_threads=1)
@@ -233,21 +258,37 @@ class _HuggingFace(Tokenizer):
         tok = self._tok
         self.kind = "huggingface"
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
-        self.special_ids = _hf_roles(tok, spec)
+        self.roles = specialtokens.hf_roles(spec, tok.token_to_id)
         # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
-        unk = self.special_ids.get("unk")
-        self.specials = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special")) - {unk}
+        unk = self.roles.ids.get("unk")
+        added = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special"))
+        self.specials = (added | frozenset(self.roles.ids.values())) - {unk}
         self._normalizer = tok.normalizer
         # Byte-level tokenizers keep every byte, whitespace included; the others split words
         # on whitespace, which their decoders do not restore exactly.
         self._byte_level = _type(spec.get("decoder")) == "ByteLevel"
+        # The byte-level pre-tokenizer's add_prefix_space (its default) puts a space before a
+        # text that does not start with one, and its decoder keeps it: a known normalisation.
+        self._prefix_space = _adds_prefix_space(spec.get("pre_tokenizer"))
         what = _type(spec.get("normalizer"))
-        self.normalization = (f"the tokenizer's normalizer ({what})" if what else "none") + (
-            "" if self._byte_level else "; whitespace not kept (words are split on it)"
+        self.normalization = (
+            (f"the tokenizer's normalizer ({what})" if what else "none")
+            + ("" if self._byte_level else "; whitespace not kept (words are split on it)")
+            + (
+                "; a space put before a text that starts with none (add_prefix_space)"
+                if self._prefix_space
+                else ""
+            )
         )
 
     def ids(self) -> list[int]:
         return list(self._tok.get_vocab(with_added_tokens=True).values())
+
+    def token_id(self, token: str) -> int | None:
+        return self._tok.token_to_id(token)
+
+    def special_tokens(self) -> list[str]:
+        return [t.content for t in self._tok.get_added_tokens_decoder().values() if t.special]
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         # One text at a time: encode_batch would spread over every core, and each conversion
@@ -260,9 +301,13 @@ class _HuggingFace(Tokenizer):
     def canonical(self, text: str) -> str:
         if self._normalizer is not None:
             text = self._normalizer.normalize_str(text)
+        if self._prefix_space:
+            text = text.removeprefix(" ")
         return text if self._byte_level else "".join(text.replace(_META_SPACE, " ").split())
 
     def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        if self._prefix_space and decoded == " " + text:
+            return True
         return not self._byte_level and "".join(decoded.split()) == "".join(text.split())
 
 
@@ -275,18 +320,70 @@ def _type(component: Any) -> str:
     return f"{kind}[{', '.join(parts)}]" if parts else kind
 
 
-def _hf_roles(tok: Any, spec: dict[str, Any]) -> dict[str, int]:
-    """Role -> id: CLS and SEP as the post-processor declares them, then tokens by name."""
-    ids: dict[str, int] = {}
-    post = spec.get("post_processor") or {}
-    if post.get("type") in ("BertProcessing", "RobertaProcessing"):
-        ids["cls"], ids["sep"] = int(post["cls"][1]), int(post["sep"][1])
-    for role in ROLES:
-        for name in _ROLE_NAMES[role]:
-            i = tok.token_to_id(name)
-            if role not in ids and i is not None:
-                ids[role] = int(i)
-    return {r: ids[r] for r in ROLES if r in ids}
+def _adds_prefix_space(pre: Any) -> bool:
+    """Whether a tokenizer.json's pre-tokenizer is byte-level with add_prefix_space."""
+    if not isinstance(pre, dict):
+        return False
+    if pre.get("type") == "Sequence":
+        return any(_adds_prefix_space(p) for p in pre.get("pretokenizers") or [])
+    return pre.get("type") == "ByteLevel" and bool(pre.get("add_prefix_space"))
+
+
+_USER_DEFINED = 4  # sentencepiece_model.proto's SentencePiece.Type
+
+
+def _piece_types(data: bytes) -> list[int]:
+    """Each piece's type in a SentencePiece model (1 normal, 2 unknown, 3 control, 4 user
+    defined, 5 unused, 6 byte), read from the ModelProto's wire format: the processor tells
+    control and unknown pieces, not user-defined ones, and sentencepiece's generated proto
+    module needs another protobuf runtime than TensorFlow's."""
+    return [_field(piece, 3, 1) for piece in _messages(data, 1)]
+
+
+def _messages(data: bytes, number: int) -> list[bytes]:
+    """The length-delimited fields `number` of a protobuf message, in order."""
+    out, at = [], 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        wire = key & 7
+        if wire == 0:
+            _, at = _varint(data, at)
+        elif wire == 2:
+            size, at = _varint(data, at)
+            if key >> 3 == number:
+                out.append(data[at : at + size])
+            at += size
+        else:
+            at += {1: 8, 5: 4}[wire]
+    return out
+
+
+def _field(message: bytes, number: int, default: int) -> int:
+    """The varint field `number` of a protobuf message, or `default`."""
+    at, value = 0, default
+    while at < len(message):
+        key, at = _varint(message, at)
+        wire = key & 7
+        if wire == 0:
+            got, at = _varint(message, at)
+            value = got if key >> 3 == number else value
+        elif wire == 2:
+            size, at = _varint(message, at)
+            at += size
+        else:
+            at += {1: 8, 5: 4}[wire]
+    return value
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
 
 
 def load(file: TokenizerFile) -> Tokenizer:
