@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paired import ratio
 
 import tfpipe
-from tfpipe.convert import tokenizers
+from tfpipe.convert import tokenizertrain
 from tfpipe.synthetic import text
 
 TARGET = 1.7
@@ -48,7 +48,7 @@ def prepare(folder: str, copies: int, kind: str, vocab_size: int) -> tuple[str, 
     docs = text.documents()
     src = os.path.join(folder, "corpus")
     text.write_corpus(src, docs * copies, "jsonl", files=8)
-    file = tokenizers.train(kind, vocab_size, tokenizers.documents_of(docs))
+    file = tokenizertrain.train(kind, vocab_size, tokenizertrain.documents_of(docs))
     path = os.path.join(folder, file.name)
     with open(path, "wb") as f:
         f.write(file.data)

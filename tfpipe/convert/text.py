@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import hfsaved, specialtokens, textfiles, textlist, tokenizers
+from tfpipe.convert import hfsaved, specialtokens, textfiles, textlist, tokenizers, tokenizertrain
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.infer import Problems
@@ -413,7 +413,7 @@ def _tokenizer_file(
 ) -> tokenizers.TokenizerFile:
     """The tokenizer given, trained, or stored in the dataset this split joins."""
     if cfg.train_tokenizer:
-        return tokenizers.train(cfg.train_tokenizer, cfg.vocab_size or 0, lambda: _texts(found, reading))
+        return tokenizertrain.train(cfg.train_tokenizer, cfg.vocab_size or 0, lambda: _texts(found, reading))
     file = tokenizers.read_file(cfg.tokenizer or storage.join(dest, stored.file))  # type: ignore[union-attr]
     if stored is not None and file.fingerprint != stored.fingerprint:
         raise DestinationError(
