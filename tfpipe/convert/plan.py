@@ -18,7 +18,7 @@ from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.sources import ImageInputs, Source, TableRows
-from tfpipe.convert.text import TextInputs
+from tfpipe.convert.textinputs import TextInputs
 from tfpipe.convert.textstats import TextTally
 from tfpipe.convert.writer import (
     JournalState,

@@ -99,8 +99,19 @@ def read_documents(
             problem(str(e))
 
 
-def read_raw(path: str, reading: Reading, start: int = 0) -> Iterator[Raw]:
-    """The documents of one corpus file as stored, from the `start`-th on.
+class Span(NamedTuple):
+    """Where to start reading a plain UTF-8 file (uncompressed, local) of lines: the byte
+    `offset` of a line's start and that line's number; `end`: the byte offset to stop before
+    (-1: the file's end). A worker reads its own documents from one (`textranges`)."""
+
+    offset: int
+    line: int
+    end: int = -1
+
+
+def read_raw(path: str, reading: Reading, start: int = 0, span: Span | None = None) -> Iterator[Raw]:
+    """The documents of one corpus file as stored, from the `start`-th on (counted from
+    `span`'s line when given: the file is then read from that byte on, as plain UTF-8).
 
     Raises:
       DataError: the file cannot be read on (a damaged gzip or Parquet file, a missing column).
@@ -110,7 +121,7 @@ def read_raw(path: str, reading: Reading, start: int = 0) -> Iterator[Raw]:
         return _column_cells(path, kind, reading, start)
     if kind == "txt" and not reading.lines:
         return _whole_file(path, start)
-    return _lines(path, start, kind == "jsonl")
+    return _lines(path, start, kind == "jsonl", span)
 
 
 def parse(raw: Raw, path: str, reading: Reading) -> Doc:
@@ -230,13 +241,22 @@ def _encoded_lines(f: BinaryIO, path: str, codec: str) -> Iterator[bytes]:
         raise _not_codec(path, number + 1, codec, e) from None
 
 
-def _lines(path: str, start: int, jsonl: bool) -> Iterator[Raw]:
-    """The lines of a JSON Lines file (blank lines left out) or a text file read by line."""
-    index, offset, number = 0, 0, 0
-    handle, codec = _open(path)
+def _lines(path: str, start: int, jsonl: bool, span: Span | None = None) -> Iterator[Raw]:
+    """The lines of a JSON Lines file (blank lines left out) or a text file read by line; with
+    `span`, those from its byte on, up to its end."""
+    index, offset, number, end = 0, 0, 0, -1
+    if span is None:
+        handle, codec = _open(path)
+    else:  # plain UTF-8, as the first pass found it (`textranges.plain_utf8`)
+        handle, codec, (offset, number, end) = (
+            storage.open_read(path),
+            None,
+            (span.offset, span.line - 1, span.end),
+        )
+        handle.seek(offset)
     with handle as f:
         lines = _split_lines(f) if codec is None else _encoded_lines(f, path, codec)
-        while True:
+        while end < 0 or offset < end:
             try:
                 raw = next(lines)
             except StopIteration:

@@ -128,9 +128,27 @@ class Tokenizer:
 
     kind: str
     vocab_size: int
-    roles: Roles
     normalization: str
-    specials: frozenset[int]
+    _roles: Roles | None = None
+    _specials: frozenset[int] | None = None
+
+    @property
+    def roles(self) -> Roles:
+        # Worked out on first use: a conversion worker, which is handed the special ids
+        # (`TextTask.specials`), never needs them, and a large vocabulary takes a moment.
+        if self._roles is None:
+            self._roles, self._specials = self._declared()
+        return self._roles
+
+    @property
+    def specials(self) -> frozenset[int]:
+        if self._specials is None:
+            self._roles, self._specials = self._declared()
+        return self._specials
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        """The roles it declares, and its special ids (`specials`)."""
+        raise NotImplementedError
 
     @property
     def special_ids(self) -> dict[str, int]:
@@ -181,8 +199,13 @@ class Tokenizer:
         Raises:
           ConfigError: a named token it does not have.
         """
-        self.roles = specialtokens.with_named(self.roles, names, self.token_id, self.special_tokens())
-        self.specials = self.specials | (frozenset(self.roles.ids.values()) - {self.roles.ids.get("unk")})
+        if not names:
+            return self
+        roles = specialtokens.with_named(self.roles, names, self.token_id, self.special_tokens())
+        self._roles, self._specials = (
+            roles,
+            self.specials | (frozenset(roles.ids.values()) - {roles.ids.get("unk")}),
+        )
         return self
 
     def info(self, file: TokenizerFile) -> TokenizerInfo:
@@ -204,23 +227,26 @@ class _SentencePiece(Tokenizer):
         spm = require("sentencepiece")
         self._sp = spm.SentencePieceProcessor(model_proto=data)
         sp = self._sp
+        self._data = data
         self.kind = "sentencepiece"
         self.vocab_size = sp.get_piece_size()
+        self.normalization = (
+            "SentencePiece's own normalizer (SentencePieceProcessor.normalize; NFKC-based unless "
+            "the model says otherwise); whitespace runs as one space, trimmed"
+        )
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        sp = self._sp
         declared = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
         control = [i for i in range(self.vocab_size) if sp.is_control(i)]
-        user = [i for i, kind in enumerate(_piece_types(data)) if kind == _USER_DEFINED]
-        self.roles = specialtokens.spm_roles(
+        user = [i for i, kind in enumerate(_piece_types(self._data)) if kind == _USER_DEFINED]
+        roles = specialtokens.spm_roles(
             declared, ((i, sp.id_to_piece(i)) for i in sorted({*control, *user})), sp.id_to_piece
         )
         # A user-defined piece is read in text as itself: one that holds a role (a literal
         # "<sep>") is noted where a document spells it. <unk> stands for unknown text: counted
         # by the round trip instead.
-        roles = frozenset(self.roles.ids.values())
-        self.specials = frozenset(control) | roles - {sp.unk_id()}
-        self.normalization = (
-            "SentencePiece's own normalizer (SentencePieceProcessor.normalize; NFKC-based unless "
-            "the model says otherwise); whitespace runs as one space, trimmed"
-        )
+        return roles, (frozenset(control) | frozenset(roles.ids.values())) - {sp.unk_id()}
 
     def token_id(self, token: str) -> int | None:
         i = self._sp.piece_to_id(token)
@@ -251,11 +277,7 @@ class _HuggingFace(Tokenizer):
         tok = self._tok
         self.kind = "huggingface"
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
-        self.roles = specialtokens.hf_roles(spec, tok.token_to_id)
-        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
-        unk = self.roles.ids.get("unk")
-        added = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special"))
-        self.specials = (added | frozenset(self.roles.ids.values())) - {unk}
+        self._spec = spec
         self._normalizer = tok.normalizer
         # Byte-level tokenizers keep every byte, whitespace included; the others split words
         # on whitespace, which their decoders do not restore exactly.
@@ -273,6 +295,12 @@ class _HuggingFace(Tokenizer):
                 else ""
             )
         )
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        roles = specialtokens.hf_roles(self._spec, self._tok.token_to_id)
+        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
+        added = frozenset(t["id"] for t in self._spec.get("added_tokens", []) if t.get("special"))
+        return roles, (added | frozenset(roles.ids.values())) - {roles.ids.get("unk")}
 
     def ids(self) -> list[int]:
         return list(self._tok.get_vocab(with_added_tokens=True).values())
@@ -329,47 +357,46 @@ def _piece_types(data: bytes) -> list[int]:
     """Each piece's type in a SentencePiece model (1 normal, 2 unknown, 3 control, 4 user
     defined, 5 unused, 6 byte), read from the ModelProto's wire format: the processor tells
     control and unknown pieces, not user-defined ones, and sentencepiece's generated proto
-    module needs another protobuf runtime than TensorFlow's."""
-    return [_field(piece, 3, 1) for piece in _messages(data, 1)]
+    module needs another protobuf runtime than TensorFlow's. The pieces are field 1; in each,
+    the type is field 3 (absent: normal)."""
+    types, at, n = [], 0, len(data)
+    while at < n:
+        key, at = _varint(data, at)
+        wire = key & 7
+        if wire == 2:
+            size, at = _varint(data, at)
+            if key >> 3 == 1:
+                types.append(_piece_type(data, at, at + size))
+            at += size
+        elif wire == 0:
+            _, at = _varint(data, at)
+        else:
+            at += {1: 8, 5: 4}[wire]
+    return types
 
 
-def _messages(data: bytes, number: int) -> list[bytes]:
-    """The length-delimited fields `number` of a protobuf message, in order."""
-    out, at = [], 0
-    while at < len(data):
+def _piece_type(data: bytes, at: int, end: int) -> int:
+    """Field 3 (varint) of the SentencePiece message data[at:end], or 1."""
+    kind = 1
+    while at < end:
         key, at = _varint(data, at)
         wire = key & 7
         if wire == 0:
-            _, at = _varint(data, at)
+            value, at = _varint(data, at)
+            kind = value if key >> 3 == 3 else kind
         elif wire == 2:
             size, at = _varint(data, at)
-            if key >> 3 == number:
-                out.append(data[at : at + size])
             at += size
         else:
             at += {1: 8, 5: 4}[wire]
-    return out
-
-
-def _field(message: bytes, number: int, default: int) -> int:
-    """The varint field `number` of a protobuf message, or `default`."""
-    at, value = 0, default
-    while at < len(message):
-        key, at = _varint(message, at)
-        wire = key & 7
-        if wire == 0:
-            got, at = _varint(message, at)
-            value = got if key >> 3 == number else value
-        elif wire == 2:
-            size, at = _varint(message, at)
-            at += size
-        else:
-            at += {1: 8, 5: 4}[wire]
-    return value
+    return kind
 
 
 def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
+    byte = data[at]
+    if byte < 0x80:  # most keys and lengths: one byte
+        return byte, at + 1
+    value, shift = 0, 0
     while True:
         byte = data[at]
         at += 1

@@ -135,9 +135,16 @@ class ShardWriter:
         self.text: TextTally | None = None  # what the shard's text documents held
 
     def add_piece(self, piece: EncodedPiece) -> None:
-        """Writes every input of an encoded piece (see `add`), and adds up what its text held."""
-        for item in piece.encoded:
-            self.add(item)
+        """Writes every input of an encoded piece (see `add`), and adds up what its text held. A
+        piece of framed records (`EncodedPiece.framed`, text documents) is written in one write."""
+        if piece.framed:
+            framed = [item.record for item in piece.encoded if item.record is not None]
+            self._out.write(b"".join(framed))
+            self.examples += len(framed)
+            self.items += len(piece.encoded)
+        else:
+            for item in piece.encoded:
+                self.add(item)
         if piece.text is not None:
             self.text = self.text or TextTally()
             self.text.merge(piece.text)
