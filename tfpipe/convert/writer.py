@@ -9,6 +9,7 @@ manifest, written last, is the commit point of the whole conversion.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import dataclasses
 import gzip
@@ -232,6 +233,13 @@ class ShardDone:
     skipped: tuple[SkippedInput, ...]
     text: TextTally | None = None
 
+    def without_lengths(self) -> ShardDone:
+        """The record without its documents' lengths (4 bytes a document): what a conversion
+        keeps in memory once the record is in its journal (`ResumeJournal.lengths`)."""
+        if self.text is None or not self.text.lengths:
+            return self
+        return dataclasses.replace(self, text=dataclasses.replace(self.text, lengths=array.array("I")))
+
     def to_json(self) -> dict[str, Any]:
         out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
         return out | ({} if self.text is None else {"text": self.text.to_json()})
@@ -324,6 +332,19 @@ class ResumeJournal:
             overwrite=True,
             durable=False,
         )
+
+    def lengths(self, done: ShardDone) -> bytes:
+        """A committed shard's documents' lengths, from its done-record (`mark_done`).
+
+        Raises:
+          ManifestError: the done-record is gone or unreadable.
+        """
+        record = self._read_done(done.info.name)
+        if record is None or record.text is None:
+            raise ManifestError(
+                f"{self._done_path(done.info.name)}: expected the done-record of a committed text shard"
+            )
+        return record.text.lengths_bytes()
 
     def completed(self, n_shards: int) -> dict[int, ShardDone]:
         """Shards whose done-record and file agree; everything else of this split is removed."""
