@@ -74,7 +74,13 @@ class TextSource:
         scan, files = self.scan, []
         points = dict(zip(scan.files, scan.checkpoints, strict=True)) if scan.checkpoints else {}
         for path, start in files_holding(scan.files, scan.file_docs, first, end):
-            files.append((path, start, textranges.within(points.get(path, ()), first - start, end - start)))
+            files.append(
+                (
+                    path,
+                    start,
+                    textranges.within(points.get(path, textranges.packed()), first - start, end - start),
+                )
+            )
         tokenizer = storage.join(self.dest, self.tokenizer.file)
         return TextInputs(
             tuple(files), self.reading, scan.class_names, tokenizer, self.tokenizer.fingerprint, self.specials

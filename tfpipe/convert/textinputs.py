@@ -10,6 +10,7 @@ go to the workers in the pieces (`_Cursor`). A shard's records do not depend on 
 
 from __future__ import annotations
 
+import array
 import bisect
 import dataclasses
 from collections.abc import Iterator, Sequence
@@ -19,12 +20,13 @@ from tfpipe.convert import textfiles
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.textencode import TextTask
 from tfpipe.convert.textfiles import Raw, Reading
-from tfpipe.convert.textranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, cuts, within
+from tfpipe.convert.textranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
 from tfpipe.errors import DataError
 
-File = tuple[str, int, tuple[Checkpoint, ...]]
+File = tuple[str, int, Points]
 """A file holding documents of a shard: its path, the index in the plan of its first document,
-and the checkpoints the shard's documents need (none: read in order, `_Cursor`)."""
+and the checkpoints the shard's documents need (`textranges.Points`; none: read in order by
+`Cursor`)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,14 +52,15 @@ class TextInputs:
         yield from cut(self, shard, first, count, Cursor(self.files, self.reading))
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["files"] = [(path, start, list(points)) for path, start, points in self.files]
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TextInputs:
         return cls(
             files=tuple(
-                (str(p), int(i), tuple(Checkpoint(*map(int, c)) for c in points))
-                for p, i, points in obj["files"]
+                (str(p), int(i), array.array("q", map(int, points))) for p, i, points in obj["files"]
             ),
             reading=Reading(**obj["reading"]),
             class_names=tuple(obj["class_names"]),

@@ -15,8 +15,9 @@
 
 from __future__ import annotations
 
+import array
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from tfpipe import storage
@@ -41,6 +42,22 @@ class Checkpoint(NamedTuple):
     doc: int
     offset: int
     line: int
+
+
+Points = array.array
+"""A file's checkpoints packed as int64 triples (doc, offset, line), in document order: 24
+bytes each, so a 10 GB corpus's ~400,000 of them take ~10 MB (`packed`, `unpacked`)."""
+
+
+def packed(points: Iterable[Checkpoint] = ()) -> Points:
+    out = array.array("q")
+    for point in points:
+        out.extend(point)
+    return out
+
+
+def unpacked(points: Points) -> list[Checkpoint]:
+    return [Checkpoint(*points[i : i + 3]) for i in range(0, len(points), 3)]
 
 
 class Segment(NamedTuple):
@@ -124,21 +141,35 @@ class Marks:
         self._bytes += size
 
 
-def within(points: Sequence[Checkpoint], first: int, end: int) -> tuple[Checkpoint, ...]:
+class _Docs(Sequence[int]):
+    """The document indices of packed checkpoints, for bisect (no copy)."""
+
+    def __init__(self, points: Points) -> None:
+        self.points = points
+
+    def __len__(self) -> int:
+        return len(self.points) // 3
+
+    def __getitem__(self, k: int) -> int:  # type: ignore[override]
+        return self.points[3 * k]
+
+
+def within(points: Points, first: int, end: int) -> Points:
     """The checkpoints a reader of documents first..end-1 of a file needs: the last at or
     before `first`, and those after it before `end`."""
     if not points:
-        return ()
-    docs = [p.doc for p in points]
+        return packed()
+    docs = _Docs(points)
     lo = max(bisect.bisect_right(docs, first) - 1, 0)
     hi = bisect.bisect_left(docs, end)
-    return tuple(points[lo:hi])
+    return points[3 * lo : 3 * hi]
 
 
-def cuts(points: Sequence[Checkpoint], first: int, end: int) -> Iterator[tuple[Checkpoint, int, int]]:
+def cuts(points: Points, first: int, end: int) -> Iterator[tuple[Checkpoint, int, int]]:
     """(checkpoint, documents to skip after it, documents to read) of each piece of documents
     first..end-1 of a file: from one checkpoint to the next."""
     doc = first
+    points = unpacked(points)
     for k, point in enumerate(points):
         stop = min(points[k + 1].doc if k + 1 < len(points) else end, end)
         if stop <= doc:

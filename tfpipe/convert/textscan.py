@@ -21,7 +21,7 @@ from tfpipe.convert import hfsaved, textfiles, textlist, textranges
 from tfpipe.convert.infer import Problems
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.textfiles import Reading
-from tfpipe.convert.textranges import Checkpoint, Marks, Segment
+from tfpipe.convert.textranges import Marks, Points, Segment, packed, unpacked
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 
@@ -49,7 +49,7 @@ class TextScan:
     chars: int
     class_names: tuple[str, ...] = ()
     blank_lines: int = 0
-    checkpoints: tuple[tuple[Checkpoint, ...], ...] = ()
+    checkpoints: tuple[Points, ...] = ()
 
 
 @dataclasses.dataclass(slots=True)
@@ -128,7 +128,7 @@ class SegmentScan:
     labels: Labels = dataclasses.field(default_factory=Labels)
     problems: list[str] = dataclasses.field(default_factory=list)
     more: int = 0
-    checkpoints: list[Checkpoint] = dataclasses.field(default_factory=list)
+    checkpoints: Points = dataclasses.field(default_factory=packed)
 
 
 def scan_segment(task: SegmentTask) -> SegmentScan:
@@ -159,7 +159,7 @@ def scan_segment(task: SegmentTask) -> SegmentScan:
             place = textfiles.where(seg.path, doc.line)
             out.labels.add(doc.label, place, problems, task.declared, task.known)
     out.problems, out.more = problems.found, problems.count - len(problems.found)
-    out.checkpoints = marks.points
+    out.checkpoints = packed(marks.points)
     return out
 
 
@@ -169,7 +169,7 @@ class _Totals:
 
     files: int
     docs: list[int] = dataclasses.field(init=False)
-    points: list[list[Checkpoint]] = dataclasses.field(init=False)
+    points: list[Points] = dataclasses.field(init=False)
     last_line: list[int] = dataclasses.field(init=False)
     chars: int = 0
     textless: int = 0
@@ -180,13 +180,14 @@ class _Totals:
     def __post_init__(self) -> None:
         self.docs, self.points, self.last_line = (
             [0] * self.files,
-            [[] for _ in range(self.files)],
+            [packed() for _ in range(self.files)],
             [0] * self.files,
         )
 
     def add(self, seg: Segment, found: SegmentScan) -> None:
         i = seg.file
-        self.points[i] += [Checkpoint(self.docs[i] + p.doc, p.offset, p.line) for p in found.checkpoints]
+        for p in unpacked(found.checkpoints):
+            self.points[i].extend((self.docs[i] + p.doc, p.offset, p.line))
         if found.docs and textlist.read_as(seg.path) == "jsonl":
             self.blank += found.blank + found.first_line - self.last_line[i] - 1
             self.last_line[i] = found.last_line
@@ -224,7 +225,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = (), workers: int =
     if error is not None:
         raise error
     _check_documents(src, reading, files, totals)
-    points = tuple(tuple(p) for p in totals.points)
+    points = tuple(totals.points)
     return TextScan(
         files, tuple(totals.docs), identities, listing.skipped, totals.chars, names, totals.blank, points
     )
