@@ -40,9 +40,10 @@ def decoded(dest, split="train"):
     return [tok.decode(t) for t in token_lists(records(dest, split)[0])]
 
 
-@pytest.mark.parametrize("name", ["x.json", "x.json.gz"])
+@pytest.mark.parametrize("name", ["x.json", "x.json.gz", "x.jsonl"])
 def test_to_json_under_a_json_name_is_a_corpus(tmp_path, bpe, name):
-    """datasets writes JSON Lines by default, named as the caller likes (.json, gzip by option)."""
+    """datasets writes JSON Lines by default, named as the caller likes (.json, .jsonl, gzip by
+    option)."""
     src = tmp_path / name
     dataset().to_json(str(src), compression="gzip" if name.endswith(".gz") else None)
     code, _, err = convert(src, tmp_path / "out", "--tokenizer", bpe, "--label", "label")
@@ -92,6 +93,15 @@ def test_save_to_disk_is_a_table_without_a_tokenizer(tmp_path):
     recs, m = records(tmp_path / "out")
     assert m.layout == "table" and m.splits["train"].skipped == ()
     assert [r["text"][0].decode() for r in recs] == docs()[:N]
+    assert m.class_names == tuple(NAMES) and [r["label"][0] for r in recs] == [i % 3 for i in range(N)]
+
+
+def test_to_parquet_is_a_corpus_with_its_class_names(tmp_path, bpe):
+    dataset().to_parquet(str(tmp_path / "x.parquet"))
+    code, _, err = convert(tmp_path / "x.parquet", tmp_path / "out", "--tokenizer", bpe, "--label", "label")
+    assert code == 0, err
+    recs, m = records(tmp_path / "out")
+    assert decoded(tmp_path / "out") == docs()[:N]
     assert m.class_names == tuple(NAMES) and [r["label"][0] for r in recs] == [i % 3 for i in range(N)]
 
 
