@@ -1,13 +1,17 @@
 """`tfpipe convert` of growing text corpora: peak RSS of the converting process and of its
 workers against the corpus size, and the slope (MB of peak RSS per GB of corpus).
 
-Run: python benchmarks/text_convert_memory.py [--sizes 0.1,0.5,2] [--workers 2]
+Run: python benchmarks/text_convert_memory.py [--sizes 0.1,0.5,2] [--workers 2] [--shard-size 4MiB]
 
 Each corpus is the standard library's English (`tfpipe.synthetic.text`) repeated to the size
 (GB, decimal) as JSON Lines in 4 files; the SentencePiece tokenizer (8,000 ids) is trained once
 on one copy. Each conversion runs `tfpipe convert` in a child process; the memory of that
 process and of every process under it is read from /proc every 0.1 s. A corpus of 10 GB
-converting in flat memory is the target (issue 35): the slope says what each GB adds.
+converting in flat memory is the target (issue 35): the slope says what each GB adds. A shard's
+documents' lengths are held until it is committed, so with the default shard size (128 MiB) a
+small corpus is one shard whose memory grows with it; `--shard-size 4MiB` gives small corpora
+as many shards as a 10 GB corpus has with the default, and the slope then shows what grows with
+the corpus beyond one shard.
 """
 
 from __future__ import annotations
@@ -65,9 +69,10 @@ def tree_rss(pid: int) -> tuple[int, int]:
     return rss(pid), below
 
 
-def convert(src: str, dest: str, tokenizer: str, workers: int) -> dict[str, float]:
+def convert(src: str, dest: str, tokenizer: str, workers: int, shard_size: str | None) -> dict[str, float]:
     """Peak RSS (MB) of the converting process, of its workers together, and of both at once."""
     args = [sys.executable, "-m", "tfpipe", "convert", src, dest, "--tokenizer", tokenizer]
+    args += ["--shard-size", shard_size] if shard_size else []
     proc = subprocess.Popen([*args, "--workers", str(workers), "--quiet"], stdout=subprocess.DEVNULL)
     peak = {"converting process": 0, "workers": 0, "together": 0}
     start = time.perf_counter()
@@ -92,6 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="0.1,0.5,2", help="corpus sizes in GB (default: 0.1,0.5,2)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--shard-size", default=None, help="convert's --shard-size (default: convert's)")
     parser.add_argument("--folder", default=None, help="where corpora go (default: a temporary folder)")
     args = parser.parse_args()
     sizes = [float(s) for s in args.sizes.split(",")]
@@ -104,7 +110,7 @@ def main() -> None:
         for size in sizes:
             src, dest = os.path.join(folder, f"c{size}"), os.path.join(folder, f"out{size}")
             docs, nbytes = write_corpus(src, size)
-            got = convert(src, dest, tok, args.workers)
+            got = convert(src, dest, tok, args.workers, args.shard_size)
             shards = len(tfpipe.Manifest.load(dest).splits["train"].shards)
             rows.append((nbytes / 1e9, got))
             print(
