@@ -32,7 +32,7 @@ import numpy as np
 from paired import ratio
 
 from tfpipe.codec import encode_example
-from tfpipe.convert import tokenizers
+from tfpipe.convert import tokenizers, tokenizertrain
 from tfpipe.schema import VARIABLE, Field, Schema
 from tfpipe.synthetic import text
 
@@ -89,7 +89,7 @@ def main() -> None:
     parser_.add_argument("--seconds", type=float, default=3.0)
     args = parser_.parse_args()
     docs = text.documents()
-    tok = tokenizers.load(tokenizers.train("bpe", args.vocab_size, tokenizers.documents_of(docs)))
+    tok = tokenizers.load(tokenizertrain.train("bpe", args.vocab_size, tokenizertrain.documents_of(docs)))
     ids = [t for t in tok.encode(docs) if t]
     n_tokens = sum(map(len, ids))
     print(f"{len(ids):,} documents, {n_tokens:,} tokens; byte-level BPE of {tok.vocab_size:,} ids")

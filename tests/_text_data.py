@@ -7,7 +7,7 @@ import os
 import pytest
 from _cli import cli_here as cli
 
-from tfpipe.convert import tokenizers
+from tfpipe.convert import tokenizertrain
 from tfpipe.synthetic import text
 
 pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')
@@ -25,7 +25,7 @@ def docs():
 @functools.lru_cache(maxsize=8)
 def trained(kind, vocab_size=600):
     """A tokenizer file trained on `docs()` (once per session and kind)."""
-    return tokenizers.train(kind, vocab_size, tokenizers.documents_of(docs()))
+    return tokenizertrain.train(kind, vocab_size, tokenizertrain.documents_of(docs()))
 
 
 def tokenizer_path(folder, kind="bpe", vocab_size=600):

@@ -75,6 +75,13 @@ class SkippedInput:
     reason: str
 
 
+TOKENIZER_ENTRY_VERSION = 2
+"""The version of a manifest's tokenizer entry. 1 (no "version"): the special ids alone. 2: each
+role's token and where it was declared (`special_tokens`, `roles_from`), and the ids `build()`
+adds (`pipeline_adds`). An entry of version 1 reads as before: its roles' tokens and sources are
+unknown, and the ids the pipeline adds follow from its special ids as they always did."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class TokenizerInfo:
     """The tokenizer a text dataset was tokenized with, stored beside the shards.
@@ -88,6 +95,12 @@ class TokenizerInfo:
         "cls", "sep", "mask"); a role it lacks is absent.
       normalization: what the tokenizer's round trip may change (e.g. "NFKC, whitespace
         collapsed"): a decode that differs from the text beyond this is counted at convert time.
+      special_tokens: role -> the token's text ("[EOS]"); empty in an entry of version 1.
+      roles_from: role -> where the role was declared: named at convert (--special-tokens), the
+        tokenizer's post-processor or model, or a special token's name.
+      pipeline_adds: the ids `build()` adds to documents: "eos" at each one's end for the
+        causal outputs, "cls" and "sep" around each one for `keras_classifier`.
+      version: the entry's version (TOKENIZER_ENTRY_VERSION; 1 when the JSON has none).
     """
 
     kind: str
@@ -96,31 +109,58 @@ class TokenizerInfo:
     vocab_size: int
     special_ids: dict[str, int] = dataclasses.field(default_factory=dict)
     normalization: str = ""
+    special_tokens: dict[str, str] = dataclasses.field(default_factory=dict)
+    roles_from: dict[str, str] = dataclasses.field(default_factory=dict)
+    pipeline_adds: dict[str, int] = dataclasses.field(default_factory=dict)
+    version: int = TOKENIZER_ENTRY_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.version == 1:  # written back as it was read
+            for key in ("special_tokens", "roles_from", "pipeline_adds", "version"):
+                out.pop(key)
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TokenizerInfo:
         try:
+            version = obj.get("version", 1)
+            special_ids = dict(obj.get("special_ids", {}))
             info = cls(
                 kind=str(obj["kind"]),
                 file=check_relative_name(str(obj["file"])),
                 fingerprint=str(obj["fingerprint"]),
                 vocab_size=obj["vocab_size"],
-                special_ids=dict(obj.get("special_ids", {})),
+                special_ids=special_ids,
                 normalization=str(obj.get("normalization", "")),
+                special_tokens={str(k): str(v) for k, v in obj.get("special_tokens", {}).items()},
+                roles_from={str(k): str(v) for k, v in obj.get("roles_from", {}).items()},
+                pipeline_adds=dict(obj["pipeline_adds"]) if version != 1 else framing_v1(special_ids),
+                version=version,
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ManifestError(f"Malformed tokenizer entry: {e!r}. Received: {str(obj)[:200]}") from e
-        if not _is_count(info.vocab_size) or not all(
-            _is_count(v) and v < info.vocab_size for v in info.special_ids.values()
+        ids = [*info.special_ids.values(), *info.pipeline_adds.values()]
+        if (
+            info.version not in (1, TOKENIZER_ENTRY_VERSION)
+            or not _is_count(info.vocab_size)
+            or not all(_is_count(v) and v < info.vocab_size for v in ids)
         ):
             raise ManifestError(
-                f"tokenizer: expected vocab_size > 0 and special ids below it. Received: "
-                f"vocab_size={info.vocab_size!r}, special_ids={info.special_ids!r}"
+                f"tokenizer: expected version 1 or {TOKENIZER_ENTRY_VERSION}, vocab_size > 0 and special ids below "
+                f"it. Received: version={info.version!r}, vocab_size={info.vocab_size!r}, "
+                f"special_ids={info.special_ids!r}, pipeline_adds={info.pipeline_adds!r}"
             )
         return info
+
+
+def framing_v1(special_ids: dict[str, int]) -> dict[str, int]:
+    """The ids the pipeline added for a tokenizer entry of version 1: its EOS, and its CLS and
+    SEP when it had both."""
+    out = {"eos": special_ids["eos"]} if "eos" in special_ids else {}
+    if "cls" in special_ids and "sep" in special_ids:
+        out |= {"cls": special_ids["cls"], "sep": special_ids["sep"]}
+    return out
 
 
 EXACT_LENGTHS = 16384

@@ -48,3 +48,24 @@ def test_a_trained_tokenizer_on_two_worker_processes(tmp_path):
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=TWO_WORKERS, **options
     )
     same(tmp_path / "local", tmp_path / "beam")
+
+
+@pytest.mark.slow
+def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monkeypatch):
+    """Plain files read from checkpoints by Beam's workers (segments of 2 KB, pieces of 7
+    documents: many of each), a gzip file read by the converting process: the local engine's
+    bytes and manifest, with 2 local workers."""
+    from tfpipe.convert import textranges
+
+    monkeypatch.setattr(textranges, "SEGMENT_BYTES", 2048)
+    monkeypatch.setattr(textranges, "DOCS_PER_TASK", 7)
+    texts = docs()[:100]
+    write_corpus(tmp_path / "src", texts[:80], "jsonl", files=2, labels=[i % 3 for i in range(80)])
+    write_corpus(tmp_path / "src", texts[80:], "jsonl.gz", labels=[i % 3 for i in range(20)])
+    options = {"tokenizer": tokenizer_path(tmp_path), "label": "label", "num_shards": 3}
+    local = tfpipe.convert(str(tmp_path / "src"), str(tmp_path / "local"), workers=2, **options)
+    tfpipe.convert(
+        str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=IN_PROCESS, **options
+    )
+    same(tmp_path / "local", tmp_path / "beam")
+    assert local.split("train").text.documents == 100

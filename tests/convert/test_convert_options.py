@@ -33,6 +33,7 @@ FLAGS = {
     "tokenizer": ["--tokenizer", "{labels}"],
     "train_tokenizer": ["--train-tokenizer", "bpe", "--vocab-size", "64"],
     "vocab_size": ["--vocab-size", "64", "--train-tokenizer", "bpe"],
+    "special_tokens": ["--special-tokens", "eos=[EOS]"],
 }
 KINDS = ("images", "imagenet_flat", "csv", "parquet", "arrow", "text")
 FORMAT = {

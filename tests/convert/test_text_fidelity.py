@@ -231,7 +231,7 @@ def test_folders_subfolders_and_other_files(tmp_path, bpe):
         (
             str(src / "notes.md"),
             "not a corpus file: its name ends in none of .jsonl, .ndjson, .txt (each also "
-            "compressed: .gz, .bz2, .xz, .zip), .parquet, .pq",
+            "compressed: .gz, .bz2, .xz, .zip), .parquet, .pq, .arrow",
         )
     ]
     assert "skipped" in out and "notes.md" in out

@@ -139,3 +139,15 @@ def test_hive_partitioned_parquet_text_is_offered_a_glob_that_works(tmp_path, bp
     assert "key=value pairs are not read into the records" in err
     assert convert(pattern, tmp_path / "b", "--tokenizer", bpe)[0] == 0
     assert decoded(tmp_path / "b") == docs()[:5]
+
+
+@pytest.mark.parametrize(
+    "name,pack", [("c.txt.bz2", bz2.compress), ("c.txt", lzma.compress), ("c.txt.zip", _zip)]
+)
+def test_compressed_text_read_by_line_by_content_whatever_the_name(tmp_path, bpe, name, pack):
+    """--lines reads each line of compressed text as a document, as it does plain text."""
+    texts = [" ".join(d.split()) for d in docs()[:6]]
+    src = tmp_path / name
+    src.write_bytes(pack("\n".join(texts).encode()))
+    assert convert(src, tmp_path / "out", "--tokenizer", bpe, "--lines")[0] == 0
+    assert decoded(tmp_path / "out") == texts

@@ -10,7 +10,7 @@ import pytest
 from _records import nothing_written, records
 from _text_data import convert, docs, token_lists, tokenizer_path
 
-from tfpipe.convert import tokenizers
+from tfpipe.convert import tokenizers, tokenizertrain
 
 
 def write(path, texts):
@@ -93,7 +93,7 @@ def test_a_vocabulary_beyond_the_corpus_gives_the_most_it_gives_with_a_note(tmp_
     )
     assert note in out and any(note in n for n in m.split("train").notes)
     if kind == "sentencepiece":  # the model --vocab-size of that bound trains
-        again = tokenizers.train(kind, size, tokenizers.documents_of(docs()[:60]))
+        again = tokenizertrain.train(kind, size, tokenizertrain.documents_of(docs()[:60]))
         assert again.fingerprint == m.tokenizer.fingerprint
 
 

@@ -9,13 +9,13 @@ import pytest
 from _text_data import docs, trained
 from _without import run_without
 
-from tfpipe.convert import tokenizers
+from tfpipe.convert import tokenizers, tokenizertrain
 from tfpipe.errors import DataError
 
 
 @pytest.mark.parametrize("kind", ["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"])
 def test_training_is_deterministic(kind):
-    again = tokenizers.train(kind, 600, tokenizers.documents_of(docs()))
+    again = tokenizertrain.train(kind, 600, tokenizertrain.documents_of(docs()))
     assert again.data == trained(kind).data and again.fingerprint == trained(kind).fingerprint
     tok = tokenizers.load(again)
     assert tok.vocab_size == 600

@@ -180,9 +180,13 @@ def test_refusals_name_the_option(text_ds):
         tfpipe.build(text_ds, batch_size=B, sequence_length=L, output="keras_classifier", packing="first_fit")
 
 
-def test_classifier_needs_cls_and_sep(spm_text):
-    with pytest.raises(ConfigError, match=r"has no cls or sep id"):
-        tfpipe.build(spm_text[0], batch_size=B, sequence_length=L, output="keras_classifier", label="tokens")
+def test_classifier_without_cls_and_sep_frames_with_bos_and_eos(spm_text):
+    """SentencePiece's default ids give <s> and </s>, no CLS or SEP: framed as RoBERTa frames a
+    sequence, and said (a tokenizer with neither is refused: tests/convert/test_text_special_tokens.py)."""
+    pipe = plan(
+        spm_text[0], batch_size=B, sequence_length=L, output="keras_classifier", label="tokens", truncate=True
+    )
+    assert "framed as BOS tokens EOS, <s> (id 1, the tokenizer's model) and </s> (id 2" in pipe.describe()
 
 
 def test_tpu_tiling_warns(text_ds):

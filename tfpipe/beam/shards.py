@@ -24,7 +24,7 @@ from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.engine import write_shard
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import ImageInputs, TableRows
-from tfpipe.convert.text import TextInputs
+from tfpipe.convert.textinputs import TextInputs
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
 from tfpipe.schema import Schema
 

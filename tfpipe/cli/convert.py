@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   tfpipe convert hive_parquet/ out/ --label y      # year=2021/part-0.parquet: year is a column
   tfpipe convert corpus/ out/ --train-tokenizer sentencepiece --vocab-size 32000   # .jsonl/.txt/.parquet
   tfpipe convert reviews.jsonl out/ --tokenizer tokenizer.json --label sentiment
+  tfpipe convert web.jsonl out/ --tokenizer tokenizer.json --special-tokens eos=[EOS],bos=[BOS]
   tfpipe convert books/ out/ --lines --tokenizer spm.model    # .txt files, one document per line
   tfpipe convert gs://b/raw gs://b/imagenet --engine beam \
       --beam-options="--runner=DataflowRunner --project=P --region=us-central1 --temp_location=gs://b/tmp"
@@ -178,6 +179,13 @@ def _add_text_flags(g: argparse._ArgumentGroup) -> None:
         "can, said in a note",
     )
     g.add_argument(
+        "--special-tokens",
+        metavar="ROLE=TOKEN,...",
+        help="roles of tokens the tokenizer does not declare (or declares otherwise): "
+        "eos=[EOS],bos=[BOS] (roles: pad, unk, bos, eos, cls, sep, mask); the tokenizer's own fill in "
+        "the rest, and the manifest records both",
+    )
+    g.add_argument(
         "--text-field",
         default="text",
         metavar="FIELD",
@@ -271,6 +279,13 @@ def _pairs(flag: str, values: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _text_options(args: argparse.Namespace) -> dict[str, object]:
+    """--special-tokens as convert() takes it (a mapping of roles to tokens)."""
+    from tfpipe.convert.specialtokens import parse
+
+    return {"special_tokens": parse(args.special_tokens)} if args.special_tokens else {}
+
+
 def _table_options(args: argparse.Namespace) -> dict[str, object]:
     """--null-values and --column-type as convert() takes them."""
     nulls: dict[str, list[str]] = {}
@@ -290,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
     retried_before = storage.retries()
     out = console(args.quiet)
     options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
-    options |= _table_options(args)
+    options |= _table_options(args) | _text_options(args)
 
     def convert_with(progress: Callable[[Tick], None]) -> Manifest:
         return convert(

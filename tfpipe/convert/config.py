@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
+from tfpipe.convert.specialtokens import check_named
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import as_int, check_choice, check_int
 
@@ -52,6 +53,7 @@ APPLIES_TO: dict[str, tuple[str, ...]] = {
     "tokenizer": _TEXT,
     "train_tokenizer": _TEXT,
     "vocab_size": _TEXT,
+    "special_tokens": _TEXT,
 }
 """The source formats each ConvertConfig field applies to; the others apply to every source."""
 TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if formats == _TEXT)
@@ -229,6 +231,9 @@ class ConvertConfig:
       train_tokenizer: train one on the corpus instead: "sentencepiece" (unigram),
         "sentencepiece-bpe", "bpe" (byte-level, `tokenizers`) or "wordpiece"; with vocab_size.
       vocab_size: the trained tokenizer's vocabulary size.
+      special_tokens: the roles of tokens the tokenizer does not declare, or declares otherwise,
+        by their text: {"eos": "[EOS]", "bos": "[BOS]"} (roles: pad, unk, bos, eos, cls, sep,
+        mask). The tokenizer's own declarations fill in the rest; the manifest records both.
     """
 
     format: Format = "auto"
@@ -252,6 +257,7 @@ class ConvertConfig:
     tokenizer: str | None = None
     train_tokenizer: TokenizerTraining | None = None
     vocab_size: int | None = None
+    special_tokens: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._check_text()
@@ -319,6 +325,7 @@ class ConvertConfig:
             )
         if self.vocab_size is not None:
             check_int("vocab_size", self.vocab_size, 2, 2**31 - 1, what="an int in 2..2**31-1")
+        object.__setattr__(self, "special_tokens", check_named(self.special_tokens))
 
     def given(self, names: tuple[str, ...]) -> dict[str, Any]:
         """The fields of `names` set to something other than their default, by name."""

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.codec import encode_columns, encode_example
+from tfpipe.codec import encode_columns, encode_example, frame_record
 from tfpipe.convert.infer import null_value_error
 from tfpipe.convert.textencode import TextTask, encode_text
 from tfpipe.convert.textstats import TextTally
@@ -155,12 +155,15 @@ class Piece:
 @dataclasses.dataclass(frozen=True, slots=True)
 class EncodedPiece:
     """What encoding a Piece gave: one Encoded per item, in order. Carries no input bytes back.
-    `text`: what a piece of text documents held (tokens, lengths, what was noticed)."""
+    `text`: what a piece of text documents held (tokens, lengths, what was noticed). `framed`:
+    each record is a whole TFRecord already (header, payload, footer), framed by the worker, so
+    the writing process writes the piece in one write (text documents: small records, many)."""
 
     shard: int
     first: int
     encoded: list[Encoded]
     text: TextTally | None = None
+    framed: bool = False
 
 
 def encode_piece(piece: Piece) -> EncodedPiece:
@@ -168,7 +171,8 @@ def encode_piece(piece: Piece) -> EncodedPiece:
     work = piece.work
     if isinstance(work, TextTask):
         records, tally = encode_text(work)
-        return EncodedPiece(piece.shard, piece.first, [Encoded(r, None, 0) for r in records], tally)
+        framed = [Encoded(None if r is None else frame_record(r), None, 0) for r in records]
+        return EncodedPiece(piece.shard, piece.first, framed, tally, framed=True)
     encoded = encode_images(work) if isinstance(work, ImageTask) else encode_table(work)
     return EncodedPiece(piece.shard, piece.first, encoded)
 

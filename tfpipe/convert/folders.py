@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import jsonlfile, textfile, textfiles
+from tfpipe.convert import hfsaved, jsonlfile, textfile, textlist
 from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.labels import SYNSET_RE, read_labels
@@ -215,6 +215,10 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
     entries = _entries(src)
     dirs = [e.name for e in entries if e.is_dir]
     files = [e.name for e in entries if not e.is_dir]
+    if hfsaved.STATE in files and hfsaved.saved_dataset(src) is not None:
+        return FormatChoice(
+            "arrow", "a folder datasets' save_to_disk wrote (its state.json lists its Arrow files)"
+        )
     if dirs and all(_PARTITION_RE.match(d) for d in dirs):
         return FormatChoice("parquet", f"Hive partition folders ({dirs[0]}/...) of a Parquet dataset")
     if dirs:
@@ -223,7 +227,7 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
         TABLE_SUFFIXES[os.path.splitext(n)[1].lower()]
         for n in files
         if os.path.splitext(n)[1].lower() in TABLE_SUFFIXES
-    } | {"jsonl" for n in files if textfiles.kind_of(n) == "jsonl"}  # `.jsonl.gz` too
+    } | {"jsonl" for n in files if textlist.kind_of(n) == "jsonl"}  # `.jsonl.gz` too
     if len(tables) == 1:
         fmt = tables.pop()
         return FormatChoice(fmt, f"a folder of {fmt} files")
@@ -256,7 +260,7 @@ def _file_format(src: str, suffix: str) -> FormatChoice:
             f"{src}: expected a table file (CSV, Parquet, Arrow IPC) or a folder. Received: {magic.name}.{advice}"
         )
     packed, named = textfile.compression(head), TABLE_SUFFIXES.get(suffix)
-    if textfiles.kind_of(src) == "jsonl":  # `t.jsonl`, `t.jsonl.gz`: a table or a corpus (run decides)
+    if textlist.kind_of(src) == "jsonl":  # `t.jsonl`, `t.jsonl.gz`: a table or a corpus (run decides)
         return FormatChoice("jsonl", f"a JSON Lines file ({os.path.basename(src)})")
     if named is None and jsonlfile.looks_like(textfile.read_head(src)):
         return FormatChoice("jsonl", "its first line is a JSON object (JSON Lines)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert import textfiles
+from tfpipe.convert import textfiles, textlist
 from tfpipe.errors import DataError
 
 SUFFIXES = (".jsonl", ".ndjson")
@@ -25,22 +25,7 @@ _KIND = {str: "string", bool: "bool", int: "int", float: "float"}
 _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "numbers"}
 
 
-def looks_like(head: bytes) -> bool:
-    """Whether a file whose decompressed bytes start with `head` is JSON Lines: its first
-    line is a JSON object (or, longer than `head`, starts like one). UTF-8 only: a BOM or NUL
-    bytes of UTF-16 are not looked through (such a file is named .jsonl, or given --format)."""
-    import json
-
-    text = head.decode("utf-8", "replace").removeprefix("\ufeff").lstrip()
-    line, ended = text.partition("\n")[0], "\n" in text
-    if not line.startswith("{"):
-        return False
-    if not ended:
-        return line.startswith('{"')
-    try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:
-        return False
+looks_like = textlist.looks_like_json_lines
 
 
 def first_object(path: str) -> dict[str, Any] | None:

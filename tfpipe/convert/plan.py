@@ -9,16 +9,19 @@ pieces as the local engine does, and `ConvertPlan.manifest` builds the manifest 
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.sources import ImageInputs, Source, TableRows
-from tfpipe.convert.text import TextInputs
+from tfpipe.convert.textinputs import TextInputs
 from tfpipe.convert.textstats import TextTally
 from tfpipe.convert.writer import (
     JournalState,
@@ -28,7 +31,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import LengthsFile, Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
+from tfpipe.manifest import Checksum, LengthsFile, Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
@@ -42,11 +45,12 @@ _NAMED = 5  # changed inputs named in a refusal; the count of the rest is given
 @dataclasses.dataclass(frozen=True, slots=True)
 class SplitTextFiles:
     """A finished text split's documents summed in shard order, and its lengths file: the entry
-    the manifest lists and the bytes written beside the shards."""
+    the manifest lists, and the local file that holds it until it is committed beside the shards
+    (`path`; written a shard at a time, so its size never sits in memory)."""
 
     tally: TextTally
     lengths: LengthsFile
-    data: bytes
+    path: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -184,40 +188,51 @@ class ConvertPlan:
             tokenizer=self.tokenizer,
         )
 
-    def text_files(self, done: Sequence[ShardDone]) -> SplitTextFiles | None:
-        """A text split's figures and its lengths file (None for images and tables): what
-        `split_files` writes and `manifest` lists."""
-        text = self._text(done)
-        if text is None:
-            return None
-        lengths, data = text.lengths_file(lengths_name(self.split))
-        return SplitTextFiles(text, lengths, data)
+    def text_files(
+        self, done: Sequence[ShardDone], lengths_of: Callable[[ShardDone], bytes] | None = None
+    ) -> SplitTextFiles | None:
+        """A text split's figures, summed in shard order, and its lengths file, written to a local
+        file a shard at a time (None for images and tables): what `split_files` commits and
+        `manifest` lists.
 
-    @staticmethod
-    def split_files(text: SplitTextFiles | None) -> tuple[tuple[str, bytes], ...]:
-        """(name, bytes) of the files committed with the split, after its shards and before its
-        manifest: a text split's lengths file (`manifest.LENGTHS_FORMAT`); none for images and
-        tables. `manifest()` lists them with their checksums."""
-        return () if text is None else ((text.lengths.file, text.data),)
-
-    def _text(self, done: Sequence[ShardDone]) -> TextTally | None:
-        """What a text split's shards hold, summed in shard order (None for images and tables).
+        Args:
+          lengths_of: the lengths of a shard whose done-record holds none in memory (the local
+            engine keeps them in its journal only, `ShardDone.without_lengths`).
 
         Raises:
           ManifestError: a shard whose done-record counts other documents than it holds records.
         """
         if self.layout != "text":
             return None
-        text = TextTally()
-        for d in done:
-            tally = d.text or TextTally()
-            if len(tally.lengths) != d.info.examples:
-                raise ManifestError(
-                    f"shard {d.info.name}: expected a length for each of its {d.info.examples} records. "
-                    f"Received: {len(tally.lengths)} lengths"
-                )
-            text.merge(tally)
-        return text
+        name = lengths_name(self.split)
+        text, checksum, size = TextTally(), Checksum(), 0
+        folder = tempfile.gettempdir() if storage.is_gcs(self.dest) else self.dest
+        fd, path = tempfile.mkstemp(prefix=storage.temp_name(name), dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                for d in done:
+                    tally = d.text or TextTally()
+                    data = tally.lengths_bytes() if tally.lengths or lengths_of is None else lengths_of(d)
+                    if len(data) != 4 * d.info.examples:
+                        raise ManifestError(
+                            f"shard {d.info.name}: expected a length for each of its {d.info.examples} records. "
+                            f"Received: {len(data) // 4} lengths"
+                        )
+                    f.write(data)
+                    checksum.update(data)
+                    size += len(data)
+                    text.merge(dataclasses.replace(tally, lengths=array.array("I")))
+        except BaseException:
+            os.remove(path)
+            raise
+        return SplitTextFiles(text, LengthsFile(name, size, str(checksum)), path)
+
+    @staticmethod
+    def split_files(text: SplitTextFiles | None) -> tuple[tuple[str, str], ...]:
+        """(name, local path) of the files committed with the split, after its shards and before
+        its manifest: a text split's lengths file (`manifest.LENGTHS_FORMAT`); none for images
+        and tables. `manifest()` lists them with their checksums."""
+        return () if text is None else ((text.lengths.file, text.path),)
 
 
 def make_plan(

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import commit_markers, storage
-from tfpipe.convert import folders, tables, textfiles
+from tfpipe.convert import folders, tables, textlist
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -246,17 +246,22 @@ def _convert_locked(
         existing = _drop_split(existing, plan.split, journal)
         journal.clear()
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
+    done = {i: d.without_lengths() for i, d in done.items()}  # read back from the journal at the end
     if isinstance(decision, Start):
         journal.start(plan.record())
     for name, data in source.attachments:  # e.g. the tokenizer, which the workers read
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
     _check_tables_unchanged(source)
-    text = plan.text_files(shards)
-    _check_written(src, source, text)
-    for name, data in plan.split_files(text):  # text: lengths, with shards
-        storage.write_atomic(storage.join(dest, name), data, overwrite=True)
-        pause_point("split-file-committed")
+    text = plan.text_files(shards, journal.lengths)
+    try:
+        _check_written(src, source, text)
+        for name, path in plan.split_files(text):  # text: lengths, with shards
+            storage.commit_file(path, storage.join(dest, name), overwrite=True)
+            pause_point("split-file-committed")
+    finally:
+        if text is not None and os.path.exists(text.path):
+            os.remove(text.path)
     manifest = plan.manifest(shards, existing, time.monotonic() - started, text)
     entry = manifest.splits[plan.split]
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
@@ -338,7 +343,7 @@ def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tupl
         if choice.format == "jsonl":
             _refuse_a_corpus_as_a_table(src, cfg)
     except DataError:
-        if textfiles.looks_like_corpus(src):
+        if textlist.looks_like_corpus(src):
             raise ConfigError(
                 f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
                 "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
@@ -492,7 +497,7 @@ def _execute(
             tally.skipped += sum(1 for item in step.piece.encoded if item.record is None)
         if step.done is not None:
             journal.mark_done(step.done)
-            results[step.shard] = step.done
+            results[step.shard] = step.done.without_lengths()  # in the journal: read back at the end
             tally.bytes_out += step.done.info.bytes
             tally.shards += 1
             pause_point("shard-committed")

@@ -212,12 +212,12 @@ class TableSource:
     fingerprint: str
     layout: str = "table"
     unit: str = "rows"
-    class_names: tuple[str, ...] = ()
     label_offset: int = 0
     tokenizer = None
     attachments = ()
 
     schema = property(lambda self: self.scan.schema)
+    class_names = property(lambda self: self.scan.class_names)
     n_items = property(lambda self: self.scan.rows)
     inputs = property(lambda self: self.scan.files)
     identities = property(lambda self: self.scan.identities)

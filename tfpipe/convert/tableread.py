@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import arrowfile, csvfile, jsonlfile, parquetfile
+from tfpipe.convert import arrowfile, csvfile, hfsaved, jsonlfile, parquetfile
 from tfpipe.errors import DataError, TfpipeError
 from tfpipe.manifest import SkippedInput
 
@@ -74,6 +74,9 @@ def list_table(src: str, fmt: str) -> parquetfile.Dataset:
         return parquetfile.Dataset((src,))
     _refuse_special(src, f"a {fmt} file or a folder of them")
     entries = _entries(src)
+    saved = hfsaved.saved_dataset(src) if fmt == "arrow" and (hfsaved.STATE, False) in entries else None
+    if saved is not None:  # its Arrow files, in the order its state.json lists them
+        return parquetfile.Dataset(saved.files)
     suffixes = [s for s, f in TABLE_SUFFIXES.items() if f == fmt]
     if fmt == "parquet" and parquetfile.partitioned(src, [(n, d) for n, d in entries]):
         return parquetfile.hive_dataset(src, parquetfile.walk(src))

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import arrowfile, csvfile, parquetfile
+from tfpipe.convert import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
 from tfpipe.convert.config import ALL_COLUMNS
 from tfpipe.convert.infer import Column, Problems, null_value_error
 from tfpipe.convert.tableread import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
@@ -75,6 +75,8 @@ class TableScan:
       partitions: each file's Hive partition values (empty tuple when not partitioned).
       notes: what the summary says of columns read otherwise than pandas would.
       identities: each file's size, modification time and content checksum, for `--resume`.
+      class_names: the label's class names when the files declare it a `datasets` ClassLabel
+        (Parquet or Arrow written by Hugging Face `datasets`), else empty.
     """
 
     files: tuple[str, ...]
@@ -92,6 +94,7 @@ class TableScan:
     partitions: tuple[parquetfile.Partition, ...] = ()
     notes: tuple[str, ...] = ()
     identities: tuple[str, ...] = ()
+    class_names: tuple[str, ...] = ()
 
     def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
@@ -210,7 +213,7 @@ def scan_file(
         than the first file's, an unsupported column type).
     """
     found = FileState(identity=storage.identity(path, checksum=True))
-    header = None
+    header, classes = None, None
     if fmt == "csv":
         try:
             header, found.notes = csvfile.check_shape(path, options.encoding, problems)
@@ -220,11 +223,7 @@ def scan_file(
         if header is None:
             return found  # ragged rows, listed in problems: the values would be shifted
     elif fmt != "jsonl":  # JSON Lines have no schema: JSON types each value
-        schema = (
-            arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
-        )
-        note = parquetfile.index_note(path, schema)
-        found.notes += [note] if note else []
+        classes = _read_schema(path, fmt, options.label, found)
     reading = Reading(
         fmt, options.encoding, options.null_values, None, {path: partition} if partition else {}
     )
@@ -244,6 +243,9 @@ def scan_file(
         found.total += len(chunk)
         chunk = _drop_label_nulls(chunk, path, options, found, problems)
         found.kept += len(chunk)
+        found.label_reported = found.label_reported or _not_a_class(
+            chunk, classes, path, options.label, problems
+        )
         for c, column in columns.items():
             if not column.failed:
                 _add(column, chunk[c], path, fmt == "csv" and first_file, problems)
@@ -308,6 +310,52 @@ def _add(column: Column, series: Any, path: str, csv_first_file: bool, problems:
         column.failed = True
 
 
+def _read_schema(path: str, fmt: str, label: str | None, found: FileState) -> tuple[str, ...] | None:
+    """Notes what a Parquet or Arrow file's schema says (a pandas index stored as a column);
+    returns its label's ClassLabel names, if it declares them."""
+    schema = arrowfile.open_file(path).schema if fmt == "arrow" else parquetfile.open_file(path).schema_arrow
+    note = parquetfile.index_note(path, schema)
+    found.notes += [note] if note else []
+    return hfsaved.class_names(hfsaved.schema_features(schema.metadata), label or "")
+
+
+def _not_a_class(
+    chunk: Any, classes: tuple[str, ...] | None, path: str, label: Any, problems: Problems
+) -> bool:
+    """Whether a label of the chunk is no class index of the file's ClassLabel, if it declares
+    one (datasets writes -1 for "no label"); the first such row is a problem."""
+    if classes is None:
+        return False
+    values = chunk[label].dropna()
+    bad = values[(values < 0) | (values >= len(classes))]
+    if bad.empty:
+        return False
+    problems.add(
+        f"{path}: label column {label!r}, row {int(bad.index[0])} holds {int(bad.iloc[0])}, which is not a "
+        f"class index of the file's ClassLabel {list(classes)[:10]} (0..{len(classes) - 1}). datasets "
+        "writes -1 for a row without a label: drop such rows (Dataset.filter) before converting."
+    )
+    return True
+
+
+def _class_labels(listing: parquetfile.Dataset, fmt: str, label: str | None) -> tuple[str, ...]:
+    """The label's class names when every file declares it the same `datasets` ClassLabel.
+
+    Raises:
+      DataError: files that declare other names (their labels would mean other classes).
+    """
+    if label is None or fmt not in ("parquet", "arrow"):
+        return ()
+    names = [textcolumns.declared_labels(p, fmt, label) for p in listing.files]
+    if any(n != names[0] for n in names):
+        other = next(i for i, n in enumerate(names) if n != names[0])
+        raise DataError(
+            f"{listing.files[other]}: expected the ClassLabel names of {listing.files[0]} for label "
+            f"column {label!r}, {names[0]}. Received: {names[other]}"
+        )
+    return names[0] or ()
+
+
 def _check_unchanged(path: str, identity: str) -> None:
     """Refuses a file whose size or modification time changed while the first pass read it."""
     now = storage.identity(path)
@@ -365,6 +413,7 @@ def finish(
         null_values=dict(options.null_values),
         partitions=listing.partitions,
         notes=tuple(dict.fromkeys([*notes, *(n for col in columns.values() if (n := col.note()))])),
+        class_names=_class_labels(listing, fmt, label),
     )
     return dataclasses.replace(out, estimated_bytes=_estimate_bytes(out))
 

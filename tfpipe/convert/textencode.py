@@ -13,11 +13,14 @@ the dataset, checked against its fingerprint).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 from tfpipe.codec import encode_example, packed_int64_lists
-from tfpipe.convert.textfiles import Doc, Raw, Reading, parse, where
+from tfpipe.convert.textfiles import Doc, Raw, Reading, Span, parse, read_raw, where
+from tfpipe.convert.textranges import Checkpoint
 from tfpipe.convert.textstats import TextTally
 from tfpipe.convert.tokenizers import Tokenizer, load_stored
+from tfpipe.errors import DataError
 from tfpipe.schema import VARIABLE, Field, Schema
 
 TOKENS = "tokens"
@@ -32,15 +35,19 @@ def text_schema(labelled: bool) -> Schema:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TextTask:
-    """Consecutive documents of one file, as stored, and how to encode them. The worker
-    decodes and parses them (the first pass checked them), so the converting process only
-    moves bytes.
+    """Consecutive documents of one file, and how to encode them: where they are (`start`,
+    `skip`, `count`), which the worker reads itself, or their bytes as stored (`raws`), read by
+    the converting process. The worker decodes and parses them (the first pass checked them).
 
     Attributes:
-      raws: the documents as stored (`textfiles.Raw`: bytes, label, line, byte offset).
+      raws: the documents as stored (`textfiles.Raw`: bytes, label, line, byte offset), or ().
       path, reading: their file and how it is read.
       class_names: text labels' class indices; empty when labels are numbers (or none).
       tokenizer, fingerprint: the dataset's stored tokenizer file and its fingerprint.
+      start, skip, count: without `raws`: the checkpoint to read from (`textranges`), the
+        documents after it to skip, and how many to encode.
+      specials: the tokenizer's special ids, named roles included (`Tokenizer.specials`, worked
+        out once by the converting process), noted where a document's tokens hold one.
     """
 
     raws: tuple[Raw, ...]
@@ -49,12 +56,35 @@ class TextTask:
     class_names: tuple[str, ...]
     tokenizer: str
     fingerprint: str
+    start: Checkpoint | None = None
+    skip: int = 0
+    count: int = 0
+    specials: tuple[int, ...] = ()
+
+    def documents(self) -> tuple[Raw, ...]:
+        """The task's documents as stored: its `raws`, or read from its checkpoint.
+
+        Raises:
+          DataError: the file holds fewer documents there than the first pass counted.
+        """
+        if self.start is None:
+            return self.raws
+        span = Span(self.start.offset, self.start.line)
+        raws = tuple(itertools.islice(read_raw(self.path, self.reading, self.skip, span), self.count))
+        if len(raws) < self.count:
+            raise DataError(
+                f"{self.path}: expected {self.count} documents from line {self.start.line} on (document "
+                f"{self.start.doc + self.skip + 1} of the first pass). Received: {len(raws)}; did the input "
+                "change during the conversion?"
+            )
+        return raws
 
 
 def encode_text(task: TextTask) -> tuple[list[bytes | None], TextTally]:
     """Each document's record (None for one left out as empty), and what they hold."""
     tok = load_stored(task.tokenizer, task.fingerprint)
-    docs = [parse(raw, task.path, task.reading) for raw in task.raws]
+    specials = frozenset(task.specials)
+    docs = [parse(raw, task.path, task.reading) for raw in task.documents()]
     labelled = task.reading.label is not None
     index = {name: i for i, name in enumerate(task.class_names)}
     schema = text_schema(labelled)
@@ -67,7 +97,7 @@ def encode_text(task: TextTask) -> tuple[list[bytes | None], TextTally]:
             tally.first_empty = tally.first_empty or where(task.path, doc.line)
             records.append(None)
             before = tally.mismatched
-            _check_round_trip(tok, doc, task.path, tokens, tally)  # text it had is lost: said
+            _check_round_trip(tok, specials, doc, task.path, tokens, tally)  # text it had is lost: said
             tally.lost += tally.mismatched - before
             continue
         row: dict[str, object] = {TOKENS: packed}
@@ -75,12 +105,14 @@ def encode_text(task: TextTask) -> tuple[list[bytes | None], TextTally]:
             row[LABEL] = index[doc.label] if isinstance(doc.label, str) else int(doc.label)
         records.append(encode_example(row, schema))
         tally.add(packed.count)
-        _check_round_trip(tok, doc, task.path, tokens, tally)
+        _check_round_trip(tok, specials, doc, task.path, tokens, tally)
     return records, tally
 
 
-def _check_round_trip(tok: Tokenizer, doc: Doc, path: str, ids: list[int], tally: TextTally) -> None:
-    if tok.specials and not tok.specials.isdisjoint(ids):
+def _check_round_trip(
+    tok: Tokenizer, specials: frozenset[int], doc: Doc, path: str, ids: list[int], tally: TextTally
+) -> None:
+    if specials and not specials.isdisjoint(ids):
         tally.special += 1
         tally.first_special = tally.first_special or where(path, doc.line)
     decoded = tok.decode(ids)

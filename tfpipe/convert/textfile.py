@@ -24,6 +24,7 @@ import gzip
 import io
 import lzma
 import zipfile
+import zlib
 from collections.abc import Callable
 from typing import AnyStr, BinaryIO, TextIO
 
@@ -91,6 +92,8 @@ _COMPRESSED: tuple[tuple[Callable[[bytes], bool], str, Callable[[BinaryIO], Bina
     (lambda h: h.startswith(b"\xfd7zXZ\x00"), "xz", lambda raw: lzma.LZMAFile(raw)),  # noqa: SIM115
 )  # each is closed with the file under it (`_Layered`)
 _ZIP = b"PK\x03\x04"
+UNREADABLE = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
+"""What reading a damaged compressed file raises (gzip, bzip2, xz, zip)."""
 
 
 def sniff(head: bytes) -> Magic | None:

@@ -1,11 +1,16 @@
-"""Text corpus files: listing them, and reading their documents with where each one is.
+"""Text corpus files: reading their documents, with where each one is (listing them is
+`textlist`'s).
 
-A corpus is one file, a folder of files, or a glob, local or gs://:
-- JSON Lines (`.jsonl`, `.ndjson`): one JSON object a line, the document in the field
+The kinds of file:
+- JSON Lines (`.jsonl`, `.ndjson`, and `.json` holding JSON Lines, by its content, as
+  `datasets`' `Dataset.to_json` writes it): one JSON object a line, the document in the field
   `text_field`; blank lines are left out (and counted). A key given twice in a line is refused.
 - plain text (`.txt`): the whole file is one document, or with `lines` each line is one.
-- Parquet (`.parquet`, `.pq`): a string column named `text_field`, as Hugging Face `datasets`
-  writes it (a `ClassLabel` label's names are read from its `huggingface` schema metadata).
+- Parquet (`.parquet`, `.pq`) and Arrow IPC (`.arrow`): a string column named `text_field`, as
+  Hugging Face `datasets` writes them (`textcolumns`; a `ClassLabel` label's names are read
+  from the file's `huggingface` schema metadata).
+- a folder `Dataset.save_to_disk` wrote (`hfsaved`): its Arrow files, in the order its
+  `state.json` lists them, its `ClassLabel` names from `dataset_info.json`.
 
 JSON Lines and text files are read through the one text decoder (`textfile`): compressed ones
 (gzip, bzip2, xz, a zip of one file) by their content, named `c.jsonl.gz`, `c.txt.xz` or not;
@@ -24,47 +29,15 @@ import dataclasses
 import functools
 import io
 import json
-import lzma
-import os
 import re
-import zipfile
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import textfile
-from tfpipe.convert.textfile import strip_bom
+from tfpipe.convert import textcolumns, textfile
+from tfpipe.convert.textfile import UNREADABLE, strip_bom
+from tfpipe.convert.textlist import COLUMNS, kind_of, read_as
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
-
-SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt", ".parquet": "parquet", ".pq": "parquet"}
-"""The corpus file suffixes and the kind each is read as."""
-COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
-"""Suffixes a compressed JSON Lines or text file may add (`c.jsonl.gz`): the name says the
-kind, the content the compression (`textfile.open_decompressed`, whatever the name)."""
-WANTED = ".jsonl, .ndjson, .txt (each also compressed: .gz, .bz2, .xz, .zip), .parquet, .pq"
-"""The corpus file names, for messages."""
-
-
-@functools.lru_cache(maxsize=1024)
-def kind_of(path: str) -> str | None:
-    """The kind of a corpus file by its suffix ("jsonl", "txt" or "parquet"), or None. A
-    compression suffix after a JSON Lines or text suffix (`.jsonl.xz`, `.txt.gz`) is left aside."""
-    stem, suffix = os.path.splitext(path.lower())
-    if suffix in COMPRESSED:
-        kind = SUFFIXES.get(os.path.splitext(stem)[1])
-        return kind if kind in ("jsonl", "txt") else None
-    return SUFFIXES.get(suffix)
-
-
-def looks_like_corpus(src: str) -> bool:
-    """Whether `src` names JSON Lines or .txt files (by name; a local folder by its files)."""
-    if kind_of(src) in ("jsonl", "txt"):
-        return True
-    if storage.is_gcs(src) or not os.path.isdir(src):
-        return False
-    return any(kind_of(n) in ("jsonl", "txt") for n in os.listdir(src))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,109 +60,8 @@ class Doc(NamedTuple):
 
 
 def where(path: str, line: int) -> str:
-    """A document's place for messages: "file: line 12" or "file: row 11" (Parquet)."""
-    return f"{path}: {'row' if kind_of(path) == 'parquet' else 'line'} {line}"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Listing:
-    """The corpus files of a source, sorted, and the files of a folder left out."""
-
-    files: tuple[str, ...]
-    skipped: tuple[SkippedInput, ...] = ()
-
-
-def list_corpus(src: str) -> Listing:
-    """The corpus files of `src`: the file itself, a glob's matches, or a folder's files.
-
-    Raises:
-      DataError: no corpus file, a file of another kind given by name, or a subfolder (whose
-        files would be left out).
-    """
-    wanted = WANTED
-    if storage.has_wildcards(src):
-        matches = storage.glob(src)
-        skipped = [SkippedInput(p, f"not a corpus file: its name ends in none of {wanted}") for p in matches]
-        listing = Listing(
-            tuple(p for p in matches if kind_of(p)), tuple(s for s in skipped if not kind_of(s.input))
-        )
-    elif storage.exists(src) if storage.is_gcs(src) else os.path.isfile(src):
-        if not kind_of(src):
-            raise DataError(
-                f"{src}: expected a text corpus file ({wanted}). Received: a file named otherwise"
-            )
-        listing = Listing((src,))
-    else:
-        listing = _list_folder(src, wanted)
-    if not listing.files:
-        raise DataError(f"{src}: expected text corpus files ({wanted}). Received: none")
-    _refuse_twice_read(listing.files)
-    return listing
-
-
-def _refuse_twice_read(files: tuple[str, ...]) -> None:
-    """Refuses two listed names of one local file (a symbolic or hard link beside its
-    target): its documents would be read, and trained on, twice.
-
-    Raises:
-      DataError: naming both names.
-    """
-    seen: dict[tuple[int, int], str] = {}
-    for path in files:
-        if storage.is_gcs(path):
-            continue
-        st = os.stat(path)
-        first = seen.setdefault((st.st_dev, st.st_ino), path)
-        if first != path:
-            link = " (a symbolic link to it)" if os.path.islink(path) or os.path.islink(first) else ""
-            raise DataError(
-                f"{path}: the same file as {first}{link}. Expected each corpus file once: its "
-                "documents would be read twice. Remove one name, or pass a glob that matches one."
-            )
-
-
-def _list_folder(src: str, wanted: str) -> Listing:
-    if storage.is_gcs(src):
-        entries = [(n, d) for n, d, _, _ in storage.gcs_entries(src)]
-    elif os.path.isdir(src):
-        entries = [(n, os.path.isdir(os.path.join(src, n))) for n in storage.listdir(src)]
-    else:
-        raise DataError(
-            f"Expected a text corpus file, folder or glob. Received: {src!r}, which does not exist"
-        )
-    entries = sorted(e for e in entries if not e[0].startswith((".", "_")))  # _SUCCESS, .DS_Store
-    folders = [n for n, is_dir in entries if is_dir]
-    if folders:
-        raise DataError(
-            f"{src}: expected a folder of text corpus files. Received: subfolder(s) {folders[:5]}, whose "
-            f"files would be left out. {_subfolder_way(src, folders)}"
-        )
-    files = [storage.join(src, n) for n, _ in entries if kind_of(n)]
-    skipped = [
-        SkippedInput(storage.join(src, n), f"not a corpus file: its name ends in none of {wanted}")
-        for n, _ in entries
-        if not kind_of(n)
-    ]
-    return Listing(tuple(files), tuple(skipped))
-
-
-def _subfolder_way(src: str, folders: list[str]) -> str:
-    """What to pass instead of a folder with subfolders: a glob that matches every corpus file
-    under it (checked), else each folder on its own. Hive partition values (`lang=en/`) are
-    said not to be read: a text record holds tokens, and a label from a field or column."""
-    from tfpipe.convert.parquetfile import walk
-
-    files = [f for f in walk(src) if kind_of(f)]
-    shapes = {(f.count("/"), os.path.splitext(f.lower())[1]) for f in files}
-    hive = " The folder names' key=value pairs are not read into the records." * all(
-        "=" in f for f in folders
-    )
-    if len(shapes) == 1:
-        ((depth, suffix),) = shapes
-        pattern = storage.join(src, *(["*"] * depth), "*" + suffix)
-        if len(storage.glob(pattern)) == len(files):
-            return f"Pass a glob that names their {len(files)} files: '{pattern}'.{hive}"
-    return f"Convert each folder on its own, or pass a glob that names the files.{hive}"
+    """A document's place for messages: "file: line 12" or "file: row 11" (Parquet, Arrow)."""
+    return f"{path}: {'row' if kind_of(path) in COLUMNS else 'line'} {line}"
 
 
 Problem = Callable[[str], None]
@@ -227,18 +99,29 @@ def read_documents(
             problem(str(e))
 
 
-def read_raw(path: str, reading: Reading, start: int = 0) -> Iterator[Raw]:
-    """The documents of one corpus file as stored, from the `start`-th on.
+class Span(NamedTuple):
+    """Where to start reading a plain UTF-8 file (uncompressed, local) of lines: the byte
+    `offset` of a line's start and that line's number; `end`: the byte offset to stop before
+    (-1: the file's end). A worker reads its own documents from one (`textranges`)."""
+
+    offset: int
+    line: int
+    end: int = -1
+
+
+def read_raw(path: str, reading: Reading, start: int = 0, span: Span | None = None) -> Iterator[Raw]:
+    """The documents of one corpus file as stored, from the `start`-th on (counted from
+    `span`'s line when given: the file is then read from that byte on, as plain UTF-8).
 
     Raises:
       DataError: the file cannot be read on (a damaged gzip or Parquet file, a missing column).
     """
-    kind = kind_of(path)
-    if kind == "parquet":
-        return _parquet_cells(path, reading, start)
+    kind = read_as(path)
+    if kind in COLUMNS:
+        return _column_cells(path, kind, reading, start)
     if kind == "txt" and not reading.lines:
         return _whole_file(path, start)
-    return _lines(path, start, kind == "jsonl")
+    return _lines(path, start, kind == "jsonl", span)
 
 
 def parse(raw: Raw, path: str, reading: Reading) -> Doc:
@@ -247,9 +130,9 @@ def parse(raw: Raw, path: str, reading: Reading) -> Doc:
     Raises:
       DataError: it is not UTF-8, not a JSON object, or lacks its text or label, by line or row.
     """
-    kind = kind_of(path)
-    if kind == "parquet":
-        return _parquet_document(raw, path, reading)
+    kind = read_as(path)
+    if kind in COLUMNS:
+        return _column_document(raw, path, reading)
     if raw.data is None:  # unreachable for text files; keeps the type checker honest
         raise DataError(f"{where(path, raw.line)}: expected text. Received: none")
     if kind == "txt" and not reading.lines:
@@ -295,10 +178,6 @@ def _utf8_error(path: str, line: int, offset: int, bad: bytes, reason: str) -> D
     )
 
 
-_UNREADABLE = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
-"""What reading a damaged file raises (gzip, bzip2, xz, zip)."""
-
-
 def _whole_file(path: str, start: int) -> Iterator[Raw]:
     if start > 0:
         return
@@ -334,7 +213,7 @@ def _decode_whole(data: bytes, path: str, offset: int) -> str:
 def _read_all(f: BinaryIO, path: str) -> bytes:
     try:
         return f.read()
-    except _UNREADABLE as e:
+    except UNREADABLE as e:
         raise DataError(f"{path}: expected a readable file. Received: {e}") from None
 
 
@@ -362,18 +241,27 @@ def _encoded_lines(f: BinaryIO, path: str, codec: str) -> Iterator[bytes]:
         raise _not_codec(path, number + 1, codec, e) from None
 
 
-def _lines(path: str, start: int, jsonl: bool) -> Iterator[Raw]:
-    """The lines of a JSON Lines file (blank lines left out) or a text file read by line."""
-    index, offset, number = 0, 0, 0
-    handle, codec = _open(path)
+def _lines(path: str, start: int, jsonl: bool, span: Span | None = None) -> Iterator[Raw]:
+    """The lines of a JSON Lines file (blank lines left out) or a text file read by line; with
+    `span`, those from its byte on, up to its end."""
+    index, offset, number, end = 0, 0, 0, -1
+    if span is None:
+        handle, codec = _open(path)
+    else:  # plain UTF-8, as the first pass found it (`textranges.plain_utf8`)
+        handle, codec, (offset, number, end) = (
+            storage.open_read(path),
+            None,
+            (span.offset, span.line - 1, span.end),
+        )
+        handle.seek(offset)
     with handle as f:
         lines = _split_lines(f) if codec is None else _encoded_lines(f, path, codec)
-        while True:
+        while end < 0 or offset < end:
             try:
                 raw = next(lines)
             except StopIteration:
                 return
-            except _UNREADABLE as e:
+            except UNREADABLE as e:
                 raise DataError(
                     f"{path}: line {number + 1}: expected a readable file. Received: {e}"
                 ) from None
@@ -484,61 +372,22 @@ def _kind(value: Any) -> str:
     )
 
 
-# ---- Parquet ----
+# ---- Parquet and Arrow ----
 
 
-def parquet_labels(path: str, column: str) -> tuple[str, ...] | None:
-    """The class names a Hugging Face `datasets` Parquet file declares for `column` (a
-    `ClassLabel` in its `huggingface` schema metadata), or None."""
-    from tfpipe.convert.parquetfile import open_file
-
-    metadata = open_file(path).schema_arrow.metadata or {}
-    try:
-        features = json.loads(metadata.get(b"huggingface", b"{}"))["info"]["features"]
-        feature = features[column]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and "names" in feature:
-        return tuple(str(n) for n in feature["names"])
-    return None
+def declared_labels(path: str, column: str) -> tuple[str, ...] | None:
+    """The class names a Parquet or Arrow file declares for `column` (a `datasets` `ClassLabel`),
+    or None; None for other files."""
+    kind = read_as(path)
+    return textcolumns.declared_labels(path, kind, column) if kind in COLUMNS else None
 
 
-def _parquet_cells(path: str, reading: Reading, start: int) -> Iterator[Raw]:
-    import pyarrow as pa
-
-    from tfpipe.convert.parquetfile import open_file
-
-    pf = open_file(path)
-    columns = [reading.text_field] + ([reading.label] if reading.label else [])
-    schema = pf.schema_arrow
-    for name, what in zip(columns, ("text", "label"), strict=False):
-        if name not in schema.names:
-            flag = "--text-field" if what == "text" else "--label"
-            raise DataError(
-                f"{path}: expected the {what} in column {name!r} ({flag}). Received: columns {schema.names[:10]}"
-            )
-    kind = schema.field(reading.text_field).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
-        raise DataError(
-            f"{path}: expected text (a string column) in column {reading.text_field!r}. Received: {kind}"
-        )
-    row = 0
-    try:
-        for batch in pf.iter_batches(batch_size=1024, columns=columns):
-            n = batch.num_rows
-            if row + n > start:
-                texts = batch.column(0).cast(pa.large_binary()).to_pylist()  # decoded by `parse`, by row
-                labels = batch.column(1).to_pylist() if reading.label else [None] * n
-                for i in range(max(0, start - row), n):
-                    yield Raw(texts[i], labels[i], row + i, 0)
-            row += n
-    except (pa.ArrowException, OSError) as e:
-        raise DataError(
-            f"{path}: expected Parquet data whose pages pass their checksums. Received: {e}"
-        ) from None
+def _column_cells(path: str, kind: str, reading: Reading, start: int) -> Iterator[Raw]:
+    for data, label, row in textcolumns.cells(path, kind, reading.text_field, reading.label, start):
+        yield Raw(data, label, row, 0)
 
 
-def _parquet_document(raw: Raw, path: str, reading: Reading) -> Doc:
+def _column_document(raw: Raw, path: str, reading: Reading) -> Doc:
     row = raw.line
     if raw.data is None:
         raise DataError(

@@ -1,11 +1,11 @@
 """Tokenizers for text conversion: a SentencePiece model or a Hugging Face `tokenizer.json`,
-loaded or trained, behind one small interface. No TensorFlow.
+behind one small interface. No TensorFlow.
 
-- `read_file(path)` reads a tokenizer file and says which kind it is; `train(...)` trains one,
-  deterministically (the same documents and options give the same bytes).
+- `read_file(path)` reads a tokenizer file and says which kind it is (`tokenizertrain.train`
+  trains one).
 - `load(file)` gives a `Tokenizer`: the plain encode (no special tokens added), decode, the
   tokenizer's documented normalisation (`canonical`: what a round trip may change), its
-  vocabulary size and its special ids by role.
+  vocabulary size and the roles of its special tokens (`specialtokens`).
 
 `sentencepiece` and `tokenizers` are the `text` extra, imported only here and only on use.
 """
@@ -15,14 +15,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import io
 import json
-import re
-from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 from tfpipe import storage
-from tfpipe.errors import ConfigError, DataError, MissingExtraError
+from tfpipe.convert import specialtokens
+from tfpipe.convert.specialtokens import ROLES as ROLES
+from tfpipe.convert.specialtokens import Roles
+from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.manifest import TokenizerInfo
 
 Kind = Literal["sentencepiece", "huggingface"]
@@ -30,24 +30,6 @@ TrainKind = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
 FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}
 """The name a dataset stores its tokenizer under, beside the shards, by kind."""
 INSTALL_HINT = 'pip install "tfpipe[text]"'
-ROLES = ("pad", "unk", "bos", "eos", "cls", "sep", "mask")
-
-# The tokens that hold each role, by name, as the common tokenizers spell them (BERT, RoBERTa,
-# T5, GPT-2, Llama); a tokenizer's own declarations (SentencePiece's ids, a Hugging Face
-# post-processor's CLS/SEP) come first.
-_ROLE_NAMES: dict[str, tuple[str, ...]] = {
-    "pad": ("[PAD]", "<pad>", "<|pad|>"),
-    "unk": ("[UNK]", "<unk>", "<|unk|>"),
-    "bos": ("<s>", "<bos>", "<|begin_of_text|>", "<|startoftext|>"),
-    "eos": ("</s>", "<eos>", "<|end_of_text|>", "<|endoftext|>"),
-    "cls": ("[CLS]", "<cls>"),
-    "sep": ("[SEP]", "<sep>"),
-    "mask": ("[MASK]", "<mask>"),
-}
-SPM_TRAIN_THREADS = 4
-"""Threads SentencePiece trains with, fixed: its result depends on the thread count (measured:
-2 threads twice gave the same model, 1 thread another), so a fixed count makes the model a
-function of the documents and options alone, on any machine."""
 _META_SPACE = "\u2581"  # SentencePiece's visible space, '▁'
 
 
@@ -138,16 +120,48 @@ class Tokenizer:
     Attributes:
       kind: "sentencepiece" or "huggingface".
       vocab_size: ids are 0..vocab_size-1.
-      special_ids: role -> id, for the roles it has (see ROLES).
+      roles: the roles of its special tokens as it declares them (`specialtokens`).
       normalization: what `decode(encode(text))` may change, in words (for the manifest).
-      specials: every id of a special or control token (which plain text should not produce).
+      specials: every id of a special or control token, or of a token holding a role (which
+        plain text should not produce; <unk> aside, which the round trip counts).
     """
 
     kind: str
     vocab_size: int
-    special_ids: dict[str, int]
     normalization: str
-    specials: frozenset[int]
+    _roles: Roles | None = None
+    _specials: frozenset[int] | None = None
+
+    @property
+    def roles(self) -> Roles:
+        # Worked out on first use: a conversion worker, which is handed the special ids
+        # (`TextTask.specials`), never needs them, and a large vocabulary takes a moment.
+        if self._roles is None:
+            self._roles, self._specials = self._declared()
+        return self._roles
+
+    @property
+    def specials(self) -> frozenset[int]:
+        if self._specials is None:
+            self._roles, self._specials = self._declared()
+        return self._specials
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        """The roles it declares, and its special ids (`specials`)."""
+        raise NotImplementedError
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        """Role -> id, for the roles it has (see `specialtokens.ROLES`)."""
+        return dict(self.roles.ids)
+
+    def token_id(self, token: str) -> int | None:
+        """The id of a token of its vocabulary, or None."""
+        raise NotImplementedError
+
+    def special_tokens(self) -> list[str]:
+        """Its special tokens' texts, for messages."""
+        raise NotImplementedError
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Each text's token ids, with no special tokens added."""
@@ -179,14 +193,32 @@ class Tokenizer:
         """Every token id the tokenizer has (special ones included)."""
         return list(range(self.vocab_size))
 
+    def named(self, names: dict[str, str]) -> Tokenizer:
+        """This tokenizer with the roles the user names (`--special-tokens`) first.
+
+        Raises:
+          ConfigError: a named token it does not have.
+        """
+        if not names:
+            return self
+        roles = specialtokens.with_named(self.roles, names, self.token_id, self.special_tokens())
+        self._roles, self._specials = (
+            roles,
+            self.specials | (frozenset(roles.ids.values()) - {roles.ids.get("unk")}),
+        )
+        return self
+
     def info(self, file: TokenizerFile) -> TokenizerInfo:
         return TokenizerInfo(
             kind=self.kind,
             file=file.name,
             fingerprint=file.fingerprint,
             vocab_size=self.vocab_size,
-            special_ids=dict(self.special_ids),
+            special_ids=dict(self.roles.ids),
             normalization=self.normalization,
+            special_tokens=dict(self.roles.tokens),
+            roles_from=dict(self.roles.sources),
+            pipeline_adds=specialtokens.framing(self.roles.ids),
         )
 
 
@@ -195,22 +227,34 @@ class _SentencePiece(Tokenizer):
         spm = require("sentencepiece")
         self._sp = spm.SentencePieceProcessor(model_proto=data)
         sp = self._sp
+        self._data = data
         self.kind = "sentencepiece"
         self.vocab_size = sp.get_piece_size()
-        ids = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
-        for role in ("cls", "sep", "mask", "pad"):
-            for piece in _ROLE_NAMES[role]:
-                i = sp.piece_to_id(piece)
-                if ids.get(role, -1) < 0 and not sp.is_unknown(i) and sp.id_to_piece(i) == piece:
-                    ids[role] = i
-        self.special_ids = {r: ids[r] for r in ROLES if ids.get(r, -1) >= 0}
-        self.specials = frozenset(
-            i for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)
-        ) - {sp.unk_id()}  # <unk> stands for unknown text: counted by the round trip instead
         self.normalization = (
             "SentencePiece's own normalizer (SentencePieceProcessor.normalize; NFKC-based unless "
             "the model says otherwise); whitespace runs as one space, trimmed"
         )
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        sp = self._sp
+        declared = {"unk": sp.unk_id(), "bos": sp.bos_id(), "eos": sp.eos_id(), "pad": sp.pad_id()}
+        control = [i for i in range(self.vocab_size) if sp.is_control(i)]
+        user = [i for i, kind in enumerate(_piece_types(self._data)) if kind == _USER_DEFINED]
+        roles = specialtokens.spm_roles(
+            declared, ((i, sp.id_to_piece(i)) for i in sorted({*control, *user})), sp.id_to_piece
+        )
+        # A user-defined piece is read in text as itself: one that holds a role (a literal
+        # "<sep>") is noted where a document spells it. <unk> stands for unknown text: counted
+        # by the round trip instead.
+        return roles, (frozenset(control) | frozenset(roles.ids.values())) - {sp.unk_id()}
+
+    def token_id(self, token: str) -> int | None:
+        i = self._sp.piece_to_id(token)
+        return None if self._sp.is_unknown(i) and token != self._sp.id_to_piece(i) else int(i)
+
+    def special_tokens(self) -> list[str]:
+        sp = self._sp
+        return [sp.id_to_piece(i) for i in range(self.vocab_size) if sp.is_control(i) or sp.is_unknown(i)]
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         return self._sp.encode(texts, out_type=int, num_threads=1)
@@ -233,21 +277,39 @@ class _HuggingFace(Tokenizer):
         tok = self._tok
         self.kind = "huggingface"
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
-        self.special_ids = _hf_roles(tok, spec)
-        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
-        unk = self.special_ids.get("unk")
-        self.specials = frozenset(t["id"] for t in spec.get("added_tokens", []) if t.get("special")) - {unk}
+        self._spec = spec
         self._normalizer = tok.normalizer
         # Byte-level tokenizers keep every byte, whitespace included; the others split words
         # on whitespace, which their decoders do not restore exactly.
         self._byte_level = _type(spec.get("decoder")) == "ByteLevel"
+        # The byte-level pre-tokenizer's add_prefix_space (its default) puts a space before a
+        # text that does not start with one, and its decoder keeps it: a known normalisation.
+        self._prefix_space = _adds_prefix_space(spec.get("pre_tokenizer"))
         what = _type(spec.get("normalizer"))
-        self.normalization = (f"the tokenizer's normalizer ({what})" if what else "none") + (
-            "" if self._byte_level else "; whitespace not kept (words are split on it)"
+        self.normalization = (
+            (f"the tokenizer's normalizer ({what})" if what else "none")
+            + ("" if self._byte_level else "; whitespace not kept (words are split on it)")
+            + (
+                "; a space put before a text that starts with none (add_prefix_space)"
+                if self._prefix_space
+                else ""
+            )
         )
+
+    def _declared(self) -> tuple[Roles, frozenset[int]]:
+        roles = specialtokens.hf_roles(self._spec, self._tok.token_to_id)
+        # <unk> stands for unknown text: the round trip counts it, not as a spelled special.
+        added = frozenset(t["id"] for t in self._spec.get("added_tokens", []) if t.get("special"))
+        return roles, (added | frozenset(roles.ids.values())) - {roles.ids.get("unk")}
 
     def ids(self) -> list[int]:
         return list(self._tok.get_vocab(with_added_tokens=True).values())
+
+    def token_id(self, token: str) -> int | None:
+        return self._tok.token_to_id(token)
+
+    def special_tokens(self) -> list[str]:
+        return [t.content for t in self._tok.get_added_tokens_decoder().values() if t.special]
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         # One text at a time: encode_batch would spread over every core, and each conversion
@@ -260,9 +322,13 @@ class _HuggingFace(Tokenizer):
     def canonical(self, text: str) -> str:
         if self._normalizer is not None:
             text = self._normalizer.normalize_str(text)
+        if self._prefix_space:
+            text = text.removeprefix(" ")
         return text if self._byte_level else "".join(text.replace(_META_SPACE, " ").split())
 
     def _same_but_whitespace(self, text: str, decoded: str) -> bool:
+        if self._prefix_space and decoded == " " + text:
+            return True
         return not self._byte_level and "".join(decoded.split()) == "".join(text.split())
 
 
@@ -275,18 +341,69 @@ def _type(component: Any) -> str:
     return f"{kind}[{', '.join(parts)}]" if parts else kind
 
 
-def _hf_roles(tok: Any, spec: dict[str, Any]) -> dict[str, int]:
-    """Role -> id: CLS and SEP as the post-processor declares them, then tokens by name."""
-    ids: dict[str, int] = {}
-    post = spec.get("post_processor") or {}
-    if post.get("type") in ("BertProcessing", "RobertaProcessing"):
-        ids["cls"], ids["sep"] = int(post["cls"][1]), int(post["sep"][1])
-    for role in ROLES:
-        for name in _ROLE_NAMES[role]:
-            i = tok.token_to_id(name)
-            if role not in ids and i is not None:
-                ids[role] = int(i)
-    return {r: ids[r] for r in ROLES if r in ids}
+def _adds_prefix_space(pre: Any) -> bool:
+    """Whether a tokenizer.json's pre-tokenizer is byte-level with add_prefix_space."""
+    if not isinstance(pre, dict):
+        return False
+    if pre.get("type") == "Sequence":
+        return any(_adds_prefix_space(p) for p in pre.get("pretokenizers") or [])
+    return pre.get("type") == "ByteLevel" and bool(pre.get("add_prefix_space"))
+
+
+_USER_DEFINED = 4  # sentencepiece_model.proto's SentencePiece.Type
+
+
+def _piece_types(data: bytes) -> list[int]:
+    """Each piece's type in a SentencePiece model (1 normal, 2 unknown, 3 control, 4 user
+    defined, 5 unused, 6 byte), read from the ModelProto's wire format: the processor tells
+    control and unknown pieces, not user-defined ones, and sentencepiece's generated proto
+    module needs another protobuf runtime than TensorFlow's. The pieces are field 1; in each,
+    the type is field 3 (absent: normal)."""
+    types, at, n = [], 0, len(data)
+    while at < n:
+        key, at = _varint(data, at)
+        wire = key & 7
+        if wire == 2:
+            size, at = _varint(data, at)
+            if key >> 3 == 1:
+                types.append(_piece_type(data, at, at + size))
+            at += size
+        elif wire == 0:
+            _, at = _varint(data, at)
+        else:
+            at += {1: 8, 5: 4}[wire]
+    return types
+
+
+def _piece_type(data: bytes, at: int, end: int) -> int:
+    """Field 3 (varint) of the SentencePiece message data[at:end], or 1."""
+    kind = 1
+    while at < end:
+        key, at = _varint(data, at)
+        wire = key & 7
+        if wire == 0:
+            value, at = _varint(data, at)
+            kind = value if key >> 3 == 3 else kind
+        elif wire == 2:
+            size, at = _varint(data, at)
+            at += size
+        else:
+            at += {1: 8, 5: 4}[wire]
+    return kind
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    byte = data[at]
+    if byte < 0x80:  # most keys and lengths: one byte
+        return byte, at + 1
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
 
 
 def load(file: TokenizerFile) -> Tokenizer:
@@ -339,178 +456,3 @@ def load_checked(path: str, fingerprint: str) -> Tokenizer:
     """
     read_stored(path, fingerprint)
     return load_stored(path, fingerprint)  # the same bytes as the cached one: same fingerprint
-
-
-# ---- training ----
-
-
-def train(kind: str, vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
-    """Trains a tokenizer on the documents, deterministically.
-
-    Args:
-      kind: "sentencepiece" (unigram) or "sentencepiece-bpe" (SentencePiece, with byte
-        fallback, so no character is unknown); "bpe" (byte-level BPE, `tokenizers`; lossless);
-        "wordpiece" (BERT's WordPiece, cased, `tokenizers`).
-      documents: makes a fresh iterator over the training documents (read once or twice).
-
-    `vocab_size` is the most ids the tokenizer gets: a corpus that gives fewer (a byte-level
-    BPE out of merges, SentencePiece beyond the pieces it finds) gives the most it can, and
-    the caller says so (`text.open_text`'s note).
-
-    Raises:
-      ConfigError: `vocab_size` is too small for the tokenizer's alphabet on this corpus,
-        naming the least it takes where the trainer says.
-    """
-    if kind.startswith("sentencepiece"):
-        return _train_sentencepiece(
-            "bpe" if kind == "sentencepiece-bpe" else "unigram", vocab_size, documents
-        )
-    if kind == "bpe":
-        return _train_byte_bpe(vocab_size, documents)
-    return _train_wordpiece(vocab_size, documents)
-
-
-def _train_sentencepiece(
-    model_type: str, vocab_size: int, documents: Callable[[], Iterator[str]]
-) -> TokenizerFile:
-    try:
-        return _spm_train(model_type, vocab_size, documents)
-    except RuntimeError as e:
-        most = re.search(r"Please set it to a value <= (\d+)", str(e))
-        if most is None or int(most.group(1)) >= vocab_size:
-            raise _vocab_error("sentencepiece", vocab_size, e) from None
-    # More than this corpus gives: the most it gives, as a byte-level BPE stops where its
-    # merges do (a note says so); the model is the one --vocab-size of that bound trains.
-    try:
-        return _spm_train(model_type, int(most.group(1)), documents)
-    except RuntimeError as e:
-        raise _vocab_error("sentencepiece", vocab_size, e) from None
-
-
-def _spm_train(model_type: str, vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
-    spm = require("sentencepiece")
-    out = io.BytesIO()
-    # SentencePiece trains on sentences: each non-empty line of each document.
-    lines = (line for doc in documents() for line in doc.splitlines() if line.strip())
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=lines,
-        model_writer=out,
-        model_type=model_type,
-        vocab_size=vocab_size,
-        byte_fallback=True,
-        unk_id=0,
-        bos_id=1,
-        eos_id=2,
-        pad_id=3,
-        control_symbols=["<cls>", "<sep>", "<mask>"],
-        num_threads=SPM_TRAIN_THREADS,
-        input_sentence_size=0,  # every sentence: a sample would be drawn at random
-        shuffle_input_sentence=False,
-        max_sentence_length=1 << 16,
-        minloglevel=2,
-    )
-    return TokenizerFile("sentencepiece", out.getvalue())
-
-
-def _vocab_error(kind: str, vocab_size: int, e: Exception) -> ConfigError:
-    text = " ".join(str(e).split())
-    least = re.search(r"smaller than required_chars\. \d+ vs (\d+)", text)
-    hint = f" (at least {least.group(1)} for this corpus: its characters and special pieces)" if least else ""
-    return ConfigError(
-        f"vocab_size (--vocab-size) must suit the training corpus{hint}. Received: "
-        f"vocab_size={vocab_size} for a {kind} tokenizer; its trainer says: {text[:300]}"
-    )
-
-
-_BPE_SPECIALS = ("<pad>", "<s>", "</s>", "<mask>")
-_WORDPIECE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-
-def _train_byte_bpe(vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
-    """Byte-level BPE as GPT-2 and RoBERTa use it: every byte is in the alphabet, so decode
-    gives back the text exactly. <s> and </s> frame a sequence (RoBERTa's post-processor)."""
-    tk = require("tokenizers")
-    alphabet = tk.pre_tokenizers.ByteLevel.alphabet()
-    if vocab_size < len(alphabet) + len(_BPE_SPECIALS):
-        raise ConfigError(
-            f"vocab_size (--vocab-size) must be at least {len(alphabet) + len(_BPE_SPECIALS)} for a "
-            f"byte-level BPE (its 256 bytes and {len(_BPE_SPECIALS)} special tokens). Received: {vocab_size}"
-        )
-    tok = tk.Tokenizer(tk.models.BPE())
-    tok.pre_tokenizer = tk.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = tk.decoders.ByteLevel()
-    trainer = tk.trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(_BPE_SPECIALS),
-        initial_alphabet=alphabet,
-        show_progress=False,
-    )
-    tok.train_from_iterator(documents(), trainer)
-    tok.post_processor = tk.processors.RobertaProcessing(("</s>", 2), ("<s>", 1), add_prefix_space=False)
-    return TokenizerFile("huggingface", tok.to_str().encode("utf-8"))
-
-
-# WordPiece's continuation pieces ("##ing") are trained as their own characters: each character
-# after a word's first is moved to the plane-15/16 private-use block (U+F0000 + code point), so
-# a plain BPE learns word-initial and continuation pieces apart. `tokenizers`' own
-# WordPieceTrainer does the same with a "##" prefix, but numbers those pieces in hash-map order,
-# which changes the vocabulary from run to run (huggingface/tokenizers issue 1794).
-_CONTINUATION = 0xF0000
-_MAPPABLE = 0x10FFFE - _CONTINUATION  # code points up to here have a continuation twin
-
-
-def _continuation_word(word: str) -> str | None:
-    """`word` with every character after the first moved to its continuation twin; None for a
-    word that cannot be (a character beyond U+1FFFD, or one already in the private-use planes)."""
-    if any(ord(c) >= _MAPPABLE for c in word):
-        return None
-    return word[0] + "".join(chr(_CONTINUATION + ord(c)) for c in word[1:])
-
-
-def _wordpiece_token(piece: str) -> str:
-    """A trained piece back in WordPiece's spelling: a continuation piece gets the "##" prefix."""
-    prefix = "##" if ord(piece[0]) >= _CONTINUATION else ""
-    return prefix + "".join(chr(ord(c) - _CONTINUATION) if ord(c) >= _CONTINUATION else c for c in piece)
-
-
-def _train_wordpiece(vocab_size: int, documents: Callable[[], Iterator[str]]) -> TokenizerFile:
-    """BERT's cased WordPiece, trained deterministically (see _CONTINUATION)."""
-    tk = require("tokenizers")
-    normalizer = tk.normalizers.BertNormalizer(lowercase=False)
-    pre = tk.pre_tokenizers.BertPreTokenizer()
-
-    def words() -> Iterator[str]:
-        for doc in documents():
-            pieces = pre.pre_tokenize_str(normalizer.normalize_str(doc))
-            mapped = (_continuation_word(w) for w, _ in pieces)
-            yield " ".join(w for w in mapped if w)
-
-    bpe = tk.Tokenizer(tk.models.BPE())
-    bpe.pre_tokenizer = tk.pre_tokenizers.WhitespaceSplit()
-    trainer = tk.trainers.BpeTrainer(
-        vocab_size=max(vocab_size - len(_WORDPIECE_SPECIALS), 1), show_progress=False
-    )
-    bpe.train_from_iterator(words(), trainer)
-    learned = sorted(bpe.get_vocab().items(), key=lambda kv: kv[1])
-    vocab = {t: i for i, t in enumerate(_WORDPIECE_SPECIALS)}
-    for piece, _ in learned:
-        vocab.setdefault(_wordpiece_token(piece), len(vocab))
-    tok = tk.Tokenizer(tk.models.WordPiece(vocab, unk_token="[UNK]", continuing_subword_prefix="##"))
-    tok.normalizer = normalizer
-    tok.pre_tokenizer = pre
-    tok.decoder = tk.decoders.WordPiece(prefix="##")
-    tok.add_special_tokens(list(_WORDPIECE_SPECIALS))
-    tok.post_processor = tk.processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
-    if len(vocab) > vocab_size:  # the trainer keeps every character, whatever the size asked
-        raise ConfigError(
-            f"vocab_size (--vocab-size) must be at least {len(vocab):,} for a WordPiece on this corpus "
-            f"(its {len(_WORDPIECE_SPECIALS)} special tokens and each character of the corpus, as a "
-            f"word's start and as a continuation). Received: vocab_size={vocab_size}"
-        )
-    return TokenizerFile("huggingface", tok.to_str().encode("utf-8"))
-
-
-def documents_of(texts: Iterable[str]) -> Callable[[], Iterator[str]]:
-    """A `documents` argument for `train` from a list of texts (tests, small corpora)."""
-    items = list(texts)
-    return lambda: iter(items)

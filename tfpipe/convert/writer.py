@@ -9,6 +9,7 @@ manifest, written last, is the commit point of the whole conversion.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import dataclasses
 import gzip
@@ -137,9 +138,16 @@ class ShardWriter:
         self.text: TextTally | None = None  # what the shard's text documents held
 
     def add_piece(self, piece: EncodedPiece) -> None:
-        """Writes every input of an encoded piece (see `add`), and adds up what its text held."""
-        for item in piece.encoded:
-            self.add(item)
+        """Writes every input of an encoded piece (see `add`), and adds up what its text held. A
+        piece of framed records (`EncodedPiece.framed`, text documents) is written in one write."""
+        if piece.framed:
+            framed = [item.record for item in piece.encoded if item.record is not None]
+            self._out.write(b"".join(framed))
+            self.examples += len(framed)
+            self.items += len(piece.encoded)
+        else:
+            for item in piece.encoded:
+                self.add(item)
         if piece.text is not None:
             self.text = self.text or TextTally()
             self.text.merge(piece.text)
@@ -226,6 +234,13 @@ class ShardDone:
     info: ShardInfo
     skipped: tuple[SkippedInput, ...]
     text: TextTally | None = None
+
+    def without_lengths(self) -> ShardDone:
+        """The record without its documents' lengths (4 bytes a document): what a conversion
+        keeps in memory once the record is in its journal (`ResumeJournal.lengths`)."""
+        if self.text is None or not self.text.lengths:
+            return self
+        return dataclasses.replace(self, text=dataclasses.replace(self.text, lengths=array.array("I")))
 
     def to_json(self) -> dict[str, Any]:
         out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
@@ -319,6 +334,19 @@ class ResumeJournal:
             overwrite=True,
             durable=False,
         )
+
+    def lengths(self, done: ShardDone) -> bytes:
+        """A committed shard's documents' lengths, from its done-record (`mark_done`).
+
+        Raises:
+          ManifestError: the done-record is gone or unreadable.
+        """
+        record = self._read_done(done.info.name)
+        if record is None or record.text is None:
+            raise ManifestError(
+                f"{self._done_path(done.info.name)}: expected the done-record of a committed text shard"
+            )
+        return record.text.lengths_bytes()
 
     def completed(self, n_shards: int) -> dict[int, ShardDone]:
         """Shards whose done-record and file agree; everything else of this split is removed."""

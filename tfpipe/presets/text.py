@@ -54,8 +54,9 @@ class TextOptions:
         segment (for "keras_classifier" a document longer than L - 2 is then refused).
       output: see the module docstring. None: "keras_classifier" for records with a label,
         else "packed".
-      eos: end each document with the tokenizer's EOS before packing. None: for the causal
-        outputs when the tokenizer has one.
+      eos: end each document with the tokenizer's EOS before packing (True), or with this
+        token id (an int). None: True for the causal outputs, which refuse a tokenizer that
+        declares no EOS (pass eos=False to pack documents with no separator).
       label: the label feature for "keras_classifier". None: the manifest's label.
       chunk: documents packed together (see pipeline/text_stages.py). None: about 512 rows'
         worth at the split's mean length.
@@ -65,7 +66,7 @@ class TextOptions:
     packing: Packing | None = None
     truncate: bool = False
     output: Output | None = None
-    eos: bool | None = None
+    eos: bool | int | None = None
     label: str | None = None
     chunk: int | None = None
 
@@ -81,7 +82,8 @@ class TextOptions:
         if self.output is not None:
             check_choice("output", self.output, OUTPUTS)
         check_bool("truncate", self.truncate)
-        check_bool("eos", self.eos, optional=True)
+        if not (self.eos is None or isinstance(self.eos, bool)):
+            check_int("eos", self.eos, 0, 2**31 - 1, what="True, False, None or a token id (an int >= 0)")
         check_str("label", self.label, optional=True)
         check_int("chunk", self.chunk, 1, 1 << 24, optional=True)
 
@@ -167,13 +169,14 @@ def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, st
     classify = output == "keras_classifier"
     mode = opts.packing or ("none" if classify else "first_fit")
     tokenizer = ctx.manifest.tokenizer if ctx.manifest is not None else None
-    specials = dict(tokenizer.special_ids) if tokenizer is not None else {}
+    adds = dict(tokenizer.pipeline_adds) if tokenizer is not None else {}
     notes: list[str] = []
     if classify:
-        _check_classify(ctx, opts, mode, label, specials)
-    eos = _eos(opts, output, specials)
+        _check_classify(ctx, opts, mode, label, adds, tokenizer)
+        notes.append(_framing_note(tokenizer, adds))
+    eos = _eos(opts, output, adds, tokenizer)
     if eos is not None:
-        notes.append(f"each document ends with the tokenizer's EOS (id {eos}) before packing")
+        notes.append(_eos_note(tokenizer, eos, opts.eos))
     text = _split_text(ctx)
     if opts.truncate:
         notes.append(
@@ -187,8 +190,8 @@ def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, st
         truncate=opts.truncate or classify,
         eos=eos,
         classify=classify,
-        cls=specials.get("cls"),
-        sep=specials.get("sep"),
+        cls=adds.get("cls"),
+        sep=adds.get("sep"),
         label=label if classify else None,
         vocab_size=tokenizer.vocab_size if tokenizer is not None else None,
         mean_tokens=text.tokens / text.documents if text and text.documents else None,
@@ -213,21 +216,72 @@ def _longer(text: Any, limit: int) -> int:
     return sum(c for lo, c in zip(h.get("lengths", []), h.get("counts", []), strict=True) if lo > limit)
 
 
-def _eos(opts: TextOptions, output: str, specials: Mapping[str, int]) -> int | None:
+def _eos(opts: TextOptions, output: str, adds: Mapping[str, int], tokenizer: Any) -> int | None:
+    """The id appended to each document, or None.
+
+    Raises:
+      ConfigError: an EOS asked for (eos=True, or a causal output by default) that the tokenizer
+        does not declare; an id beyond the vocabulary; any EOS with output='keras_classifier'.
+    """
     causal = output in ("causal_lm", "keras_causal_lm")
-    if opts.eos and "eos" not in specials:
-        raise ConfigError(
-            "eos=True appends the tokenizer's EOS id to every document, but the dataset's tokenizer "
-            f"has none. Received: special_ids={dict(specials)}"
-        )
-    if opts.eos and output == "keras_classifier":
+    if opts.eos is not None and opts.eos is not False and output == "keras_classifier":
         raise field_error(ConfigError, "eos", "None or False with output='keras_classifier'", opts.eos)
+    if not isinstance(opts.eos, bool) and opts.eos is not None:
+        vocab = tokenizer.vocab_size if tokenizer is not None else 2**31
+        if opts.eos >= vocab:
+            raise field_error(
+                ConfigError, "eos", f"True, False, None or a token id in 0..{vocab - 1}", opts.eos
+            )
+        return int(opts.eos)
     want = opts.eos if opts.eos is not None else causal
-    return specials.get("eos") if want else None
+    if want and "eos" not in adds:
+        asked = "eos=True appends" if opts.eos else f"output={output!r} appends"
+        raise ConfigError(
+            f"{asked} the tokenizer's EOS to every document, so a model learns where documents end, but the "
+            f"dataset's tokenizer declares none. Received: special tokens {_roles(tokenizer)}. Pass eos=ID "
+            "(a token id of its vocabulary), convert with --special-tokens eos=TOKEN to name it, or pass "
+            "eos=False to pack documents with no separator (their segment ids still keep them apart)."
+        )
+    return adds["eos"] if want else None
+
+
+def _roles(tokenizer: Any) -> str:
+    """The roles a dataset's tokenizer declares, for messages ("eos [EOS] (id 3), ...")."""
+    if tokenizer is None or not tokenizer.special_ids:
+        return "none"
+    tokens = tokenizer.special_tokens
+    return ", ".join(
+        f"{role} {tokens[role]} (id {i})" if role in tokens else f"{role} id {i}"
+        for role, i in tokenizer.special_ids.items()
+    )
+
+
+def _said(tokenizer: Any, role: str, i: int) -> str:
+    """A role's token for notes: "[EOS] (id 3, a special token's name)", or "id 3"."""
+    if tokenizer is None or role not in tokenizer.special_tokens or tokenizer.special_ids.get(role) != i:
+        return f"id {i}"
+    return f"{tokenizer.special_tokens[role]} (id {i}, {tokenizer.roles_from.get(role, 'declared')})"
+
+
+def _eos_note(tokenizer: Any, eos: int, asked: Any) -> str:
+    if not isinstance(asked, bool) and asked is not None:
+        return f"each document ends with token id {eos} (eos={eos}) before packing"
+    return f"each document ends with the tokenizer's EOS, {_said(tokenizer, 'eos', eos)}, before packing"
+
+
+def _framing_note(tokenizer: Any, adds: Mapping[str, int]) -> str:
+    cls, sep = adds["cls"], adds["sep"]
+    ids = tokenizer.special_ids if tokenizer is not None else {}
+    if ids.get("cls") == cls and ids.get("sep") == sep:
+        return f"each document framed as CLS tokens SEP: {_said(tokenizer, 'cls', cls)}, {_said(tokenizer, 'sep', sep)}"
+    return (
+        f"each document framed as BOS tokens EOS, {_said(tokenizer, 'bos', cls)} and {_said(tokenizer, 'eos', sep)}: "
+        "the tokenizer declares no CLS and SEP, and frames a sequence as RoBERTa does (<s> ... </s>)"
+    )
 
 
 def _check_classify(
-    ctx: PresetContext, opts: TextOptions, mode: str, label: Any, specials: Mapping[str, int]
+    ctx: PresetContext, opts: TextOptions, mode: str, label: Any, adds: Mapping[str, int], tokenizer: Any
 ) -> None:
     if mode != "none":
         raise ConfigError(
@@ -243,11 +297,11 @@ def _check_classify(
         raise ConfigError(
             f"Label {label!r} is not in the records at {ctx.where}. Received: {ctx.schema.names}"
         )
-    missing = [role for role in ("cls", "sep") if role not in specials]
-    if missing:
+    if "cls" not in adds or "sep" not in adds:
         raise ConfigError(
-            f"output='keras_classifier' frames each document as [CLS] tokens [SEP], but the dataset's "
-            f"tokenizer has no {' or '.join(missing)} id. Received: special_ids={dict(specials)}"
+            "output='keras_classifier' frames each document as [CLS] tokens [SEP] (or <s> tokens </s>), "
+            "but the dataset's tokenizer declares neither CLS and SEP nor BOS and EOS. Received: special "
+            f"tokens {_roles(tokenizer)}. Convert with --special-tokens cls=TOKEN,sep=TOKEN to name them."
         )
     text = _split_text(ctx)
     room = opts.sequence_length - 2
