@@ -114,7 +114,9 @@ def _figures(
     rates = [(s.name, s.rate.examples_per_sec) for s in stages]
     storage_bound = verdict.storage_bound(storage, need)
     neck = (
-        verdict.stage_cost(rates, stages[0].name) if storage_bound and stages else verdict.bottleneck(rates)
+        verdict.stage_cost(rates, stages[0].name)
+        if storage_bound and stages
+        else verdict.bottleneck(rates, [s.rate.cpu_ms_per_example for s in stages])
     )
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
     cores = verdict.cores_needed(need, curve)

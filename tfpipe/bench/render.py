@@ -9,6 +9,7 @@ from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percen
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.report import Report
 from tfpipe.bench.results import TextMeasure
+from tfpipe.bench.verdict import Bottleneck
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
@@ -218,6 +219,31 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
+def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
+    """The bottleneck row: the stage and its share, ranked by time or, where throughput
+    disagrees with CPU cost, by CPU; or that the measurement is too noisy to name one."""
+    harness = (
+        f" ({', '.join(b.harness)} ran slower than a longer prefix: the cost of timing "
+        f"{'it' if len(b.harness) == 1 else 'them'} alone, which training does not pay)"
+        if b.harness
+        else ""
+    )
+    if b.basis == "noisy":
+        return (
+            "too noisy to name one: the prefixes' throughput and their CPU cost per "
+            f"{unit} rank the stages differently, and no stage's CPU cost stands out{harness}"
+        )
+    if b.basis == "cpu":
+        return (
+            f"{b.stage}: {b.share:.0%} of the CPU per {unit} ({b.ms_per_example:.3f} CPU ms), "
+            f"ranked by CPU cost because throughput disagrees{harness}"
+        )
+    return (
+        f"{b.stage}: {b.share:.0%} of the time per {unit} ({b.ms_per_example:.3f} ms), "
+        f"throughput falls {b.drop:.0%} at this prefix{harness}"
+    )
+
+
 def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     """Summary rows: the verdict, the bottleneck, cores (from the scaling curve and from CPU
     cost, and why they differ when they do) and tf.data service workers needed."""
@@ -234,11 +260,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     unit = "example" if report.text is None else "sequence"
     rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
-        (
-            "Bottleneck",
-            f"{b.stage}: {b.share:.0%} of the time per {unit} ({b.ms_per_example:.3f} ms), "
-            f"throughput falls {b.drop:.0%} at this prefix",
-        ),
+        ("Bottleneck", bottleneck_sentence(b, unit)),
         (
             "Cores needed",
             f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
