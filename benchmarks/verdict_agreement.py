@@ -119,7 +119,10 @@ def case_rows(name: str, runs: int, seconds: float, workdir: str | None) -> list
     return rows
 
 
-HEAD = f"{'case':15} {'run':>3} {'band':9} {'step ms':>8} {'pred':>6} {'meas':>6} {'diff':>6} {'sim_pred':>8} {'step_x':>6} {'cv':>5} {'jensen':>6}"
+HEAD = (
+    f"{'case':15} {'run':>3} {'band':9} {'step ms':>8} {'pred':>6} {'meas':>6} {'diff':>6} "
+    f"{'sim_pred':>8} {'step_x':>6} {'cv':>5} {'jensen':>6}"
+)
 
 
 def print_row(r: Row) -> None:

@@ -111,6 +111,8 @@ def _figures(
     need = consumer.examples_per_sec
     predicted = wait.predicted_wait(producer.examples_per_sec, need)
     band = wait.band(predicted)
+    spread = producer.spread
+    interval = None if spread is None else wait.wait_interval(producer.examples_per_sec, need, spread)
     rates = [(s.name, s.rate.examples_per_sec) for s in stages]
     storage_bound = verdict.storage_bound(storage, need)
     neck = (
@@ -145,6 +147,7 @@ def _figures(
     )
     return {
         "predicted_input_wait": predicted,
+        "predicted_input_wait_interval": interval,
         "verdict": band,
         "bottleneck": neck,
         "cores": cores,

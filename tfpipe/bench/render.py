@@ -8,8 +8,9 @@ from tfpipe.bench.advice import fill_sentence, padding_sentence
 from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.report import Report
-from tfpipe.bench.results import TextMeasure
+from tfpipe.bench.results import Simulation, TextMeasure
 from tfpipe.bench.verdict import Bottleneck
+from tfpipe.bench.wait import verdict_words
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
@@ -219,6 +220,15 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
+def _predicted_words(report: Report) -> str:
+    """ "31% [24, 38] of step time waiting for input", or the verdict's "cannot tell" words
+    when the interval spans two bands."""
+    interval = report.predicted_input_wait_interval
+    if interval is not None and not interval.certain:
+        return verdict_words(report.predicted_input_wait, interval)
+    return verdict_words(report.predicted_input_wait, interval).split(": ", 1)[1]
+
+
 def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
     """The bottleneck row: the stage and its share, ranked by time or, where throughput
     disagrees with CPU cost, by CPU; or that the measurement is too noisy to name one."""
@@ -251,9 +261,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
 
     color = _COLOR[report.verdict]
     verdict = Text(VERDICT_TITLE[report.verdict].upper(), style=f"bold {color}")
-    verdict.append(
-        f"  predicted {report.predicted_input_wait:.1%} of step time waiting for input", style=color
-    )
+    verdict.append(f"  predicted {_predicted_words(report)}", style=color)
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
@@ -337,8 +345,20 @@ def _tokenize_cost(m: TextMeasure) -> str:
     )
 
 
+def short_step_sentence(s: Simulation) -> str:
+    """Why a simulation whose consumer could not keep its step checks no prediction."""
+    return (
+        f"Cannot simulate steps of {s.step_time_ms:.1f} ms here: the simulated consumer's steps took "
+        f"{s.consumer_step_ms:.1f} ms without waiting, since taking a batch from Python (the call, the "
+        "GIL, the sleep) costs that much in this process. Its wait is for that slower consumer, so "
+        "it is not reported as the measured wait; check with --fit or a longer step."
+    )
+
+
 def _check_rows(report: Report) -> list[tuple[str, Any]]:
     """Summary rows for the optional runs: --simulate, --fit, --compare, --profile."""
+    from rich.text import Text
+
     rows: list[tuple[str, Any]] = []
     if report.simulation is not None:
         s = report.simulation
@@ -350,6 +370,8 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
                 f"{rate(s.producer_examples_per_sec)} examples/s measured in alternating phases",
             )
         )
+        if not s.holds_step:
+            rows.append(("", Text(short_step_sentence(s), style="yellow")))
     if report.fit is not None:
         f = report.fit
         rows.append(

@@ -49,7 +49,10 @@ def band(wait: float) -> Band:
 MIN_PIECES = 3
 # The interval reaches this many standard deviations of the rate either side.
 SPREAD_SDS = 1.0
-_EDGES = {("not_input_bound", "moderately_input_bound"): MODERATE_AT, ("moderately_input_bound", "highly_input_bound"): HIGH_AT}
+_EDGES = {
+    ("not_input_bound", "moderately_input_bound"): MODERATE_AT,
+    ("moderately_input_bound", "highly_input_bound"): HIGH_AT,
+}
 _WORDS = {"not_input_bound": "not", "moderately_input_bound": "moderately", "highly_input_bound": "highly"}
 
 
@@ -101,14 +104,12 @@ def verdict_words(wait: float, interval: WaitInterval | None) -> str:
     waiting for input", or, when the interval spans bands, "cannot tell moderately from highly
     input-bound: 19% [12, 26] spans the 20% edge"."""
     if interval is None:
-        return f"{_WORDS[band(wait)]} input-bound: {wait:.0%} of step time waiting for input"
+        return f"{_WORDS[band(wait)]} input-bound: {wait:.1%} of step time waiting for input"
     figures = f"{wait:.0%} [{interval.low:.0%}, {interval.high:.0%}]".replace("%,", ",")
     if interval.certain:
         return f"{_WORDS[interval.bands[0]]} input-bound: {figures} of step time waiting for input"
     first, last = interval.bands[0], interval.bands[-1]
-    edges = [
-        f"{_EDGES[pair]:.0%}" for pair in zip(interval.bands, interval.bands[1:], strict=False)
-    ]
+    edges = [f"{_EDGES[pair]:.0%}" for pair in zip(interval.bands, interval.bands[1:], strict=False)]
     return (
         f"cannot tell {_WORDS[first]} from {_WORDS[last]} input-bound: {figures} spans the "
         f"{' and '.join(edges)} edge{'s' if len(edges) > 1 else ''} at this run's spread "
