@@ -491,3 +491,23 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
     assert here["keras_backend"] == "tensorflow" and here["keras"] == keras.__version__
     jax = pytest.importorskip("jax", reason='JAX: pip install "jax[cpu]"')
     assert here["jax"] == jax.__version__
+
+
+def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
+    from tfpipe.bench.render import short_step_sentence
+
+    # Issue 34's text case: 1.7 ms steps, 600 steps in 3 s of which 0.2 s waiting: 4.67 ms a step.
+    short = Simulation(1.7, 600, 3.0, 0.2, 30_000.0, 0.326, 0.073)
+    assert short.consumer_step_ms == pytest.approx(2800 / 600)
+    assert not short.holds_step
+    report = sample_report(simulation=short)
+    assert (report.measured_input_wait, report.measured_by) == (None, None)
+    assert report.to_json()["simulation"]["holds_step"] is False
+    assert short_step_sentence(short) == (
+        "Cannot simulate steps of 1.7 ms here: the simulated consumer's steps took 4.7 ms without "
+        "waiting, since taking a batch from Python (the call, the GIL, the sleep) costs that much "
+        "in this process. Its wait is for that slower consumer, so it is not reported as the "
+        "measured wait; check with --fit or a longer step."
+    )
+    held = Simulation(15.6, 40, 3.0, 2.4, 300.0, 0.874, 0.8)  # 15 ms a step: held
+    assert held.holds_step and sample_report(simulation=held).measured_input_wait == 0.8

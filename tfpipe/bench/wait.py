@@ -105,7 +105,7 @@ def verdict_words(wait: float, interval: WaitInterval | None) -> str:
     input-bound: 19% [12, 26] spans the 20% edge"."""
     if interval is None:
         return f"{_WORDS[band(wait)]} input-bound: {wait:.1%} of step time waiting for input"
-    figures = f"{wait:.0%} [{interval.low:.0%}, {interval.high:.0%}]".replace("%,", ",")
+    figures = f"{wait:.0%} [{100 * interval.low:.0f}, {100 * interval.high:.0f}]"
     if interval.certain:
         return f"{_WORDS[interval.bands[0]]} input-bound: {figures} of step time waiting for input"
     first, last = interval.bands[0], interval.bands[-1]
