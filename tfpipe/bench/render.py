@@ -378,7 +378,9 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
             (
                 "model.fit",
                 f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
-                f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting",
+                f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting "
+                f"(the differential method); bench predicted {report.predicted_input_wait:.1%} for this "
+                "consumer",
             )
         )
     if report.comparison is not None:
