@@ -13,9 +13,10 @@ rate measured minutes earlier would describe a different machine. Waits are time
 TensorFlow around GetNext, as a device's infeed sees them, not around a Python call that
 costs ~1-3 ms on a busy host. (GetNext itself still takes ~0.3-1 ms there while tf.data's
 threads hold every core, so steps shorter than ~20 ms read a few percent of wait that a
-device with its own infeed thread would partly hide.) Warm-up is excluded, and so is each consumer phase's first step
-(after a producer phase the buffers are empty, which a steady consumer never sees when the
-producer is faster).
+device with its own infeed thread would partly hide.) Warm-up is excluded, and so are each consumer phase's steps
+until the buffers refill (after a producer phase they are empty, which a steady consumer never
+sees when the producer is faster). The consumer keeps one schedule, so a sleep's overshoot does
+not slow it below batch/step (see `_consume`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ MIN_PHASE_STEPS = 5
 MIN_PHASE_BATCHES = 3
 # A pull that blocks this long (s) found the buffers empty: the producer is the limit again.
 BLOCKED = 0.001
+# A consumer phase's steps are measured once the buffers refill, or after this share of it.
+REFILL_SHARE = 0.25
 
 
 def simulate(pipeline: Pipeline, *, step_time_ms: float, seconds: float, warmup: float) -> Simulation:
@@ -125,7 +128,12 @@ def _produce(take: Any, it: Any, seconds: float) -> tuple[int, float]:
 
 
 def _consume(take: Any, it: Any, step: float, seconds: float) -> tuple[float, int, float]:
-    """The sleeping consumer for `seconds` after one unmeasured step: (wait, steps, seconds).
+    """The sleeping consumer for `seconds` after the buffers refill: (wait, steps, seconds).
+
+    A producer phase leaves the buffers empty, which a steady consumer of a faster producer
+    never sees; text fills them a chunk of documents (hundreds of rows) at a time. So steps
+    are held but not measured until one finds its batch waiting (or REFILL_SHARE of the phase
+    has passed: a slower producer never refills them, and its waits are the steady state).
 
     Steps keep one schedule: each ends `step` plus the time waited after the one before it
     ended, whatever the call and the sleep cost. A sleep that overshoots (by 5-15 ms on a
@@ -134,8 +142,13 @@ def _consume(take: Any, it: Any, step: float, seconds: float) -> tuple[float, in
     When the loop cannot keep the schedule at all (steps shorter than the call that takes a
     batch), the window says so: `Simulation.consumer_step_ms` is longer than the step.
     """
-    held = time.perf_counter() + step + float(take(it))  # buffers refill while it is held
-    time.sleep(max(0.0, held - time.perf_counter()))
+    refilled = time.perf_counter() + REFILL_SHARE * seconds
+    while True:
+        t = time.perf_counter()
+        waited = float(take(it))
+        time.sleep(max(0.0, t + step + waited - time.perf_counter()))
+        if waited <= BLOCKED or time.perf_counter() >= refilled:
+            break
     start = time.perf_counter()
     deadline = start + step
     wait, steps = 0.0, 0
