@@ -141,3 +141,49 @@ def test_stage_advice_names_what_the_user_changes() -> None:
     assert "Move per-example work" not in read.action + decode.action
     pack = _stage_advice("pack", "text")
     assert pack is not None and "packing='concat'" in pack.action
+
+
+class _Clock:
+    """A fake clock for the simulated consumer: each take costs `call` seconds (and returns the
+    next of `waits`, also spent), and each sleep overshoots by `overshoot`, as on a loaded host."""
+
+    def __init__(self, call: float, overshoot: float, waits: list[float] | None = None) -> None:
+        self.now, self.call, self.overshoot, self.waits = 0.0, call, overshoot, list(waits or [])
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds + self.overshoot
+
+    def take(self, _it: object) -> float:
+        waited = self.waits.pop(0) if self.waits else 0.0
+        self.now += self.call + waited
+        return waited
+
+
+def test_the_simulated_consumer_keeps_its_schedule_when_sleep_overshoots(monkeypatch) -> None:
+    from tfpipe.bench import simulate
+
+    clock = _Clock(call=0.001, overshoot=0.005)
+    monkeypatch.setattr(simulate, "time", clock)
+    wait, steps, window = simulate._consume(clock.take, None, 0.010, 1.0)
+    # 10 ms steps for 1 s: 100 steps, not the 1/(10 + 5 ms) = 67 a sleep-after-each-step loop
+    # takes (a consumer a third slower than asked waits less than predicted).
+    assert wait == 0.0 and steps in (100, 101)
+    assert window == pytest.approx(steps * 0.010, abs=0.011)
+
+
+def test_the_simulated_consumer_is_measured_once_the_buffers_refill(monkeypatch) -> None:
+    from tfpipe.bench import simulate
+
+    # After a producer phase the first three takes block (the drained buffers), then none do.
+    clock = _Clock(call=0.0, overshoot=0.0, waits=[0.02, 0.02, 0.02])
+    monkeypatch.setattr(simulate, "time", clock)
+    wait, steps, _ = simulate._consume(clock.take, None, 0.010, 1.0)
+    assert wait == 0.0 and steps >= 99
+    # A producer that never catches up: the steps after REFILL_SHARE of the phase are measured.
+    clock = _Clock(call=0.0, overshoot=0.0, waits=[0.02] * 1000)
+    monkeypatch.setattr(simulate, "time", clock)
+    wait, steps, window = simulate._consume(clock.take, None, 0.010, 1.0)
+    assert wait / window == pytest.approx(0.02 / 0.03, abs=0.01)
