@@ -19,7 +19,10 @@ Cases: images (--pipeline=imagenet, the default cache and --cache none) and text
 and none packing), each against three consumers set from a first (calibration) run's producer
 rate: 0.5x (not input-bound), 1/0.7x (~30% wait), 3x (~67% wait).
 
-    python benchmarks/verdict_agreement.py --runs 3 [--cases images,images-nocache,text,text-none]
+    python -m benchmarks.verdict_agreement --runs 3 [--cases images,images-nocache,text,text-none,text-short]
+    python -m benchmarks.verdict_agreement --fit --runs 3   # model.fit, the differential method
+
+(from the worktree root, so the worktree's tfpipe is the one imported)
 """
 
 from __future__ import annotations

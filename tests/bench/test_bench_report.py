@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -34,13 +35,18 @@ def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
 SCALING = (ScalingPoint.of(1, _rate(160.0, busy=1.0)), ScalingPoint.of(2, _rate(298.0, 37)))
 
 
-def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = None, scaling=SCALING):
+def sample_report(
+    consumer_eps: float = 2375.0,
+    simulation: Simulation | None = None,
+    scaling=SCALING,
+    spread: float | None = None,
+):
     stages = (
         StageRate("read", ("list_files", "interleave", "shuffle", "repeat"), 4, _rate(41_000.0)),
         StageRate("parse", ("parse",), 5, _rate(23_000.0)),
         StageRate("decode", ("decode",), 6, _rate(305.0)),
         StageRate("batch", ("batch",), 7, _rate(301.0, 37)),
-        StageRate("final", ("prefetch",), 8, _rate(298.0, 37)),
+        StageRate("final", ("prefetch",), 8, dataclasses.replace(_rate(298.0, 37), spread=spread)),
     )
     return conclude(
         pipeline="imagenet",
@@ -511,3 +517,31 @@ def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
     )
     held = Simulation(15.6, 40, 3.0, 2.4, 300.0, 0.874, 0.8)  # 15 ms a step: held
     assert held.holds_step and sample_report(simulation=held).measured_input_wait == 0.8
+
+
+def test_the_verdict_carries_its_interval_and_says_when_it_cannot_tell() -> None:
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    # 298/s against 367.9/s: 19% predicted; a 10% spread puts the wait at [11%, 27%].
+    report = sample_report(consumer_eps=298.0 / 0.81, spread=0.10)
+    obj = json.loads(report.to_json_text())
+    validate(obj)
+    assert obj["producer"]["spread"] == 0.1
+    assert obj["predicted_input_wait_interval"] == {
+        "low": pytest.approx(1 - 1.1 * 0.81, abs=1e-6),
+        "high": pytest.approx(1 - 0.9 * 0.81, abs=1e-6),
+        "spread": 0.1,
+        "bands": ["moderately_input_bound", "highly_input_bound"],
+        "certain": False,
+    }
+    console = Console(width=200, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    assert (
+        "cannot tell moderately from highly input-bound: 19% [11, 27] spans the 20% edge"
+        in console.export_text()
+    )
+    # No spread taken (a window of fewer than 3 pieces): no interval, the point as before.
+    assert sample_report().to_json()["predicted_input_wait_interval"] is None
