@@ -545,3 +545,24 @@ def test_the_verdict_carries_its_interval_and_says_when_it_cannot_tell() -> None
     )
     # No spread taken (a window of fewer than 3 pieces): no interval, the point as before.
     assert sample_report().to_json()["predicted_input_wait_interval"] is None
+
+
+def test_the_fit_row_gives_the_differential_wait_beside_the_prediction() -> None:
+    from rich.console import Console
+
+    from tfpipe.bench.render import CPU_FIT_NOTE, renderables
+    from tfpipe.bench.results import FitCheck
+
+    # 1,310 ms on the pipeline against 618 ms on synthetic batches: 1 - 618/1310 = 52.8% waiting.
+    fit = FitCheck("small_cnn", "CPU", 12, 1310.0, 618.0, 1 - 618.0 / 1310.0)
+    report = dataclasses.replace(sample_report(consumer_eps=298.0 / 0.85), fit=fit)
+    assert (report.measured_input_wait, report.measured_by) == (pytest.approx(0.528, abs=1e-3), "fit")
+    console = Console(width=400, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = " ".join(console.export_text().split())
+    assert (
+        "small_cnn on CPU: 1310.0 ms/step on the pipeline vs 618.0 ms/step on synthetic input -> 52.8% "
+        "waiting (the differential method); bench predicted 15.0% for this consumer"
+    ) in text
+    assert " ".join(CPU_FIT_NOTE.split()) in text

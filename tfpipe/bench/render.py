@@ -345,6 +345,15 @@ def _tokenize_cost(m: TextMeasure) -> str:
     )
 
 
+# Measured for issue 34 (benchmarks/verdict_agreement.py --fit): small_cnn on this 2-core CPU
+# waited 53% in model.fit against 15% predicted, its train step taking the producer's cores.
+CPU_FIT_NOTE = (
+    "The model trained on this host's CPU, on the cores the producer was timed on alone: the "
+    "pipeline ran slower beside it, so model.fit's wait includes that competition and bench's "
+    "prediction does not. On an accelerator the model leaves the host's cores to the pipeline."
+)
+
+
 def short_step_sentence(s: Simulation) -> str:
     """Why a simulation whose consumer could not keep its step checks no prediction."""
     return (
@@ -383,6 +392,8 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
                 "consumer",
             )
         )
+        if f.device == "CPU":
+            rows.append(("", Text(CPU_FIT_NOTE, style="yellow")))
     if report.comparison is not None:
         cmp = report.comparison
         rows.append(
