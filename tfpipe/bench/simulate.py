@@ -158,7 +158,8 @@ def _consume(take: Any, it: Any, step: float, seconds: float) -> tuple[float, in
         remaining = deadline - time.perf_counter()
         if remaining > 0:
             time.sleep(remaining)
-        deadline += step
+        # Made up at most one step late: a device that stalled does not then take a burst.
+        deadline = max(deadline, time.perf_counter() - step) + step
         wait += waited
         steps += 1
     return wait, steps, time.perf_counter() - start
