@@ -513,7 +513,7 @@ def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
         "Cannot simulate steps of 1.7 ms here: the simulated consumer's steps took 4.7 ms without "
         "waiting, since taking a batch from Python (the call, the GIL, the sleep) costs that much "
         "in this process. Its wait is for that slower consumer, so it is not reported as the "
-        "measured wait; check with --fit or a longer step."
+        "measured wait; --fit measures a real model.fit instead."
     )
     held = Simulation(15.6, 40, 3.0, 2.4, 300.0, 0.874, 0.8)  # 15 ms a step: held
     assert held.holds_step and sample_report(simulation=held).measured_input_wait == 0.8

@@ -360,7 +360,7 @@ def short_step_sentence(s: Simulation) -> str:
         f"Cannot simulate steps of {s.step_time_ms:.1f} ms here: the simulated consumer's steps took "
         f"{s.consumer_step_ms:.1f} ms without waiting, since taking a batch from Python (the call, the "
         "GIL, the sleep) costs that much in this process. Its wait is for that slower consumer, so "
-        "it is not reported as the measured wait; check with --fit or a longer step."
+        "it is not reported as the measured wait; --fit measures a real model.fit instead."
     )
 
 
