@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -34,13 +35,18 @@ def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
 SCALING = (ScalingPoint.of(1, _rate(160.0, busy=1.0)), ScalingPoint.of(2, _rate(298.0, 37)))
 
 
-def sample_report(consumer_eps: float = 2375.0, simulation: Simulation | None = None, scaling=SCALING):
+def sample_report(
+    consumer_eps: float = 2375.0,
+    simulation: Simulation | None = None,
+    scaling=SCALING,
+    spread: float | None = None,
+):
     stages = (
         StageRate("read", ("list_files", "interleave", "shuffle", "repeat"), 4, _rate(41_000.0)),
         StageRate("parse", ("parse",), 5, _rate(23_000.0)),
         StageRate("decode", ("decode",), 6, _rate(305.0)),
         StageRate("batch", ("batch",), 7, _rate(301.0, 37)),
-        StageRate("final", ("prefetch",), 8, _rate(298.0, 37)),
+        StageRate("final", ("prefetch",), 8, dataclasses.replace(_rate(298.0, 37), spread=spread)),
     )
     return conclude(
         pipeline="imagenet",
@@ -477,7 +483,7 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
     report = dataclasses.replace(sample_report(), environment=env)
     obj = json.loads(report.to_json_text())
     validate(obj)
-    assert (obj["schema_version"], obj["schema_minor_version"]) == (5, 1)
+    assert (obj["schema_version"], obj["schema_minor_version"]) == (5, 2)
     assert obj["environment"] | env == obj["environment"]
     console = Console(width=200, record=True, file=io.StringIO())
     for r in renderables(report):
@@ -491,3 +497,72 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
     assert here["keras_backend"] == "tensorflow" and here["keras"] == keras.__version__
     jax = pytest.importorskip("jax", reason='JAX: pip install "jax[cpu]"')
     assert here["jax"] == jax.__version__
+
+
+def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
+    from tfpipe.bench.render import short_step_sentence
+
+    # Issue 34's text case: 1.7 ms steps, 600 steps in 3 s of which 0.2 s waiting: 4.67 ms a step.
+    short = Simulation(1.7, 600, 3.0, 0.2, 30_000.0, 0.326, 0.073)
+    assert short.consumer_step_ms == pytest.approx(2800 / 600)
+    assert not short.holds_step
+    report = sample_report(simulation=short)
+    assert (report.measured_input_wait, report.measured_by) == (None, None)
+    assert report.to_json()["simulation"]["holds_step"] is False
+    assert short_step_sentence(short) == (
+        "Cannot simulate steps of 1.7 ms here: the simulated consumer's steps took 4.7 ms without "
+        "waiting, since taking a batch from Python (the call, the GIL, the sleep) costs that much "
+        "in this process. Its wait is for that slower consumer, so it is not reported as the "
+        "measured wait; --fit measures a real model.fit instead."
+    )
+    held = Simulation(15.6, 40, 3.0, 2.4, 300.0, 0.874, 0.8)  # 15 ms a step: held
+    assert held.holds_step and sample_report(simulation=held).measured_input_wait == 0.8
+
+
+def test_the_verdict_carries_its_interval_and_says_when_it_cannot_tell() -> None:
+    from rich.console import Console
+
+    from tfpipe.bench.render import renderables
+
+    # 298/s against 367.9/s: 19% predicted; a 10% spread puts the wait at [11%, 27%].
+    report = sample_report(consumer_eps=298.0 / 0.81, spread=0.10)
+    obj = json.loads(report.to_json_text())
+    validate(obj)
+    assert obj["producer"]["spread"] == 0.1
+    assert obj["predicted_input_wait_interval"] == {
+        "low": pytest.approx(1 - 1.1 * 0.81, abs=1e-6),
+        "high": pytest.approx(1 - 0.9 * 0.81, abs=1e-6),
+        "spread": 0.1,
+        "bands": ["moderately_input_bound", "highly_input_bound"],
+        "certain": False,
+    }
+    console = Console(width=200, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    assert (
+        "cannot tell moderately from highly input-bound: 19% [11, 27] spans the 20% edge"
+        in console.export_text()
+    )
+    # No spread taken (a window of fewer than 3 pieces): no interval, the point as before.
+    assert sample_report().to_json()["predicted_input_wait_interval"] is None
+
+
+def test_the_fit_row_gives_the_differential_wait_beside_the_prediction() -> None:
+    from rich.console import Console
+
+    from tfpipe.bench.render import CPU_FIT_NOTE, renderables
+    from tfpipe.bench.results import FitCheck
+
+    # 1,310 ms on the pipeline against 618 ms on synthetic batches: 1 - 618/1310 = 52.8% waiting.
+    fit = FitCheck("small_cnn", "CPU", 12, 1310.0, 618.0, 1 - 618.0 / 1310.0)
+    report = dataclasses.replace(sample_report(consumer_eps=298.0 / 0.85), fit=fit)
+    assert (report.measured_input_wait, report.measured_by) == (pytest.approx(0.528, abs=1e-3), "fit")
+    console = Console(width=400, record=True, file=io.StringIO())
+    for r in renderables(report):
+        console.print(r)
+    text = " ".join(console.export_text().split())
+    assert (
+        "small_cnn on CPU: 1310.0 ms/step on the pipeline vs 618.0 ms/step on synthetic input -> 52.8% "
+        "waiting (the differential method); bench predicted 15.0% for this consumer"
+    ) in text
+    assert " ".join(CPU_FIT_NOTE.split()) in text

@@ -162,43 +162,38 @@ def _storage_advice(
 
 
 def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> Recommendation | None:
-    """What to do about the bottleneck stage, when tfpipe knows that stage."""
+    """What the user can do about the bottleneck stage: a change to their build() call, to
+    `tfpipe convert`, or to their hardware. Never a rewrite of the preset's own stages: where
+    no argument changes a stage's cost (the batch and final stages, a preset's parse), None,
+    and the cores advice that follows says what hardware feeds it."""
     stage = bottleneck.stage
-    share = f"{bottleneck.share:.0%} of the time per example ({bottleneck.ms_per_example:.2f} ms)"
+    share = f"{bottleneck.share:.0%} of the {_cost_word(bottleneck)} per example ({bottleneck.ms_per_example:.2f} ms)"
     if preset == "text" and stage in ("parse", "pack"):
         return _text_stage_advice(stage, share)
-    if stage == "decode":
-        action = (
+    if stage == "decode" and preset == "imagenet":
+        return Recommendation(
+            "decode_bound",
+            f"Decode/augment is the bottleneck: {share}.",
             "Decoding and augmenting images dominates. Convert with `tfpipe convert "
-            "--resize-shorter 256` (smaller JPEGs decode several times faster), and keep "
-            "decode_and_crop fused so only the crop is decoded."
-            if preset == "imagenet"
-            else "Per-example decoding dominates: batch before the map so it runs vectorized."
+            "--resize-shorter 256` (smaller JPEGs decode several times faster, and the crop "
+            "is decoded alone).",
         )
-        return Recommendation("decode_bound", f"Decode/augment is the bottleneck: {share}.", action)
     if stage == "read":
-        gcs = "; on gs:// read from a bucket in the same region and raise interleave parallelism."
-        action = (
-            "Reading is the bottleneck. Use more shards (at least 4x the interleave parallelism), "
-            "bigger reader buffers, or cache() the records if they fit in memory"
-            + (gcs if data_on_gcs else ".")
-        )
-        return Recommendation("read_bound", f"Reading records is the bottleneck: {share}.", action)
-    if stage == "parse":
+        gcs = "; on gs:// keep the bucket in the training hosts' region."
         return Recommendation(
-            "parse_bound",
-            f"Parsing records is the bottleneck: {share}.",
-            "Batch before parsing so tf.io.parse_example runs vectorized over the batch, "
-            "and drop features the model does not use from the parse spec.",
-        )
-    if stage in ("batch", "final"):
-        return Recommendation(
-            f"{stage}_bound",
-            f"The {stage} step costs most: {share}.",
-            "Move per-example work after batch() so it runs vectorized, and prefetch "
-            "with AUTOTUNE as the last stage.",
+            "read_bound",
+            f"Reading records is the bottleneck: {share}.",
+            "Reading is the bottleneck. Convert into more shards (`tfpipe convert --num-shards`, "
+            "at least 4x the interleave's cycle_length), read more of them at once "
+            "(tfpipe.build(..., config=tfpipe.PipelineConfig(cycle_length=..., "
+            "read_parallelism=...))), or cache the records when they fit in memory "
+            '(PipelineConfig(cache="memory"))' + (gcs if data_on_gcs else "."),
         )
     return None
+
+
+def _cost_word(bottleneck: Bottleneck) -> str:
+    return "CPU" if bottleneck.basis == "cpu" else "time"
 
 
 def _text_stage_advice(stage: str, share: str) -> Recommendation:

@@ -92,6 +92,15 @@ def _text(
     )
 
 
+def _bottleneck(stages: tuple[results.StageRate, ...], storage_bound: bool) -> verdict.Bottleneck:
+    """The read stage when the storage cannot feed the consumer; else the costliest stage, by
+    time per example, or by CPU per example where throughput disagrees."""
+    rates = [(s.name, s.rate.examples_per_sec) for s in stages]
+    if storage_bound and stages:
+        return verdict.stage_cost(rates, stages[0].name)
+    return verdict.bottleneck(rates, [s.rate.cpu_ms_per_example for s in stages])
+
+
 def _figures(
     pipeline: str,
     dataset: results.DatasetInfo,
@@ -111,11 +120,10 @@ def _figures(
     need = consumer.examples_per_sec
     predicted = wait.predicted_wait(producer.examples_per_sec, need)
     band = wait.band(predicted)
-    rates = [(s.name, s.rate.examples_per_sec) for s in stages]
+    spread = producer.spread
+    interval = None if spread is None else wait.wait_interval(producer.examples_per_sec, need, spread)
     storage_bound = verdict.storage_bound(storage, need)
-    neck = (
-        verdict.stage_cost(rates, stages[0].name) if storage_bound and stages else verdict.bottleneck(rates)
-    )
+    neck = _bottleneck(stages, storage_bound)
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
     cores = verdict.cores_needed(need, curve)
     most = max(scaling, key=lambda p: p.cores)
@@ -143,6 +151,7 @@ def _figures(
     )
     return {
         "predicted_input_wait": predicted,
+        "predicted_input_wait_interval": interval,
         "verdict": band,
         "bottleneck": neck,
         "cores": cores,

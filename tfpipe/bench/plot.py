@@ -157,7 +157,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     ax1.set_ylim(-0.6, len(values) - 0.1)
     ax1.set_xlabel(f"{_unit(report)} / second" + (" (log scale)" if log else ""))
     ax1.set_title(
-        f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage} "
+        f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage or 'too noisy to name'} "
         f"({report.bottleneck.share:.0%} of time per {'example' if report.text is None else 'token'})",
         fontsize=10,
     )

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tfpipe.bench import wait
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate
 from tfpipe.errors import ConfigError, DataError, field_error
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 # Pull elements in chunks lasting about this long, so the window ends within ~0.1 s of its
 # length without checking the clock after every element.
 CHUNK_SECONDS = 0.1
+# The window's rate is also taken in pieces this long: their spread is the run's own
+# uncertainty of the rate (see wait.rate_spread).
+PIECE_SECONDS = 0.5
 
 
 def available_cores() -> int:
@@ -120,7 +124,7 @@ def measure(
     if on_window:
         on_window(True)
     try:
-        elements, window, cpu = _window(it, chunk, exhausted, seconds)
+        elements, window, cpu, pieces = _window(it, chunk, exhausted, seconds)
     finally:
         if on_window:
             on_window(False)
@@ -140,6 +144,7 @@ def measure(
         warm,
         cpu_ms_per_example=1000.0 * cpu / examples,
         cores_busy=cpu / window,
+        spread=wait.rate_spread(pieces),
     )
 
 
@@ -165,21 +170,31 @@ def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
     return chunk, exhausted, time.perf_counter() - t1
 
 
-def _window(it: Any, chunk: int, exhausted: bool, seconds: float) -> tuple[int, float, float]:
+def _window(
+    it: Any, chunk: int, exhausted: bool, seconds: float
+) -> tuple[int, float, float, list[tuple[int, float]]]:
     """The timed window: pulls chunks for `seconds` or until the dataset ends.
 
     Returns:
-      (elements taken, seconds elapsed, CPU seconds the process spent meanwhile).
+      (elements taken, seconds elapsed, CPU seconds the process spent meanwhile, and the
+      window cut into pieces of at least PIECE_SECONDS: (elements, seconds) each).
     """
     c0, w0 = cpu_seconds(), time.perf_counter()
     elements = 0
+    pieces: list[tuple[int, float]] = []
+    p0, in_piece = w0, 0
     while not exhausted:
         got = _pull(it, chunk)
         elements += got
+        in_piece += got
         exhausted = got < chunk
-        if time.perf_counter() - w0 >= seconds:
+        now = time.perf_counter()
+        if now - p0 >= PIECE_SECONDS:
+            pieces.append((in_piece, now - p0))
+            p0, in_piece = now, 0
+        if now - w0 >= seconds:
             break
-    return elements, time.perf_counter() - w0, cpu_seconds() - c0
+    return elements, time.perf_counter() - w0, cpu_seconds() - c0, pieces
 
 
 def cpu_seconds() -> float:

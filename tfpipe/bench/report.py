@@ -36,7 +36,7 @@ from tfpipe.bench.results import (
 )
 from tfpipe.bench.tokens import TextFigures
 from tfpipe.bench.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
-from tfpipe.bench.wait import Band
+from tfpipe.bench.wait import Band, WaitInterval
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
@@ -52,7 +52,7 @@ SCHEMA = "tfpipe.bench.report"
 SCHEMA_VERSION = 5
 # Raised for an addition within a version that changes no key's meaning (readers of the version
 # keep working): 1 added environment.keras_backend, environment.keras and environment.jax.
-SCHEMA_MINOR_VERSION = 1
+SCHEMA_MINOR_VERSION = 2
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,6 +93,7 @@ class Report:
     storage: Storage | None = None
     first_epoch_predicted_input_wait: float | None = None
     text: TextFigures | None = None
+    predicted_input_wait_interval: WaitInterval | None = None
 
     @property
     def per_host_batch_size(self) -> int:
@@ -100,16 +101,19 @@ class Report:
 
     @property
     def measured_input_wait(self) -> float | None:
-        """Ground truth, from --fit when it ran, else from --simulate."""
+        """Ground truth, from --fit when it ran, else from --simulate when its consumer kept
+        to the step (a step shorter than the simulating loop's own cost is not simulated)."""
         if self.fit is not None:
             return self.fit.measured_input_wait
-        if self.simulation is not None:
+        if self.simulation is not None and self.simulation.holds_step:
             return self.simulation.measured_input_wait
         return None
 
     @property
     def measured_by(self) -> str | None:
-        return "fit" if self.fit is not None else "simulate" if self.simulation is not None else None
+        if self.fit is not None:
+            return "fit"
+        return "simulate" if self.simulation is not None and self.simulation.holds_step else None
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON object described by `report.schema.json`."""
@@ -124,6 +128,7 @@ class Report:
             "tfpipe_version": __version__,
             "verdict": self.verdict,
             "predicted_input_wait": _r(self.predicted_input_wait),
+            "predicted_input_wait_interval": interval_json(self.predicted_input_wait_interval),
             "measured_input_wait": None if self.measured_input_wait is None else _r(self.measured_input_wait),
             "measured_by": self.measured_by,
             "batch_size": self.batch_size,
@@ -133,7 +138,8 @@ class Report:
             "dataset": dataclasses.asdict(self.dataset),
             "producer": _round_all(producer),
             "consumer": _round_all(dataclasses.asdict(self.consumer)),
-            "bottleneck": _round_all(dataclasses.asdict(self.bottleneck)),
+            "bottleneck": _round_all(dataclasses.asdict(self.bottleneck))
+            | {"harness": list(self.bottleneck.harness)},
             "stages": [
                 {
                     "name": s.name,
@@ -154,9 +160,7 @@ class Report:
             ),
             "service_workers": _round_all(dataclasses.asdict(self.service)),
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
-            "simulation": None
-            if self.simulation is None
-            else _round_all(dataclasses.asdict(self.simulation)),
+            "simulation": None if self.simulation is None else simulation_json(self.simulation),
             "fit": None if self.fit is None else _round_all(dataclasses.asdict(self.fit)),
             "compare": None
             if self.comparison is None
@@ -173,6 +177,28 @@ class Report:
 
     def to_json_text(self) -> str:
         return json.dumps(self.to_json(), indent=2) + "\n"
+
+
+def interval_json(i: WaitInterval | None) -> dict[str, Any] | None:
+    """The `predicted_input_wait_interval` object: the wait's interval from the producer
+    rate's own spread, and the bands it touches."""
+    if i is None:
+        return None
+    return {
+        "low": _r(i.low),
+        "high": _r(i.high),
+        "spread": _r(i.spread),
+        "bands": list(i.bands),
+        "certain": i.certain,
+    }
+
+
+def simulation_json(s: Simulation) -> dict[str, Any]:
+    """The `simulation` object: the run, and whether its consumer kept to the step."""
+    return _round_all(dataclasses.asdict(s)) | {
+        "consumer_step_ms": _r(s.consumer_step_ms),
+        "holds_step": s.holds_step,
+    }
 
 
 def profile_json(p: Profile) -> dict[str, Any]:

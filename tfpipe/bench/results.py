@@ -31,6 +31,9 @@ class Rate:
       cpu_ms_per_example: CPU milliseconds spent in the window per example taken.
       cores_busy: CPU seconds over wall seconds in the window: how many cores the work kept
         busy on average.
+      spread: the relative standard deviation of the rate between the window's half-second
+        pieces (0.1 = 10%): the run's own uncertainty of the rate. None when the window held
+        fewer than wait.MIN_PIECES pieces.
     """
 
     examples_per_sec: float
@@ -41,6 +44,7 @@ class Rate:
     warmup_sec: float
     cpu_ms_per_example: float
     cores_busy: float
+    spread: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -108,6 +112,11 @@ class Consumer:
     approximate: bool = False
 
 
+# A simulated consumer whose steps take longer than asked by more than this share did not
+# simulate the step (see Simulation.holds_step).
+SIMULATE_STEP_SLACK = 0.05
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Simulation:
     """The pipeline run against a consumer that holds each batch for the step time, sleeping.
@@ -130,6 +139,19 @@ class Simulation:
     producer_examples_per_sec: float
     predicted_input_wait: float
     measured_input_wait: float
+
+    @property
+    def consumer_step_ms(self) -> float:
+        """The consumer's achieved time per step without its waits: step_time_ms when it held
+        its schedule, longer when the loop's own cost (the call taking a batch, the GIL, the
+        sleep) exceeded the step."""
+        return (self.window_sec - self.wait_sec) / self.steps * 1000.0 if self.steps else 0.0
+
+    @property
+    def holds_step(self) -> bool:
+        """True when the simulated consumer kept to its step (within SIMULATE_STEP_SLACK): its
+        measured wait then checks the prediction for that step."""
+        return self.consumer_step_ms <= self.step_time_ms * (1 + SIMULATE_STEP_SLACK)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

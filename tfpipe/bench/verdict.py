@@ -18,14 +18,22 @@ from tfpipe.errors import ConfigError, field_error
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Bottleneck:
-    """The stage prefix that adds the most time per example.
+    """The stage prefix that adds the most cost per example.
 
     Attributes:
-      stage: the prefix's name (a stage group such as "decode"), or "" when unknown.
+      stage: the prefix's name (a stage group such as "decode"), or "" when unknown or when the
+        measurement is too noisy to name one (`basis` "noisy").
       examples_per_sec: the prefix's measured throughput.
-      ms_per_example: CPU-time-like cost this prefix adds per example, in milliseconds.
-      share: that cost as a share of the full pipeline's time per example (0..1).
+      ms_per_example: the cost this prefix adds per example, in milliseconds: time per example
+        when `basis` is "throughput", CPU time per example when "cpu".
+      share: that cost as a share of the full pipeline's (0..1).
       drop: throughput lost at this prefix, as a share of the previous prefix's (0..1).
+      basis: how it was ranked: "throughput" (time per example, where the CPU cost agrees or
+        was not measured), "cpu" (CPU per example, where throughput disagrees), "noisy"
+        (throughput and CPU disagree and the CPU costs are too close to name one).
+      harness: prefixes that ran slower than a longer prefix: their throughput carries a cost
+        of timing them alone (the loop taking elements, no prefetch after them) that training
+        does not pay, so it names no bottleneck.
     """
 
     stage: str
@@ -33,19 +41,37 @@ class Bottleneck:
     ms_per_example: float
     share: float
     drop: float
+    basis: str = "throughput"
+    harness: tuple[str, ...] = ()
 
 
-def bottleneck(stages: Sequence[tuple[str, float]]) -> Bottleneck:
-    """Finds the prefix where throughput falls most.
+# A prefix is slower than a longer one (a harness cost) when its rate is below the longer
+# prefix's by more than this share; the window-to-window spread of one rate under load is ~10%.
+SLOWER_BY = 0.10
+# Ranked by CPU, the costliest stage is named when its added CPU is at least this multiple of
+# the next one's; closer, load can swap them (CPU per example moves ~5-10% between runs).
+CLEAR_BY = 1.5
+
+
+def bottleneck(stages: Sequence[tuple[str, float]], cpu_ms: Sequence[float] | None = None) -> Bottleneck:
+    """Finds the prefix that adds the most cost per example.
 
     A pipeline's time per example is roughly the sum of its stages' costs, so the stage that
     costs most is the one that adds the most `1/rate` over the prefix before it. That is the
     largest fall in throughput measured in time, not in examples/s: going from 50,000/s to
     20,000/s costs 0.03 ms, going from 20,000/s to 300/s costs 3.3 ms.
 
+    Throughput moves with load, and a prefix timed alone can run slower than a longer one
+    (its figure then carries the harness's own cost). Where that happens, or where the CPU
+    cost per example (which load barely moves) names another stage, the stages are ranked by
+    the CPU each adds; when the two costliest are within CLEAR_BY of each other, no stage is
+    named (`basis` "noisy").
+
     Args:
       stages: (name, examples_per_sec) for each prefix in pipeline order; the first prefix's
         cost is measured from nothing.
+      cpu_ms: each prefix's CPU milliseconds per example (cumulative), in the same order; None
+        ranks by throughput alone.
 
     Returns:
       The prefix with the largest added cost; ties go to the earlier prefix.
@@ -53,8 +79,48 @@ def bottleneck(stages: Sequence[tuple[str, float]]) -> Bottleneck:
     if not stages:
         return Bottleneck("", 0.0, 0.0, 0.0, 0.0)
     costs = _added_costs(stages)
-    i = max(range(len(stages)), key=lambda k: (costs[k], -k))
-    return _at(stages, costs, i)
+    i = _costliest(costs)
+    harness = slower_than_longer(stages)
+    if cpu_ms is None:
+        return _at(stages, costs, i, harness=harness)
+    cpu = _added_cpu(stages, cpu_ms)
+    j = _costliest(cpu)
+    if not harness and i == j:
+        return _at(stages, costs, i)
+    ranked = sorted(cpu, reverse=True)
+    if len(ranked) > 1 and ranked[0] < CLEAR_BY * ranked[1]:
+        return Bottleneck("", 0.0, 0.0, 0.0, 0.0, basis="noisy", harness=harness)
+    total = max(max(cpu_ms), 1e-30)
+    prev_eps = stages[j - 1][1] if j > 0 else math.inf
+    drop = 0.0 if prev_eps == math.inf else max(0.0, 1.0 - stages[j][1] / prev_eps)
+    return Bottleneck(stages[j][0], stages[j][1], cpu[j], min(1.0, cpu[j] / total), drop, "cpu", harness)
+
+
+def slower_than_longer(stages: Sequence[tuple[str, float]]) -> tuple[str, ...]:
+    """Prefixes whose throughput is below a longer prefix's by more than SLOWER_BY."""
+    return tuple(
+        name
+        for k, (name, eps) in enumerate(stages)
+        if any(eps < later * (1 - SLOWER_BY) for _, later in stages[k + 1 :])
+    )
+
+
+def _costliest(costs: Sequence[float]) -> int:
+    return max(range(len(costs)), key=lambda k: (costs[k], -k))
+
+
+def _added_cpu(stages: Sequence[tuple[str, float]], cpu_ms: Sequence[float]) -> list[float]:
+    """CPU milliseconds per example each prefix adds to the costliest prefix before it."""
+    if len(cpu_ms) != len(stages):
+        raise ConfigError(f"Expected a CPU cost for each of {len(stages)} prefixes. Received: {list(cpu_ms)}")
+    out: list[float] = []
+    previous = 0.0
+    for (name, _), ms in zip(stages, cpu_ms, strict=True):
+        if ms < 0 or not math.isfinite(ms):
+            raise ConfigError(f"Stage {name!r}: expected a CPU cost >= 0 ms per example. Received: {ms!r}")
+        out.append(max(0.0, ms - previous))
+        previous = max(previous, ms)
+    return out
 
 
 def stage_cost(stages: Sequence[tuple[str, float]], name: str) -> Bottleneck:
@@ -80,11 +146,14 @@ def _added_costs(stages: Sequence[tuple[str, float]]) -> list[float]:
     return costs
 
 
-def _at(stages: Sequence[tuple[str, float]], costs: list[float], i: int) -> Bottleneck:
+def _at(
+    stages: Sequence[tuple[str, float]], costs: list[float], i: int, *, harness: tuple[str, ...] = ()
+) -> Bottleneck:
     total = max(max(1.0 / eps for _, eps in stages), 1e-30)
     prev_eps = stages[i - 1][1] if i > 0 else math.inf
     drop = 0.0 if prev_eps == math.inf else max(0.0, 1.0 - stages[i][1] / prev_eps)
-    return Bottleneck(stages[i][0], stages[i][1], costs[i] * 1000.0, min(1.0, costs[i] / total), drop)
+    share = min(1.0, costs[i] / total)
+    return Bottleneck(stages[i][0], stages[i][1], costs[i] * 1000.0, share, drop, "throughput", harness)
 
 
 def storage_bound(storage: Storage | None, consumer_eps: float) -> bool:
