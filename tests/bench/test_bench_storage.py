@@ -10,7 +10,7 @@ import pytest
 from _bench_once import handing
 
 import tfpipe
-from tfpipe.bench import reading
+from tfpipe.bench import fmt, reading
 from tfpipe.bench import verdict as v
 from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.results import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate
@@ -232,7 +232,7 @@ def test_a_twin_limited_to_5_mb_per_second_is_storage_bound_and_named(local_gcs,
     assert obj["bottleneck"]["stage"] == "read"
     assert obj["recommendations"][0]["kind"] == "storage_bound"
     assert obj["recommendations"][0]["finding"].startswith(
-        f"Storage-bound: reading from gs:// gives {st['mb_per_sec']:,.1f} MB/s"
+        f"Storage-bound: reading from gs:// gives {fmt.figure(st['mb_per_sec'])} MB/s"
     )
     assert st["location"] == "gcs" and st["cached"] is False
     # At most the 2 shards' streams at 5 MB/s each: what the twin allows.
