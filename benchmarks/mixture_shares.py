@@ -1,0 +1,154 @@
+"""How far a text mixture's realised token share strays over windows of 100 batches (issue 35 A,
+target 0.5 point), simulated in NumPy on real lengths: the design merged now against the
+piece-level one proposed for it, so the choice is measured before it is built.
+
+The data: the stdlib's docstrings (`tfpipe.synthetic.text.documents`, 701 of them) and pydoc's
+topics (79 long documents), tokens approximated as characters / 4 (a BPE's ratio on English);
+batches of B=8 rows of L=128, the topics weighted 0.3. Designs:
+
+- "documents" (merged now): a choice per document, each block of 4,096 documents a random
+  permutation of the sources' quotas (weight over mean document length); chunks of documents
+  packed first-fit, rows shuffled within a chunk.
+- "pieces": each source's documents (EOS added) cut into pieces of at most L, merged by their
+  finish time in virtual time (a source's tokens so far over its weight: weighted fair
+  queueing, so every prefix is within one piece of the weights, and a source's count at
+  virtual time t is a search in its own cumulative lengths); chunks of CHUNK_ROWS x L units of
+  virtual time, rows shuffled within a chunk.
+- "pieces+balanced": the same, the rows of a chunk ordered so that every prefix of them holds
+  each source's tokens in proportion (rows classed by their main source, each class in a
+  random order, the classes merged by their share of the class's tokens so far).
+
+Run: python benchmarks/mixture_shares.py  (seconds; pure NumPy; prints each design's worst
+window and the standard deviation of the windows' share).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from tfpipe.pipeline import packing_numpy
+
+B, L = int(os.environ.get("TFPIPE_MIX_B", "8")), int(os.environ.get("TFPIPE_MIX_L", "128"))
+WINDOW, BATCHES = 100, 2000
+WEIGHT = float(os.environ.get("TFPIPE_MIX_WEIGHT", "0.3"))  # of the topics
+
+
+def lengths() -> tuple[np.ndarray, np.ndarray]:
+    import pydoc_data.topics
+
+    from tfpipe.synthetic import text
+
+    docs = np.array([max(1, len(x) // 4) for x in text.documents(1400)[:701]], np.int64)
+    topics = pydoc_data.topics.topics
+    return np.array([max(1, len(topics[k]) // 4) for k in sorted(topics)], np.int64), docs
+
+
+def source_stream(lens: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """n document lengths of one source in its order: a new permutation every epoch, EOS added."""
+    epochs = -(-n // len(lens)) + 1
+    return np.concatenate([lens[rng.permutation(len(lens))] for _ in range(epochs)])[:n] + 1
+
+
+def rows_by_source(
+    units: np.ndarray, src: np.ndarray, rng: np.random.Generator, balanced: bool
+) -> np.ndarray:
+    """A chunk's units (lengths, each <= L or whole documents) packed first-fit: [rows, 2] tokens
+    of each source per row, in the rows' training order."""
+    p = packing_numpy.place(units, L, "first_fit")
+    out = np.zeros((p.rows, 2), np.int64)
+    np.add.at(out, (p.row, src[p.doc]), p.length)
+    order = rng.permutation(p.rows)
+    if balanced:
+        out = out[order]
+        cls = np.argmax(out, 1)
+        key = np.zeros(p.rows)
+        for c in (0, 1):
+            m = cls == c
+            t = out[m].sum(1)
+            key[m] = (np.cumsum(t) - t / 2) / max(1, t.sum())
+        order = np.argsort(key, kind="stable")
+        return out[order]
+    return out[order]
+
+
+def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
+    means = np.array([topics.mean() + 1, docs.mean() + 1])
+    probs = np.array([WEIGHT, 1 - WEIGHT]) / means
+    from tfpipe.pipeline.mixture_spec import quotas as apportion
+
+    q = apportion(list(probs))
+    n = 4096 * 8
+    choice = np.concatenate([rng.permutation(np.repeat([0, 1], q)) for _ in range(n // 4096)])
+    streams = [source_stream(topics, rng, n), source_stream(docs, rng, n)]
+    at = [0, 0]
+    lens = np.empty(n, np.int64)
+    for i, c in enumerate(choice):
+        lens[i] = streams[c][at[c]]
+        at[c] += 1
+    size = packing_numpy.chunk_documents(L, float(lens.mean()))
+    rows = [
+        rows_by_source(lens[k : k + size], choice[k : k + size], rng, balanced) for k in range(0, n, size)
+    ]
+    return np.concatenate(rows)
+
+
+def pieces_of(lens: np.ndarray) -> np.ndarray:
+    _, _, length = packing_numpy.pieces(lens, L)
+    return length
+
+
+def pieces_design(topics, docs, rng, balanced: bool) -> np.ndarray:
+    n_tokens = B * L * BATCHES * 2
+    parts, keys, srcs = [], [], []
+    for s, (lens, w) in enumerate(((topics, WEIGHT), (docs, 1 - WEIGHT))):
+        stream = source_stream(lens, rng, int(n_tokens * w / lens.mean()) + 10)
+        p = pieces_of(stream)
+        parts.append(p)
+        keys.append(np.cumsum(p) / w)  # finish time in virtual time
+        srcs.append(np.full(len(p), s))
+    p, key, src = (np.concatenate(x) for x in (parts, keys, srcs))
+    order = np.argsort(key, kind="stable")
+    p, key, src = p[order], key[order], src[order]
+    delta = packing_numpy.CHUNK_ROWS * L
+    chunk = (key // delta).astype(np.int64)
+    edges = np.flatnonzero(np.diff(chunk)) + 1
+    rows = [
+        rows_by_source(p[a:b], src[a:b], rng, balanced)
+        for a, b in zip(np.r_[0, edges], np.r_[edges, len(p)], strict=True)
+    ]
+    return np.concatenate(rows)
+
+
+def windows(rows: np.ndarray) -> tuple[float, float, float]:
+    batches = rows[: (len(rows) // B) * B].reshape(-1, B, 2).sum(1)[:BATCHES]
+    x = np.cumsum(np.vstack([[0, 0], batches]), 0)
+    w = x[WINDOW:] - x[:-WINDOW]
+    share = w[:, 0] / w.sum(1)
+    fill = batches.sum() / (len(batches) * B * L)
+    return float(np.abs(share - WEIGHT).max()), float(share.std()), float(fill)
+
+
+def main() -> None:
+    topics, docs = lengths()
+    print(f"topics: {len(topics)} documents, mean {topics.mean():.0f} tokens; ", end="")
+    print(f"docstrings: {len(docs)}, mean {docs.mean():.0f}")
+    print(f"B={B} L={L}, windows of {WINDOW} batches over {BATCHES} batches, topics weight {WEIGHT}")
+    for name, run in (
+        ("documents", lambda r: documents_design(topics, docs, r)),
+        ("documents+balanced", lambda r: documents_design(topics, docs, r, True)),
+        ("pieces", lambda r: pieces_design(topics, docs, r, False)),
+        ("pieces+balanced", lambda r: pieces_design(topics, docs, r, True)),
+    ):
+        got = [windows(run(np.random.default_rng(seed))) for seed in range(3)]
+        worst = max(g[0] for g in got)
+        std = np.mean([g[1] for g in got])
+        fill = np.mean([g[2] for g in got])
+        print(
+            f"  {name:18s} worst window {100 * worst:5.2f} points, std {100 * std:5.2f}, fill {fill:.1%} (3 seeds)"
+        )
+
+
+if __name__ == "__main__":
+    main()
