@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from tfpipe.pipeline import packing_numpy
+from tfpipe.pipeline import mixture_pieces, packing_numpy
 
 B, L = int(os.environ.get("TFPIPE_MIX_B", "8")), int(os.environ.get("TFPIPE_MIX_L", "128"))
 WINDOW, BATCHES = 100, 2000
@@ -54,23 +54,13 @@ def source_stream(lens: np.ndarray, rng: np.random.Generator, n: int) -> np.ndar
 def rows_by_source(
     units: np.ndarray, src: np.ndarray, rng: np.random.Generator, balanced: bool
 ) -> np.ndarray:
-    """A chunk's units (lengths, each <= L or whole documents) packed first-fit: [rows, 2] tokens
-    of each source per row, in the rows' training order."""
+    """A chunk's units (pieces, or whole documents) packed first-fit: [rows, 2] tokens of each
+    source per row, in the rows' training order (random, or `mixture_pieces.balanced_order`)."""
     p = packing_numpy.place(units, L, "first_fit")
     out = np.zeros((p.rows, 2), np.int64)
     np.add.at(out, (p.row, src[p.doc]), p.length)
     order = rng.permutation(p.rows)
-    if balanced:
-        out = out[order]
-        cls = np.argmax(out, 1)
-        key = np.zeros(p.rows)
-        for c in (0, 1):
-            m = cls == c
-            t = out[m].sum(1)
-            key[m] = (np.cumsum(t) - t / 2) / max(1, t.sum())
-        order = np.argsort(key, kind="stable")
-        return out[order]
-    return out[order]
+    return out[mixture_pieces.balanced_order(out, order) if balanced else order]
 
 
 def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
@@ -94,25 +84,21 @@ def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
     return np.concatenate(rows)
 
 
-def pieces_of(lens: np.ndarray) -> np.ndarray:
-    _, _, length = packing_numpy.pieces(lens, L)
-    return length
-
-
 def pieces_design(topics, docs, rng, balanced: bool) -> np.ndarray:
+    from tfpipe.pipeline.mixture_spec import BLOCK, quotas
+
+    q = quotas([WEIGHT, 1 - WEIGHT])
     n_tokens = B * L * BATCHES * 2
-    parts, keys, srcs = [], [], []
-    for s, (lens, w) in enumerate(((topics, WEIGHT), (docs, 1 - WEIGHT))):
-        stream = source_stream(lens, rng, int(n_tokens * w / lens.mean()) + 10)
-        p = pieces_of(stream)
-        parts.append(p)
-        keys.append(np.cumsum(p) / w)  # finish time in virtual time
-        srcs.append(np.full(len(p), s))
-    p, key, src = (np.concatenate(x) for x in (parts, keys, srcs))
-    order = np.argsort(key, kind="stable")
-    p, key, src = p[order], key[order], src[order]
-    delta = packing_numpy.CHUNK_ROWS * L
-    chunk = (key // delta).astype(np.int64)
+    pieces = [
+        mixture_pieces.piece_lengths(source_stream(lens, rng, int(n_tokens * w / lens.mean()) + 10) - 1, L)
+        for lens, w in ((topics, WEIGHT), (docs, 1 - WEIGHT))
+    ]
+    src, index = mixture_pieces.merge(pieces, q)
+    keys = [mixture_pieces.finish(x, n) for x, n in zip(pieces, q, strict=True)]
+    p, ends = np.zeros(len(src), np.int64), np.zeros(len(src), np.int64)
+    for s in range(2):
+        p[src == s], ends[src == s] = pieces[s][index[src == s]], keys[s][index[src == s]]
+    chunk = ends // mixture_pieces.chunk_span(packing_numpy.CHUNK_ROWS * L, BLOCK)
     edges = np.flatnonzero(np.diff(chunk)) + 1
     rows = [
         rows_by_source(p[a:b], src[a:b], rng, balanced)
