@@ -22,6 +22,17 @@ benchmarks/mixture_shares.py). Three steps bound it:
    order leaves a window that cuts a chunk with a random subset of its rows (2.8 points at
    8x128). `balanced_order` keeps the randomness but merges the rows by source: every prefix
    of the chunk's rows then holds each source's tokens in the chunk's proportion, within a row.
+
+What wiring it into the graph takes (the order of work): each source's piece lengths in its
+order (`text_stages.ordered_lengths`, cut as `packing.pieces` cuts) with their finish, carried
+across batches by a scan, give each piece's chunk; each source's records, zipped with their
+pieces' chunks, are grouped by chunk (a record whose pieces straddle two chunks goes to both,
+with its piece range); a chunk is the sources' groups concatenated, parsed, EOS added, cut into
+pieces, its pieces packed (none is longer than L, so the packer cuts nothing) and its rows put
+in `balanced_order`, keyed as `text_stages.chunk_seed` keys the random order today. A start
+walks the chunks' rows from the lengths alone, as now, and starts each source at its count;
+the Position's identity carries the mixture's version so that a state of the per-document
+mixture is refused by name.
 """
 
 from __future__ import annotations
