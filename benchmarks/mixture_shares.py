@@ -15,8 +15,8 @@ batches of B=8 rows of L=128, the topics weighted 0.3. Designs:
   virtual time t is a search in its own cumulative lengths); chunks of CHUNK_ROWS x L units of
   virtual time, rows shuffled within a chunk.
 - "pieces+balanced": the same, the rows of a chunk ordered so that every prefix of them holds
-  each source's tokens in proportion (rows classed by their main source, each class in a
-  random order, the classes merged by their share of the class's tokens so far).
+  each source's tokens in the chunk's proportion within one row (`mixture_pieces.balanced_order`).
+  "documents+balanced": the merged design with that row order, to tell the two steps apart.
 
 Run: python benchmarks/mixture_shares.py  (seconds; pure NumPy; prints each design's worst
 window and the standard deviation of the windows' share).

@@ -83,7 +83,7 @@ def test_balanced_rows_hold_the_chunk_share_in_every_prefix_and_random_rows_do_n
     rows, perm = rows_of_chunk(lengths, seed=3)
     order = mp.balanced_order(rows, perm)
     assert sorted(order) == list(range(len(rows)))
-    assert prefix_off(rows[order]) <= 2 * L, prefix_off(rows[order])
+    assert prefix_off(rows[order]) < L, prefix_off(rows[order])  # within one row's excess
     assert prefix_off(rows[perm]) > 4 * L  # the random order strays by rows
 
 

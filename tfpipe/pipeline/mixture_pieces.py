@@ -95,12 +95,28 @@ def chunk_span(chunk_tokens: int, block: int) -> int:
 
 def balanced_order(tokens: np.ndarray, permutation: np.ndarray) -> np.ndarray:
     """The training order of a chunk's rows: `tokens` is `[rows, sources]` (each row's tokens
-    of each source). Rows are classed by their main source and kept in `permutation`'s order
-    within a class; the classes are merged by each row's midpoint in its class's tokens, so
-    every prefix holds about its share of every class."""
+    of each source), `permutation` a random order of the rows, kept within each side below.
+
+    Two sources: each row's excess is its tokens of source 0 less the chunk's share of its
+    tokens; the rows over and under the share are merged by their running excess before them
+    (the greedy "take a row over the share while the prefix is under it", as one sort), so
+    every prefix is within one row's excess (< L) of the chunk's share. More sources: rows
+    classed by their main source, merged by each row's midpoint in its class's tokens (rows
+    holding several sources stray by more)."""
     rows = np.asarray(tokens, np.int64)[permutation]
-    main = np.argmax(rows, axis=1)
     size = rows.sum(1)
+    total = max(1, int(size.sum()))
+    if rows.shape[1] == 2:
+        # Integer excess scaled by the chunk's tokens: rows[:, 0] * total - size * chunk's source 0.
+        excess = rows[:, 0] * total - size * int(rows[:, 0].sum())
+        over = excess > 0
+        key = np.zeros(len(rows), np.int64)
+        for side, sign in ((over, 1), (~over, -1)):
+            e = sign * excess[side]
+            key[side] = np.cumsum(e) - e  # the side's running excess before the row
+        # Ties to the rows over the share (the prefix is at or under it then).
+        return permutation[np.lexsort((~over, key))]
+    main = np.argmax(rows, axis=1)
     key = np.zeros(len(rows), np.int64)
     for c in np.unique(main):
         mine = main == c
