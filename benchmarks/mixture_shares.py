@@ -18,8 +18,9 @@ batches of B=8 rows of L=128, the topics weighted 0.3. Designs:
   each source's tokens in the chunk's proportion within one row (`mixture_pieces.balanced_order`).
   "documents+balanced": the merged design with that row order, to tell the two steps apart.
 
-Run: python benchmarks/mixture_shares.py  (seconds; pure NumPy; prints each design's worst
-window and the standard deviation of the windows' share).
+Run: python benchmarks/mixture_shares.py (TFPIPE_MIX_B, TFPIPE_MIX_L, TFPIPE_MIX_WEIGHT;
+TFPIPE_MIX_LENGTHS=WEIGHTED_DIR,OTHER_DIR for two converted datasets' real lengths): seconds,
+pure NumPy; prints each design's worst window and the standard deviation of the windows' share.
 """
 
 from __future__ import annotations
@@ -36,10 +37,23 @@ WEIGHT = float(os.environ.get("TFPIPE_MIX_WEIGHT", "0.3"))  # of the topics
 
 
 def lengths() -> tuple[np.ndarray, np.ndarray]:
+    """(the weighted source's, the other's) document lengths: TFPIPE_MIX_LENGTHS=A,B reads two
+    converted text datasets' lengths files (real tokenizer counts), else characters / 4."""
     import pydoc_data.topics
 
     from tfpipe.synthetic import text
 
+    given = os.environ.get("TFPIPE_MIX_LENGTHS")
+    if given:
+        from tfpipe.manifest import Manifest
+        from tfpipe.pipeline.text_stages import Lengths, load_lengths
+
+        out = []
+        for root in given.split(","):
+            m = Manifest.load(root)
+            t = m.split("train").text
+            out.append(load_lengths(Lengths(m.lengths_path("train"), t.documents, t.tokens)))
+        return out[0], out[1]
     docs = np.array([max(1, len(x) // 4) for x in text.documents(1400)[:701]], np.int64)
     topics = pydoc_data.topics.topics
     return np.array([max(1, len(topics[k]) // 4) for k in sorted(topics)], np.int64), docs
@@ -118,9 +132,9 @@ def windows(rows: np.ndarray) -> tuple[float, float, float]:
 
 def main() -> None:
     topics, docs = lengths()
-    print(f"topics: {len(topics)} documents, mean {topics.mean():.0f} tokens; ", end="")
-    print(f"docstrings: {len(docs)}, mean {docs.mean():.0f}")
-    print(f"B={B} L={L}, windows of {WINDOW} batches over {BATCHES} batches, topics weight {WEIGHT}")
+    print(f"weighted source: {len(topics)} documents, mean {topics.mean():.0f} tokens; ", end="")
+    print(f"the other: {len(docs)}, mean {docs.mean():.0f}")
+    print(f"B={B} L={L}, windows of {WINDOW} batches over {BATCHES} batches, weight {WEIGHT}")
     for name, run in (
         ("documents", lambda r: documents_design(topics, docs, r)),
         ("documents+balanced", lambda r: documents_design(topics, docs, r, True)),
