@@ -117,13 +117,26 @@ def source_of_pieces(p, roots):
     return key
 
 
+def token_shares(p, roots, batches):
+    """Each batch's real tokens by source, every packed piece traced to its document: the
+    cumulative counts `[batches + 1, sources]`."""
+    key = source_of_pieces(p, roots)
+    counts = []
+    for batch in p.dataset().take(batches):
+        c = [0] * len(roots)
+        for row, seg in zip(batch["tokens"].numpy(), batch["segment_ids"].numpy(), strict=True):
+            for i in range(1, seg.max() + 1):
+                piece = row[seg == i].tolist()
+                c[key[(*piece[:24], len(piece))]] += len(piece)
+        counts.append(c)
+    return np.cumsum(np.vstack([[0] * len(roots), counts]), 0)
+
+
 @pytest.mark.slow
 def test_realised_token_shares_follow_the_weights(more, text_ds):
-    """Each batch's real tokens counted by source (every packed piece traced to its document):
-    over the whole run and over every window of 100 batches (~1,400 documents). The choice is
+    """Over the whole run and over every window of 100 batches (~1,400 documents). The choice is
     per document, so a window's share varies with its documents' lengths: within 2 points here,
-    not the issue's 0.5 (see the report)."""
-    roots = (more, text_ds)
+    not the issue's 0.5 (see test_the_issue_target_with_pydoc_topics_as_a_source)."""
     p = plan(
         {"more": more, "code": text_ds},
         weights={"more": 0.3, "code": 0.7},
@@ -131,21 +144,28 @@ def test_realised_token_shares_follow_the_weights(more, text_ds):
         sequence_length=L,
         seed=5,
     )
-    key = source_of_pieces(p, roots)
-    counts = []
-    for batch in p.dataset().take(160):
-        c = [0, 0]
-        for row, seg in zip(batch["tokens"].numpy(), batch["segment_ids"].numpy(), strict=True):
-            for i in range(1, seg.max() + 1):
-                piece = row[seg == i].tolist()
-                c[key[(*piece[:24], len(piece))]] += len(piece)
-        counts.append(c)
-    x = np.cumsum(np.vstack([[0, 0], counts]), 0)
+    x = token_shares(p, (more, text_ds), 160)
     assert abs(x[-1, 0] / x[-1].sum() - 0.3) < 0.01
     window = x[100:] - x[:-100]
     share = window[:, 0] / window.sum(1)
     assert np.all(np.abs(share - 0.3) < 0.02), (share.min(), share.max())
     assert p.mixture.shares() == pytest.approx([0.3, 0.7], abs=1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 35 A's 0.5 point needs the piece-level mixture (mixture_pieces.py, not wired "
+    "into build() yet): a choice per document strays by points with pydoc's long topics",
+)
+def test_the_issue_target_with_pydoc_topics_as_a_source(web, text_ds):
+    """The issue's target on the real graph: every window of 100 batches within 0.5 point of
+    the weights, in real tokens, pydoc's topics (79 long documents) weighted 0.3."""
+    p = plan(mix(web, text_ds), weights={"web": 0.3, "code": 0.7}, batch_size=B, sequence_length=L, seed=5)
+    x = token_shares(p, (web, text_ds), 130)
+    window = x[100:] - x[:-100]
+    share = window[:, 0] / window.sum(1)
+    assert np.all(np.abs(share - 0.3) < 0.005), (share.min(), share.max())
 
 
 @pytest.mark.slow
