@@ -76,3 +76,34 @@ def test_an_image_pipeline_s_graph(image_ds):
     functions and 604 nodes measured; order version 1: 22 and 1,054)."""
     functions, nodes = graph_size(tfpipe.build(image_ds, batch_size=4, image_size=16, seed=1, cache="none"))
     assert functions <= 18 and nodes <= 620, (functions, nodes)
+
+
+def _library(ds):
+    g = ds._as_serialized_graph(external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN)
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(g.numpy())
+    return graph.library.function
+
+
+@pytest.mark.parametrize("kind", ["images", "text"])
+def test_dataset_functions_run_on_one_device(kind, image_ds, text_ds):
+    """Each of tfpipe's dataset functions carries `experimental_ints_on_device` (instantiated
+    on one device, without grappler: _tf.plain), except those with an int32 output among
+    several, which a later tf.data graph rewrite cannot take with it; and that rewrite runs."""
+    ds = (
+        tfpipe.build(image_ds, batch_size=4, image_size=16, seed=1, cache="none")
+        if kind == "images"
+        else tfpipe.build(text_ds, batch_size=4, sequence_length=64, seed=1)
+    )
+    functions = [f for f in _library(ds) if f.signature.name.startswith("__inference_Dataset")]
+    one_device = {f.signature.name for f in functions if f.attr["experimental_ints_on_device"].b}
+    outputs = {f.signature.name: [a.type for a in f.signature.output_arg] for f in functions}
+    rest = {n for n in outputs if n not in one_device}
+    assert len(one_device) >= 8 and all(len(outputs[n]) > 1 and tf.int32 in outputs[n] for n in rest), rest
+    options = tf.data.Options()
+    options.experimental_optimization.map_fusion = True  # a rewrite of the whole graph
+    rewritten = ds.map(lambda *e: e).with_options(options)
+    assert all(
+        a.numpy().tolist() == b.numpy().tolist()
+        for a, b in zip(tf.nest.flatten(next(iter(rewritten))), tf.nest.flatten(next(iter(ds))), strict=True)
+    )

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.pipeline import raw
 from tfpipe.pipeline.order import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec
 
 # Endless ranges end here: a global group index e * groups + g may pass 2**62 near the
@@ -100,7 +101,7 @@ def stream(
     order = _Order(tf(), spec, read, start, sources, parallelism, load, cached=cached, keys=keys)
     # The next window is read and arranged while the current one goes out.
     ds = order.tf.data.Dataset.from_tensors(0).flat_map(plain(order.from_start)).prefetch(1)
-    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
+    return raw.unbatch(ds) if batch is None else raw.rebatch(ds, batch, drop_remainder=True)
 
 
 class _Order:
@@ -204,7 +205,7 @@ class _Order:
     def _runs(self, path: Any, size: Any, count: Any, first: Any) -> Any:
         # Runs of exactly `run` records, whatever grouping `read` chose (a re-read after a
         # network error may regroup), so the round-robin is a function of the counts alone.
-        runs = self.read(path, size, count).rebatch(self.spec.run)
+        runs = raw.rebatch(self.read(path, size, count), self.spec.run)
         if not self.keys:
             return runs
         ids = self.tf.data.Dataset.range(first, first + count).batch(self.spec.run)
@@ -224,7 +225,7 @@ class _Order:
             deterministic=True,  # the order must not depend on which file answers first
         )
         # Whole windows before the start are skipped here, as serialized records.
-        return runs.rebatch(self.window).skip(j0)
+        return raw.rebatch(runs, self.window).skip(j0)
 
     def load(self) -> Any:
         """Every record of the pipeline's files, in file order: one string tensor (or the
@@ -240,7 +241,7 @@ class _Order:
             num_parallel_calls=tf_.data.AUTOTUNE,
             deterministic=True,
         )
-        return records.rebatch(self.total).get_single_element()[0]
+        return raw.rebatch(records, self.total).get_single_element()[0]
 
     def cached_windows(self, members: Any, j0: Any) -> Any:
         """Windows `((indices into the loaded records, file indices)[, ids])` from window `j0`

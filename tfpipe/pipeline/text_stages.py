@@ -30,7 +30,7 @@ from typing import Any
 
 from tfpipe._tf import plain, tf
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import order_stream, packing
+from tfpipe.pipeline import order_stream, packing, raw
 from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
 from tfpipe.pipeline.packing_numpy import chunk_size
 
@@ -117,9 +117,9 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
         return {k: v[skip:] for k, v in out.items()}
 
     def pack_rows(ds: Any) -> Any:
-        return ds.map(
-            plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic
-        ).unbatch()
+        return raw.unbatch(
+            ds.map(plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+        )
 
     return pack_rows
 
