@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
 from typing import Any
@@ -160,10 +161,34 @@ def _one_device_tracing() -> None:
         init(self, func, *args, **{**kwargs, "defun_kwargs": attrs})
         outputs = self.function.outputs
         if len(outputs) > 1 and any(t.dtype == int32 for t in outputs):
-            init(self, func, *args, **kwargs)
+            _without_attribute(self, "experimental_ints_on_device", lambda: init(self, func, *args, **kwargs))
 
     __init__.__wrapped__ = init  # type: ignore[attr-defined]
     wrapper.__init__ = __init__
+
+
+def _without_attribute(wrapper: Any, name: str, trace_again: Callable[[], None]) -> None:
+    """Gives a StructuredFunctionWrapper the function it traced, without the attribute `name`.
+
+    The traced graph is wrapped again with the other attributes (tracing once more cost as
+    much as the first trace: ~0.3 s of CPU for the text packer, per build()). Where
+    TensorFlow's internals differ from what this expects, `trace_again` traces the function
+    again instead.
+    """
+    traced = wrapper._function
+    try:
+        from tensorflow.python.eager.polymorphic_function import concrete_function
+
+        attrs = {k: v for k, v in traced.function_def.attr.items() if k != name}
+        wrapper._function = concrete_function.ConcreteFunction.from_func_graph(
+            traced.graph, traced.function_type, attrs
+        )
+        wrapper._function._arg_keywords = traced._arg_keywords
+        wrapper._function._num_positional_args = traced._num_positional_args
+        wrapper._tfpipe_traced = traced  # owns the graph the new function shares
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - other internals
+        wrapper._function = traced
+        trace_again()
 
 
 def after(deps: list[Any], value: Any) -> Any:
