@@ -117,3 +117,24 @@ def test_dataset_functions_run_on_one_device(kind, image_ds, text_ds):
         a.numpy().tolist() == b.numpy().tolist()
         for a, b in zip(tf.nest.flatten(next(iter(rewritten))), tf.nest.flatten(next(iter(ds))), strict=True)
     )
+
+
+def test_an_int32_output_among_several_is_traced_once():
+    """Such a function leaves `experimental_ints_on_device` off without a second trace (a second
+    trace of the text packer cost as much as the first, per build()), and still runs, rewritten
+    too."""
+    from tfpipe._tf import plain
+
+    traces = []
+
+    def fn(x):
+        traces.append(x)
+        return x, tf.cast(x, tf.int32) * 2
+
+    ds = tf.data.Dataset.range(3).map(plain(fn))
+    (function,) = [f for f in _library(ds) if f.signature.name.startswith("__inference_Dataset")]
+    assert len(traces) == 1 and not function.attr["experimental_ints_on_device"].b
+    options = tf.data.Options()
+    options.experimental_optimization.map_fusion = True
+    for got in (ds, ds.map(lambda *e: e).with_options(options)):
+        assert [(int(a), int(b)) for a, b in got] == [(0, 0), (1, 2), (2, 4)]
