@@ -131,11 +131,12 @@ def _one_device_tracing() -> None:
 
     Installed once, around tf.data's StructuredFunctionWrapper (the one place tf.data traces
     a dataset function); any other function is traced exactly as before. A function with
-    several outputs of which one is int32 is traced again without the attribute: TensorFlow
-    2.21's tf.data graph rewrites (which a later `with_options`, a distribution strategy or
-    tf.data service may run) fail on it ("Expected only one fetch node"). Where TensorFlow's
-    internals differ from what this expects, nothing is installed: functions then take the
-    multi-device path, slower to start and otherwise the same.
+    several outputs of which one is int32 keeps the multi-device path (its one trace wrapped
+    again without the attribute, `_without_attribute`): TensorFlow 2.21's tf.data graph
+    rewrites (which a later `with_options`, a distribution strategy or tf.data service may run)
+    fail on it ("Expected only one fetch node"). Where TensorFlow's internals differ from what
+    this expects, nothing is installed: functions then take the multi-device path, slower to
+    start and otherwise the same.
     """
     global _one_device_installed
     if _one_device_installed:
