@@ -227,17 +227,20 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     stride = spec.pipelines if spec.by_record else 1
     rows_per_step = spec.global_batch // spec.pipelines
     lengths = lengths_file(p.source)
+    # Made here, outside the functions below, so every iterator shares one load of the records.
+    records = order_stream.cached_records(spec, read) if p.cache == "memory" else None
 
     def chunks(first: Any) -> Any:
         return order_stream.stream(
             spec,
             read,
             lambda: first * size * stride,
-            cached=p.cache == "memory",
+            cached=records is not None,
             sources=p.decoder.needs_source,
             keys=False,
             batch=size,
             parallelism=parallelism,
+            load=None if records is None else lambda: records.get_single_element()[0],
         )
 
     def find(target: Any) -> Any:
