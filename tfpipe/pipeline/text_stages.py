@@ -227,8 +227,7 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     stride = spec.pipelines if spec.by_record else 1
     rows_per_step = spec.global_batch // spec.pipelines
     lengths = lengths_file(p.source)
-    # Made here, outside the functions below, so every iterator shares one load of the records.
-    records = order_stream.cached_records(spec, read) if p.cache == "memory" else None
+    records = order_stream.cached_records(spec, read) if p.cache == "memory" else None  # one load
 
     def chunks(first: Any) -> Any:
         return order_stream.stream(
@@ -240,7 +239,7 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
             keys=False,
             batch=size,
             parallelism=parallelism,
-            load=None if records is None else lambda: records.get_single_element()[0],
+            load=None if records is None else lambda: records.get_single_element()[0],  # shared
         )
 
     def find(target: Any) -> Any:
