@@ -16,7 +16,8 @@ by round with the contenders' order alternating, ratios as geometric means with 
    (unless TFPIPE_STARTUP_TWIN=0) the GCS twin unshaped: CPU ms per example <= 1.0x the
    baseline's, examples/s >= 1.0x.
 
-Run: TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/startup_cost.py
+Run: PYTHONPATH=. TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/startup_cost.py
+(from a worktree: without PYTHONPATH the installed tfpipe is measured, not the tree's)
 (about 5 minutes on 2 quiet cores; makes TFPIPE_BENCH_IMAGES (800) JPEGs in TFPIPE_GCS_SHARDS
 (16) shards, and a text corpus (the stdlib's docstrings, a byte-level BPE of 8,000), the first
 time). TFPIPE_STARTUP_ROUNDS (6) rounds. The first build of each contender is not timed (it

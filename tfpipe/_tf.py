@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeAlias
@@ -106,9 +107,95 @@ def tf() -> ModuleType:
 
 
 def plain(fn: Any) -> Any:
-    """Marks a dataset function as plain graph code: autograph would add seconds of
-    transpiling per `build()` and tfpipe's functions have no Python control flow on tensors."""
-    return tf().autograph.experimental.do_not_convert(fn)
+    """Marks a dataset function as plain graph code, run on one device.
+
+    Plain: autograph would add seconds of transpiling per `build()`, and tfpipe's functions
+    have no Python control flow on tensors.
+
+    One device: tf.data instantiates every dataset function again for each new iterator (each
+    `iter()`, each Keras validation), by default as a multi-device function, which runs
+    grappler and oneDNN's layout pass over its body, though tf.data runs it on the CPU alone.
+    A function with the `experimental_ints_on_device` attribute is instantiated on its one
+    device, without them: 3-4x less CPU per function and per node (benchmarks/RESULTS.md,
+    issue 31 round 2). TensorFlow's own tf.data functions that run on one device set it the
+    same way (prefetching_ops.py); tf.data offers no public argument for it, so `plain`
+    marks the function and `_one_device_tracing` adds the attribute when tf.data traces it.
+    """
+    _one_device_tracing()
+    wrapped = tf().autograph.experimental.do_not_convert(fn)
+    wrapped.__dict__[_ONE_DEVICE] = True
+    return wrapped
+
+
+# The mark `plain` leaves on a dataset function (see `_one_device_tracing`).
+_ONE_DEVICE = "_tfpipe_one_device"
+_one_device_installed = False
+
+
+def _one_device_tracing() -> None:
+    """Makes tf.data trace the functions `plain` marked with `experimental_ints_on_device`.
+
+    Installed once, around tf.data's StructuredFunctionWrapper (the one place tf.data traces
+    a dataset function); any other function is traced exactly as before. A function with
+    several outputs of which one is int32 keeps the multi-device path (its one trace wrapped
+    again without the attribute, `_without_attribute`): TensorFlow 2.21's tf.data graph
+    rewrites (which a later `with_options`, a distribution strategy or tf.data service may run)
+    fail on it ("Expected only one fetch node"). Where TensorFlow's internals differ from what
+    this expects, nothing is installed: functions then take the multi-device path, slower to
+    start and otherwise the same.
+    """
+    global _one_device_installed
+    if _one_device_installed:
+        return
+    _one_device_installed = True
+    try:
+        import inspect
+
+        from tensorflow.python.data.ops import structured_function
+    except ImportError:  # pragma: no cover - a TensorFlow without tf.data's internals
+        return
+    wrapper = structured_function.StructuredFunctionWrapper
+    init = wrapper.__init__
+    if "defun_kwargs" not in inspect.signature(init).parameters:  # pragma: no cover
+        return
+    int32 = tf().int32
+
+    def __init__(self: Any, func: Any, *args: Any, **kwargs: Any) -> None:
+        if not getattr(func, _ONE_DEVICE, False) or kwargs.get("use_legacy_function"):
+            init(self, func, *args, **kwargs)
+            return
+        attrs = {**(kwargs.get("defun_kwargs") or {}), "experimental_ints_on_device": True}
+        init(self, func, *args, **{**kwargs, "defun_kwargs": attrs})
+        outputs = self.function.outputs
+        if len(outputs) > 1 and any(t.dtype == int32 for t in outputs):
+            _without_attribute(self, "experimental_ints_on_device", lambda: init(self, func, *args, **kwargs))
+
+    __init__.__wrapped__ = init  # type: ignore[attr-defined]
+    wrapper.__init__ = __init__
+
+
+def _without_attribute(wrapper: Any, name: str, trace_again: Callable[[], None]) -> None:
+    """Gives a StructuredFunctionWrapper the function it traced, without the attribute `name`.
+
+    The traced graph is wrapped again with the other attributes (tracing once more cost as
+    much as the first trace: ~0.3 s of CPU for the text packer, per build()). Where
+    TensorFlow's internals differ from what this expects, `trace_again` traces the function
+    again instead.
+    """
+    traced = wrapper._function
+    try:
+        from tensorflow.python.eager.polymorphic_function import concrete_function
+
+        attrs = {k: v for k, v in traced.function_def.attr.items() if k != name}
+        wrapper._function = concrete_function.ConcreteFunction.from_func_graph(
+            traced.graph, traced.function_type, attrs
+        )
+        wrapper._function._arg_keywords = traced._arg_keywords
+        wrapper._function._num_positional_args = traced._num_positional_args
+        wrapper._tfpipe_traced = traced  # owns the graph the new function shares
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover - other internals
+        wrapper._function = traced
+        trace_again()
 
 
 def after(deps: list[Any], value: Any) -> Any:

@@ -86,6 +86,26 @@ def test_tfds_style_label_key_is_read_as_stored(tmp_path):
     assert "read as stored (label_offset=0)" in p.describe()
 
 
+def test_a_label_beyond_int32_is_refused_not_wrapped(tmp_path):
+    # int64 labels become int32 at the label guard: 2**31 + 5 would wrap to a negative id.
+    rows = [{"image": jpeg(i, (32, 24)), "label": (1 << 31) + 5 if i == 2 else i} for i in range(5)]
+    path = str(tmp_path / "wide-00000-of-00001")
+    write_tf_examples(path, rows)
+    ds = tfpipe.build(
+        path,
+        preset="imagenet",
+        batch_size=5,
+        training=False,
+        image_size=16,
+        image_key="image",
+        label_key="label",
+    )
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"Labels beyond int32 .*Largest label:\] \[2147483653\]"
+    ):
+        labels_of(ds)
+
+
 def test_foreign_default_offset_below_zero_is_an_error(tmp_path):
     # imagenet_to_gcs keys but 0-based labels: the default offset 1 would give -1.
     rows = [image_row(i, i % 3, jpeg(i, (32, 24))) for i in range(7)]

@@ -75,6 +75,20 @@ def test_the_order_does_not_depend_on_parallelism(image_ds):
         assert batches(tfpipe.build(image_ds, **kw, **setting), 12) == want, setting
 
 
+def test_the_cached_order_loads_the_records_once_for_every_iterator(table_ds, tmp_path):
+    """cache="memory": the first iterator loads the records and the dataset keeps them, so
+    another `iter()` (each Keras epoch or validation) reads no shard (version 2 loaded again,
+    every iterator)."""
+    root = str(tmp_path / "t")
+    shutil.copytree(table_ds, root)
+    ds = tfpipe.build(root, batch_size=4, **(SMALL | {"cache": "memory"}))
+    first = batches(ds, 3)
+    for name in os.listdir(root):
+        if name != "tfpipe.json":
+            os.remove(os.path.join(root, name))
+    assert batches(ds, 3) == first
+
+
 def test_every_example_once_per_epoch_and_each_epoch_its_own_order(table_ds):
     ids = [i for batch in row_ids(tfpipe.build(table_ds, batch_size=1, **SMALL), 4 * N_ROWS) for i in batch]
     epochs = [ids[e * N_ROWS : (e + 1) * N_ROWS] for e in range(4)]

@@ -121,9 +121,10 @@ class PipelineConfig:
         in half of `ram_budget`; "memory"; "disk:<path>" (a file prefix); "none". The cache
         sits before shuffle and augmentation, never after a random one. Measured (read
         sweep): cached images took 0.91x [0.82, 1.00] the CPU of reading the files again.
-        The resumable order caches in memory only: it loads every record when the iterator
-        starts (before the first batch), then gathers each epoch's order from memory; it
-        refuses "disk:" (and with skip_corrupt=True, "auto" does not cache).
+        The resumable order caches in memory only: the dataset's first iterator loads every
+        record (before its first batch) and the dataset keeps them, as `cache()` does, for
+        every later `iter()`; each epoch's order is gathered from memory. It refuses "disk:"
+        (and with skip_corrupt=True, "auto" does not cache).
       ram_budget: bytes tf.data may use for buffers (autotune.ram_budget) and "auto" caching.
         0: half of this machine's physical memory.
       cycle_length: files read concurrently by the training interleave; for the resumable

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.pipeline import raw
 from tfpipe.pipeline.order import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec
 
 # Endless ranges end here: a global group index e * groups + g may pass 2**62 near the
@@ -59,6 +60,29 @@ def permutation(tf_: Any, n: Any, seed: Any) -> Any:
     # seed scrambled into a Philox key and counter, then shuffled; tf.data runs on the CPU).
     key, counter = tf_.raw_ops.StatelessRandomGetKeyCounter(seed=seed)
     return tf_.raw_ops.StatelessShuffle(value=tf_.range(n, dtype=tf_.int64), key=key, counter=counter, alg=1)
+
+
+def cached_records(spec: OrderSpec, read: Callable[..., Any]) -> Any:
+    """A dataset of one element: every record of the pipeline's files, in file order (one string
+    tensor), cached in memory (cache="memory").
+
+    Made once with the pipeline, outside its functions, so the cache belongs to the dataset: the
+    first iterator loads it, every later one (each `iter()`, each Keras epoch) takes the loaded
+    tensor as it is, as tf.data's own `cache()` does. Made inside a dataset function, it would
+    load again for each iterator (order version 2 did: 84 MB read again per `iter()`).
+    """
+    tf_ = tf()
+    files = tf_.data.Dataset.from_tensor_slices(
+        (tf_.constant(spec.files), tf_.constant(spec.sizes, tf_.int64), tf_.constant(spec.counts, tf_.int64))
+    )
+    # One file after another, the next two opened ahead (as eval reads).
+    records = files.interleave(
+        plain(lambda p, s, c: read(p, s, c)),
+        cycle_length=1,
+        num_parallel_calls=tf_.data.AUTOTUNE,
+        deterministic=True,
+    )
+    return raw.rebatch(records, spec.examples).cache()
 
 
 def stream(
@@ -82,8 +106,9 @@ def stream(
         records, serialized, in file order, in groups of any size.
       start: returns the start position in the stream (global with record sharding), a
         scalar int64 tensor: `spec.start_of(step)`.
-      cached: load every record into memory once (when the iterator starts), then order
-        from there; else read each group's files as the order reaches them.
+      cached: load every record into memory once (by the first iterator, shared by every later
+        one: `cached_records`), then order from there; else read each group's files as the
+        order reaches them.
       sources: `read` pairs records with their shard path (else with "").
       keys: add each record's augmentation seed (`[2]` int64, from the seed, the epoch and the
         example id) as a third element.
@@ -91,16 +116,20 @@ def stream(
       parallelism: files read in parallel (AUTOTUNE or a count).
       load: with `cached`, returns the table to order instead of the records `read` gives: a
         tensor whose rows are the pipeline's records in file order (its files in `spec.files`
-        order), called when the iterator starts. `read` is then never called.
+        order), called when the iterator starts. `read` is then never called. None: the
+        records `cached_records` loads, made here (so outside any function when `stream` is).
 
     Returns:
       A `tf.data.Dataset` of `(record, source[, key])`, or of such batches (of the table's
       rows with `load`).
     """
+    if cached and load is None:
+        records = cached_records(spec, read)
+        load = lambda: records.get_single_element()[0]  # noqa: E731
     order = _Order(tf(), spec, read, start, sources, parallelism, load, cached=cached, keys=keys)
     # The next window is read and arranged while the current one goes out.
     ds = order.tf.data.Dataset.from_tensors(0).flat_map(plain(order.from_start)).prefetch(1)
-    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
+    return raw.unbatch(ds) if batch is None else raw.rebatch(ds, batch, drop_remainder=True)
 
 
 class _Order:
@@ -156,7 +185,7 @@ class _Order:
         _, lo, totals = self.layout(e0)
         g0 = tf_.searchsorted(lo + totals, tf_.reshape(at, [1]), side="right", out_type=tf_.int64)[0]
         first, offset = e0 * self.groups + g0, at - tf_.gather(lo, g0)
-        everything = self.load() if self.cached else None
+        everything = self.table() if self.cached else None
 
         def group(G: Any) -> Any:
             return self.group(G, tf_.where(tf_.equal(G, first), offset, 0), everything)
@@ -204,7 +233,7 @@ class _Order:
     def _runs(self, path: Any, size: Any, count: Any, first: Any) -> Any:
         # Runs of exactly `run` records, whatever grouping `read` chose (a re-read after a
         # network error may regroup), so the round-robin is a function of the counts alone.
-        runs = self.read(path, size, count).rebatch(self.spec.run)
+        runs = raw.rebatch(self.read(path, size, count), self.spec.run)
         if not self.keys:
             return runs
         ids = self.tf.data.Dataset.range(first, first + count).batch(self.spec.run)
@@ -224,27 +253,11 @@ class _Order:
             deterministic=True,  # the order must not depend on which file answers first
         )
         # Whole windows before the start are skipped here, as serialized records.
-        return runs.rebatch(self.window).skip(j0)
-
-    def load(self) -> Any:
-        """Every record of the pipeline's files, in file order: one string tensor (or the
-        table `stream` was given)."""
-        tf_ = self.tf
-        if self.table is not None:
-            return self.table()
-        files = tf_.data.Dataset.from_tensor_slices((self.paths, self.sizes, self.counts))
-        # One file after another, the next two opened ahead (as eval reads).
-        records = files.interleave(
-            plain(lambda p, s, c: self.read(p, s, c)),
-            cycle_length=1,
-            num_parallel_calls=tf_.data.AUTOTUNE,
-            deterministic=True,
-        )
-        return records.rebatch(self.total).get_single_element()[0]
+        return raw.rebatch(runs, self.window).skip(j0)
 
     def cached_windows(self, members: Any, j0: Any) -> Any:
         """Windows `((indices into the loaded records, file indices)[, ids])` from window `j0`
-        of the group on (see `load`)."""
+        of the group on (see `stream`'s `load`)."""
         tf_, run = self.tf, self.spec.run
         offsets = tf_.cumsum(self.counts, exclusive=True)
         counts = tf_.gather(self.counts, members)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe._tf import after, plain, tensor_text, tf
+from tfpipe.pipeline import raw
 from tfpipe.pipeline.generation import Generation
 from tfpipe.pipeline.skips import SkipCounter
 
@@ -43,8 +44,7 @@ def verify_group(mean_record_bytes: int | None) -> int:
 
 
 def _readable(tf_: Any, path: Any) -> Any:
-    """The shard's name as a dataset of one element if its first byte can be read, else of none
-    (TFRecordDataset reads a dataset of names).
+    """A dataset of one element if the shard's first byte can be read, else of none.
 
     The probe gets READ_ATTEMPTS tries (each with TensorFlow's own retries), counted by a zip
     with a range, so it ends even where a file cannot be opened at all; a read of no file then
@@ -53,10 +53,8 @@ def _readable(tf_: Any, path: Any) -> Any:
     A dataset, not a tensor (a `reduce` of the probe): a reduce op instantiates its function
     and optimises its dataset each time it runs, once per shard read.
     """
-    probe = tf_.data.Dataset.zip(
-        (tf_.data.Dataset.range(READ_ATTEMPTS), tf_.data.FixedLengthRecordDataset(path, 1, buffer_size=1))
-    )
-    return probe.ignore_errors().take(1).map(plain(lambda *_: path))
+    probe = tf_.data.Dataset.zip((tf_.data.Dataset.range(READ_ATTEMPTS), raw.fixed_length(path, 1)))
+    return probe.ignore_errors().take(1)
 
 
 # Reads of one shard before an early end is judged: the first, then re-reads from the start.
@@ -123,14 +121,14 @@ def read_shard(
         return _unverified(tf_, path, compression, buffer, source, group, grouped)
     judge = _Judge(tf_, path, size, count, compression, counter, counts_known)
     checked = _verified_groups(tf_, path, compression, buffer, group, judge, source, generation, probe_open)
-    return checked if grouped else checked.unbatch()
+    return checked if grouped else raw.unbatch(checked)
 
 
 def _unverified(
     tf_: Any, path: Any, compression: str, buffer: int, source: Any, group: int, grouped: bool
 ) -> Any:
     """A shard's records paired with `source`, read plainly (every error raised unnamed)."""
-    records = tf_.data.TFRecordDataset(path, compression_type=compression, buffer_size=buffer)
+    records = raw.tfrecords(path, compression, buffer)
     if grouped:
         return records.batch(group).map(plain(lambda r: (r, tf_.fill(tf_.shape(r), source))))
     # Paired by a zip with the source repeated in slices: no function call per record (a map
@@ -155,8 +153,10 @@ def _verified_groups(
     every read's end judged by `judge` (see `read_shard`)."""
 
     def one_read(_: Any) -> Any:
-        names = _readable(tf_, path) if probe_open else path
-        reads = tf_.data.TFRecordDataset(names, compression_type=compression, buffer_size=buffer)
+        if probe_open:  # read only once the probe could read the first byte
+            reads = _readable(tf_, path).flat_map(plain(lambda *_: raw.tfrecords(path, compression, buffer)))
+        else:
+            reads = raw.tfrecords(path, compression, buffer)
         # Each group flagged "not the end" by a zip (no function), then the end of the read.
         groups = tf_.data.Dataset.zip(
             (reads.ignore_errors().batch(group), tf_.data.Dataset.from_tensors(False).repeat())
@@ -254,7 +254,7 @@ class _Judge:
                 tail * tf_.constant([1, 1 << 8, 1 << 16, 1 << 24], tf_.int64)[: tf_.size(tail)]
             )
             return tf_.logical_and(tf_.strings.length(data) >= 18, tf_.equal(pos_b % (1 << 32), isize))
-        rest = tf_.data.FixedLengthRecordDataset(self.path, 1, header_bytes=pos_b, buffer_size=64)
+        rest = raw.fixed_length(self.path, 1, header_bytes=pos_b, buffer=64)
         return tf_.equal(rest.take(1).reduce(tf_.constant(0, tf_.int64), plain(lambda n, _: n + 1)), 0)
 
     def _raise_or_count(self, code: Any, pos_r: Any, pos_b: Any, yielded: Any, last_stop: Any) -> list[Any]:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, padding, shard_read, skips, text_stages
+from tfpipe.pipeline import order_stream, padding, raw, shard_read, skips, text_stages
 from tfpipe.pipeline.generation import Generation
 from tfpipe.pipeline.sharding import FileShare, ShardBy
 
@@ -253,7 +253,8 @@ def interleave_stage(p: StagePlan) -> StageFn:
                 block_length=1,
                 num_parallel_calls=tf_.data.AUTOTUNE,
                 deterministic=True,
-            ).unbatch()
+            )
+            ds = raw.unbatch(ds)
         else:
             if not p.ordered_read and p.read_files > 1:
                 ds = ds.shuffle(p.read_files, seed=cfg.seed, reshuffle_each_iteration=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from tfpipe._tf import plain, tf
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import order_stream, packing
+from tfpipe.pipeline import order_stream, packing, raw
 from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
 from tfpipe.pipeline.packing_numpy import chunk_size
 
@@ -98,8 +98,8 @@ def chunk_stage(p: Any) -> Callable[[Any], Any]:
 
 
 def pack_stage(p: Any) -> Callable[[Any], Any]:
-    """Parsed chunks -> rows `{"tokens", "segment_ids", "positions"}` ([L] int32 each, plus
-    "label" when classifying), one an element."""
+    """Parsed chunks -> rows `{"tokens", "segment_ids", "positions"}` ([L] int64 each, plus
+    "label" when classifying; int32 again per batch, `batch_stage`), one an element."""
     pack = p.decoder.packing
     shuffle = p.training
     key = domain_key(int(p.config.seed or 0), KEY_ROWS)
@@ -114,12 +114,15 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
             rows = tf_.shape(out["tokens"], out_type=tf_.int64)[0]
             order = order_stream.permutation(tf_, rows, chunk_seed(tf_, key, docs))
             out = {k: tf_.gather(v, order) for k, v in out.items()}
-        return {k: v[skip:] for k, v in out.items()}
+        # int64 here, int32 again per batch (batch_stage): a function with int32 outputs among
+        # several is instantiated on several devices (tfpipe._tf.plain), ~3x the CPU per iterator
+        # for the packer's ~360 nodes.
+        return {k: tf_.cast(v[skip:], tf_.int64) for k, v in out.items()}
 
     def pack_rows(ds: Any) -> Any:
-        return ds.map(
-            plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic
-        ).unbatch()
+        return raw.unbatch(
+            ds.map(plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+        )
 
     return pack_rows
 
@@ -136,12 +139,15 @@ def chunk_seed(tf_: Any, key: int, docs: Any) -> Any:
 
 
 def batch_stage(p: Any) -> Callable[[Any], Any]:
-    """Rows -> `[B, L]` batches: whole in training; in eval the last one partial, padded with
-    empty rows (segment ids 0) by the "pad" stage (`pad_remainder`, True for text by default)."""
+    """Rows -> `[B, L]` int32 batches: whole in training; in eval the last one partial, padded
+    with empty rows (segment ids 0) by the "pad" stage (`pad_remainder`, True for text by
+    default)."""
     size = p.batch_size
 
     def batch(ds: Any) -> Any:
-        return ds.batch(size, drop_remainder=bool(p.training or p.config.drop_remainder))
+        tf_ = tf()
+        batches = ds.batch(size, drop_remainder=bool(p.training or p.config.drop_remainder))
+        return batches.map(plain(lambda rows: {k: tf_.cast(v, tf_.int32) for k, v in rows.items()}))
 
     return batch
 
@@ -221,17 +227,19 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
     stride = spec.pipelines if spec.by_record else 1
     rows_per_step = spec.global_batch // spec.pipelines
     lengths = lengths_file(p.source)
+    records = order_stream.cached_records(spec, read) if p.cache == "memory" else None  # one load
 
     def chunks(first: Any) -> Any:
         return order_stream.stream(
             spec,
             read,
             lambda: first * size * stride,
-            cached=p.cache == "memory",
+            cached=records is not None,
             sources=p.decoder.needs_source,
             keys=False,
             batch=size,
             parallelism=parallelism,
+            load=None if records is None else lambda: records.get_single_element()[0],  # shared
         )
 
     def find(target: Any) -> Any:

@@ -60,6 +60,7 @@ IMAGENET_TO_GCS_LABEL_KEY = "image/class/label"
 # Sanity bounds: a larger output or more crop attempts is a typo, not a setting.
 MAX_IMAGE_SIZE = 8192
 MAX_CROP_ATTEMPTS = 1000
+_INT32_MAX = (1 << 31) - 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -293,8 +294,9 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int, jpe
             # float32 image's bytes here.
             image = tf_.image.stateless_random_flip_left_right(image, flip_seed)
         image = tf_.ensure_shape(image, [size, size, 3])
-        label = tf_.cast(features[opts.label_key] - offset, tf_.int32)
-        return image, label
+        # int64 here, int32 from the label guard on the batch: a dataset function with an int32
+        # output beside another output cannot run on one device (tfpipe._tf.plain).
+        return image, features[opts.label_key] - offset
 
     return decode
 
@@ -368,7 +370,8 @@ def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, st
 
 
 def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
-    """The final map on batches: a label below 0 means the offset does not fit the records."""
+    """The final map on batches: the labels (int64, offset subtracted) as int32; a label below
+    0 means the offset does not fit the records, one beyond int32 that they are not class ids."""
 
     def guard(images: Any, labels: Any) -> Any:
         ok = tf_.reduce_all(labels >= 0)
@@ -377,9 +380,17 @@ def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
             f"records at {where}: expected stored labels >= {offset}. Pass the label_offset "
             "the records use (label_offset=...). Smallest label after the offset:"
         )
-        check = tf_.debugging.Assert(ok, [message, tf_.reduce_min(labels)])
-        with tf_.control_dependencies([check]):
-            return images, tf_.identity(labels)
+        # The values as strings: an Assert of only strings needs no cond around it.
+        check = tf_.debugging.Assert(ok, [message, tf_.strings.as_string(tf_.reduce_min(labels))])
+        wide = (
+            f"Labels beyond int32 in {key!r} in the records at {where} (after subtracting "
+            f"label_offset={offset}): class ids are expected. Largest label:"
+        )
+        fits = tf_.debugging.Assert(
+            tf_.reduce_all(labels <= _INT32_MAX), [wide, tf_.strings.as_string(tf_.reduce_max(labels))]
+        )
+        with tf_.control_dependencies([check, fits]):
+            return images, tf_.cast(labels, tf_.int32)
 
     return guard
 
