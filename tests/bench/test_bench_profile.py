@@ -425,7 +425,7 @@ def test_hosts_of_one_run_combine_slowest_step_and_largest_wait() -> None:
 
 
 def test_a_run_that_only_waited_holds_no_compute_time() -> None:
-    from tfpipe.bench.consumer import from_profile
+    from tfpipe.bench.measure.consumer import from_profile
     from tfpipe.bench.profiles.analysis import summarize
 
     p = summarize("logs", None, (), (host("a", steps(50, 50, percent=100)),), None)
