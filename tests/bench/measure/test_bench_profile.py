@@ -22,7 +22,7 @@ from tfpipe.bench.profiles import xprof_tool
 from tfpipe.bench.wait import band
 from tfpipe.cli import main
 
-PROFILES = pathlib.Path(__file__).parents[1] / "data" / "profiles"
+PROFILES = pathlib.Path(__file__).parents[2] / "data" / "profiles"
 XPROF = xprof_tool.version()
 # Raw .xplane.pb and .pb files are read with xprof; without the `profile` extra those tests skip,
 # naming it (the converter's JSON needs no xprof).
