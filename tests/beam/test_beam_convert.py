@@ -166,7 +166,8 @@ def test_duplicate_bundles_change_nothing(tree, local_images, tmp_path):
 
 
 def records(manifest):
-    from tfpipe.codec import decode_example, read_records
+    from tfpipe.codec import decode_example
+    from tfpipe.tfrecord import read_records
 
     out = []
     for path in manifest.shard_paths("train"):

@@ -202,7 +202,8 @@ def gcs_image_source(local_gcs, tmp_path_factory):
 
 def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_source, tmp_path):
     """Forked workers once shared the parent's client and read each other's responses."""
-    from tfpipe.codec import decode_example, read_records
+    from tfpipe.codec import decode_example
+    from tfpipe.tfrecord import read_records
 
     _, url, objects = gcs_image_source
     synsets = fake_data.class_names(3)
