@@ -111,6 +111,16 @@ def test_bench_flows_one_way():
         if d.startswith("tfpipe.bench") and bench_layer(d) > bench_layer(m)
     )
     assert upward == []
+    # The stages meet only in results (measure's output) and the Report (judge's): judge and
+    # present read no measuring module.
+    past_measure = sorted(
+        (m, d)
+        for m in bench
+        if bench_layer(m) in (2, 3)
+        for d in graph[m]
+        if bench_layer(d) == 1 and d in bench
+    )
+    assert past_measure == []
 
     def bench_deps(module: str) -> set[str]:
         return {d.removeprefix("tfpipe.bench.") for d in graph[module] if d.startswith("tfpipe.bench.")}
