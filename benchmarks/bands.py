@@ -16,9 +16,10 @@ import sys
 import time
 from typing import Any
 
-from tfpipe.bench import producer, wait
+from tfpipe.bench import wait
+from tfpipe.bench.measure import producer
+from tfpipe.bench.measure.simulate import simulate
 from tfpipe.bench.results import Simulation
-from tfpipe.bench.simulate import simulate
 
 # (target input wait, band): one case per band.
 BANDS = [(0.0, "not_input_bound"), (0.12, "moderately_input_bound"), (0.5, "highly_input_bound")]

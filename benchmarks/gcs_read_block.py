@@ -34,7 +34,7 @@ def measure(root: str, epochs: int) -> None:
     dest = gcs_twin.upload_dataset(root, "gs://block/ds")
 
     import tfpipe
-    from tfpipe.bench.recipe import recipe_dataset
+    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import plan
 

@@ -26,7 +26,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tfpipe.bench.producer import measure
+from tfpipe.bench.measure.producer import measure
 
 # Two-sided 95% Student-t quantiles by degrees of freedom (scipy is not a dependency).
 _T95 = {
@@ -88,7 +88,7 @@ def timed_window(
     make: Callable[[], Any], *, examples_per_element: int, seconds: float, warmup: float
 ) -> Window:
     """Measures one steady-state window of `make()`'s dataset, with its CPU cost (which
-    `tfpipe.bench.producer.measure` takes from the process's CPU time over the window)."""
+    `tfpipe.bench.measure.producer.measure` takes from the process's CPU time over the window)."""
     rate = measure(make, examples_per_element=examples_per_element, seconds=seconds, warmup=warmup)
     return Window(rate.examples_per_sec, rate.cpu_ms_per_example, rate.cores_busy)
 

@@ -4,7 +4,7 @@ by round with the contenders' order alternating, ratios as geometric means with 
 (benchmarks/paired.py):
 
 1. images, from making the dataset to its first batch of TFPIPE_BENCH_BATCH (128): the baseline
-   recipe (tfpipe/bench/recipe.py), tfpipe training with cache="none", with the default cache,
+   recipe (tfpipe/bench/measure/recipe.py), tfpipe training with cache="none", with the default cache,
    and eval (training=False); target <= 1.5x;
 2. images, `iter()` and the first batch again on an existing dataset (what Keras does for
    `validation_data` every epoch): the baseline, tfpipe training (default cache) and eval;
@@ -132,7 +132,7 @@ def first_epochs(data: str, where: str) -> None:
     import gcs_vs_baseline
 
     import tfpipe
-    from tfpipe.bench.recipe import recipe_dataset
+    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.manifest import Manifest
 
     manifest = Manifest.load(data)
@@ -170,7 +170,7 @@ def main() -> None:
 
 def run(root: str, gcs) -> None:
     import tfpipe
-    from tfpipe.bench.recipe import recipe_dataset
+    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.manifest import Manifest
     from tfpipe.pipeline import text_stages
 

@@ -18,9 +18,10 @@ import os
 import pytest
 from bands import BANDS, default_cli_run, report, simulate_timed
 
-from tfpipe.bench import producer, wait
+from tfpipe.bench import wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
-from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
+from tfpipe.bench.measure import producer
+from tfpipe.bench.measure.synthetic import SyntheticSpec, ensure_dataset
 
 DEFAULTS = BenchConfig()
 SECONDS, WARMUP = DEFAULTS.seconds, DEFAULTS.warmup
@@ -88,7 +89,7 @@ def test_producer_imagenet_tfpipe(benchmark, imagenet_pipe) -> None:
 
 
 def test_producer_imagenet_baseline(benchmark, imagenet_pipe, imagenet) -> None:
-    recipe = pytest.importorskip("tfpipe.bench.recipe")
+    recipe = pytest.importorskip("tfpipe.bench.measure.recipe")
     # The recipe does not repeat; repeating its file list keeps one epoch longer than a window
     # (as `tfpipe bench --compare` does), instead of restarting it cold every 10 batches.
     files = list(imagenet_pipe.files) * 50

@@ -20,9 +20,10 @@ import os
 import pytest
 from bands import BANDS, default_cli_run, report, simulate_timed
 
-from tfpipe.bench import textmeasure, wait
+from tfpipe.bench import wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
-from tfpipe.bench.synthetic import SyntheticSpec, ensure_dataset
+from tfpipe.bench.measure import textmeasure
+from tfpipe.bench.measure.synthetic import SyntheticSpec, ensure_dataset
 
 pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
 

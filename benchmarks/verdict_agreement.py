@@ -34,10 +34,11 @@ import statistics
 import time
 from typing import Any
 
-from tfpipe.bench import data, producer, wait
+from tfpipe.bench import wait
 from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.measure import data, producer
+from tfpipe.bench.measure.simulate import simulate
 from tfpipe.bench.run import _plan
-from tfpipe.bench.simulate import simulate
 
 CASES = {
     "images": {"pipeline": "imagenet"},

@@ -162,7 +162,7 @@ def bench_checks(image_ds: str) -> dict:
     """What `tfpipe bench --model` times and records on this backend: the device, the
     environment, and a real train step of small_cnn."""
     import tfpipe
-    from tfpipe.bench import consumer as consumers
+    from tfpipe.bench.measure import consumer as consumers
     from tfpipe.bench.run import keras_environment
 
     pipeline = tfpipe.plan(image_ds, batch_size=8, image_size=32, seed=0)

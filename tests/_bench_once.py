@@ -33,8 +33,9 @@ from collections.abc import Iterator, Mapping
 import pytest
 from _cli import CLI_TIMEOUT, environment
 
-from tfpipe.bench import producer, run
+from tfpipe.bench import run
 from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.measure import producer
 from tfpipe.bench.results import Rate
 
 # The BenchConfig fields the producer's measurement depends on, besides the global batch (the
@@ -104,7 +105,7 @@ def bench_once():
 
 @contextlib.contextmanager
 def handing(examples_per_sec: float = 400.0) -> Iterator[None]:
-    """Within, bench times nothing: each window it asks `tfpipe.bench.producer.measure` for is
+    """Within, bench times nothing: each window it asks `tfpipe.bench.measure.producer.measure` for is
     given, not run (no dataset is made), at `examples_per_sec` and 10% less each later window:
     the prefixes in order (each slower than the last), then the fewer cores of the scaling curve,
     then the uncached reads. Everything around the windows is bench's own: which prefixes,

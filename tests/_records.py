@@ -3,8 +3,9 @@ decoded to {feature: list of values}, in shard order."""
 
 import os
 
-from tfpipe.codec import decode_example, read_records
+from tfpipe.codec import decode_example
 from tfpipe.manifest import Manifest
+from tfpipe.tfrecord import read_records
 
 
 def split_records(manifest, split="train"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.report import schema
+from tfpipe.bench.judge.report import schema
 from tfpipe.errors import DataError
 
 

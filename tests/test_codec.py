@@ -6,11 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from tfpipe.codec import decode_example, encode_columns, encode_example, frame_record, read_records
+from tfpipe.codec import decode_example, encode_columns, encode_example
 from tfpipe.convert.config import ShardConfig, parse_size
 from tfpipe.convert.writer import shard_bounds
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.schema import Field, Schema
+from tfpipe.tfrecord import frame_record, read_records
 
 
 @pytest.fixture(scope="module")

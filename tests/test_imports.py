@@ -88,22 +88,55 @@ def test_only_beam_imports_beam():
     assert users == []
 
 
+def bench_layer(module: str) -> int:
+    """bench's stage of a module: 0 the base every stage reads (config, results, wait, fmt,
+    reference, profiles), 1 measure, 2 judge, 3 present, 4 the run that drives them."""
+    rest = module.removeprefix("tfpipe.bench").lstrip(".")
+    stage = rest.split(".")[0]
+    return {"measure": 1, "judge": 2, "present": 3, "run": 4, "": 4}.get(stage, 0)
+
+
 def test_bench_flows_one_way():
-    """bench: results (plain types), then the measuring modules, then the verdict's arithmetic
-    and advice, then the report, then the conclusion that makes it (DESIGN.md's layout)."""
+    """bench flows measure -> judge -> present (DESIGN.md's layout): no module imports one of a
+    later stage, the base imports no stage, and inside judge the verdict's arithmetic, the
+    advice, the report that holds them and the conclusion that makes it come in that order."""
     graph = imports()
     assert [c for c in circles(graph) if any(m.startswith("tfpipe.bench") for m in c)] == []
+    bench = [m for m in graph if m == "tfpipe.bench" or m.startswith("tfpipe.bench.")]
+    assert {bench_layer(m) for m in bench} == {0, 1, 2, 3, 4}
+    upward = sorted(
+        (m, d)
+        for m in bench
+        for d in graph[m]
+        if d.startswith("tfpipe.bench") and bench_layer(d) > bench_layer(m)
+    )
+    assert upward == []
+    # The stages meet only in results (measure's output) and the Report (judge's): judge and
+    # present read no measuring module.
+    past_measure = sorted(
+        (m, d)
+        for m in bench
+        if bench_layer(m) in (2, 3)
+        for d in graph[m]
+        if bench_layer(d) == 1 and d in bench
+    )
+    assert past_measure == []
 
     def bench_deps(module: str) -> set[str]:
         return {d.removeprefix("tfpipe.bench.") for d in graph[module] if d.startswith("tfpipe.bench.")}
 
-    assert bench_deps("tfpipe.bench.results") == set()
-    assert bench_deps("tfpipe.bench.wait") == set()
-    later = {"verdict", "advice", "report", "conclusion", "run", "render", "plot"}
-    measuring = ["producer", "consumer", "models", "reading", "simulate", "data"]
-    measuring += [m.removeprefix("tfpipe.bench.") for m in graph if m.startswith("tfpipe.bench.profiles")]
-    for name in measuring:
-        assert bench_deps(f"tfpipe.bench.{name}") & later == set(), name
-    assert bench_deps("tfpipe.bench.verdict") & later == set()
-    assert bench_deps("tfpipe.bench.advice") & (later - {"verdict"}) == set()
-    assert bench_deps("tfpipe.bench.report") & {"conclusion", "run", "render", "plot"} == set()
+    for leaf in ("results", "wait", "fmt", "reference"):
+        assert bench_deps(f"tfpipe.bench.{leaf}") == set(), leaf
+    later = {"judge.advice", "judge.report", "judge.conclusion"}
+    assert bench_deps("tfpipe.bench.judge.verdict") & later == set()
+    assert bench_deps("tfpipe.bench.judge.tokens") & later == set()
+    assert bench_deps("tfpipe.bench.judge.advice") & (later - {"judge.advice"}) == set()
+    assert bench_deps("tfpipe.bench.judge.report") & {"judge.conclusion"} == set()
+
+
+def test_bench_layers_are_read_from_the_path():
+    assert [bench_layer(m) for m in ("tfpipe.bench.results", "tfpipe.bench.profiles.read")] == [0, 0]
+    assert bench_layer("tfpipe.bench.measure.producer") == 1
+    assert bench_layer("tfpipe.bench.judge.conclusion") == 2
+    assert bench_layer("tfpipe.bench.present.render") == 3
+    assert [bench_layer(m) for m in ("tfpipe.bench.run", "tfpipe.bench")] == [4, 4]

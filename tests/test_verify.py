@@ -8,7 +8,7 @@ import pytest
 from _cli import run_cli
 
 import tfpipe
-from tfpipe.codec import frame_record
+from tfpipe.tfrecord import frame_record
 from tfpipe.verify import verify
 
 

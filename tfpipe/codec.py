@@ -1,11 +1,11 @@
-"""Example <-> bytes, and TFRecord framing, in pure Python (no TensorFlow).
+"""tf.train.Example <-> bytes, in pure Python (no TensorFlow); the TFRecord framing around
+them is `tfpipe.tfrecord`.
 
 Conversion workers encode without importing TensorFlow: TF import costs ~3 s per process and
-is not fork-safe. The wire formats are small and stable:
+is not fork-safe. The wire format is small and stable:
 
 - `tf.train.Example` protobuf: Example{1: Features{1: map<string, Feature>}}, Feature is a
   oneof of BytesList(1), FloatList(2, packed float32) and Int64List(3, packed varint).
-- TFRecord: uint64 length, uint32 masked crc32c(length), data, uint32 masked crc32c(data).
 
 The round-trip contract: `tf.io.parse_example(encode_example(row, schema), schema.parse_spec())`
 returns `row`, and `decode_example(encode_example(row))` returns it too (tests/test_codec.py).
@@ -19,16 +19,10 @@ import math
 import numbers
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, BinaryIO
-
-import google_crc32c
+from typing import Any
 
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.schema import Field, Schema
-
-_U64 = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
-_MASK_DELTA = 0xA282EAD8
 
 
 def _varint_slow(n: int) -> bytes:
@@ -493,53 +487,3 @@ def _decode_example(data: bytes) -> dict[str, list[Any]]:
                         values.append(_signed(v))
             out[name] = values
     return out
-
-
-# ---- TFRecord framing ----
-
-
-def masked_crc(data: bytes) -> int:
-    crc = google_crc32c.value(data)
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
-
-
-def frame_parts(data: bytes) -> tuple[bytes, bytes]:
-    """The header and footer that frame `data` as one TFRecord (write them around it)."""
-    length = _U64.pack(len(data))
-    return length + _U32.pack(masked_crc(length)), _U32.pack(masked_crc(data))
-
-
-def frame_record(data: bytes) -> bytes:
-    """One TFRecord: header, payload, footer."""
-    header, footer = frame_parts(data)
-    return header + data + footer
-
-
-def read_records(stream: BinaryIO, where: str = "<stream>") -> Iterator[bytes]:
-    """Yields the payloads of a TFRecord stream, checking both CRCs of every record.
-
-    Raises:
-      DataError: a CRC mismatch or truncation, naming `where` and the record index.
-    """
-    index = 0
-    while True:
-        header = stream.read(12)
-        if not header:
-            return
-        if len(header) < 12:
-            raise DataError(f"{where}: record {index} is truncated (header has {len(header)} of 12 bytes)")
-        length_bytes, length_crc = header[:8], _U32.unpack(header[8:])[0]
-        if masked_crc(length_bytes) != length_crc:
-            raise DataError(f"{where}: record {index} has a corrupt length (CRC mismatch)")
-        (length,) = _U64.unpack(length_bytes)
-        payload = stream.read(length)
-        footer = stream.read(4)
-        if len(payload) < length or len(footer) < 4:
-            raise DataError(
-                f"{where}: record {index} is truncated (expected {length} bytes of data and a "
-                f"4-byte CRC, received {len(payload)} and {len(footer)})"
-            )
-        if masked_crc(payload) != _U32.unpack(footer)[0]:
-            raise DataError(f"{where}: record {index} has corrupt data (CRC mismatch)")
-        yield payload
-        index += 1

@@ -15,9 +15,9 @@ import zlib
 from collections.abc import Callable, Iterator
 
 from tfpipe import storage
-from tfpipe.codec import read_records
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo
+from tfpipe.tfrecord import read_records
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -10,8 +10,6 @@ import json
 import os
 import pathlib
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -19,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _cli import run_cli, start_cli
 from _gcs_faults import lose_commit_reply
 
 pytest.importorskip("apache_beam")
@@ -167,7 +166,8 @@ def test_duplicate_bundles_change_nothing(tree, local_images, tmp_path):
 
 
 def records(manifest):
-    from tfpipe.codec import decode_example, read_records
+    from tfpipe.codec import decode_example
+    from tfpipe.tfrecord import read_records
 
     out = []
     for path in manifest.shard_paths("train"):
@@ -181,10 +181,8 @@ def stopped(pid):
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
-def run_until_paused(cmd, at):
-    proc = subprocess.Popen(
-        cmd, env=os.environ | {"TFPIPE_TEST_PAUSE_AT": at}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+def run_until_paused(args, at):
+    proc = start_cli(*args, env={"TFPIPE_TEST_PAUSE_AT": at})
     deadline = time.monotonic() + 120
     while not stopped(proc.pid):
         assert proc.poll() is None, proc.communicate()
@@ -201,10 +199,7 @@ def test_killed_run_resumes_to_the_same_bytes(tree, local_images, tmp_path):
     from tfpipe.convert.writer import sweep
 
     dest = tmp_path / "beam"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tfpipe",
+    args = [
         "convert",
         tree,
         str(dest),
@@ -215,12 +210,12 @@ def test_killed_run_resumes_to_the_same_bytes(tree, local_images, tmp_path):
         "beam",
         f"--beam-options={IN_PROCESS}",
     ]
-    run_until_paused(cmd, "shard-committed")
+    run_until_paused(args, "shard-committed")
     shards = [n for n in os.listdir(dest) if n.startswith("train-")]
     assert len(shards) == 1 and not (dest / "tfpipe.json").exists()
-    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    refused = run_cli(*args)
     assert refused.returncode == 1 and "--resume" in refused.stderr
-    run_until_paused([*cmd, "--resume"], "manifest-committed")
+    run_until_paused([*args, "--resume"], "manifest-committed")
     assert ".tfpipe-train.plan.json" in os.listdir(dest)
     sweep(str(dest), tfpipe.Manifest.load(str(dest)))
     same_output(local_images, dest)

@@ -8,7 +8,7 @@ import os
 import pytest
 from _bench_once import handing, run_cli_handed
 
-from tfpipe.bench.synthetic import EXAMPLES_ENV
+from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.cli import main
 
 TINY = "24"  # generated ImageNet-like JPEGs: enough for 8 shards, quick to make

@@ -34,7 +34,7 @@ STAGES = [
 # stage interrupted is always a real one (and the whole bench is timed once, not ~5 times over).
 DRIVER = """
 import contextlib, io, json, os, signal, sys, threading, time
-from tfpipe.bench import producer
+from tfpipe.bench.measure import producer
 import tfpipe.cli.render as render
 from tfpipe.cli import main
 
@@ -155,7 +155,7 @@ def test_the_scaling_point_at_the_producers_threadpool_is_the_producers_window(t
     given, each 10% slower than the last: a second window for that point could not equal it.)"""
     from _bench_once import handing
 
-    from tfpipe.bench.producer import available_cores
+    from tfpipe.bench.measure.producer import available_cores
     from tfpipe.bench.results import ScalingPoint
 
     cores = available_cores()

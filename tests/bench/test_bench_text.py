@@ -15,11 +15,11 @@ import pytest
 from _bench_once import handing, run_cli_handed
 
 from tfpipe.bench import reference
-from tfpipe.bench.advice import padding_sentence, text_advice
 from tfpipe.bench.fmt import percent1
+from tfpipe.bench.judge.advice import padding_sentence, text_advice
+from tfpipe.bench.judge.tokens import figures
+from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate, TextMeasure
-from tfpipe.bench.synthetic import EXAMPLES_ENV
-from tfpipe.bench.tokens import figures
 from tfpipe.cli import main
 
 pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
@@ -309,7 +309,7 @@ def test_first_fit_is_advised_within_a_point_of_the_best_fill() -> None:
 
 
 def test_a_disagreeing_fill_is_said(capsys) -> None:
-    from tfpipe.bench.advice import fill_sentence
+    from tfpipe.bench.judge.advice import fill_sentence
 
     f = figures(measure(), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
     assert "agree within 1 point" in fill_sentence(f)
@@ -322,7 +322,7 @@ def test_a_disagreeing_fill_is_said(capsys) -> None:
 def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, monkeypatch) -> None:
     import types
 
-    from tfpipe.bench import textmeasure
+    from tfpipe.bench.measure import textmeasure
     from tfpipe.convert import tokenizers
     from tfpipe.errors import MissingExtraError
     from tfpipe.manifest import Manifest
@@ -341,7 +341,7 @@ def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, 
 def small_text_report(path: str, url: str):
     """The report of a 79-document corpus at L=2048 read from gs:// at a trickle, against a slow
     consumer: every figure small, the paths long (as the issue met them)."""
-    from tfpipe.bench.conclusion import conclude
+    from tfpipe.bench.judge.conclusion import conclude
     from tfpipe.bench.results import Consumer, DatasetInfo, Storage
 
     names = ("read", "parse", "pack", "batch", "final")

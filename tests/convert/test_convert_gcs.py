@@ -12,6 +12,7 @@ import time
 
 import pandas as pd
 import pytest
+from _cli import run_cli, start_cli
 from _gcs_faults import lose_commit_reply
 
 import tfpipe
@@ -143,25 +144,18 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     src = tmp_path / "t.parquet"
     pd.DataFrame({"id": range(rows), "s": [f"row {i}" for i in range(rows)]}).to_parquet(src)
     dest = gcs_bucket + "/table"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            str(src),
-            dest,
-            "--num-shards",
-            str(shards),
-            "--workers",
-            "1",
-            "--chunk-rows",
-            "500",
-            "--quiet",
-        ],
-        env=os.environ | local_gcs.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    proc = start_cli(
+        "convert",
+        src,
+        dest,
+        "--num-shards",
+        shards,
+        "--workers",
+        1,
+        "--chunk-rows",
+        500,
+        "--quiet",
+        env=local_gcs.env,
     )
     marker = f"{dest}/.train-00001-of-{shards:05d}.done"
     deadline = time.monotonic() + 120
@@ -208,7 +202,8 @@ def gcs_image_source(local_gcs, tmp_path_factory):
 
 def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_source, tmp_path):
     """Forked workers once shared the parent's client and read each other's responses."""
-    from tfpipe.codec import decode_example, read_records
+    from tfpipe.codec import decode_example
+    from tfpipe.tfrecord import read_records
 
     _, url, objects = gcs_image_source
     synsets = fake_data.class_names(3)
@@ -259,24 +254,8 @@ def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local
 def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path):
     _, url, _ = gcs_image_source
     with local_gcs.inject_faults(403, count=1, path_contains="alt=media", route="plain"):
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tfpipe",
-                "convert",
-                url,
-                str(tmp_path / "o"),
-                "--num-shards",
-                "2",
-                "--workers",
-                "1",
-                "--quiet",
-            ],
-            env=os.environ | local_gcs.env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        out = run_cli(
+            "convert", url, tmp_path / "o", "--num-shards", 2, "--workers", 1, "--quiet", env=local_gcs.env
         )
     assert out.returncode == 1, out.stderr
     lines = out.stderr.strip().splitlines()
@@ -290,21 +269,7 @@ def test_cli_outage_exits_1_with_one_line(gcs_image_source, local_gcs, tmp_path)
 def test_missing_bucket_is_one_line_naming_it(tree, tmp_path, local_gcs):
     with pytest.raises(DestinationError, match=r"the bucket 'tfpipe-no-such-bucket' does not exist"):
         tfpipe.convert(tree[0], "gs://tfpipe-no-such-bucket/out", num_shards=2, workers=1)
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            "gs://tfpipe-no-such-src/train",
-            str(tmp_path / "o"),
-            "--quiet",
-        ],
-        env=os.environ | local_gcs.env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_cli("convert", "gs://tfpipe-no-such-src/train", tmp_path / "o", "--quiet", env=local_gcs.env)
     assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
     assert "gs://tfpipe-no-such-src/train: the bucket does not exist" in out.stderr
 

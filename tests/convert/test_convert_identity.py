@@ -3,12 +3,12 @@ that changes during a run is never committed. Real runs, stopped and killed with
 
 import os
 import signal
-import subprocess
 import sys
 import time
 
 import pandas as pd
 import pytest
+from _cli import start_cli
 
 import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
@@ -17,33 +17,10 @@ from tfpipe.testing import fake_data
 # Every test here runs `tfpipe convert` as a process it stops, edits under and resumes.
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def convert(src, dest, *extra, pause=None):
-    env = os.environ | {"PYTHONPATH": ROOT}
-    if pause:
-        env[PAUSE_ENV] = pause
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfpipe",
-            "convert",
-            str(src),
-            str(dest),
-            "--num-shards",
-            "4",
-            "--workers",
-            "1",
-            "--quiet",
-            *extra,
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    env = {PAUSE_ENV: pause} if pause else {}
+    return start_cli("convert", src, dest, "--num-shards", 4, "--workers", 1, "--quiet", *extra, env=env)
 
 
 def wait_stopped(proc, timeout=60):

@@ -5,6 +5,7 @@ signals, real files. `TFPIPE_TEST_PAUSE_AT=<step>` makes a real `tfpipe convert`
 import json
 import os
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,6 @@ from tfpipe.storage import StorageError
 from tfpipe.testing import fake_data
 from tfpipe.verify import verify
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARDS = 3
 N_IMAGES = 21
 
@@ -116,7 +116,9 @@ def test_sigkill_takes_the_encode_workers_with_it(src, tmp_path, start_method):
     script = "from tfpipe.cli import main; sys.exit(main(sys.argv[1:]))"
     if start_method == "forkserver":  # what a process that has loaded TensorFlow uses
         script = "sys.modules['tensorflow'] = types.ModuleType('tensorflow'); " + script  # a cheap stub
-    env = os.environ | {"PYTHONPATH": ROOT, PAUSE_ENV: "shard-committed"}
+    # `python -c`, not _cli's `python -m tfpipe`: the forkserver case stubs tensorflow before
+    # tfpipe is imported. The environment is still _cli's (this tree on PYTHONPATH).
+    env = _cli.environment({PAUSE_ENV: "shard-committed"})
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys, types; " + script, *convert_args(src, tmp_path / "out")],
         env=env,
@@ -375,18 +377,21 @@ def test_real_full_disk_then_resume_after_space_is_freed(src, tmp_path):
         pytest.skip("needs unshare -m and mount (root or CAP_SYS_ADMIN)")
     mnt, dest = tmp_path / "mnt", tmp_path / "mnt" / "out"
     mnt.mkdir()
-    tfpipe_cmd = f"{sys.executable} -m tfpipe convert {src} {dest} --num-shards 3 --workers 1 --quiet"
+    # The commands run in a shell inside `unshare -m` (its own tmpfs), not by _cli's runner: its
+    # command lines and environment all the same.
+    tfpipe_cmd = shlex.join(_cli.command("convert", src, dest, "--num-shards", 3, "--workers", 1, "--quiet"))
+    inspect_cmd = shlex.join(_cli.command("inspect", dest, "--verify", "--quiet"))
     script = (
         f"mount -t tmpfs -o size=24k tmpfs {mnt} && {{ {tfpipe_cmd}; echo rc=$?; ls -a {dest}; "
         f"mount -o remount,size=2m {mnt} && {tfpipe_cmd} --resume && echo rc=$? && "
-        f"{sys.executable} -m tfpipe inspect {dest} --verify --quiet; }}"
+        f"{inspect_cmd}; }}"
     )
     out = subprocess.run(
         ["unshare", "-m", "sh", "-c", script],
         capture_output=True,
         text=True,
         timeout=120,
-        env=os.environ | {"PYTHONPATH": ROOT},
+        env=_cli.environment(),
     )
     assert "rc=1" in out.stdout and "rc=0" in out.stdout, out
     first_error = out.stderr.splitlines()[0]

@@ -148,7 +148,7 @@ def test_nothing_is_taken_for_an_unfinished_convert(tiny, tmp_path):
 
 def test_bench_reads_a_tfds_folder(tiny):
     from tfpipe.bench import BenchConfig
-    from tfpipe.bench import data as bench_data
+    from tfpipe.bench.measure import data as bench_data
 
     # The records and shards dataset_info.json counts (the folder used to be refused as raw data).
     source = bench_data.resolve(BenchConfig(data=tiny, batch_size=8), lambda _: None)

@@ -7,7 +7,7 @@ Example:
 """
 
 from tfpipe.bench.config import BenchConfig
-from tfpipe.bench.report import Report
+from tfpipe.bench.judge.report import Report
 from tfpipe.bench.run import bench
 
 __all__ = ["BenchConfig", "Report", "bench"]

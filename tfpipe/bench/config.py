@@ -91,7 +91,7 @@ class BenchConfig:
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
       fit: also run `model.fit` of `model` on the real pipeline and on synthetic input.
       profile: directory for a TensorFlow profiler trace of the full pipeline's window.
-      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.bench.recipe`)
+      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.bench.measure.recipe`)
         on the same data and report the ratio.
       hosts: hosts training together; the producer measured here is one host's.
       workdir: where the synthetic dataset is cached; None uses the user cache directory.

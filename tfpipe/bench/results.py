@@ -177,7 +177,7 @@ class FitCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.recipe`) and tfpipe's, on
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.measure.recipe`) and tfpipe's, on
     the same data, measured the same way."""
 
     tfpipe_examples_per_sec: float
@@ -235,7 +235,7 @@ class Storage:
       examples_per_sec: the uncached read prefix's records per second.
       mb_per_sec: the bytes those records take on storage, in MB (10**6 bytes) per second.
       requests_per_sec: GET requests per second those reads cost on gs:// (estimated from the
-        read pattern, see `tfpipe.bench.reading`); None for local files.
+        read pattern, see `tfpipe.bench.measure.reading`); None for local files.
       bytes_per_example: mean stored bytes per record: the files' bytes over their records.
       needed_mb_per_sec: MB/s the consumer's examples/s take off storage.
       The three byte figures are None for files without a manifest (no record count).

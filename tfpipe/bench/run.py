@@ -17,16 +17,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import data, output, producer, reading, results
-from tfpipe.bench.conclusion import conclude
+from tfpipe.bench import results
 from tfpipe.bench.config import BenchConfig
-from tfpipe.bench.report import Report
+from tfpipe.bench.judge.conclusion import conclude
+from tfpipe.bench.judge.report import Report
+from tfpipe.bench.measure import data, producer, reading
+from tfpipe.bench.present import output
 from tfpipe.errors import DataError
 from tfpipe.manifest import Manifest
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
-    from tfpipe.bench.models import Device
+    from tfpipe.bench.measure.models import Device
     from tfpipe.bench.profiles import Profile
     from tfpipe.pipeline import Pipeline
 
@@ -103,8 +105,8 @@ def _measured(
     profile: Profile | None,
 ) -> Report:
     """The measurements of a planned pipeline, and the conclusion from them."""
-    from tfpipe.bench import consumer as consumers
-    from tfpipe.bench.models import outputs_for
+    from tfpipe.bench.measure import consumer as consumers
+    from tfpipe.bench.measure.models import outputs_for
 
     manifest = source.manifest
     num_classes = outputs_for(pipe) if cfg.model else 0
@@ -163,7 +165,7 @@ def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, P
     if cfg.from_profile is None:
         return cfg, None
     from tfpipe.bench import profiles
-    from tfpipe.bench.consumer import config_for_profile
+    from tfpipe.bench.measure.consumer import config_for_profile
 
     say(f"Reading the profile {cfg.from_profile}")
     profile = profiles.read(cfg.from_profile, cfg.profile_run)
@@ -201,7 +203,7 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     before anything is timed; None for other pipelines."""
     if cfg.pipeline != "text":
         return None
-    from tfpipe.bench import textmeasure
+    from tfpipe.bench.measure import textmeasure
 
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
@@ -324,7 +326,7 @@ def _ground_truth(
     say: StatusCallback,
 ) -> tuple[results.Simulation | None, results.FitCheck | None]:
     """The optional checks of the prediction: --simulate and --fit."""
-    from tfpipe.bench.simulate import fit_check, simulate
+    from tfpipe.bench.measure.simulate import fit_check, simulate
 
     sim = fit = None
     if cfg.simulate:
@@ -390,7 +392,7 @@ def _compare(
     epoch, which small data turns into most of the time. Its file list is repeated instead, so
     one epoch outlasts the warm-up and the window, as training on full ImageNet would.
     """
-    from tfpipe.bench.recipe import recipe_dataset
+    from tfpipe.bench.measure.recipe import recipe_dataset
 
     say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
     files = list(pipe.files)

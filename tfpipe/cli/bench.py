@@ -223,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         _list_accelerators(out)
         return 0
 
-    from tfpipe.bench.output import check_json_name, check_writable, plot_format
+    from tfpipe.bench.present.output import check_json_name, check_writable, plot_format
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
@@ -266,7 +266,7 @@ def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
 
 
 def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
-    from tfpipe.bench.render import WholeLine, renderables
+    from tfpipe.bench.present.render import WholeLine, renderables
 
     for item in renderables(report):
         if isinstance(item, WholeLine):  # a path or URL: one line, never cut or folded
@@ -280,7 +280,7 @@ def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: 
         storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
         out.print(f"Wrote {args.json}")
     if args.plot:
-        from tfpipe.bench.plot import write_plot
+        from tfpipe.bench.present.plot import write_plot
 
         interrupt.check()
         write_plot(report, args.plot)

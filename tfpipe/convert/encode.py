@@ -10,12 +10,13 @@ import dataclasses
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.codec import encode_columns, encode_example, frame_record
+from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.infer import null_value_error
 from tfpipe.convert.textencode import TextTask, encode_text
 from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import CredentialsError, DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
+from tfpipe.tfrecord import frame_record
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

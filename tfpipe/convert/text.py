@@ -213,7 +213,8 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
     """
     import gzip
 
-    from tfpipe.codec import decode_example, read_records
+    from tfpipe.codec import decode_example
+    from tfpipe.tfrecord import read_records
 
     info = manifest.tokenizer
     if info is None:

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.textstats import TextTally
 from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, lengths_name
 from tfpipe.shardnames import ShardName, shard_name
+from tfpipe.tfrecord import frame_parts
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()

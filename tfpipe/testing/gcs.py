@@ -14,7 +14,8 @@ variable, so an emulator alone is not enough. `LocalGCS` starts two child proces
 
 The proxy is a separate process on purpose: some TF calls (`tf.io.TFRecordWriter`) hold the
 GIL while they do network I/O, so a proxy thread in the test process would deadlock them.
-Both children exit when their stdin pipe closes, so they die with the test process.
+Both children exit when their stdin pipe closes, so they die with the test process
+(`_gcs_children` starts them, waits until they serve and ends them).
 
 Ordering: TensorFlow reads the `GCS_*` tuning variables (retries, stat cache) once, when its
 gs:// filesystem is created inside `import tensorflow`: set `TF_GCS_TEST_ENV` before TF is
@@ -39,22 +40,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import http.client
 import json
 import os
-import selectors
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.testing import _gcs_proxy
 from tfpipe.testing._certs import make_certs
+from tfpipe.testing._gcs_children import end, start_emulator, start_proxy
 from tfpipe.testing._gcs_proxy import (
     CONTROL_PREFIX,
     GOOGLE_STORAGE_HOSTS,
@@ -73,20 +70,6 @@ __all__ = [
     "ProxiedRequest",
     "Shaping",
 ]
-_STARTUP_TIMEOUT_S = 30.0
-
-
-# The emulator's CLI, plus a thread that exits when stdin closes: the emulator then dies with
-# the parent even when the parent is SIGKILLed (no orphan holding a port).
-_EMULATOR_CHILD = """
-import os, sys, threading
-def watch():
-    sys.stdin.buffer.read()
-    os._exit(0)
-threading.Thread(target=watch, daemon=True).start()
-from gcp_storage_emulator.__main__ import main
-main(sys.argv[1:])
-"""
 
 
 # ---- the parent-side API ----
@@ -185,34 +168,8 @@ class LocalGCS:
             # The proxy child removes it too when this process dies: see _gcs_proxy.main.
             self._tmp = tempfile.TemporaryDirectory(prefix="tfpipe-localgcs-", ignore_cleanup_errors=True)
             self.ca_file, cert, key = make_certs(self._tmp.name)
-            for _ in range(3):  # the probed free port can be taken before the emulator binds it
-                self.emulator_port = _free_port()
-                self._emulator = self._spawn(
-                    "emulator",
-                    [
-                        "-c",
-                        _EMULATOR_CHILD,
-                        "start",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(self.emulator_port),
-                        "--in-memory",
-                        "-q",
-                    ],
-                )
-                if self._wait_emulator():
-                    break
-                _end(self._emulator)
-                self._emulator = None
-            else:
-                raise RuntimeError("gcp-storage-emulator found no free port in 3 attempts")
-            self._proxy = self._spawn(
-                "proxy",
-                [_gcs_proxy.__file__, str(self.emulator_port), cert, key, self._tmp.name],
-                stdout=True,
-            )
-            self.proxy_port = self._wait_proxy()
+            self._emulator, self.emulator_port = start_emulator(self._tmp.name)
+            self._proxy, self.proxy_port = start_proxy(self._tmp.name, self.emulator_port, cert, key)
             if self._shaping.active:
                 self._set_shaping(self._shaping)
         except BaseException:
@@ -222,56 +179,13 @@ class LocalGCS:
 
     def stop(self) -> None:
         """Stops both children and deletes the certificates. Safe to call twice."""
-        _end(self._proxy)
-        _end(self._emulator)
+        end(self._proxy)
+        end(self._emulator)
         self._proxy = self._emulator = None
         self.proxy_port = self.emulator_port = 0
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-    def _spawn(self, name: str, args: list[str], stdout: bool = False) -> subprocess.Popen[bytes]:
-        with open(self._log_path(name), "wb") as log:
-            return subprocess.Popen(
-                [sys.executable, *args],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE if stdout else log,
-                stderr=log,
-            )
-
-    def _log_path(self, name: str) -> str:
-        return os.path.join(self._tmp.name, f"{name}.log")  # type: ignore[union-attr]
-
-    def _log_text(self, name: str) -> str:
-        with open(self._log_path(name), "rb") as f:
-            return f.read().decode(errors="replace")[-3000:]
-
-    def _wait_emulator(self) -> bool:
-        """True when ready; False if the port was taken; raises on any other failure."""
-        deadline = time.monotonic() + _STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                if http_request(self.emulator_port, "GET", "/", timeout=1.0)[0] == 200:
-                    return True
-            if "Address already in use" in self._log_text("emulator"):
-                return False
-            if self._emulator.poll() is not None:  # type: ignore[union-attr]
-                break
-            time.sleep(0.05)
-        raise RuntimeError(
-            f"gcp-storage-emulator did not start on 127.0.0.1:{self.emulator_port}"
-            f" within {_STARTUP_TIMEOUT_S:.0f} s. Its output:\n"
-            f"{self._log_text('emulator')}"
-        )
-
-    def _wait_proxy(self) -> int:
-        with selectors.DefaultSelector() as sel:
-            sel.register(self._proxy.stdout, selectors.EVENT_READ)  # type: ignore[union-attr,arg-type]
-            if sel.select(_STARTUP_TIMEOUT_S):
-                line = self._proxy.stdout.readline().decode()  # type: ignore[union-attr]
-                if line.startswith("READY "):
-                    return int(line.split()[1])
-        raise RuntimeError(f"the LocalGCS proxy did not start. Its output:\n{self._log_text('proxy')}")
 
     # -- addresses and environment --
 
@@ -504,23 +418,3 @@ TF_GCS_TEST_ENV = {
     "GCS_RETRY_CONFIG_MAX_DELAY_TIME_US": "100000",
     "GCS_RETRY_CONFIG_MAX_RETRIES": "3",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _end(proc: subprocess.Popen[bytes] | None) -> None:
-    """Closes the child's stdin (it exits on EOF), then escalates if it lingers."""
-    if proc is None:
-        return
-    for stream in (proc.stdin, proc.stdout):
-        with contextlib.suppress(OSError, AttributeError):
-            stream.close()  # type: ignore[union-attr]
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

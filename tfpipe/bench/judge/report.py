@@ -21,7 +21,9 @@ from importlib import resources
 from typing import Any
 
 from tfpipe._version import __version__
-from tfpipe.bench.advice import Recommendation
+from tfpipe.bench.judge.advice import Recommendation
+from tfpipe.bench.judge.tokens import TextFigures
+from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.results import (
     Comparison,
@@ -34,8 +36,6 @@ from tfpipe.bench.results import (
     StageRate,
     Storage,
 )
-from tfpipe.bench.tokens import TextFigures
-from tfpipe.bench.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.wait import Band, WaitInterval
 
 SCHEMA = "tfpipe.bench.report"
@@ -57,7 +57,7 @@ SCHEMA_MINOR_VERSION = 2
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Report:
-    """Everything `tfpipe bench` measured and concluded. Render it with `tfpipe.bench.render`
+    """Everything `tfpipe bench` measured and concluded. Render it with `tfpipe.bench.present.render`
     or write it with `to_json()`.
 
     `first_epoch_predicted_input_wait` is the first epoch's predicted wait when the pipeline

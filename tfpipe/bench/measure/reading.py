@@ -12,7 +12,7 @@ Reading a tfpipe dataset adds a generation check per shard read, once the shard 
 for a shard longer than a block), so records of two conversions of a split are never mixed
 (pipeline/generation.py): a listing of the split's commit marker, or a read of its manifest where
 it has none (tfpipe/commit_markers.py).
-tests/bench/test_bench_storage.py checks that figure against the requests the local GCS twin served.
+tests/bench/measure/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
 from __future__ import annotations

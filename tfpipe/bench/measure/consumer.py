@@ -18,7 +18,7 @@ from tfpipe import devices
 from tfpipe.bench import reference
 from tfpipe.bench.config import BenchConfig, check_consumer_rate
 from tfpipe.bench.fmt import percent
-from tfpipe.bench.models import Device, fit_step_seconds, model_on_device
+from tfpipe.bench.measure.models import Device, fit_step_seconds, model_on_device
 from tfpipe.bench.profiles import Profile, ProfileError
 from tfpipe.bench.results import Consumer
 from tfpipe.errors import ConfigError, TpuBatchWarning

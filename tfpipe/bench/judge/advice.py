@@ -1,7 +1,7 @@
 """Advice: what to do, each piece tied to the finding it follows from.
 
 The words live here; the figures they quote are computed once by the conclusion
-(`tfpipe.bench.conclusion`) with the verdict's arithmetic (`tfpipe.bench.verdict`) and passed
+(`tfpipe.bench.judge.conclusion`) with the verdict's arithmetic (`tfpipe.bench.judge.verdict`) and passed
 in. Pure: the same figures give the same advice.
 """
 
@@ -12,9 +12,9 @@ import math
 
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.fmt import figure, percent, percent1, rate
+from tfpipe.bench.judge.tokens import TextFigures
+from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, ServiceEstimate
 from tfpipe.bench.results import Storage, TextMeasure
-from tfpipe.bench.tokens import TextFigures
-from tfpipe.bench.verdict import Bottleneck, CoresEstimate, ServiceEstimate
 from tfpipe.bench.wait import Band, band
 
 

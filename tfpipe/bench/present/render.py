@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.advice import fill_sentence, padding_sentence
 from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
 from tfpipe.bench.fmt import cores as fmt_cores
-from tfpipe.bench.report import Report
+from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
+from tfpipe.bench.judge.report import Report
+from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.results import Simulation, TextMeasure
-from tfpipe.bench.verdict import Bottleneck
 from tfpipe.bench.wait import verdict_words
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.

@@ -7,8 +7,9 @@ import pathlib
 
 import pytest
 
-from tfpipe.bench import producer, wait
-from tfpipe.bench.simulate import fit_check, simulate
+from tfpipe.bench import wait
+from tfpipe.bench.measure import producer
+from tfpipe.bench.measure.simulate import fit_check, simulate
 
 # The slow consumer's steps are 10 batches' time: at a batch of 16 (under load, 0.2 s) still long
 # enough that GetNext's ~1 ms is noise (a measured wait of 0.3%, far under the 5% edge), and its

@@ -22,7 +22,7 @@ from tfpipe.bench.profiles import xprof_tool
 from tfpipe.bench.wait import band
 from tfpipe.cli import main
 
-PROFILES = pathlib.Path(__file__).parents[1] / "data" / "profiles"
+PROFILES = pathlib.Path(__file__).parents[2] / "data" / "profiles"
 XPROF = xprof_tool.version()
 # Raw .xplane.pb and .pb files are read with xprof; without the `profile` extra those tests skip,
 # naming it (the converter's JSON needs no xprof).
@@ -425,7 +425,7 @@ def test_hosts_of_one_run_combine_slowest_step_and_largest_wait() -> None:
 
 
 def test_a_run_that_only_waited_holds_no_compute_time() -> None:
-    from tfpipe.bench.consumer import from_profile
+    from tfpipe.bench.measure.consumer import from_profile
     from tfpipe.bench.profiles.analysis import summarize
 
     p = summarize("logs", None, (), (host("a", steps(50, 50, percent=100)),), None)

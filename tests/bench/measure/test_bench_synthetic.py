@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfpipe.bench import synthetic
+from tfpipe.bench.measure import synthetic
 from tfpipe.errors import ConfigError
 from tfpipe.manifest import MANIFEST_NAME
 

@@ -10,9 +10,10 @@ import pytest
 from _bench_once import handing
 
 import tfpipe
-from tfpipe.bench import fmt, reading
-from tfpipe.bench import verdict as v
-from tfpipe.bench.conclusion import conclude
+from tfpipe.bench import fmt
+from tfpipe.bench.judge import verdict as v
+from tfpipe.bench.judge.conclusion import conclude
+from tfpipe.bench.measure import reading
 from tfpipe.bench.results import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate
 from tfpipe.cli import main
 from tfpipe.testing import fake_data
@@ -193,7 +194,7 @@ def test_the_request_estimate_is_what_tensorflow_asks_the_twin_for(images, local
     # shard (these are far below one block) and one generation check, a listing of the split's
     # commit marker (tfpipe/commit_markers.py), as the estimate assumes.
     from tfpipe import commit_markers, storage
-    from tfpipe.bench import producer
+    from tfpipe.bench.measure import producer
 
     dest = gcs_bucket + "/data"
     tfpipe.convert(str(images / "src"), dest, num_shards=4, workers=1)

@@ -16,8 +16,8 @@ import posixpath
 from collections.abc import Callable
 
 from tfpipe import storage
-from tfpipe.bench import synthetic
 from tfpipe.bench.config import BenchConfig, pipeline_of
+from tfpipe.bench.measure import synthetic
 from tfpipe.bench.results import DatasetInfo
 from tfpipe.convert.images import IMAGE_EXTENSIONS
 from tfpipe.convert.tables import TABLE_SUFFIXES

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tfpipe.bench.producer import prefix_points
+from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import TextMeasure
 from tfpipe.errors import DataError
 

@@ -12,8 +12,9 @@ import pytest
 from _cli import main_cli
 
 import tfpipe
-from tfpipe.bench import BenchConfig, data, producer
-from tfpipe.bench.synthetic import EXAMPLES_ENV
+from tfpipe.bench import BenchConfig
+from tfpipe.bench.measure import data, producer
+from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.testing import fake_data
 
@@ -157,7 +158,7 @@ def test_missing_profile_parent_is_refused(tmp_path) -> None:
 
 def test_library_errors_are_tfpipe_errors() -> None:
     from tfpipe._tf import tf
-    from tfpipe.bench.models import build_model
+    from tfpipe.bench.measure.models import build_model
 
     with pytest.raises(ConfigError, match=r"Received: max_cores=0"):
         producer.core_counts(0)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench import advice, results, tokens, verdict, wait
+from tfpipe.bench import results, wait
+from tfpipe.bench.judge import advice, tokens, verdict
+from tfpipe.bench.judge.report import Report
 from tfpipe.bench.profiles.analysis import Profile
-from tfpipe.bench.report import Report
 from tfpipe.storage import is_gcs
 
 

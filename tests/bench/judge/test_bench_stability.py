@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfpipe.bench import advice
-from tfpipe.bench import verdict as v
 from tfpipe.bench import wait as w
-from tfpipe.bench.render import bottleneck_sentence
+from tfpipe.bench.judge import advice
+from tfpipe.bench.judge import verdict as v
+from tfpipe.bench.present.render import bottleneck_sentence
 from tfpipe.errors import ConfigError
 
 
@@ -163,7 +163,7 @@ class _Clock:
 
 
 def test_the_simulated_consumer_keeps_its_schedule_when_sleep_overshoots(monkeypatch) -> None:
-    from tfpipe.bench import simulate
+    from tfpipe.bench.measure import simulate
 
     clock = _Clock(call=0.001, overshoot=0.005)
     monkeypatch.setattr(simulate, "time", clock)
@@ -175,7 +175,7 @@ def test_the_simulated_consumer_keeps_its_schedule_when_sleep_overshoots(monkeyp
 
 
 def test_the_simulated_consumer_is_measured_once_the_buffers_refill(monkeypatch) -> None:
-    from tfpipe.bench import simulate
+    from tfpipe.bench.measure import simulate
 
     # After a producer phase the first three takes block (the drained buffers), then none do.
     clock = _Clock(call=0.0, overshoot=0.0, waits=[0.02, 0.02, 0.02])

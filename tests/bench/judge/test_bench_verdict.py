@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from tfpipe.bench import advice
-from tfpipe.bench import verdict as v
 from tfpipe.bench import wait as w
 from tfpipe.bench.config import BenchConfig
+from tfpipe.bench.judge import advice
+from tfpipe.bench.judge import verdict as v
 from tfpipe.errors import ConfigError
 
 

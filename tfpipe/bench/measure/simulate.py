@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import models
+from tfpipe.bench.measure import models
 from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import predicted_wait
 

@@ -11,8 +11,8 @@ import re
 import pytest
 
 from tfpipe.bench import reference
-from tfpipe.bench.conclusion import conclude
 from tfpipe.bench.config import BenchConfig, check_step_time_ms
+from tfpipe.bench.judge.conclusion import conclude
 from tfpipe.bench.results import (
     Comparison,
     Consumer,
@@ -159,7 +159,7 @@ def test_report_says_when_cpu_cost_and_scaling_curve_disagree() -> None:
     assert obj["cores_needed_from_cpu"]["disagreement"] == why
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
 
     console = Console(width=200, record=True, file=io.StringIO())
     for r in renderables(report):
@@ -202,7 +202,7 @@ def test_not_input_bound_report() -> None:
 def test_plot_is_a_readable_png(tmp_path) -> None:
     from PIL import Image
 
-    from tfpipe.bench.plot import write_plot
+    from tfpipe.bench.present.plot import write_plot
 
     for consumer in (2375.0, 250.0):
         path = write_plot(sample_report(consumer), str(tmp_path / f"bench-{consumer:.0f}.png"))
@@ -219,7 +219,7 @@ def test_plot_is_a_readable_png(tmp_path) -> None:
 def test_rendered_table_names_verdict_bottleneck_and_source() -> None:
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
 
     console = Console(width=160, record=True, file=io.StringIO())
     for r in renderables(sample_report(simulation=Simulation(15.6, 40, 3.0, 2.6, 300.0, 0.874, 0.861))):
@@ -417,7 +417,7 @@ def test_bench_config_takes_any_integral_type_as_an_int(tmp_path) -> None:
 def test_a_plot_is_written_in_the_format_its_extension_names(tmp_path, name, magic) -> None:
     from PIL import Image
 
-    from tfpipe.bench.plot import write_plot
+    from tfpipe.bench.present.plot import write_plot
 
     path = write_plot(sample_report(250.0), str(tmp_path / name))
     with open(path, "rb") as f:
@@ -429,7 +429,7 @@ def test_a_plot_is_written_in_the_format_its_extension_names(tmp_path, name, mag
 
 @pytest.mark.parametrize("name", ["r.gif", "r.webp", "report", "r.png.gz"])
 def test_a_plot_extension_tfpipe_does_not_write_is_refused(tmp_path, name) -> None:
-    from tfpipe.bench.plot import write_plot
+    from tfpipe.bench.present.plot import write_plot
 
     with pytest.raises(ConfigError, match=r"writes the format its file extension names: one of \.png, \.jpg"):
         write_plot(sample_report(250.0), str(tmp_path / name))
@@ -440,7 +440,7 @@ def test_the_first_screen_reads_whole_at_80_columns() -> None:
     """An 80-column terminal: no header or stage name is cut ("examples…", "list_fil…")."""
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
 
     report = sample_report()
     console = Console(width=80, record=True, file=io.StringIO())
@@ -459,7 +459,7 @@ def test_the_scaling_point_at_the_producers_threadpool_is_the_producer() -> None
     """One measurement: the curve's point at build()'s threadpool is the producer's window."""
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
 
     report = sample_report()
     point = report.scaling[-1]
@@ -476,7 +476,7 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
 
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
     from tfpipe.bench.run import keras_environment
 
     env = {"tensorflow": "2.21.0", "keras_backend": "jax", "keras": "3.15.1", "jax": "0.10.2", "cpu_count": 2}
@@ -500,7 +500,7 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
 
 
 def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
-    from tfpipe.bench.render import short_step_sentence
+    from tfpipe.bench.present.render import short_step_sentence
 
     # Issue 34's text case: 1.7 ms steps, 600 steps in 3 s of which 0.2 s waiting: 4.67 ms a step.
     short = Simulation(1.7, 600, 3.0, 0.2, 30_000.0, 0.326, 0.073)
@@ -522,7 +522,7 @@ def test_a_simulation_that_cannot_keep_its_step_is_no_measurement() -> None:
 def test_the_verdict_carries_its_interval_and_says_when_it_cannot_tell() -> None:
     from rich.console import Console
 
-    from tfpipe.bench.render import renderables
+    from tfpipe.bench.present.render import renderables
 
     # 298/s against 367.9/s: 19% predicted; a 10% spread puts the wait at [11%, 27%].
     report = sample_report(consumer_eps=298.0 / 0.81, spread=0.10)
@@ -550,7 +550,7 @@ def test_the_verdict_carries_its_interval_and_says_when_it_cannot_tell() -> None
 def test_the_fit_row_gives_the_differential_wait_beside_the_prediction() -> None:
     from rich.console import Console
 
-    from tfpipe.bench.render import CPU_FIT_NOTE, renderables
+    from tfpipe.bench.present.render import CPU_FIT_NOTE, renderables
     from tfpipe.bench.results import FitCheck
 
     # 1,310 ms on the pipeline against 618 ms on synthetic batches: 1 - 618/1310 = 52.8% waiting.
