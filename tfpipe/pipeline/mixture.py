@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError
+from tfpipe.packing.spec import chunk_size
 from tfpipe.pipeline import mixture_spec, mixture_stream, order, stages, text_stages
 from tfpipe.pipeline.mixture_spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import ORDER_VERSION
-from tfpipe.pipeline.packing_numpy import chunk_size
 from tfpipe.pipeline.planned import Pipeline
 from tfpipe.validation import as_int
 
