@@ -31,7 +31,7 @@ from typing import Any
 from tfpipe._tf import plain, tf
 from tfpipe.errors import ConfigError
 from tfpipe.packing import reference
-from tfpipe.packing.fill import epoch_rows, predict_fill
+from tfpipe.packing.fill import epoch_rows, predicted_fill
 from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline import order_stream, packing
 from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
@@ -424,7 +424,7 @@ def plan_notes(
             "the split again to count them from one small file"
         )
     if pack.histogram:
-        fill = predict_fill(pack.histogram, L, pack.mode, truncate=pack.truncate, eos=pack.eos is not None)
+        fill = predicted_fill(pack)
         notes.append(
             f"text: predicted fill {fill:.1%} (real tokens / slots, from the manifest's length histogram)"
         )
