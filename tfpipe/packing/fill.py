@@ -106,7 +106,7 @@ def shifted(histogram: Mapping[str, Sequence[int]], extra: int) -> dict[str, lis
 
 def packed_lengths(spec: Spec) -> np.ndarray:
     """Each document's tokens as `spec` packs them, from its histogram: its own, the ones the
-    pipeline adds (`spec.added_tokens`), only the first L where it truncates. Empty without a
+    pipeline adds (`added_tokens`), only the first L where it truncates. Empty without a
     histogram."""
     if not spec.histogram:
         return np.zeros(0, np.int64)
