@@ -29,7 +29,8 @@ import os
 
 import numpy as np
 
-from tfpipe.pipeline import mixture_pieces, packing_numpy
+from tfpipe.packing import reference, spec
+from tfpipe.pipeline import mixture_pieces
 
 B, L = int(os.environ.get("TFPIPE_MIX_B", "8")), int(os.environ.get("TFPIPE_MIX_L", "128"))
 WINDOW, BATCHES = 100, 2000
@@ -70,7 +71,7 @@ def rows_by_source(
 ) -> np.ndarray:
     """A chunk's units (pieces, or whole documents) packed first-fit: [rows, 2] tokens of each
     source per row, in the rows' training order (random, or `mixture_pieces.balanced_order`)."""
-    p = packing_numpy.place(units, L, "first_fit")
+    p = reference.place(units, L, "first_fit")
     out = np.zeros((p.rows, 2), np.int64)
     np.add.at(out, (p.row, src[p.doc]), p.length)
     order = rng.permutation(p.rows)
@@ -91,7 +92,7 @@ def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
     for i, c in enumerate(choice):
         lens[i] = streams[c][at[c]]
         at[c] += 1
-    size = packing_numpy.chunk_documents(L, float(lens.mean()))
+    size = spec.chunk_documents(L, float(lens.mean()))
     rows = [
         rows_by_source(lens[k : k + size], choice[k : k + size], rng, balanced) for k in range(0, n, size)
     ]
@@ -112,7 +113,7 @@ def pieces_design(topics, docs, rng, balanced: bool) -> np.ndarray:
     p, ends = np.zeros(len(src), np.int64), np.zeros(len(src), np.int64)
     for s in range(2):
         p[src == s], ends[src == s] = pieces[s][index[src == s]], keys[s][index[src == s]]
-    chunk = ends // mixture_pieces.chunk_span(packing_numpy.CHUNK_ROWS * L, BLOCK)
+    chunk = ends // mixture_pieces.chunk_span(spec.CHUNK_ROWS * L, BLOCK)
     edges = np.flatnonzero(np.diff(chunk)) + 1
     rows = [
         rows_by_source(p[a:b], src[a:b], rng, balanced)

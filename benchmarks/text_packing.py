@@ -140,7 +140,7 @@ def available(name: str) -> bool:
 
 def fills(root: str, files: list[str], ids: list[list[int]]) -> list[dict[str, Any]]:
     import tfpipe
-    from tfpipe.pipeline.fill import predict_fill
+    from tfpipe.packing.fill import predict_fill
 
     text = tfpipe.Manifest.load(root).split("train").text
     out = []

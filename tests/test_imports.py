@@ -140,3 +140,21 @@ def test_bench_layers_are_read_from_the_path():
     assert bench_layer("tfpipe.bench.judge.conclusion") == 2
     assert bench_layer("tfpipe.bench.present.render") == 3
     assert [bench_layer(m) for m in ("tfpipe.bench.run", "tfpipe.bench")] == [4, 4]
+
+
+def test_packing_is_pure_and_below_presets_and_pipeline():
+    """tfpipe.packing (the packing rules) imports no TensorFlow and nothing of tfpipe but errors;
+    the text preset, the graph packer, the text stages and bench stand on it."""
+    graph = imports()
+    packing = {m for m in graph if m.split(".")[:2] == ["tfpipe", "packing"]}
+    assert {"tfpipe.packing.spec", "tfpipe.packing.fill", "tfpipe.packing.reference"} <= packing
+    for module in packing:
+        assert graph[module] - packing <= {"tfpipe.errors"}, module
+    for path in (PACKAGE / "packing").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not {n.split(".")[0] for n in names} & {"tensorflow", "keras", "jax"}, path
+    users = ["tfpipe.presets.text", "tfpipe.pipeline.packing", "tfpipe.pipeline.text_stages"]
+    users += [m for m in graph if m.startswith("tfpipe.bench") and graph[m] & packing]
+    assert all(graph[u] & packing for u in users) and len(users) > 3

@@ -2,7 +2,7 @@
 
 - `architecture.svg`: convert, build and bench as one diagram;
 - `packing.svg`: one chunk of real documents placed in rows with packing="none" and with
-  "first_fit", by tfpipe's own NumPy packing reference (`tfpipe/pipeline/packing_numpy.py`),
+  "first_fit", by tfpipe's own NumPy packing reference (`tfpipe/packing/reference.py`),
   on the token lengths of the standard library's docstrings as `tfpipe convert` tokenizes
   them (a byte-level BPE trained on them);
 - `waterfall.svg`: the CPU time each stage adds per example, from the bench report that
@@ -219,7 +219,7 @@ def corpus_lengths(documents: int = 2000, vocab_size: int = 8000) -> np.ndarray:
 
 
 def _rows(ax, placement, L, title):
-    from tfpipe.pipeline.packing_numpy import segment_ids
+    from tfpipe.packing.reference import segment_ids
 
     cmap = plt.get_cmap("tab20")
     rows = placement.rows
@@ -240,7 +240,7 @@ def _rows(ax, placement, L, title):
 
 
 def packing(lengths: np.ndarray, L: int = 128, documents: int = 28, start: int = 200) -> pathlib.Path:
-    from tfpipe.pipeline.packing_numpy import place
+    from tfpipe.packing.reference import place
 
     chunk = lengths[start : start + documents]
     none, first_fit = place(chunk, L, "none"), place(chunk, L, "first_fit")

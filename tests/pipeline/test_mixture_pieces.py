@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
+from tfpipe.packing import reference, spec
 from tfpipe.pipeline import mixture_pieces as mp
-from tfpipe.pipeline import packing_numpy
 from tfpipe.pipeline.mixture_spec import BLOCK, quotas
 
 L = 128
@@ -67,7 +67,7 @@ def rows_of_chunk(lengths, seed):
     parts = [mp.piece_lengths(lens[rng.permutation(len(lens))], L) for lens in lengths]
     units = np.concatenate([parts[0][:150], parts[1][:700]])
     src = np.repeat([0, 1], [150, 700])
-    p = packing_numpy.place(units, L, "first_fit")
+    p = reference.place(units, L, "first_fit")
     out = np.zeros((p.rows, 2), np.int64)
     np.add.at(out, (p.row, src[p.doc]), p.length)
     return out, rng.permutation(p.rows)
@@ -103,18 +103,18 @@ def window_worst(lengths, pieces_first: bool, seed: int = 0, B: int = 8, batches
         units, ends = np.zeros(len(src), np.int64), np.zeros(len(src), np.int64)
         for s in (0, 1):
             units[src == s], ends[src == s] = pieces[s][index[src == s]], keys[s][index[src == s]]
-        chunk = ends // mp.chunk_span(packing_numpy.CHUNK_ROWS * L, BLOCK)
+        chunk = ends // mp.chunk_span(spec.CHUNK_ROWS * L, BLOCK)
     else:
         q = quotas([0.3 / (lengths[0].mean() + 1), 0.7 / (lengths[1].mean() + 1)])
         src = np.concatenate([rng.permutation(np.repeat([0, 1], q)) for _ in range(8)])
         at, units = [0, 0], np.zeros(len(src), np.int64)
         for i, s in enumerate(src):
             units[i], at[s] = streams[s][at[s]] + 1, at[s] + 1
-        chunk = np.arange(len(src)) // packing_numpy.chunk_documents(L, float(units.mean()))
+        chunk = np.arange(len(src)) // spec.chunk_documents(L, float(units.mean()))
     edges = np.r_[0, np.flatnonzero(np.diff(chunk)) + 1, len(src)]
     out = []
     for a, b in itertools.pairwise(edges):
-        p = packing_numpy.place(units[a:b], L, "first_fit")
+        p = reference.place(units[a:b], L, "first_fit")
         rows = np.zeros((p.rows, 2), np.int64)
         np.add.at(rows, (p.row, src[a:b][p.doc]), p.length)
         out.append(rows[mp.balanced_order(rows, rng.permutation(p.rows))])

@@ -8,7 +8,8 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
-from tfpipe.pipeline import fill, order_stream, packing, packing_numpy, text_stages
+from tfpipe.packing import KEYS, MODES, fill, reference, spec
+from tfpipe.pipeline import order_stream, packing, text_stages
 from tfpipe.pipeline.order import KEY_ROWS, domain_key
 
 _graph_pack = tf.function(
@@ -27,16 +28,16 @@ def _chunks(ids, size):
 
 @pytest.mark.parametrize(
     ("L", "mode", "truncate"),
-    [(128, m, t) for m in packing_numpy.MODES for t in (False, True)] + [(512, "first_fit", False)],
+    [(128, m, t) for m in MODES for t in (False, True)] + [(512, "first_fit", False)],
 )
 def test_graph_packs_the_reference_rows(text_corpus, L, mode, truncate):
     ids = text_corpus[2]
-    for chunk in _chunks(ids, packing_numpy.chunk_documents(L, np.mean([len(d) for d in ids])))[:2]:
+    for chunk in _chunks(ids, spec.chunk_documents(L, np.mean([len(d) for d in ids])))[:2]:
         values = np.concatenate(chunk).astype(np.int64)
         got = _graph_pack(values, np.array([len(d) for d in chunk], np.int64), L, mode, truncate)
-        want = packing_numpy.pack([np.asarray(d) for d in chunk], L, mode, truncate)
+        want = reference.pack([np.asarray(d) for d in chunk], L, mode, truncate)
         assert want["tokens"].shape[0] > 0
-        for key in packing.KEYS:
+        for key in KEYS:
             np.testing.assert_array_equal(got[key].numpy(), want[key], err_msg=f"{key}, L={L}, {mode}")
 
 
@@ -59,7 +60,7 @@ def _unpacked(rows):
 def test_every_piece_lands_once_in_order(text_corpus, mode):
     ids = [np.asarray(d) for d in text_corpus[2][:400]]
     L = 128
-    rows = packing_numpy.pack(ids, L, mode)
+    rows = reference.pack(ids, L, mode)
     pieces = [tuple(d[k : k + L]) for d in ids for k in range(0, len(d), L)]
     assert sorted(_unpacked(rows)) == sorted(pieces)
     assert rows["tokens"].dtype == np.int32
@@ -69,8 +70,8 @@ def test_first_fit_fills_real_text(text_corpus):
     ids = text_corpus[2]
     lengths = np.array([len(d) for d in ids])
     for L in (128, 512):
-        size = packing_numpy.chunk_documents(L, lengths.mean())
-        rows = sum(packing_numpy.place(c, L, "first_fit").rows for c in _chunks(lengths, size))
+        size = spec.chunk_documents(L, lengths.mean())
+        rows = sum(reference.place(c, L, "first_fit").rows for c in _chunks(lengths, size))
         assert lengths.sum() / (rows * L) >= 0.98, L
 
 
@@ -88,7 +89,7 @@ def test_row_shuffle_is_keyed_by_the_seed_and_the_chunk():
     assert list(order_stream.permutation(tf, 50, other).numpy()) != list(got)
 
 
-@pytest.mark.parametrize("mode", packing_numpy.MODES)
+@pytest.mark.parametrize("mode", MODES)
 def test_predicted_fill_is_the_pipelines(text_ds, mode):
     """The fill build() packs (eval, every document once) against predict_fill on the manifest's
     histogram: within one point."""

@@ -19,7 +19,8 @@ import pytest
 
 import tfpipe
 from tfpipe import storage
-from tfpipe.pipeline import order, order_stream, packing_numpy, plan, text_stages
+from tfpipe.packing import reference
+from tfpipe.pipeline import order, order_stream, plan, text_stages
 
 tf = pytest.importorskip("tensorflow")
 
@@ -47,7 +48,7 @@ def tf_shuffle(n, seed):
 
 def plain_count(root, epochs, **kw):
     """The count in plain Python: the order's (epoch, file) and document of each position of the
-    first `epochs` epochs, and the rows of each chunk (packing_numpy), from the lengths file."""
+    first `epochs` epochs, and the rows of each chunk (packing.reference), from the lengths file."""
     p = plan(root, **(STREAMED | kw))
     spec, size = p.order, text_stages.chunk_size(p.plan.decoder.packing)
     lengths = np.frombuffer(pathlib.Path(root, "lengths.train.u32").read_bytes(), "<u4").astype(np.int64)
@@ -55,7 +56,7 @@ def plain_count(root, epochs, **kw):
     where = [(q.epoch, q.file) for q in placed]
     docs = np.array([spec.first_ids[q.file] + q.record for q in placed])
     rows = [
-        packing_numpy.place(lengths[docs[c * size : (c + 1) * size]], L, "first_fit").rows
+        reference.place(lengths[docs[c * size : (c + 1) * size]], L, "first_fit").rows
         for c in range(len(docs) // size)
     ]
     return spec, size, where, rows

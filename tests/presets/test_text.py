@@ -12,7 +12,9 @@ import tensorflow as tf
 
 import tfpipe
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import TilingWarning, packing_numpy, plan, text_stages
+from tfpipe.packing import reference
+from tfpipe.packing.spec import DEFAULT_CHUNK, MAX_CHUNK, chunk_documents
+from tfpipe.pipeline import TilingWarning, plan, text_stages
 
 B, L = 8, 128
 
@@ -72,7 +74,7 @@ def test_training_epoch_holds_every_document_once(text_corpus, text_ds):
     """With one chunk an epoch, the first chunk's rows are epoch 0: each document once."""
     ids = text_corpus[2]
     p = plan(text_ds, batch_size=B, sequence_length=L, seed=5, chunk=len(ids))
-    rows = packing_numpy.place(np.array([len(d) for d in ids]), L, "first_fit").rows
+    rows = reference.place(np.array([len(d) for d in ids]), L, "first_fit").rows
     first = _batches(p.dataset(upto="pack").batch(rows).take(1))
     _documents(_segments(first), ids)
     assert (first[0]["segment_ids"] > 0).sum() == sum(len(d) for d in ids)
@@ -239,9 +241,9 @@ def test_attention_mask_is_block_diagonal():
 
 
 def test_chunk_size_follows_the_mean_length():
-    assert packing_numpy.chunk_documents(512, 64) == 4096
-    assert packing_numpy.chunk_documents(128, None) == packing_numpy.DEFAULT_CHUNK
-    assert packing_numpy.chunk_documents(2048, 1) == packing_numpy.MAX_CHUNK
+    assert chunk_documents(512, 64) == 4096
+    assert chunk_documents(128, None) == DEFAULT_CHUNK
+    assert chunk_documents(2048, 1) == MAX_CHUNK
     assert text_stages.TPU_LANES == 128
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.packing.spec import MODES, Mode
 from tfpipe.validation import (
     Check,
     check_batch_size,
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 PipelineName = Literal["imagenet", "tabular", "text"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
-Packing = Literal["first_fit", "none", "concat"]
-PACKINGS: tuple[str, ...] = get_args(Packing)
 
 # Keras models `--model` builds with random weights (nothing is downloaded).
 IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
@@ -111,7 +110,7 @@ class BenchConfig:
     data: str | None = None
     batch_size: int | None = None
     sequence_length: int | None = None
-    packing: Packing | None = None
+    packing: Mode | None = None
     truncate: bool = False
     step_time_ms: float | None = None
     model: str | None = None
@@ -209,8 +208,8 @@ def _sequence_length(name: str, value: object) -> object:
 
 
 def _packing(name: str, value: object) -> object:
-    if value is not None and value not in PACKINGS:
-        raise field_error(ConfigError, name, f"None or one of {PACKINGS}", value)
+    if value is not None and value not in MODES:
+        raise field_error(ConfigError, name, f"None or one of {MODES}", value)
     return value
 
 

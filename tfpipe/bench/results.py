@@ -280,7 +280,7 @@ class TextMeasure:
       fill_sd: the standard deviation of one batch's fill over those batches.
       batches: batches counted.
       predicted_fill: each packing mode's fill at L, predicted from the manifest's length
-        histogram (`tfpipe.pipeline.fill.predict_fill`) as this pipeline packs (its chunks, EOS,
+        histogram (`tfpipe.packing.fill.predicted_fill`) as this pipeline packs (its chunks, EOS,
         [CLS]/[SEP], truncation); modes the pipeline cannot use are absent.
       documents: documents in the split (the manifest's).
       tokens: tokens in them (the manifest's).

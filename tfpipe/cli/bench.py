@@ -74,7 +74,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import PACKINGS, PIPELINES
+    from tfpipe.bench.config import PIPELINES
+    from tfpipe.packing import MODES
 
     g.add_argument(
         "--pipeline",
@@ -89,7 +90,7 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--packing",
-        choices=PACKINGS,
+        choices=MODES,
         help="text: first_fit (several documents a row), none (one a row, padded) or concat (end to "
         "end, cut every L) (default: build()'s, first_fit; none for a classifier)",
     )

@@ -10,7 +10,7 @@ from tfpipe.cli.render import console
 from tfpipe.convert.text import sample
 from tfpipe.errors import TfpipeError
 from tfpipe.manifest import Manifest
-from tfpipe.pipeline.fill import predict_fill
+from tfpipe.packing.fill import predict_fill
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

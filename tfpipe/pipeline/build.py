@@ -17,11 +17,11 @@ from tfpipe.errors import (
     ShardingWarning,
     TilingWarning,
 )
+from tfpipe.packing.fill import epoch_rows
 from tfpipe.pipeline import checks, padding, text_stages
 from tfpipe.pipeline import config as config_module
 from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.fill import epoch_rows
 from tfpipe.pipeline.planned import Pipeline, skipped
 from tfpipe.pipeline.resolve import ResolvedData, resolve
 from tfpipe.pipeline.shard_read import verify_group
@@ -327,7 +327,7 @@ def _check_enough(r: _Request, pack: TextPacking | None, share: FileShare, *, dr
 def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) -> tuple[int, str]:
     """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
     (packed sequences), not records, so a text batch is checked against the rows an epoch
-    packs into (`fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
+    packs into (`packing.fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
     total = sum(src.counts)
     rows = epoch_rows(pack) * documents // total if total else 0
     return rows, (
@@ -566,7 +566,7 @@ def steps_per_epoch(
     `data` is a dataset directory (tfpipe's, or a TFDS version folder), or a glob or list of all
     the shards of one of its splits. A text split's batches are rows (packed sequences of
     `sequence_length` tokens), not its records (documents): their count is predicted from the
-    manifest's length histogram as `build()` packs them (`fill.epoch_rows`), without reading
+    manifest's length histogram as `build()` packs them (`packing.fill.epoch_rows`), without reading
     data. `packing` and `text_options` (output, eos, truncate, chunk, label) are those `build()`
     gets: they change the rows.
 

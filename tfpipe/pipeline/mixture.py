@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError
+from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline import mixture_spec, mixture_stream, order, stages, text_stages
 from tfpipe.pipeline.mixture_spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import ORDER_VERSION
-from tfpipe.pipeline.packing_numpy import chunk_size
 from tfpipe.pipeline.planned import Pipeline
 from tfpipe.validation import as_int
 
@@ -214,8 +214,7 @@ def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
     out = []
     for p in parts:
         text, pack = _split_text(p), p.decoder.packing
-        extra = 2 if pack.classify else 1 if pack.eos is not None else 0
-        out.append(text.tokens / text.documents + extra)
+        out.append(text.tokens / text.documents + added_tokens(pack))
     return out
 
 

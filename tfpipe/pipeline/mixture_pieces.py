@@ -1,4 +1,4 @@
-"""A text mixture mixed by pieces in virtual time, in NumPy: the reference (as packing_numpy is
+"""A text mixture mixed by pieces in virtual time, in NumPy: the reference (as packing.reference is
 the packer's) for the design that meets issue 35's "within 0.5 point over any 100 batches".
 Not wired into `build()` yet (mixture_stream.py still mixes whole documents).
 
@@ -7,7 +7,7 @@ it (pydoc's topics, 79 documents of ~1,500 tokens, strayed 21 points over 100 ba
 benchmarks/mixture_shares.py). Three steps bound it:
 
 1. Pieces. Each source's documents, in its own resumable order, EOS added, are cut into pieces
-   of at most L (`packing_numpy.pieces`, as the packer cuts them: every piece is a segment of
+   of at most L (`packing.reference.pieces`, as the packer cuts them: every piece is a segment of
    its own with positions from 0, so a document's pieces may sit in different chunks and the
    rows read the same).
 2. Virtual time (weighted fair queueing). Piece `i` of source `s` finishes at
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfpipe.pipeline import packing_numpy
+from tfpipe.packing import reference
 
 # Virtual time is tokens << SCALE_BITS over a quota (< 2**12): integer, so the graph computes
 # the very same keys; a source's tokens stay below 2**43 (8.8e12) before int64 would wrap.
@@ -51,7 +51,7 @@ def piece_lengths(
 ) -> np.ndarray:
     """The pieces (token counts, in order) of documents of these token counts, `extra` tokens
     (the EOS) added to each, as the packer cuts them."""
-    return packing_numpy.pieces(np.asarray(lengths, np.int64) + extra, sequence_length, truncate)[2]
+    return reference.pieces(np.asarray(lengths, np.int64) + extra, sequence_length, truncate)[2]
 
 
 def finish(pieces: np.ndarray, quota: int, before: int = 0) -> np.ndarray:

@@ -1,10 +1,10 @@
 """The text packer in TensorFlow ops: one chunk of parsed documents -> rows `[R, L]`.
 
-The algorithm and its modes are described in packing_numpy.py, whose `pack` gives exactly the
-rows this module gives (tests/pipeline/test_packing.py checks it on real text). Everything runs
-inside a tf.data map, with no `py_function`. first_fit loops once per round, never per
-document: a round places a piece in many rows at once with an argsort, a few searchsorted and
-scatters (20 to 90 rounds for a chunk of 512 rows of real text).
+The algorithm and its modes are described in tfpipe/packing/reference.py, whose `pack` gives
+exactly the rows this module gives (tests/pipeline/test_packing.py checks it on real text).
+Everything runs inside a tf.data map, with no `py_function`. first_fit loops once per round,
+never per document: a round places a piece in many rows at once with an argsort, a few
+searchsorted and scatters (20 to 90 rounds for a chunk of 512 rows of real text).
 """
 
 from __future__ import annotations
@@ -12,14 +12,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from tfpipe._tf import Tensor, tf
-from tfpipe.pipeline.packing_numpy import Mode
-
-# The three outputs of a packed chunk, all int32 [rows, L].
-KEYS = ("tokens", "segment_ids", "positions")
+from tfpipe.packing.spec import Mode
 
 
 def pieces(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """(document, first token, length) of every piece, as `packing_numpy.pieces`."""
+    """(document, first token, length) of every piece, as `reference.pieces`."""
     n = (lengths + (L - 1)) // L
     if truncate:
         n = tf_.minimum(n, 1)
@@ -30,7 +27,7 @@ def pieces(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Te
 
 
 def first_fit(tf_: ModuleType, length: Tensor, L: int) -> tuple[Tensor, Tensor, Tensor]:
-    """(row, offset) of every piece and the row count: `packing_numpy._first_fit` in rounds."""
+    """(row, offset) of every piece and the row count: `reference._first_fit` in rounds."""
     i64 = tf_.int64
     order = tf_.argsort(-length, stable=True)
     order = tf_.cast(order, i64)
@@ -74,7 +71,7 @@ def first_fit(tf_: ModuleType, length: Tensor, L: int) -> tuple[Tensor, Tensor, 
 
 
 def match(tf_: ModuleType, free: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
-    """`packing_numpy.match`: one round's pieces taken, and which rows take one."""
+    """`reference.match`: one round's pieces taken, and which rows take one."""
     want = tf_.searchsorted(-q, -free, side="left", out_type=tf_.int64)
     j = tf_.range(tf_.size(free, out_type=tf_.int64))
     first = tf_.searchsorted(want, want, side="left", out_type=tf_.int64)
@@ -86,13 +83,13 @@ def match(tf_: ModuleType, free: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def opened(tf_: ModuleType, q: Tensor, most_free: Tensor, L: int) -> Tensor:
-    """`packing_numpy.opened`: how many of the longest pending pieces open new rows."""
+    """`reference.opened`: how many of the longest pending pieces open new rows."""
     too_long = tf_.searchsorted(-q, -most_free[None], side="left", out_type=tf_.int64)[0]
     return tf_.minimum(too_long, (tf_.reduce_sum(q[:too_long]) + (L - 1)) // L)
 
 
 def concat(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Tensor, ...]:
-    """`packing_numpy._concat`: the documents end to end, cut at every row end."""
+    """`reference._concat`: the documents end to end, cut at every row end."""
     if truncate:
         lengths = tf_.minimum(lengths, L)
     ends = tf_.cumsum(lengths)
@@ -107,7 +104,7 @@ def concat(tf_: ModuleType, lengths: Tensor, L: int, truncate: bool) -> tuple[Te
 
 
 def place(tf_: ModuleType, lengths: Tensor, L: int, mode: Mode, truncate: bool) -> tuple[Tensor, ...]:
-    """`packing_numpy.place`: (doc, start, length, row, offset, rows) of one chunk's pieces."""
+    """`reference.place`: (doc, start, length, row, offset, rows) of one chunk's pieces."""
     if mode == "concat":
         return concat(tf_, lengths, L, truncate)
     doc, start, length = pieces(tf_, lengths, L, truncate)
@@ -119,7 +116,7 @@ def place(tf_: ModuleType, lengths: Tensor, L: int, mode: Mode, truncate: bool) 
 
 def pack(tokens: Tensor, L: int, mode: Mode, truncate: bool = False) -> dict[str, Tensor]:
     """One chunk of documents (a `[docs, None]` int RaggedTensor, in order) as rows:
-    `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `packing_numpy.pack`.
+    `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `reference.pack`.
 
     A row holds its pieces end to end from column 0 (every mode places them so), so the rows
     are one ragged gather of the token ranges in (row, offset) order, made dense once: a

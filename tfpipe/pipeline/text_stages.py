@@ -3,7 +3,7 @@ order's stream of chunks.
 
     read (list_files ... repeat) -> chunk -> parse -> pack -> batch -> map (output form)
 
-- chunk: `packing_numpy.chunk_documents` consecutive records `(records, sources, skip)`. `skip`
+- chunk: `packing.spec.chunk_size` consecutive records `(records, sources, skip)`. `skip`
   is the rows of the chunk a resumed run has already trained on (0 but for its first chunk).
 - parse: `tf.io.parse_example` of a whole chunk (tokens as a RaggedTensor).
 - pack: the chunk's rows (packing.py), their order shuffled in training by a key drawn from
@@ -30,9 +30,11 @@ from typing import Any
 
 from tfpipe._tf import plain, tf
 from tfpipe.errors import ConfigError
+from tfpipe.packing import reference
+from tfpipe.packing.fill import epoch_rows, predicted_fill
+from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline import order_stream, packing, raw
 from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
-from tfpipe.pipeline.packing_numpy import chunk_size
 
 TOKENS = "tokens"
 
@@ -75,11 +77,7 @@ def rows_of(pack: Any, lengths: Any) -> Any:
     `[docs]`): each document as `documents` makes it, placed as `pack_stage` places it."""
     tf_ = tf()
     L = pack.sequence_length
-    if pack.classify:  # [CLS] its first L - 2 tokens [SEP]
-        lengths = lengths + 2
-    elif pack.eos is not None:
-        lengths = lengths + 1
-    return packing.place(tf_, lengths, L, pack.mode, pack.truncate)[-1]
+    return packing.place(tf_, lengths + added_tokens(pack), L, pack.mode, pack.truncate)[-1]
 
 
 def chunk_stage(p: Any) -> Callable[[Any], Any]:
@@ -166,8 +164,6 @@ def start_limit(spec: Any, pack: Any) -> int:
     a split packs into by the manifest's histogram (its pieces for "none"; its tokens over L,
     at most the rows, for the packing modes: no simulation at build()); and the row position
     stays within `order.MAX_POSITION`, so its int64 arithmetic never wraps."""
-    from tfpipe.pipeline.fill import epoch_rows
-
     rows_per_step = spec.global_batch // spec.pipelines
     documents = sum(pack.histogram["counts"]) if pack.histogram else 0
     rows = 0
@@ -352,16 +348,13 @@ def pipeline_rows(pack: Any, src: Any, pipelines: int) -> list[int] | None:
 
 def count_rows(pack: Any, lengths: Any) -> int:
     """The rows documents of these token counts pack into, chunk by chunk, as `rows_of` counts
-    each chunk (in NumPy: `packing_numpy.place`, which the graph packer equals)."""
-    from tfpipe.pipeline import packing_numpy
-
+    each chunk (in NumPy: `reference.place`, which the graph packer equals)."""
     size = chunk_size(pack)
     L = pack.sequence_length
-    extra = 2 if pack.classify else 1 if pack.eos is not None else 0
     total = 0
     for begin in range(0, len(lengths), size):
-        chunk = lengths[begin : begin + size] + extra
-        total += packing_numpy.place(chunk, L, pack.mode, pack.truncate).rows
+        chunk = lengths[begin : begin + size] + added_tokens(pack)
+        total += reference.place(chunk, L, pack.mode, pack.truncate).rows
     return int(total)
 
 
@@ -425,8 +418,6 @@ def plan_notes(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(notes for `describe()`, warnings about TPU tiling) of a text pipeline with `batch` rows
     a batch (per replica), reading `src` in the resumable order or not."""
-    from tfpipe.pipeline.fill import epoch_rows, predict_fill
-
     L = pack.sequence_length
     size, documents = chunk_size(pack), _documents_of(src)
     notes = [f"text: chunks of {size} documents, each packed on its own"]
@@ -441,7 +432,7 @@ def plan_notes(
             "the split again to count them from one small file"
         )
     if pack.histogram:
-        fill = predict_fill(pack.histogram, L, pack.mode, truncate=pack.truncate, eos=pack.eos is not None)
+        fill = predicted_fill(pack)
         notes.append(
             f"text: predicted fill {fill:.1%} (real tokens / slots, from the manifest's length histogram)"
         )

@@ -3,8 +3,8 @@
 `build(data, batch_size=B, sequence_length=L)` on a dataset whose manifest says layout "text"
 picks this preset. One record is one document (`tokens`: every token id, int64 list; `label`:
 an int64 scalar for classification). The pipeline reads documents in chunks, packs each chunk
-into rows of L (tfpipe/pipeline/packing.py) and batches the rows; this preset says how
-(`TextPacking`) and shapes the batches for the model (`Decoder.finalize`).
+into rows of L (by tfpipe/packing/'s rules, in graph: pipeline/packing.py) and batches the rows;
+this preset says how (`TextPacking`) and shapes the batches for the model (`Decoder.finalize`).
 
 Outputs (`output=`):
 - "packed": `{"tokens", "segment_ids", "positions"}` int32 `[B, L]`. Segment ids are 1..n in a
@@ -29,12 +29,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.packing.spec import MODES, Mode
 from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import check_bool, check_choice, check_int, check_str
 
-Packing = Literal["first_fit", "none", "concat"]
 Output = Literal["packed", "causal_lm", "keras_causal_lm", "keras_classifier"]
-PACKINGS: tuple[str, ...] = ("first_fit", "none", "concat")
 OUTPUTS: tuple[str, ...] = ("packed", "causal_lm", "keras_causal_lm", "keras_classifier")
 TOKENS = "tokens"
 # Sequence lengths up to this many tokens; the packer's int32 outputs and row keys fit it.
@@ -63,7 +62,7 @@ class TextOptions:
     """
 
     sequence_length: int | None = None
-    packing: Packing | None = None
+    packing: Mode | None = None
     truncate: bool = False
     output: Output | None = None
     eos: bool | int | None = None
@@ -78,7 +77,7 @@ class TextOptions:
             )
         check_int("sequence_length", self.sequence_length, 2, MAX_SEQUENCE_LENGTH)
         if self.packing is not None:
-            check_choice("packing", self.packing, PACKINGS)
+            check_choice("packing", self.packing, MODES)
         if self.output is not None:
             check_choice("output", self.output, OUTPUTS)
         check_bool("truncate", self.truncate)
@@ -106,7 +105,7 @@ class TextPacking:
     """
 
     sequence_length: int
-    mode: Packing
+    mode: Mode
     truncate: bool = False
     eos: int | None = None
     classify: bool = False

@@ -26,6 +26,8 @@ import numpy as np
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import TextMeasure
 from tfpipe.errors import DataError
+from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
+from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
@@ -57,15 +59,12 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     Raises:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
-    from tfpipe.pipeline.fill import epoch_rows
-
     pack = pipe.decoder.packing
     text = _split_text(pipe)
     L = pack.sequence_length
     hist = dict(text.length_histogram)
-    extra = 2 if pack.classify else int(pack.eos is not None)  # [CLS]+[SEP], or the EOS
-    per_document = _packed_tokens(hist, extra, L if pack.truncate else None)
-    predicted = {m: predict(pipe, hist, L, m) for m in _modes(pack)}
+    per_document = float(packed_lengths(pack).mean())
+    predicted: dict[str, float] = {m: predict(pipe, L, m) for m in _modes(pack)}
     rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
     if not real:
         raise DataError(
@@ -74,7 +73,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         )
     fill = real / (rows * L)
     lengths = _percentiles(hist, L - (2 if pack.classify else 0))
-    suggested = _suggested_length(lengths["p99"] + extra)
+    suggested = _suggested_length(lengths["p99"] + added_tokens(pack))
     tokenize, note = _tokenize_cost(pipe, sample)
     return TextMeasure(
         sequence_length=L,
@@ -92,7 +91,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokens=text.tokens,
         lengths=lengths,
         suggested_length=suggested,
-        suggested_fill=predict(pipe, hist, suggested, pack.mode),
+        suggested_fill=predict(pipe, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
         tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,
@@ -100,15 +99,6 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokenize_ms_range=None if tokenize is None else (min(tokenize), max(tokenize)),
         tokenize_rounds=0 if tokenize is None else len(tokenize),
     )
-
-
-def _packed_tokens(histogram: Mapping[str, Any], extra: int, truncate_at: int | None) -> float:
-    """Mean tokens a document carries as packed: its own, `extra` added, cut at `truncate_at`."""
-    if truncate_at is None:
-        return sum(histogram["tokens"]) / sum(histogram["counts"]) + extra
-    from tfpipe.pipeline.fill import lengths_of, shifted
-
-    return float(np.minimum(lengths_of(shifted(histogram, extra)), truncate_at).mean())
 
 
 def _split_text(pipe: Pipeline) -> Any:
@@ -129,31 +119,19 @@ def _split_text(pipe: Pipeline) -> Any:
 
 def pack_chunk(pipe: Pipeline) -> int:
     """Documents the pipeline packs together."""
-    from tfpipe.pipeline.text_stages import chunk_size
-
     return chunk_size(pipe.decoder.packing)
 
 
-def _modes(pack: Any) -> tuple[str, ...]:
+def _modes(pack: Any) -> tuple[Mode, ...]:
     """The packing modes this pipeline could use: a classifier's row holds one document."""
-    from tfpipe.pipeline.packing_numpy import MODES
-
     return ("none",) if pack.classify else MODES
 
 
-def predict(pipe: Pipeline, histogram: Mapping[str, Any], L: int, mode: str) -> float:
-    """The fill of `mode` at `L`, predicted from the histogram as this pipeline packs: its
-    chunk, its EOS or [CLS]/[SEP] added to each document, its truncation."""
-    from tfpipe.pipeline.fill import predict_fill, shifted
-    from tfpipe.pipeline.packing_numpy import chunk_documents
-
-    pack = pipe.decoder.packing
-    extra = 2 if pack.classify else int(pack.eos is not None)
-    chunk = pack_chunk(pipe) if pack.sequence_length == L else None
-    if chunk is None:  # another L: the chunk build() would choose at that L
-        mean = sum(histogram["tokens"]) / max(1, sum(histogram["counts"])) + extra
-        chunk = chunk_documents(L, mean) if not pack.classify else chunk_documents(L, L)
-    return predict_fill(shifted(histogram, extra), L, mode, truncate=pack.truncate, chunk=chunk)  # type: ignore[arg-type]
+def predict(pipe: Pipeline, L: int, mode: Mode) -> float:
+    """The fill of `mode` at `L`, predicted from the manifest's histogram as this pipeline packs
+    (`packing.fill.predicted_fill`, what `describe()` says): its chunk, its EOS or [CLS]/[SEP]
+    added to each document, its truncation."""
+    return predicted_fill(pipe.decoder.packing, L, mode)
 
 
 def _percentiles(histogram: Mapping[str, Any], L: int) -> dict[str, int]:

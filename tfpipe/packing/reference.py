@@ -1,10 +1,10 @@
-"""The text packer in plain NumPy: the reference the in-graph packer (packing.py) must equal row
-for row, and the simulator `fill.predict_fill` runs on a split's length histogram.
+"""The text packer in plain NumPy: the reference the in-graph packer (pipeline/packing.py) must
+equal row for row, and the simulator `fill.predict_fill` runs on a split's length histogram.
 
-Documents come in *chunks*: `chunk_documents(...)` consecutive documents of the stream, packed
+Documents come in *chunks*: `spec.chunk_size(...)` consecutive documents of the stream, packed
 together and independently of every other chunk. So the rows of a chunk are a function of its
 documents alone, and the packed stream is a function of the document order: a resumed run
-finds its place by counting rows chunk by chunk (packing.py).
+finds its place by counting rows chunk by chunk (pipeline/text_stages.py).
 
 A document longer than the sequence length L is cut into *pieces* of at most L, in order
 (`truncate=True` keeps the first piece only). Each piece is a segment of one row.
@@ -26,28 +26,10 @@ Modes (`place`):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
 
 import numpy as np
 
-Mode = Literal["first_fit", "none", "concat"]
-MODES: tuple[Mode, ...] = ("first_fit", "none", "concat")
-
-# A chunk holds about this many rows' worth of tokens: its last rows are the only ones packing
-# leaves short, so a chunk of 512 rows loses about 0.1% of the slots to them. Memory: 512 * L
-# tokens per chunk (8 MB of int64 at L=2048).
-CHUNK_ROWS = 512
-MIN_CHUNK = 256
-MAX_CHUNK = 65_536
-# Documents per chunk when the data has no length histogram (records without a manifest).
-DEFAULT_CHUNK = 4096
-
-
-def chunk_documents(sequence_length: int, mean_tokens: float | None) -> int:
-    """Documents per chunk: about CHUNK_ROWS rows of `sequence_length` at the mean length."""
-    if not mean_tokens or mean_tokens <= 0:
-        return DEFAULT_CHUNK
-    return int(min(MAX_CHUNK, max(MIN_CHUNK, -(-CHUNK_ROWS * sequence_length // max(1, int(mean_tokens))))))
+from tfpipe.packing.spec import KEYS, Mode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,22 +158,10 @@ def pack(
     lengths = np.array([len(d) for d in docs], np.int64)
     p = place(lengths, L, mode, truncate)
     seg = segment_ids(p)
-    out = {k: np.zeros((p.rows, L), np.int32) for k in ("tokens", "segment_ids", "positions")}
+    out = {k: np.zeros((p.rows, L), np.int32) for k in KEYS}
     for i in range(len(p.doc)):
         r, o, n = p.row[i], p.offset[i], p.length[i]
         out["tokens"][r, o : o + n] = docs[p.doc[i]][p.start[i] : p.start[i] + n]
         out["segment_ids"][r, o : o + n] = seg[i]
         out["positions"][r, o : o + n] = np.arange(n)
     return out
-
-
-def chunk_size(pack: Any) -> int:
-    """Documents per chunk for a preset's `TextPacking`."""
-    if pack.chunk is not None:
-        return pack.chunk
-    mean = pack.mean_tokens
-    if mean and pack.eos is not None:
-        mean += 1
-    if pack.classify:  # one document a row: a chunk of CHUNK_ROWS rows
-        mean = pack.sequence_length
-    return chunk_documents(pack.sequence_length, mean)

@@ -1,25 +1,22 @@
 """The fill of each packing mode (real tokens / slots), predicted from a split's length histogram
-without reading the data. NumPy only: `tfpipe bench` and `describe()` call it.
+without reading the data, and the rows an epoch packs into. NumPy only: `describe()`, bench,
+`build()` and `steps_per_epoch` call `predicted_fill` and `epoch_rows`, so they say one figure.
 
 "none" is counted: every piece takes a row. "first_fit" and "concat" are simulated: documents
 with the histogram's lengths, in a seeded random order (the training order is random), packed
-chunk by chunk by the reference packer (packing_numpy.py), which gives the rows the pipeline's
+chunk by chunk by the reference packer (reference.py), which gives the rows the pipeline's
 packer gives. A large split is sampled: at most SAMPLED_CHUNKS chunks are packed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import packing_numpy
-from tfpipe.pipeline.packing_numpy import MODES, Mode, chunk_documents, chunk_size
-
-if TYPE_CHECKING:
-    from tfpipe.presets.text import TextPacking
+from tfpipe.packing import reference
+from tfpipe.packing.spec import MODES, Mode, Spec, added_tokens, chunk_documents, chunk_size
 
 # Chunks packed to predict one fill: enough that the prediction's spread is well under a point.
 SAMPLED_CHUNKS = 64
@@ -92,7 +89,7 @@ def predict_fill(
     for s in starts:
         part = lengths[order[s : s + size]]
         real += int((np.minimum(part, L) if truncate else part).sum())
-        slots += packing_numpy.place(part, L, mode, truncate).rows * L
+        slots += reference.place(part, L, mode, truncate).rows * L
     return real / slots
 
 
@@ -107,21 +104,51 @@ def shifted(histogram: Mapping[str, Sequence[int]], extra: int) -> dict[str, lis
     }
 
 
-def epoch_rows(pack: TextPacking) -> int:
+def packed_lengths(spec: Spec) -> np.ndarray:
+    """Each document's tokens as `spec` packs them, from its histogram: its own, the ones the
+    pipeline adds (`added_tokens`), only the first L where it truncates. Empty without a
+    histogram."""
+    if not spec.histogram:
+        return np.zeros(0, np.int64)
+    lengths = lengths_of(shifted(spec.histogram, added_tokens(spec)))
+    return np.minimum(lengths, spec.sequence_length) if spec.truncate else lengths
+
+
+def predicted_fill(spec: Spec, sequence_length: int | None = None, mode: Mode | None = None) -> float:
+    """The fill a pipeline packing as `spec` says gets, predicted from its histogram: with the
+    tokens it adds to each document, its truncation and its chunk. The one prediction:
+    `describe()` says it, bench reports it, `epoch_rows` counts by it.
+
+    Args:
+      spec: how the pipeline packs (the text preset's `TextPacking`).
+      sequence_length: another L (bench's suggested length), at the chunk `build()` would
+        choose there. None: `spec.sequence_length`.
+      mode: another mode (bench's alternatives). None: `spec.mode`.
+
+    Returns:
+      The fill, in [0, 1]; 0 without a histogram or documents.
+    """
+    if not spec.histogram:
+        return 0.0
+    L = spec.sequence_length if sequence_length is None else sequence_length
+    return predict_fill(
+        shifted(spec.histogram, added_tokens(spec)),
+        L,
+        spec.mode if mode is None else mode,
+        truncate=spec.truncate,
+        chunk=chunk_size(spec, L),
+    )
+
+
+def epoch_rows(spec: Spec) -> int:
     """Rows (packed sequences of L tokens) one pass over a split packs into, predicted from its
-    length histogram as the pipeline packs it: `pack` is the text preset's `TextPacking` (L,
-    mode, its chunk, the EOS or [CLS]/[SEP] it adds, truncation). 0 without a histogram.
+    length histogram as the pipeline packs it (`predicted_fill`). 0 without a histogram.
 
     The one count of an epoch's rows: `build()` refuses a batch larger than it (as it refuses
     a batch larger than an epoch of records), `steps_per_epoch` divides it, `bench` reports it.
     """
-    histogram = pack.histogram
-    if not histogram or not sum(histogram.get("counts", ())):
+    if not spec.histogram or not sum(spec.histogram.get("counts", ())):
         return 0
-    extra = 2 if pack.classify else int(pack.eos is not None)
-    packed = shifted(histogram, extra)
-    L = pack.sequence_length
-    fill = predict_fill(packed, L, pack.mode, truncate=pack.truncate, chunk=chunk_size(pack))
-    lengths = lengths_of(packed)
-    tokens = int((np.minimum(lengths, L) if pack.truncate else lengths).sum())
-    return round(tokens / (fill * L)) if fill else 0
+    fill = predicted_fill(spec)
+    tokens = int(packed_lengths(spec).sum())
+    return round(tokens / (fill * spec.sequence_length)) if fill else 0
