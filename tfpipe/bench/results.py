@@ -260,6 +260,24 @@ class Storage:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MixShare:
+    """One source of a text mixture, as bench counted it (bench/mixshare.py).
+
+    Attributes:
+      name: the source's name (`--data NAME=PATH`).
+      weight: its weight, normalised to sum to 1 over the sources, in the mixture's unit
+        (tokens for text, unless mix_by="documents").
+      real_tokens: its real tokens (segment id not 0) in the counted batches.
+      epoch: its epoch (passes over its documents begun, from 0) at the last counted step.
+    """
+
+    name: str
+    weight: float
+    real_tokens: int
+    epoch: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TextMeasure:
     """What a text pipeline's counting passes measured, beside what its manifest says.
 
@@ -298,6 +316,8 @@ class TextMeasure:
         steps_per_epoch use).
       tokenize_ms_range: the lowest and highest of `tokenize_ms_per_1k` over its
         `tokenize_rounds` timed rounds (the figure is their median); None when not measured.
+      mixture: a mixture's sources, their real tokens counted over the same batches; empty
+        for one dataset.
     """
 
     sequence_length: int
@@ -322,6 +342,7 @@ class TextMeasure:
     epoch_rows: int = 0
     tokenize_ms_range: tuple[float, float] | None = None
     tokenize_rounds: int = 0
+    mixture: tuple[MixShare, ...] = ()
 
     @property
     def fill(self) -> float:
