@@ -20,6 +20,9 @@ from tfpipe.errors import DataError
 if TYPE_CHECKING:
     from tfpipe.pipeline.mixture import MixturePipeline
 
+# Rows compared and counted a step of the Python loop (one row a step cost ~2 ms under load).
+ROWS_AT_ONCE = 1024
+
 
 def measure(pipe: MixturePipeline, *, batches: int) -> tuple[MixShare, ...]:
     """Each source's real tokens over the pipeline's first `batches` batches (from step 0).
@@ -44,14 +47,19 @@ def measure(pipe: MixturePipeline, *, batches: int) -> tuple[MixShare, ...]:
     tagged = _tagged_rows(pipe)
     rows = batches * pipe.batch_size
     counts = np.zeros(len(mix.names), np.int64)
-    for i, (n, by_source) in enumerate(tf_.data.Dataset.zip((real, tagged)).take(rows)):
-        if int(n) != int(by_source.numpy().sum()):
+    done = 0
+    for n, by_source in tf_.data.Dataset.zip((real, tagged)).take(rows).batch(ROWS_AT_ONCE):
+        n, by_source = n.numpy(), by_source.numpy()
+        wrong = np.flatnonzero(n != by_source.sum(1))
+        if wrong.size:
+            i = int(wrong[0])
             raise DataError(
-                f"bench lost track of the mixture's rows: row {i} holds {int(n)} real tokens, its "
-                f"documents by source {by_source.numpy().tolist()}. This is a bug in tfpipe's "
+                f"bench lost track of the mixture's rows: row {done + i} holds {n[i]} real tokens, "
+                f"its documents by source {by_source[i].tolist()}. This is a bug in tfpipe's "
                 "bench (bench/mixshare.py), not in the data; please report it."
             )
-        counts += by_source.numpy()
+        counts += by_source.sum(0)
+        done += len(n)
     epochs = pipe.epochs_at(batches)
     return tuple(
         MixShare(name=n, weight=w, real_tokens=int(c), epoch=epochs[n])

@@ -300,8 +300,8 @@ class TextMeasure:
       predicted_fill: each packing mode's fill at L, predicted from the manifest's length
         histogram (`tfpipe.pipeline.fill.predict_fill`) as this pipeline packs (its chunks, EOS,
         [CLS]/[SEP], truncation); modes the pipeline cannot use are absent.
-      documents: documents in the split (the manifest's).
-      tokens: tokens in them (the manifest's).
+      documents: documents in the split (the manifest's; a mixture's: all its sources').
+      tokens: tokens in them (the manifest's; a mixture's: all its sources').
       lengths: document length percentiles in tokens from the histogram: "p50", "p90",
         "p99" and "max", and "longer" (documents longer than L).
       suggested_length: the smallest multiple of 128 that holds 99% of the documents whole

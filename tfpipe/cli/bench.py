@@ -19,6 +19,7 @@ EXAMPLES = """examples:
   tfpipe bench --compare                               # tensorflow/tpu-style baseline vs tfpipe
   tfpipe bench --pipeline=text                         # Python's own docstrings vs a TPU v4 host
   tfpipe bench --data gs://bucket/corpus --sequence-length 2048 --packing none --accelerator gpt3-175b-tpu-v5p
+  tfpipe bench --data web=gs://bucket/web --data code=gs://bucket/code --weights web=0.7,code=0.3
   tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
 
 Example: tfpipe bench --pipeline=imagenet
