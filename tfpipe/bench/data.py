@@ -64,8 +64,8 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
     """
     if cfg.data is None:
         return _synthetic(cfg, say)
-    if isinstance(cfg.data, dict):
-        return _mixture(cfg, cfg.data, say)
+    if not isinstance(cfg.data, str):  # a mixture's names to paths
+        return _mixture(cfg, dict(cfg.data), say)
     named = data_path(cfg.data)  # as build() reads it
     path, manifest = named.path, named.manifest
     if manifest is not None:
@@ -175,7 +175,7 @@ def _info(manifest: Manifest, split: str, *, synthetic: bool, generated: float) 
 
 def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
     """The TFRecord files `named` names, or a DataError saying what it is instead."""
-    raw, path = cfg.data, named.path
+    raw, path = str(cfg.data), named.path
     if named.kind == "glob":
         try:
             files = storage.glob(path)

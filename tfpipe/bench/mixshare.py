@@ -69,13 +69,13 @@ def measure(pipe: MixturePipeline, *, batches: int) -> tuple[MixShare, ...]:
 
 def totals(pipe: MixturePipeline) -> tuple[int, int]:
     """(documents, tokens) of all the mixture's sources' splits, from their manifests."""
-    texts = [p.source.manifest.split(p.source.split).text for p in pipe.parts]  # type: ignore[union-attr]
-    return sum(t.documents for t in texts), sum(t.tokens for t in texts)
+    texts: list[Any] = [p.source.manifest.split(p.source.split).text for p in pipe.parts]  # type: ignore[union-attr, arg-type]
+    return sum(int(t.documents) for t in texts), sum(int(t.tokens) for t in texts)
 
 
 def _upto(pipe: MixturePipeline, name: str) -> int:
     """The stages up to and including the one named `name`."""
-    names = [s.name for s in pipe.stages]
+    names: list[str] = [s.name for s in pipe.stages]
     return names.index(name) + 1
 
 

@@ -122,9 +122,8 @@ class Report:
         producer = dataclasses.asdict(self.producer)
         producer["batches_per_sec"] = producer.pop("elements_per_sec")
         producer["first_batch_sec"] = producer.pop("first_element_sec")
-        text = {} if self.text is None else {"text": text_json(self.text)}
-        if self.text is not None and self.text.mixture:
-            text["mixture"] = mixture_json(self.text)
+        text: dict[str, Any] = {} if self.text is None else {"text": text_json(self.text)}
+        text |= {"mixture": mixture_json(self.text)} if self.text is not None and self.text.mixture else {}
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,

@@ -102,19 +102,7 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
         help="text: keep each document's first L tokens only (a labeled corpus's classifier rows "
         "need it when documents are longer than L - 2)",
     )
-    g.add_argument(
-        "--data",
-        action="append",
-        metavar="[NAME=]PATH",
-        help="tfpipe dataset (local or gs://); default: generated synthetic data, cached. Text: "
-        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it",
-    )
-    g.add_argument(
-        "--weights",
-        metavar="NAME=W,...",
-        help="a mixture's weights in tokens, e.g. web=0.7,code=0.3 (default: each source's size, as "
-        "build()'s); needs --data NAME=PATH per source",
-    )
+    _add_data_flags(g)
     g.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
     g.add_argument(
         "--cache",
@@ -136,6 +124,23 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
         type=_positive(int),
         default=1,
         help="hosts training together; each gets batch/hosts (default: 1)",
+    )
+
+
+def _add_data_flags(g: argparse._ArgumentGroup) -> None:
+    """--data, once or NAME=PATH once per source of a mixture, and a mixture's --weights."""
+    g.add_argument(
+        "--data",
+        action="append",
+        metavar="[NAME=]PATH",
+        help="tfpipe dataset (local or gs://); default: generated synthetic data, cached. Text: "
+        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it",
+    )
+    g.add_argument(
+        "--weights",
+        metavar="NAME=W,...",
+        help="a mixture's weights in tokens, e.g. web=0.7,code=0.3 (default: each source's size, as "
+        "build()'s); needs --data NAME=PATH per source",
     )
 
 
