@@ -218,3 +218,38 @@ def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path,
     assert w["epochs"] > c["epochs"]  # web: 70% of the tokens from 301 documents, repeated more
     assert r["dataset"]["path"] == f"web={web}, code={code}" and t["documents"] == 700
     assert f"web: weight 70.0%, measured {100 * w['measured_share']:.1f}% of the real tokens" in out
+
+
+@pytest.mark.slow  # plans a mixture and reads both corpora whole
+def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(sources) -> None:
+    """bench's count (each document's source from the mixture's choices) equals an independent
+    one: every packed piece looked up by its tokens among the sources' own documents, as
+    tests/pipeline/test_mixture.py traces them."""
+    import glob
+
+    import tensorflow as tf
+
+    from tfpipe.bench import mixshare
+    from tfpipe.pipeline import plan
+
+    p = plan(dict(zip(("web", "code"), sources, strict=True)), batch_size=B, sequence_length=L, seed=4)
+    eos = p.decoder.packing.eos
+    key = {}
+    for s, root in enumerate(sources):
+        for r in tf.data.TFRecordDataset(sorted(glob.glob(f"{root}/train-*"))):
+            t = (
+                tf.io.parse_single_example(r, {"tokens": tf.io.RaggedFeature(tf.int64)})["tokens"]
+                .numpy()
+                .tolist()
+            )
+            t += [] if eos is None else [eos]
+            for k in range(0, len(t), L):
+                key[(*t[k : k + L][:24], len(t[k : k + L]))] = s
+    traced = [0, 0]
+    for batch in p.dataset().take(60):
+        for row, seg in zip(batch["tokens"].numpy(), batch["segment_ids"].numpy(), strict=True):
+            for i in range(1, seg.max() + 1):
+                piece = row[seg == i].tolist()
+                traced[key[(*piece[:24], len(piece))]] += len(piece)
+    assert [s.real_tokens for s in mixshare.measure(p, batches=60)] == traced
+    assert min(traced) > 0
