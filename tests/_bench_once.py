@@ -43,6 +43,7 @@ from tfpipe.bench.results import Rate
 MEASURING = (
     "pipeline",
     "data",
+    "weights",
     "split",
     "hosts",
     "cache",
@@ -80,7 +81,9 @@ MEASURE_PRODUCER = run.measure_producer
 def key(cfg, source) -> tuple:
     """What a measurement depends on: the data as resolved (a generated dataset's folder too),
     the global batch, and the measuring fields."""
-    return (source.root, source.split, cfg.global_batch, *(getattr(cfg, name) for name in MEASURING))
+    fields = (getattr(cfg, name) for name in MEASURING)  # a mixture's data and weights: dicts
+    frozen = (tuple(v.items()) if isinstance(v, dict) else v for v in fields)
+    return (source.root, source.split, cfg.global_batch, *frozen)
 
 
 @pytest.fixture(scope="module")

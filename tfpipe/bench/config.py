@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
@@ -67,6 +67,10 @@ class BenchConfig:
         corpus, else imagenet.
       data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it
         (for text: the standard library's docstrings, tokenized by a tokenizer trained on them).
+        A mapping of at least two names to text datasets is a weighted mixture, planned as
+        `build()` plans one; the report gives each source's share of real tokens.
+      weights: a mixture's weight of each source by name, as `build()` takes them (in tokens);
+        None weighs each source by its size, as build() does. Only with a mapping `data`.
       batch_size: the global batch; each of `hosts` hosts produces batch_size / hosts.
         None uses 128 for imagenet, 1024 for tabular and 64 sequences for text; with
         `from_profile`, the profiled run's batch when the profile records it (else it must be
@@ -107,7 +111,8 @@ class BenchConfig:
     """
 
     pipeline: PipelineName | None = None
-    data: str | None = None
+    data: str | Mapping[str, str] | None = None
+    weights: Mapping[str, float] | None = None
     batch_size: int | None = None
     sequence_length: int | None = None
     packing: Mode | None = None
@@ -132,12 +137,14 @@ class BenchConfig:
     cache: str = "auto"
 
     def __post_init__(self) -> None:
-        check_fields(self, {"data": functools.partial(check_path, optional=True)})
+        object.__setattr__(self, "data", _data(self.data))
+        object.__setattr__(self, "weights", _weights(self.data, self.weights))
         if self.pipeline is None:  # a text option says text, as a tokenizer says text to convert
             shaped = any(
                 getattr(self, n) not in (None, False) for n in ("sequence_length", "packing", "truncate")
             )
-            object.__setattr__(self, "pipeline", "text" if shaped else pipeline_for(self.data))
+            first = next(iter(self.data.values())) if isinstance(self.data, Mapping) else self.data
+            object.__setattr__(self, "pipeline", "text" if shaped else pipeline_for(first))
         check_fields(self, _FIELDS)
         for check in _RELATIONS:
             check(self)
@@ -154,6 +161,11 @@ class BenchConfig:
             received=f"step_time_ms={self.step_time_ms!r}",
             sequence_length=self.rows_length,
         )
+
+    @property
+    def mixture(self) -> bool:
+        """Whether `data` names a weighted mixture of datasets."""
+        return isinstance(self.data, Mapping)
 
     @property
     def global_batch(self) -> int:
@@ -179,6 +191,34 @@ class BenchConfig:
         # Measured on the default synthetic imagenet data (1 s bins over 9 s, 2 runs): the rate
         # is flat from the second after the first batch, so half the window, at least 1 s.
         return max(1.0, 0.5 * self.seconds)
+
+
+def _data(value: object) -> str | dict[str, str] | None:
+    """One dataset's path, or a mixture's names to paths (at least two, as build() takes them)."""
+    if not isinstance(value, Mapping):
+        return check_path("data", value, optional=True)
+    names = list(value)
+    if len(names) < 2 or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(
+            "data as a mapping is a mixture: at least two names (non-empty strings) to datasets, "
+            f"e.g. {{'web': PATH, 'code': PATH}} (--data web=PATH --data code=PATH). Received: {names!r}"
+        )
+    return {n: str(check_path(f"data[{n!r}]", value[n])) for n in names}
+
+
+def _weights(data: object, value: object) -> dict[str, float] | None:
+    """A mixture's weights by name, checked as build() checks them; refused for one dataset."""
+    if value is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "weights weigh the sources of a mixture: name each source, data={'web': PATH, "
+            "'code': PATH} (--data web=PATH --data code=PATH). Received: weights="
+            f"{value!r} with data={data!r}"
+        )
+    from tfpipe.pipeline.mixture_spec import check_weights
+
+    return check_weights(list(data), value)
 
 
 def _cache(name: str, value: object) -> str:
@@ -306,6 +346,16 @@ def _accelerator_fits_pipeline(cfg: BenchConfig) -> None:
         )
 
 
+def _mixture_is_text(cfg: BenchConfig) -> None:
+    """bench counts a mixture's shares in real tokens: text only."""
+    if cfg.mixture and cfg.pipeline != "text":
+        raise ConfigError(
+            "bench measures a mixture's share of real tokens by source, so a mixture needs "
+            f"pipeline='text' (tokenized corpora). Received: pipeline={cfg.pipeline!r}, data "
+            f"naming {list(cfg.data)}"  # type: ignore[arg-type]
+        )
+
+
 def _compare_needs_imagenet(cfg: BenchConfig) -> None:
     if cfg.compare and cfg.pipeline != "imagenet":
         raise ConfigError(
@@ -323,6 +373,7 @@ _RELATIONS: tuple[Callable[[BenchConfig], None], ...] = (
     _model_fits_pipeline,
     _accelerator_fits_pipeline,
     _compare_needs_imagenet,
+    _mixture_is_text,
 )
 
 

@@ -260,6 +260,24 @@ class Storage:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MixShare:
+    """One source of a text mixture, as bench counted it (bench/measure/mixshare.py).
+
+    Attributes:
+      name: the source's name (`--data NAME=PATH`).
+      weight: its weight, normalised to sum to 1 over the sources, in the mixture's unit
+        (tokens for text, unless mix_by="documents").
+      real_tokens: its real tokens (segment id not 0) in the counted batches.
+      epoch: its epoch (passes over its documents begun, from 0) at the last counted step.
+    """
+
+    name: str
+    weight: float
+    real_tokens: int
+    epoch: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TextMeasure:
     """What a text pipeline's counting passes measured, beside what its manifest says.
 
@@ -282,8 +300,8 @@ class TextMeasure:
       predicted_fill: each packing mode's fill at L, predicted from the manifest's length
         histogram (`tfpipe.packing.fill.predicted_fill`) as this pipeline packs (its chunks, EOS,
         [CLS]/[SEP], truncation); modes the pipeline cannot use are absent.
-      documents: documents in the split (the manifest's).
-      tokens: tokens in them (the manifest's).
+      documents: documents in the split (the manifest's; a mixture's: all its sources').
+      tokens: tokens in them (the manifest's; a mixture's: all its sources').
       lengths: document length percentiles in tokens from the histogram: "p50", "p90",
         "p99" and "max", and "longer" (documents longer than L).
       suggested_length: the smallest multiple of 128 that holds 99% of the documents whole
@@ -298,6 +316,8 @@ class TextMeasure:
         steps_per_epoch use).
       tokenize_ms_range: the lowest and highest of `tokenize_ms_per_1k` over its
         `tokenize_rounds` timed rounds (the figure is their median); None when not measured.
+      mixture: a mixture's sources, their real tokens counted over the same batches; empty
+        for one dataset.
     """
 
     sequence_length: int
@@ -322,6 +342,7 @@ class TextMeasure:
     epoch_rows: int = 0
     tokenize_ms_range: tuple[float, float] | None = None
     tokenize_rounds: int = 0
+    mixture: tuple[MixShare, ...] = ()
 
     @property
     def fill(self) -> float:

@@ -186,8 +186,10 @@ def _plan(
         rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
     # One input pipeline per host (the first host's share), as each host of a job reads.
     hosts: dict[str, Any] = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
+    if source.sources is not None:  # a mixture, weighted as build() weighs it
+        rows["weights"] = cfg.weights
     return plan(
-        source.root,
+        source.planned,
         preset=cfg.pipeline,
         batch_size=cfg.global_batch,
         training=True,
@@ -208,7 +210,15 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
     # rule, on `fill.epoch_rows`, the count reported here).
-    return textmeasure.measure(pipe, seconds=cfg.seconds)
+    text = textmeasure.measure(pipe, seconds=cfg.seconds)
+    if getattr(pipe, "mixture", None) is None:
+        return text
+    from tfpipe.bench.measure import mixshare
+
+    say(f"Counting the mixture's real tokens by source over the same {text.batches:,} batches")
+    documents, tokens = mixshare.totals(pipe)  # type: ignore[arg-type]
+    shares = mixshare.measure(pipe, batches=text.batches)  # type: ignore[arg-type]
+    return dataclasses.replace(text, mixture=shares, documents=documents, tokens=tokens)
 
 
 def _units(text: results.TextMeasure | None) -> dict[str, float] | None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
 from tfpipe.cli import add_common
+from tfpipe.errors import ConfigError
 
 EXAMPLES = """examples:
   tfpipe bench --pipeline=imagenet                     # generated data vs a TPU v4 host
@@ -17,6 +19,7 @@ EXAMPLES = """examples:
   tfpipe bench --compare                               # tensorflow/tpu-style baseline vs tfpipe
   tfpipe bench --pipeline=text                         # Python's own docstrings vs a TPU v4 host
   tfpipe bench --data gs://bucket/corpus --sequence-length 2048 --packing none --accelerator gpt3-175b-tpu-v5p
+  tfpipe bench --data web=gs://bucket/web --data code=gs://bucket/code --weights web=0.7,code=0.3
   tfpipe bench --fail-if-input-bound --step-time-ms 200   # in CI: exit 3 unless it keeps up
 
 Example: tfpipe bench --pipeline=imagenet
@@ -100,9 +103,7 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
         help="text: keep each document's first L tokens only (a labeled corpus's classifier rows "
         "need it when documents are longer than L - 2)",
     )
-    g.add_argument(
-        "--data", help="tfpipe dataset (local or gs://); default: generated synthetic data, cached"
-    )
+    _add_data_flags(g)
     g.add_argument("--split", help="split of a tfpipe dataset --data to read (default: train)")
     g.add_argument(
         "--cache",
@@ -124,6 +125,23 @@ def _add_input_flags(g: argparse._ArgumentGroup) -> None:
         type=_positive(int),
         default=1,
         help="hosts training together; each gets batch/hosts (default: 1)",
+    )
+
+
+def _add_data_flags(g: argparse._ArgumentGroup) -> None:
+    """--data, once or NAME=PATH once per source of a mixture, and a mixture's --weights."""
+    g.add_argument(
+        "--data",
+        action="append",
+        metavar="[NAME=]PATH",
+        help="tfpipe dataset (local or gs://); default: generated synthetic data, cached. Text: "
+        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it",
+    )
+    g.add_argument(
+        "--weights",
+        metavar="NAME=W,...",
+        help="a mixture's weights in tokens, e.g. web=0.7,code=0.3 (default: each source's size, as "
+        "build()'s); needs --data NAME=PATH per source",
     )
 
 
@@ -341,7 +359,8 @@ def _config(args: argparse.Namespace) -> object:
 
     return BenchConfig(
         pipeline=args.pipeline,
-        data=args.data,
+        data=_data(args.data),
+        weights=_weights(args.weights),
         sequence_length=args.sequence_length,
         packing=args.packing,
         truncate=args.truncate,
@@ -364,6 +383,53 @@ def _config(args: argparse.Namespace) -> object:
         max_cores=args.max_cores,
         worker_cores=args.worker_cores,
     )
+
+
+# A mixture's source name: a word, so that a path holding "=" elsewhere is still a path.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def _data(given: list[str] | None) -> str | dict[str, str] | None:
+    """`--data PATH` once, or `--data NAME=PATH` once per source of a mixture."""
+    if not given:
+        return None
+    named = [g.partition("=") for g in given]
+    if all(eq and _NAME.fullmatch(name) for name, eq, _ in named):
+        out: dict[str, str] = {}
+        for name, _, path in named:
+            if name in out:
+                raise ConfigError(
+                    f"--data names {name!r} twice: one --data NAME=PATH per source. Received: {given}"
+                )
+            out[name] = path
+        return out
+    if len(given) > 1:
+        raise ConfigError(
+            "--data is one dataset (--data PATH), or a mixture with a name for each source "
+            f"(--data web=PATH --data code=PATH). Received: {given}"
+        )
+    return given[0]
+
+
+def _weights(given: str | None) -> dict[str, float] | None:
+    """`--weights web=0.7,code=0.3` as {name: weight}; the names are checked against --data's."""
+    if given is None:
+        return None
+    out: dict[str, float] = {}
+    for part in given.split(","):
+        name, eq, value = part.strip().partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = None
+        if not eq or not name or weight is None:
+            raise ConfigError(
+                f"--weights takes NAME=WEIGHT,... such as web=0.7,code=0.3. Received: {given!r}"
+            )
+        if name in out:
+            raise ConfigError(f"--weights names {name!r} twice. Received: {given!r}")
+        out[name] = weight
+    return out
 
 
 def _list_accelerators(out) -> None:  # out: rich.console.Console

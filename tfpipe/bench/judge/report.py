@@ -52,7 +52,9 @@ SCHEMA = "tfpipe.bench.report"
 SCHEMA_VERSION = 5
 # Raised for an addition within a version that changes no key's meaning (readers of the version
 # keep working): 1 added environment.keras_backend, environment.keras and environment.jax.
-SCHEMA_MINOR_VERSION = 2
+# 3 added `mixture` (a text mixture's sources: weight, measured share, tokens/s, epoch),
+# present in mixture reports only.
+SCHEMA_MINOR_VERSION = 3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -120,7 +122,8 @@ class Report:
         producer = dataclasses.asdict(self.producer)
         producer["batches_per_sec"] = producer.pop("elements_per_sec")
         producer["first_batch_sec"] = producer.pop("first_element_sec")
-        text = {} if self.text is None else {"text": text_json(self.text)}
+        text: dict[str, Any] = {} if self.text is None else {"text": text_json(self.text)}
+        text |= {"mixture": mixture_json(self.text)} if self.text is not None and self.text.mixture else {}
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -294,6 +297,20 @@ def text_json(t: TextFigures) -> dict[str, Any]:
         if t.storage_real_tokens_per_sec is None
         else _r(t.storage_real_tokens_per_sec),
     }
+
+
+def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
+    """The `mixture` list of the JSON: each source's weight beside its measured share."""
+    return [
+        {
+            "name": m.name,
+            "weight": _r(m.weight),
+            "measured_share": _r(m.measured_share),
+            "tokens_per_sec": _r(m.real_tokens_per_sec),
+            "epochs": m.epoch,
+        }
+        for m in t.mixture
+    ]
 
 
 def _alternative_json(t: TextFigures) -> dict[str, Any] | None:

@@ -51,6 +51,40 @@ class TokenPoint:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MixSource:
+    """One source of a text mixture in the report: its weight beside its measured share.
+
+    Attributes:
+      name: the source's name.
+      weight: its weight (normalised; in tokens unless the mixture counts documents).
+      measured_share: its real tokens over all sources' in the counted batches.
+      real_tokens_per_sec: the producer's real tokens/s x the measured share: its tokens/s.
+      epoch: its epoch (passes begun, from 0) at the last counted step; a small source repeats.
+    """
+
+    name: str
+    weight: float
+    measured_share: float
+    real_tokens_per_sec: float
+    epoch: int
+
+
+def mixture_figures(measure: TextMeasure, real_tokens_per_sec: float) -> tuple[MixSource, ...]:
+    """Each source's measured share and tokens/s, from its counted real tokens."""
+    total = sum(s.real_tokens for s in measure.mixture)
+    return tuple(
+        MixSource(
+            s.name,
+            s.weight,
+            s.real_tokens / total if total else 0.0,
+            real_tokens_per_sec * s.real_tokens / total if total else 0.0,
+            s.epoch,
+        )
+        for s in measure.mixture
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TextFigures:
     """A text bench in tokens, every figure computed once from the measurements.
 
@@ -85,6 +119,8 @@ class TextFigures:
         (its fill over the measured one); None without one.
       alternative_useful_tokens_per_sec: the consumer's real tokens/s at the alternative's fill.
       storage_real_tokens_per_sec: the uncached read in real tokens/s, when storage was read.
+      mixture: a mixture's sources, each one's measured share and tokens/s; empty for one
+        dataset.
     """
 
     measure: TextMeasure
@@ -110,6 +146,7 @@ class TextFigures:
     steps_factor: float | None
     alternative_useful_tokens_per_sec: float | None
     storage_real_tokens_per_sec: float | None = None
+    mixture: tuple[MixSource, ...] = ()
 
     @property
     def sequence_length(self) -> int:
@@ -169,6 +206,7 @@ def figures(
         steps_factor=alternative[1] / fill if better and alternative and fill > 0 else None,
         alternative_useful_tokens_per_sec=None if alternative is None else consumer_eps * L * alternative[1],
         storage_real_tokens_per_sec=None if storage is None else storage.examples_per_sec * per_sequence,
+        mixture=mixture_figures(measure, producer.examples_per_sec * per_sequence),
     )
 
 

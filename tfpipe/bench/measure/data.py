@@ -38,12 +38,20 @@ class BenchData:
       root: what `plan()` reads: a dataset directory, TFRecord files or a glob.
       split: the manifest split, or None for TFRecord files without a manifest.
       manifest: the manifest, when there is one.
+      sources: a mixture's names to their dataset directories (what `plan()` reads in place of
+        `root`, the first's); None for one dataset.
     """
 
     info: DatasetInfo
     root: str
     split: str | None
     manifest: Manifest | None
+    sources: dict[str, str] | None = None
+
+    @property
+    def planned(self) -> str | dict[str, str]:
+        """What `plan()` reads: the mixture's mapping, or the one dataset."""
+        return self.sources if self.sources is not None else self.root
 
 
 def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
@@ -56,6 +64,8 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
     """
     if cfg.data is None:
         return _synthetic(cfg, say)
+    if not isinstance(cfg.data, str):  # a mixture's names to paths
+        return _mixture(cfg, dict(cfg.data), say)
     named = data_path(cfg.data)  # as build() reads it
     path, manifest = named.path, named.manifest
     if manifest is not None:
@@ -81,6 +91,21 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
         )
     sizes = sum(storage.size(f) for f in files)
     return BenchData(DatasetInfo(path, 0, len(files), sizes, False), path, None, None)
+
+
+def _mixture(cfg: BenchConfig, data: dict[str, str], say: Callable[[str], None]) -> BenchData:
+    """Each source of a mixture checked as one dataset is; the report's dataset is their sum,
+    its path the sources by name."""
+    parts = {n: resolve(dataclasses.replace(cfg, data=path, weights=None), say) for n, path in data.items()}
+    first = next(iter(parts.values()))
+    info = DatasetInfo(
+        ", ".join(f"{n}={p.root}" for n, p in parts.items()),
+        sum(p.info.examples for p in parts.values()),
+        sum(p.info.shards for p in parts.values()),
+        sum(p.info.bytes for p in parts.values()),
+        False,
+    )
+    return BenchData(info, first.root, first.split, first.manifest, {n: p.root for n, p in parts.items()})
 
 
 def _tfds(cfg: BenchConfig, path: str) -> BenchData:
@@ -150,7 +175,7 @@ def _info(manifest: Manifest, split: str, *, synthetic: bool, generated: float) 
 
 def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
     """The TFRecord files `named` names, or a DataError saying what it is instead."""
-    raw, path = cfg.data, named.path
+    raw, path = str(cfg.data), named.path
     if named.kind == "glob":
         try:
             files = storage.glob(path)

@@ -16,6 +16,7 @@ more than an epoch's documents, and its rows come out shuffled.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -59,12 +60,16 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     Raises:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
-    pack = pipe.decoder.packing
     text = _split_text(pipe)
-    L = pack.sequence_length
     hist = dict(text.length_histogram)
+    pack = pipe.decoder.packing
+    if not pack.histogram:
+        # A mixture packs without one histogram of its own: its first source's stands in (the
+        # bench guide says so), as for the length percentiles below.
+        pack = dataclasses.replace(pack, histogram=hist)
+    L = pack.sequence_length
     per_document = float(packed_lengths(pack).mean())
-    predicted: dict[str, float] = {m: predict(pipe, L, m) for m in _modes(pack)}
+    predicted: dict[str, float] = {m: predicted_fill(pack, L, m) for m in _modes(pack)}
     rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
     if not real:
         raise DataError(
@@ -91,7 +96,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokens=text.tokens,
         lengths=lengths,
         suggested_length=suggested,
-        suggested_fill=predict(pipe, suggested, pack.mode),
+        suggested_fill=predicted_fill(pack, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
         tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,

@@ -8,6 +8,7 @@ from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percen
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
 from tfpipe.bench.judge.report import Report
+from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.results import Simulation, TextMeasure
 from tfpipe.bench.wait import verdict_words
@@ -315,7 +316,22 @@ def _text_rows(report: Report) -> list[tuple[str, Any]]:
             f"{room:,} ({past}); {_chunks(m)}",
         ),
         ("Tokenizer", f"{m.tokenizer or 'none named'}: {_tokenize_cost(m)}"),
+        *(("Mixture" if i == 0 else "", line) for i, line in enumerate(mixture_lines(t))),
     ]
+
+
+def mixture_lines(t: TextFigures) -> list[str]:
+    """A mixture's sources, each one's weight beside its measured share of the real tokens."""
+    if not t.mixture:
+        return []
+    lines = [
+        f"{m.name}: weight {percent1(m.weight)}, measured {percent1(m.measured_share)} of the real "
+        f"tokens ({100 * (m.measured_share - m.weight):+.1f} points), {rate(m.real_tokens_per_sec)} "
+        f"tokens/s, in its epoch {m.epoch:,}"
+        for m in t.mixture
+    ]
+    m = t.measure
+    return [*lines, f"(counted over the {m.batches:,} batches of the fill, {m.real_tokens:,} real tokens)"]
 
 
 def _chunks(m: TextMeasure) -> str:

@@ -1,0 +1,255 @@
+"""`tfpipe bench --data web=PATH --data code=PATH --weights web=0.7,code=0.3` (issue 35 A): a text
+mixture benched as build() plans it, each source's measured share of real tokens beside its
+weight, and its tokens/s. The wording and the JSON from given numbers; the flags refused before
+anything is read; one real run on two corpora of the standard library's docstrings."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from _cli import main_cli
+
+from tfpipe.bench import BenchConfig
+from tfpipe.bench.judge.tokens import figures
+from tfpipe.bench.results import MixShare, Rate, ScalingPoint, StageRate, TextMeasure
+from tfpipe.errors import ConfigError
+
+B, L = 8, 128
+
+
+def measure(**over) -> TextMeasure:
+    base = dict(  # noqa: C408 (the fields, as TextMeasure takes them)
+        sequence_length=L,
+        packing="first_fit",
+        classify=False,
+        truncate=False,
+        chunk_documents=575,
+        rows_per_chunk=250.0,
+        rows=8000,
+        real_tokens=1_000_000,
+        fill_sd=0.01,
+        batches=1000,
+        predicted_fill={"none": 0.57, "first_fit": 0.99, "concat": 0.999},
+        documents=700,
+        tokens=87_871,
+        lengths={"p50": 59, "p90": 259, "p99": 557, "max": 1300, "longer": 180},
+        suggested_length=640,
+        suggested_fill=0.99,
+        mixture=(MixShare("web", 0.7, 712_000, 5), MixShare("code", 0.3, 288_000, 1)),
+    )
+    return TextMeasure(**(base | over))
+
+
+def rate(eps: float) -> Rate:
+    return Rate(eps, eps / B, int(eps), 1.0, 0.5, 1.0, cpu_ms_per_example=1000 / eps, cores_busy=1.0)
+
+
+def report():
+    """A mixture's report at 10,000 sequences/s, its shares counted in `measure()`."""
+    from tfpipe.bench.judge.conclusion import conclude
+    from tfpipe.bench.results import Consumer, DatasetInfo
+
+    names = ("read", "parse", "pack", "batch", "final")
+    stages = tuple(StageRate(n, (n,), i, rate(10_000.0)) for i, n in enumerate(names, 1))
+    return conclude(
+        pipeline="text",
+        dataset=DatasetInfo("web=/w, code=/c", 700, 5, 166_000, False, 0.0),
+        batch_size=B,
+        hosts=1,
+        producer=stages[-1].rate,
+        consumer=Consumer(100.0, 800.0, "step_time", "100 ms a step"),
+        stages=stages,
+        scaling=(ScalingPoint.of(1, rate(10_000.0)),),
+        text=measure(),
+    )
+
+
+def test_each_source_has_its_measured_share_and_tokens_per_second() -> None:
+    t = figures(measure(), producer=rate(10_000.0), consumer_eps=800.0, stages=(), scaling=())
+    web, code = t.mixture
+    assert (web.measured_share, code.measured_share) == pytest.approx((0.712, 0.288))
+    assert web.real_tokens_per_sec + code.real_tokens_per_sec == pytest.approx(t.real_tokens_per_sec)
+    assert web.real_tokens_per_sec == pytest.approx(0.712 * t.real_tokens_per_sec)
+    assert (web.epoch, code.epoch) == (5, 1)
+    one = figures(measure(mixture=()), producer=rate(10_000.0), consumer_eps=800.0, stages=(), scaling=())
+    assert one.mixture == ()
+
+
+def test_the_mixture_is_said_beside_the_weights() -> None:
+    from tfpipe.bench.present.render import mixture_lines
+
+    r = report()
+    tps = r.text.real_tokens_per_sec
+    assert mixture_lines(r.text) == [
+        f"web: weight 70.0%, measured 71.2% of the real tokens (+1.2 points), {0.712 * tps:,.0f} "
+        "tokens/s, in its epoch 5",
+        f"code: weight 30.0%, measured 28.8% of the real tokens (-1.2 points), {0.288 * tps:,.0f} "
+        "tokens/s, in its epoch 1",
+        "(counted over the 1,000 batches of the fill, 1,000,000 real tokens)",
+    ]
+    one = figures(measure(mixture=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
+    assert mixture_lines(one) == []
+
+
+def test_the_json_report_holds_the_mixture() -> None:
+    from _report_schema import validate
+
+    obj = report().to_json()
+    validate(obj)
+    assert obj["schema_minor_version"] == 3
+    tps = obj["text"]["producer"]["real_tokens_per_sec"]
+    web = {"name": "web", "weight": 0.7, "measured_share": 0.712, "epochs": 5}
+    code = {"name": "code", "weight": 0.3, "measured_share": 0.288, "epochs": 1}
+    assert obj["mixture"] == [
+        web | {"tokens_per_sec": pytest.approx(0.712 * tps)},
+        code | {"tokens_per_sec": pytest.approx(0.288 * tps)},
+    ]
+    single = figures(measure(mixture=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
+    assert "mixture" not in type(report())(**{**_fields(report()), "text": single}).to_json()
+
+
+def _fields(r) -> dict:
+    import dataclasses
+
+    return {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--data", "/d", "--weights", "web=1"], "weights weigh the sources of a mixture"),
+        (["--data", "web=/a", "--data", "web=/b"], "--data names 'web' twice"),
+        (
+            ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7,books=0.3"],
+            "weights must name each source of the mixture once: ['web', 'code']. Received: unknown "
+            "['books']; no weight for ['code']",
+        ),
+        (
+            ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7,web=0.3"],
+            "--weights names 'web' twice",
+        ),
+        (["--data", "web=/a", "--data", "code=/b", "--weights", "web=much"], "--weights takes NAME=WEIGHT"),
+        (["--data", "web=/a", "--data", "code=/b", "--weights", "web=0,code=1"], "weights['web'] must be"),
+        (["--data", "/a", "--data", "code=/b"], "--data is one dataset (--data PATH), or a mixture"),
+        (["--data", "web=/a"], "a mixture: at least two names"),
+        (["--pipeline", "tabular", "--data", "a=/a", "--data", "b=/b"], "a mixture needs pipeline='text'"),
+    ],
+)
+def test_mixture_flags_are_refused_before_anything_is_read(capsys, flags, words) -> None:
+    code, _, err = main_cli(capsys, "bench", *flags)
+    assert code == 1 and words in " ".join(err.split()), err
+
+
+def test_a_mixture_in_the_library_is_a_mapping_with_weights() -> None:
+    cfg = BenchConfig(data={"web": "/a", "code": "/b"}, weights={"web": 7, "code": 3}, sequence_length=L)
+    assert cfg.mixture and cfg.pipeline == "text" and cfg.weights == {"web": 7.0, "code": 3.0}
+    assert not BenchConfig(data="/a").mixture
+    with pytest.raises(ConfigError, match="no weight for"):
+        BenchConfig(data={"web": "/a", "code": "/b"}, weights={"web": 1}, pipeline="text")
+
+
+# ---- slow: a real bench of a mixture ----
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory) -> tuple[str, str]:
+    """301 and 399 docstrings, the second tokenized by the first's trained BPE (one tokenizer)."""
+    from tfpipe.cli import main
+    from tfpipe.manifest import Manifest
+    from tfpipe.synthetic import text
+
+    root = tmp_path_factory.mktemp("mix")
+    docs = text.documents(700)
+    text.write_corpus(root / "c1", docs[:301], "jsonl", files=3)
+    text.write_corpus(root / "c2", docs[301:], "jsonl", files=2)
+    web, code = str(root / "web"), str(root / "code")
+    quiet = ["--quiet", "--num-shards"]
+    assert (
+        main(
+            ["convert", str(root / "c1"), web, "--train-tokenizer", "bpe", "--vocab-size", "500", *quiet, "3"]
+        )
+        == 0
+    )
+    tok = os.path.join(web, Manifest.load(web).tokenizer.file)
+    assert main(["convert", str(root / "c2"), code, "--tokenizer", tok, *quiet, "2"]) == 0
+    return web, code
+
+
+@pytest.mark.slow  # a real bench: the fill and the shares counted, every prefix timed
+def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path, capsys, monkeypatch) -> None:
+    """The shares are counted over the fill's batches (hundreds here); a choice per document
+    strays by points over a short window (tests/pipeline/test_mixture.py: within 2 points over
+    100 batches), so the bound is a loose 3 points at this scale, not the issue's 0.5."""
+    monkeypatch.setenv("COLUMNS", "250")
+    web, code = sources
+    path = tmp_path / "r.json"
+    fast = ["--seconds", "0.5", "--warmup", "0.1", "--max-cores", "1", "--quiet", "--cache", "none"]
+    rc, out, err = main_cli(
+        capsys,
+        "bench",
+        "--data",
+        f"web={web}",
+        "--data",
+        f"code={code}",
+        "--weights",
+        "web=0.7,code=0.3",
+        "--sequence-length",
+        L,
+        "--batch-size",
+        B,
+        *fast,
+        "--json",
+        path,
+    )
+    assert rc == 0, err
+    r = json.loads(path.read_text())
+    (w, c), t = r["mixture"], r["text"]
+    assert (w["name"], w["weight"], c["name"], c["weight"]) == ("web", 0.7, "code", 0.3)
+    assert t["fill"]["batches"] >= 100, t["fill"]
+    assert abs(w["measured_share"] - 0.7) < 0.03 and w["measured_share"] + c[
+        "measured_share"
+    ] == pytest.approx(1)
+    assert w["tokens_per_sec"] > 0 and c["tokens_per_sec"] > 0
+    assert w["tokens_per_sec"] + c["tokens_per_sec"] == pytest.approx(
+        t["producer"]["real_tokens_per_sec"], rel=1e-5
+    )
+    assert w["epochs"] > c["epochs"]  # web: 70% of the tokens from 301 documents, repeated more
+    assert r["dataset"]["path"] == f"web={web}, code={code}" and t["documents"] == 700
+    assert f"web: weight 70.0%, measured {100 * w['measured_share']:.1f}% of the real tokens" in out
+
+
+@pytest.mark.slow  # plans a mixture and reads both corpora whole
+def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(sources) -> None:
+    """bench's count (each document's source from the mixture's choices) equals an independent
+    one: every packed piece looked up by its tokens among the sources' own documents, as
+    tests/pipeline/test_mixture.py traces them."""
+    import glob
+
+    import tensorflow as tf
+
+    from tfpipe.bench.measure import mixshare
+    from tfpipe.pipeline import plan
+
+    p = plan(dict(zip(("web", "code"), sources, strict=True)), batch_size=B, sequence_length=L, seed=4)
+    eos = p.decoder.packing.eos
+    key = {}
+    for s, root in enumerate(sources):
+        for r in tf.data.TFRecordDataset(sorted(glob.glob(f"{root}/train-*"))):
+            t = (
+                tf.io.parse_single_example(r, {"tokens": tf.io.RaggedFeature(tf.int64)})["tokens"]
+                .numpy()
+                .tolist()
+            )
+            t += [] if eos is None else [eos]
+            for k in range(0, len(t), L):
+                key[(*t[k : k + L][:24], len(t[k : k + L]))] = s
+    traced = [0, 0]
+    for batch in p.dataset().take(60):
+        for row, seg in zip(batch["tokens"].numpy(), batch["segment_ids"].numpy(), strict=True):
+            for i in range(1, seg.max() + 1):
+                piece = row[seg == i].tolist()
+                traced[key[(*piece[:24], len(piece))]] += len(piece)
+    assert [s.real_tokens for s in mixshare.measure(p, batches=60)] == traced
+    assert min(traced) > 0
