@@ -7,7 +7,7 @@ import pytest
 
 from tfpipe.beam import tablescan
 from tfpipe.convert import tableread, tables
-from tfpipe.convert.sources import files_holding
+from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
 
 

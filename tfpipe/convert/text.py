@@ -29,6 +29,7 @@ from tfpipe.convert.textscan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.manifest import Manifest, TokenizerInfo
+from tfpipe.schema import Schema
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
 
@@ -57,6 +58,7 @@ class TextSource:
     unit: str = "documents"
     label_offset: int = 0
     dropped_rows: int = 0
+    kind = "text"
 
     schema = property(lambda self: text_schema(self.reading.label is not None))
     n_items = property(lambda self: sum(self.scan.file_docs))
@@ -95,6 +97,9 @@ class TextSource:
         cursor = Cursor(inputs.files, self.reading)
         for task in tasks:
             yield from cut(inputs, task.index, task.first, task.count, cursor)
+
+    def with_schema(self, schema: Schema) -> TextSource:
+        return self  # a text record's schema is the kind's own (`text_schema`)
 
 
 def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -> TextSource:

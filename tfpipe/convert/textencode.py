@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from tfpipe.codec import encode_example, packed_int64_lists
+from tfpipe.codec import encode_example, frame_record, packed_int64_lists
+from tfpipe.convert.encode import Encoded, EncodedPiece, Work
 from tfpipe.convert.textfiles import Doc, Raw, Reading, Span, parse, read_raw, where
 from tfpipe.convert.textranges import Checkpoint
 from tfpipe.convert.textstats import TextTally
@@ -34,7 +35,7 @@ def text_schema(labelled: bool) -> Schema:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TextTask:
+class TextTask(Work):
     """Consecutive documents of one file, and how to encode them: where they are (`start`,
     `skip`, `count`), which the worker reads itself, or their bytes as stored (`raws`), read by
     the converting process. The worker decodes and parses them (the first pass checked them).
@@ -60,6 +61,12 @@ class TextTask:
     skip: int = 0
     count: int = 0
     specials: tuple[int, ...] = ()
+
+    def encode(self, shard: int, first: int) -> EncodedPiece:
+        """The documents' records, framed whole by the worker (small records, many), and their tally."""
+        records, tally = encode_text(self)
+        framed = [Encoded(None if r is None else frame_record(r), None, 0) for r in records]
+        return EncodedPiece(shard, first, framed, tally, framed=True)
 
     def documents(self) -> tuple[Raw, ...]:
         """The task's documents as stored: its `raws`, or read from its checkpoint.

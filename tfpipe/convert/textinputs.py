@@ -14,7 +14,7 @@ import array
 import bisect
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tfpipe.convert import textfiles
 from tfpipe.convert.encode import Piece
@@ -47,6 +47,7 @@ class TextInputs:
     tokenizer: str
     fingerprint: str
     specials: tuple[int, ...] = ()
+    kind: ClassVar[str] = "text"
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         yield from cut(self, shard, first, count, Cursor(self.files, self.reading))

@@ -9,7 +9,7 @@ import array
 import base64
 import dataclasses
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from tfpipe.errors import DataError
 from tfpipe.manifest import Checksum, LengthsFile, SplitText, length_bin
@@ -33,6 +33,8 @@ class TextTally:
       special: documents whose text the tokenizer reads as a special token (a literal "</s>");
         `first_special` where the first is.
     """
+
+    kind: ClassVar[str] = "text"  # its kind's name: the key of a done-record's tally
 
     documents: int = 0
     tokens: int = 0
@@ -78,6 +80,11 @@ class TextTally:
         self.first_empty = self.first_empty or later.first_empty
         self.first_mismatch = self.first_mismatch or later.first_mismatch
         self.first_special = self.first_special or later.first_special
+
+    def kept(self) -> TextTally:
+        """The tally without its documents' lengths (4 bytes a document): what a conversion keeps
+        in memory once the shard's done-record holds them (`kind.Tally.kept`)."""
+        return dataclasses.replace(self, lengths=array.array("I")) if self.lengths else self
 
     def to_json(self) -> dict[str, Any]:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
