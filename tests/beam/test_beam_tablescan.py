@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert import tableread, tables
+from tfpipe.convert.tables import read as tableread
+from tfpipe.convert.tables import scan as tables
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
 

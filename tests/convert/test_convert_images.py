@@ -9,7 +9,7 @@ import pytest
 from _cli import run_cli
 
 import tfpipe
-from tfpipe.convert.folders import detect_format
+from tfpipe.convert.images.folders import detect_format
 from tfpipe.errors import DataError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
@@ -198,7 +198,7 @@ def test_header_check_copies_whole_jpegs_and_still_catches_truncation(tf, imagen
 
 
 def test_trusted_passthrough_structure_rules():
-    from tfpipe.convert.images import normalize_image, trusted_passthrough
+    from tfpipe.convert.images.decode import normalize_image, trusted_passthrough
 
     rgb = fake_data.encode_jpeg(np.full((30, 40, 3), 128, np.uint8))
     out = trusted_passthrough(rgb)

@@ -8,8 +8,8 @@ import pytest
 
 from tfpipe.convert.config import ConvertConfig, ShardConfig
 from tfpipe.convert.encode import ImageItem, ImageTask
-from tfpipe.convert.folders import ImageScan
-from tfpipe.convert.imagekind import IMAGES_PER_TASK, ImageSource
+from tfpipe.convert.images.folders import ImageScan
+from tfpipe.convert.images.kind import IMAGES_PER_TASK, ImageSource
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan
 from tfpipe.convert.writer import JournalState, ShardDone
 from tfpipe.errors import DataError, ManifestError

@@ -1,4 +1,4 @@
-"""tfpipe.convert.images: every input becomes an RGB JPEG that TensorFlow decodes, or a reason."""
+"""tfpipe.convert.images.decode: every input becomes an RGB JPEG that TensorFlow decodes, or a reason."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from tfpipe.convert.images import (
+from tfpipe.convert.images.decode import (
     IMAGE_EXTENSIONS,
     MAX_PIXELS,
     EncodedImage,

@@ -10,7 +10,7 @@ from _cli import run_cli
 from PIL import Image
 
 import tfpipe
-from tfpipe.convert.images import normalize_image
+from tfpipe.convert.images.decode import normalize_image
 from tfpipe.errors import DataError
 from tfpipe.testing import fake_data
 

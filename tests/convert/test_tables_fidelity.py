@@ -14,7 +14,7 @@ from _cli import main_cli, run_cli
 from _records import column, nothing_written, records
 
 import tfpipe
-from tfpipe.convert import tables
+from tfpipe.convert.tables import scan as tables
 from tfpipe.errors import ConfigError, DataError
 
 

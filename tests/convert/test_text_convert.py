@@ -13,7 +13,7 @@ from _records import nothing_written, records
 from _text_data import N_DOCS, cli, convert, docs, token_lists, tokenizer_path, trained
 
 import tfpipe
-from tfpipe.convert import tokenizers
+from tfpipe.convert.text import tokenizers
 from tfpipe.manifest import Manifest, length_bin
 from tfpipe.synthetic.text import write_corpus
 

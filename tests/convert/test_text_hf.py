@@ -10,7 +10,7 @@ import pytest
 from _records import nothing_written, records
 from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
-from tfpipe.convert import tokenizers
+from tfpipe.convert.text import tokenizers
 
 datasets = pytest.importorskip("datasets", reason='the test extra: pip install "tfpipe[test]" (datasets)')
 

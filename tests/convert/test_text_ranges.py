@@ -10,10 +10,11 @@ import pytest
 from _records import nothing_written
 from _text_data import convert, docs, tokenizer_path
 
-from tfpipe.convert import textranges, textscan
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.text import open_text
-from tfpipe.convert.textfiles import Reading
+from tfpipe.convert.text import ranges as textranges
+from tfpipe.convert.text import scan as textscan
+from tfpipe.convert.text.reader import Reading
+from tfpipe.convert.text.source import open_text
 
 
 @pytest.fixture

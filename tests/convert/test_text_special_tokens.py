@@ -12,7 +12,7 @@ from _records import nothing_written, records
 from _text_data import convert, docs, trained
 
 import tfpipe
-from tfpipe.convert import specialtokens, tokenizers
+from tfpipe.convert.text import specialtokens, tokenizers
 from tfpipe.errors import ConfigError
 from tfpipe.manifest import TokenizerInfo
 

@@ -10,7 +10,7 @@ import pytest
 from _records import nothing_written, records
 from _text_data import convert, docs, token_lists, tokenizer_path
 
-from tfpipe.convert import tokenizers, tokenizertrain
+from tfpipe.convert.text import tokenizers, tokenizertrain
 
 
 def write(path, texts):

@@ -9,7 +9,7 @@ import pytest
 from _text_data import docs, trained
 from _without import run_without
 
-from tfpipe.convert import tokenizers, tokenizertrain
+from tfpipe.convert.text import tokenizers, tokenizertrain
 from tfpipe.errors import DataError
 
 

@@ -69,7 +69,7 @@ def test_a_utf8_mark_read_as_latin1_is_refused_naming_both(tmp_path, capsys):
 
 def test_one_home_strips_a_mark_for_every_text_reader(tmp_path):
     """JSON Lines and plain-text corpora read through `textfile.open_text` as CSV and labels do."""
-    from tfpipe.convert import textfile
+    from tfpipe.convert.formats import textfile
 
     (tmp_path / "d.jsonl").write_bytes(codecs.BOM_UTF8 + b'{"text": "a"}\n{"text": "b"}\n')
     (tmp_path / "d.txt.gz").write_bytes(

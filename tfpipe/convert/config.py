@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from tfpipe.convert.specialtokens import check_named
+from tfpipe.convert.text.specialtokens import check_named
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import as_int, check_choice, check_int
 

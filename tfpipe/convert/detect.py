@@ -8,9 +8,11 @@ in the text field, a corpus whose tokenizer was forgotten).
 
 from __future__ import annotations
 
-from tfpipe.convert import folders, jsonlfile, textlist
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.tableread import list_table
+from tfpipe.convert.formats import jsonlfile
+from tfpipe.convert.images import folders
+from tfpipe.convert.tables.read import list_table
+from tfpipe.convert.text import listing as textlist
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import Manifest
 

@@ -19,7 +19,7 @@ from typing import Any
 from tfpipe.convert.config import ConvertConfig, check_applies
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables import TableScan, scan
+from tfpipe.convert.tables.scan import TableScan, scan
 from tfpipe.errors import ConfigError
 from tfpipe.manifest import Manifest
 
@@ -108,9 +108,9 @@ def open_source(
 def _load_builtins() -> None:
     if "images" in _REGISTRY:
         return
-    from tfpipe.convert.imagekind import IMAGES
-    from tfpipe.convert.tablekind import TABLES
-    from tfpipe.convert.textkind import TEXT
+    from tfpipe.convert.images.kind import IMAGES
+    from tfpipe.convert.tables.kind import TABLES
+    from tfpipe.convert.text.kind import TEXT
 
     for kind in (IMAGES, TABLES, TEXT):
         _REGISTRY.setdefault(kind.name, kind)

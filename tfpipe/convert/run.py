@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import commit_markers, storage
-from tfpipe.convert import folders, tables
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.detect import choose_format
 from tfpipe.convert.engine import run_local
+from tfpipe.convert.images import folders
 from tfpipe.convert.kind import SplitExtras
 from tfpipe.convert.kinds import get_kind, kind_of_format, open_source
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -37,7 +37,8 @@ from tfpipe.convert.plan import (
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import Source, joining
-from tfpipe.convert.tables import TableScan
+from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables.scan import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
     ConfigError,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import parquetfile
+from tfpipe.convert.formats import parquetfile
 from tfpipe.errors import DataError
 
 SUFFIXES = (".arrow", ".feather", ".arrows", ".ipc")

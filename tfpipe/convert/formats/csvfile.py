@@ -21,11 +21,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
-from tfpipe.convert import jsonlfile, textfile
+from tfpipe.convert.formats import jsonlfile, textfile
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
-    from tfpipe.convert.infer import Problems
+    from tfpipe.convert.tables.infer import Problems
 
 COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 """Suffixes of compressed CSV files (`t.csv.gz`), so a folder lists them as CSV. The bytes are

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert import textfiles, textlist
+from tfpipe.convert.text import listing as textlist
+from tfpipe.convert.text import reader as textfiles
 from tfpipe.errors import DataError
 
 SUFFIXES = (".jsonl", ".ndjson")

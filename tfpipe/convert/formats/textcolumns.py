@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert import arrowfile, hfsaved, parquetfile
+from tfpipe.convert.formats import arrowfile, hfsaved, parquetfile
 from tfpipe.errors import DataError
 
 BATCH_ROWS = 1024

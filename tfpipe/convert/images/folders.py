@@ -29,11 +29,12 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import hfsaved, jsonlfile, textfile, textlist
 from tfpipe.convert.encode import ImageItem
-from tfpipe.convert.images import IMAGE_EXTENSIONS
-from tfpipe.convert.labels import SYNSET_RE, read_labels
-from tfpipe.convert.tableread import TABLE_SUFFIXES
+from tfpipe.convert.formats import hfsaved, jsonlfile, textfile
+from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
+from tfpipe.convert.images.labels import SYNSET_RE, read_labels
+from tfpipe.convert.tables.read import TABLE_SUFFIXES
+from tfpipe.convert.text import listing as textlist
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 

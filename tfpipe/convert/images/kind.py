@@ -10,9 +10,9 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from tfpipe.convert import folders
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece
+from tfpipe.convert.images import folders
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning

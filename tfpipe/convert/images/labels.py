@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from tfpipe.convert import textfile
+from tfpipe.convert.formats import textfile
 from tfpipe.errors import DataError
 
 WHAT = "a labels file"

@@ -18,7 +18,7 @@ import dataclasses
 import shlex
 from typing import Any
 
-from tfpipe.convert import values
+from tfpipe.convert.tables import values
 from tfpipe.errors import DataError
 from tfpipe.schema import kind_for_pandas
 

@@ -9,11 +9,12 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from tfpipe.convert import tableread, tables
 from tfpipe.convert.config import TABLE_FORMATS, ConvertConfig
 from tfpipe.convert.encode import Piece, TableTask
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
+from tfpipe.convert.tables import read as tableread
+from tfpipe.convert.tables import scan as tables
 from tfpipe.convert.writer import files_holding
 from tfpipe.manifest import Manifest
 from tfpipe.schema import Schema

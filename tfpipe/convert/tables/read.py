@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import arrowfile, csvfile, hfsaved, jsonlfile, parquetfile
+from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, jsonlfile, parquetfile
 from tfpipe.errors import DataError, TfpipeError
 from tfpipe.manifest import SkippedInput
 
@@ -215,7 +215,7 @@ def _csv_frames(path: str, reading: Reading, chunk_rows: int, header: list[str] 
     """A CSV file's chunks: text in the first pass (`kinds` None), else typed as `kinds` says."""
     import pandas as pd
 
-    from tfpipe.convert import values
+    from tfpipe.convert.tables import values
 
     names = header if reading.kinds is None else list(reading.kinds)
     dtype = (
@@ -251,7 +251,7 @@ def _with_partition(
     """The frame with its file's partition values as columns: text, or typed as `kinds` says."""
     import pandas as pd
 
-    from tfpipe.convert import values
+    from tfpipe.convert.tables import values
 
     clash = sorted(set(partition) & {str(c) for c in frame.columns})
     if clash:

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
 from tfpipe.convert.config import ALL_COLUMNS
-from tfpipe.convert.infer import Column, Problems, null_value_error
-from tfpipe.convert.tableread import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
-from tfpipe.convert.tableread import (
+from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
+from tfpipe.convert.tables.infer import Column, Problems, null_value_error
+from tfpipe.convert.tables.read import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
+from tfpipe.convert.tables.read import (
     TYPED_FORMATS,
     NullValues,
     Reading,

@@ -17,10 +17,10 @@ import itertools
 
 from tfpipe.codec import encode_example, frame_record, packed_int64_lists
 from tfpipe.convert.encode import Encoded, EncodedPiece, Work
-from tfpipe.convert.textfiles import Doc, Raw, Reading, Span, parse, read_raw, where
-from tfpipe.convert.textranges import Checkpoint
-from tfpipe.convert.textstats import TextTally
-from tfpipe.convert.tokenizers import Tokenizer, load_stored
+from tfpipe.convert.text.ranges import Checkpoint
+from tfpipe.convert.text.reader import Doc, Raw, Reading, Span, parse, read_raw, where
+from tfpipe.convert.text.tally import TextTally
+from tfpipe.convert.text.tokenizers import Tokenizer, load_stored
 from tfpipe.errors import DataError
 from tfpipe.schema import VARIABLE, Field, Schema
 

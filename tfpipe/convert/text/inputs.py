@@ -16,11 +16,11 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from tfpipe.convert import textfiles
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.textencode import TextTask
-from tfpipe.convert.textfiles import Raw, Reading
-from tfpipe.convert.textranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
+from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text.encode import TextTask
+from tfpipe.convert.text.ranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
+from tfpipe.convert.text.reader import Raw, Reading
 from tfpipe.errors import DataError
 
 File = tuple[str, int, Points]

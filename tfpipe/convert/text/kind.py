@@ -12,9 +12,9 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.config import NOT_TEXT_OPTIONS
 from tfpipe.convert.kind import Kind
-from tfpipe.convert.text import TextSource, open_text
-from tfpipe.convert.textinputs import TextInputs
-from tfpipe.convert.textstats import TextTally
+from tfpipe.convert.text.inputs import TextInputs
+from tfpipe.convert.text.source import TextSource, open_text
+from tfpipe.convert.text.tally import TextTally
 from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.manifest import Checksum, LengthsFile, lengths_name

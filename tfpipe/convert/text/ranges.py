@@ -21,9 +21,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import textfile
-from tfpipe.convert.textfiles import Reading, Span
-from tfpipe.convert.textlist import read_as
+from tfpipe.convert.formats import textfile
+from tfpipe.convert.text.listing import read_as
+from tfpipe.convert.text.reader import Reading, Span
 
 DOCS_PER_TASK = 256
 TEXT_PER_TASK = 1 << 18

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO, NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert import textcolumns, textfile
-from tfpipe.convert.textfile import UNREADABLE, strip_bom
-from tfpipe.convert.textlist import COLUMNS, kind_of, read_as
+from tfpipe.convert.formats import textcolumns, textfile
+from tfpipe.convert.formats.textfile import UNREADABLE, strip_bom
+from tfpipe.convert.text.listing import COLUMNS, kind_of, read_as
 from tfpipe.errors import DataError
 
 

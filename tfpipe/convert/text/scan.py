@@ -17,11 +17,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import hfsaved, textfiles, textlist, textranges
-from tfpipe.convert.infer import Problems
+from tfpipe.convert.formats import hfsaved
 from tfpipe.convert.parallel import ordered_map
-from tfpipe.convert.textfiles import Reading
-from tfpipe.convert.textranges import Marks, Points, Segment, packed, unpacked
+from tfpipe.convert.tables.infer import Problems
+from tfpipe.convert.text import listing as textlist
+from tfpipe.convert.text import ranges as textranges
+from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text.ranges import Marks, Points, Segment, packed, unpacked
+from tfpipe.convert.text.reader import Reading
 from tfpipe.errors import DataError
 from tfpipe.manifest import SkippedInput
 

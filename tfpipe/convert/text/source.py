@@ -19,13 +19,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert import specialtokens, textfiles, textranges, textscan, tokenizers, tokenizertrain
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.textencode import text_schema
-from tfpipe.convert.textfiles import Reading
-from tfpipe.convert.textinputs import Cursor, TextInputs, cut
-from tfpipe.convert.textscan import TextScan
+from tfpipe.convert.text import ranges as textranges
+from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text import scan as textscan
+from tfpipe.convert.text import specialtokens, tokenizers, tokenizertrain
+from tfpipe.convert.text.encode import text_schema
+from tfpipe.convert.text.inputs import Cursor, TextInputs, cut
+from tfpipe.convert.text.reader import Reading
+from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.manifest import Manifest, TokenizerInfo

@@ -19,9 +19,9 @@ import json
 from typing import Any, Literal
 
 from tfpipe import storage
-from tfpipe.convert import specialtokens
-from tfpipe.convert.specialtokens import ROLES as ROLES
-from tfpipe.convert.specialtokens import Roles
+from tfpipe.convert.text import specialtokens
+from tfpipe.convert.text.specialtokens import ROLES as ROLES
+from tfpipe.convert.text.specialtokens import Roles
 from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.manifest import TokenizerInfo
 

@@ -11,7 +11,7 @@ import io
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from tfpipe.convert.tokenizers import TokenizerFile, require
+from tfpipe.convert.text.tokenizers import TokenizerFile, require
 from tfpipe.errors import ConfigError
 
 SPM_TRAIN_THREADS = 4
