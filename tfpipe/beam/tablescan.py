@@ -14,8 +14,9 @@ import dataclasses
 from typing import Any
 
 from tfpipe.convert.formats import parquetfile
+from tfpipe.convert.problems import Problems
 from tfpipe.convert.tables import scan as local
-from tfpipe.convert.tables.infer import Column, Problems
+from tfpipe.convert.tables.infer import Column
 from tfpipe.errors import DataError
 
 _NUMBERS = ("int", "float")

@@ -25,7 +25,7 @@ from tfpipe.convert.formats import jsonlfile, textfile
 from tfpipe.errors import DataError
 
 if TYPE_CHECKING:
-    from tfpipe.convert.tables.infer import Problems
+    from tfpipe.convert.problems import Problems
 
 COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 """Suffixes of compressed CSV files (`t.csv.gz`), so a folder lists them as CSV. The bytes are

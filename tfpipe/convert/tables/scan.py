@@ -19,7 +19,8 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.config import ALL_COLUMNS
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
-from tfpipe.convert.tables.infer import Column, Problems, null_value_error
+from tfpipe.convert.problems import Problems
+from tfpipe.convert.tables.infer import Column, null_value_error
 from tfpipe.convert.tables.read import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
 from tfpipe.convert.tables.read import (
     TYPED_FORMATS,
@@ -144,7 +145,7 @@ def scan(src: str, fmt: str, options: TableOptions) -> TableScan:
     """First pass: shape, schema, row count, null positions and an output size estimate.
 
     Raises:
-      DataError: every problem found, at once (up to `infer.PROBLEMS_SHOWN`): a null under
+      DataError: every problem found, at once (up to `problems.PROBLEMS_SHOWN`): a null under
         missing="error" (names column and row), a null label unless missing_label="drop", a
         value that does not fit its column's type or that float32 would change, a ragged CSV
         row, an undecodable file; at once: an unreadable file, an unsupported column type

@@ -5,7 +5,7 @@ Each segment's task (`scan_segment`) counts its documents and characters, checks
 (invalid UTF-8, JSON lines that do not parse, missing or non-string fields, labels), and marks
 checkpoints where the second pass's workers will start reading. The converting process merges
 the segments' findings in order (`scan`), so the problems are reported as a reading in order
-finds them, every one at once (up to `infer.PROBLEMS_SHOWN`).
+finds them, every one at once (up to `problems.PROBLEMS_SHOWN`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.formats import hfsaved
 from tfpipe.convert.parallel import ordered_map
-from tfpipe.convert.tables.infer import Problems
+from tfpipe.convert.problems import Problems
 from tfpipe.convert.text import listing as textlist
 from tfpipe.convert.text import ranges as textranges
 from tfpipe.convert.text import reader as textfiles
@@ -212,7 +212,7 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = (), workers: int =
         and a label not among them is refused.
 
     Raises:
-      DataError: every problem found (up to `infer.PROBLEMS_SHOWN`), at once.
+      DataError: every problem found (up to `problems.PROBLEMS_SHOWN`), at once.
     """
     listing = textlist.list_corpus(src)
     files = listing.files
