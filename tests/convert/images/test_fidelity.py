@@ -14,7 +14,7 @@ from tfpipe.convert.images.decode import normalize_image
 from tfpipe.errors import DataError
 from tfpipe.testing import fake_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def transparent_gif() -> bytes:

@@ -15,7 +15,7 @@ from tfpipe.errors import DataError, DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SIZE = (32, 24)
 SYNSETS = fake_data.class_names(3)
 

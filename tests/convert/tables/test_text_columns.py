@@ -12,7 +12,7 @@ from _records import column, nothing_written, records
 import tfpipe
 from tfpipe.errors import DataError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PANDAS_MISSING = ["NA", "None", "N/A", "null", "NULL", "nan", "NaN", "#N/A", "<NA>", "-nan"]
 
 
