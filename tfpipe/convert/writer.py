@@ -27,7 +27,8 @@ from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.kind import Tally
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, lengths_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.manifest_text import lengths_name
 from tfpipe.shardnames import ShardName, shard_name
 
 TallyReader = Callable[[dict[str, Any]], Tally]

@@ -31,7 +31,8 @@ from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
-from tfpipe.manifest import Manifest, TokenizerInfo
+from tfpipe.manifest import Manifest
+from tfpipe.manifest_text import TokenizerInfo
 from tfpipe.schema import Schema
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
