@@ -16,7 +16,7 @@ from _gcs_faults import lose_commit_reply
 
 import tfpipe
 from tfpipe import commit_markers, storage
-from tfpipe.convert import writer
+from tfpipe.convert import spool
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
@@ -173,7 +173,7 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     proc.wait()
     visible = [n for n in storage.listdir(dest) if not n.startswith(".")]
     assert "tfpipe.json" not in visible and visible, visible
-    spools = glob.glob(os.path.join(tempfile.gettempdir(), writer.spool_prefix(dest) + "*"))
+    spools = glob.glob(os.path.join(tempfile.gettempdir(), spool.spool_prefix(dest) + "*"))
     assert spools, "the killed run's spool folder is what --resume must clean up"
     m = tfpipe.convert(str(src), dest, num_shards=shards, chunk_rows=500, resume=True)
     assert m.splits["train"].examples == rows and verify(dest).ok

@@ -24,7 +24,8 @@ from tfpipe.convert.encode import EncodedPiece, Piece, copy_piece, encode_piece
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import Source
-from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter, local_spool_dir
+from tfpipe.convert.spool import local_spool_dir
+from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter
 from tfpipe.errors import DataError
 
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
-import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import tempfile
 from collections.abc import Callable, Sequence
@@ -26,6 +24,7 @@ from tfpipe import storage
 from tfpipe.codec import frame_parts
 from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.kind import Tally
+from tfpipe.convert.spool import local_spool_dir, remove_dead_spools
 from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
 from tfpipe.manifest_text import lengths_name
@@ -452,40 +451,6 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
         storage.remove(storage.join(dest, name))
     remove_dead_spools(dest)
     return list(dict.fromkeys(removed))
-
-
-SPOOL_PREFIX = "tfpipe-spool-"
-
-
-def spool_prefix(dest_dir: str) -> str:
-    """The name prefix of the local spool folders of runs writing to gs:// `dest_dir`."""
-    return f"{SPOOL_PREFIX}{hashlib.sha256(dest_dir.rstrip('/').encode()).hexdigest()[:12]}-"
-
-
-def local_spool_dir(dest_dir: str) -> str:
-    """Where shards are written before commit: beside them locally, a temp dir for gs://.
-
-    The temp dir's name carries a hash of `dest_dir`, so the next run on that destination
-    finds and removes what a killed run left (`remove_dead_spools`).
-    """
-    if storage.is_gcs(dest_dir):
-        return tempfile.mkdtemp(prefix=spool_prefix(dest_dir))
-    os.makedirs(dest_dir, exist_ok=True)
-    return dest_dir
-
-
-def remove_dead_spools(dest_dir: str) -> list[str]:
-    """Removes the spool folders earlier runs on gs:// `dest_dir` left in the temp dir.
-
-    Only call it while holding the destination's lock: then no live run owns any of them.
-    """
-    if not storage.is_gcs(dest_dir):
-        return []
-    root, prefix = tempfile.gettempdir(), spool_prefix(dest_dir)
-    removed = [os.path.join(root, n) for n in os.listdir(root) if n.startswith(prefix)]
-    for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
-    return removed
 
 
 def interrupted_message(dest: str, split: str, detail: str) -> str:
