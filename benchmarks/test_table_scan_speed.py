@@ -8,7 +8,7 @@ the first pass of `tfpipe convert` on one core; the second pass and encoding run
 
 import time
 
-from tfpipe.convert import tables
+from tfpipe.convert.tables import scan as tables
 
 
 def test_csv_first_pass_cpu_per_row(benchmark, table_40):

@@ -32,7 +32,7 @@ import numpy as np
 from paired import ratio
 
 from tfpipe.codec import encode_example
-from tfpipe.convert import tokenizers, tokenizertrain
+from tfpipe.convert.text import tokenizers, tokenizertrain
 from tfpipe.schema import VARIABLE, Field, Schema
 from tfpipe.synthetic import text
 

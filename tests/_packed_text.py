@@ -11,7 +11,7 @@ import os
 import pytest
 
 import tfpipe
-from tfpipe.convert import tokenizers
+from tfpipe.convert.text import tokenizers
 from tfpipe.manifest import Manifest
 from tfpipe.synthetic import text as corpus
 

@@ -7,7 +7,7 @@ import os
 import pytest
 from _cli import cli_here as cli
 
-from tfpipe.convert import tokenizertrain
+from tfpipe.convert.text import tokenizertrain
 from tfpipe.synthetic import text
 
 pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')

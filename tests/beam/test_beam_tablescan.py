@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert import tableread, tables
-from tfpipe.convert.sources import files_holding
+from tfpipe.convert.tables import read as tableread
+from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
 
 

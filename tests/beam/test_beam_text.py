@@ -55,7 +55,7 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     """Plain files read from checkpoints by Beam's workers (segments of 2 KB, pieces of 7
     documents: many of each), a gzip file read by the converting process: the local engine's
     bytes and manifest, with 2 local workers."""
-    from tfpipe.convert import textranges
+    from tfpipe.convert.text import ranges as textranges
 
     monkeypatch.setattr(textranges, "SEGMENT_BYTES", 2048)
     monkeypatch.setattr(textranges, "DOCS_PER_TASK", 7)

@@ -323,7 +323,7 @@ def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, 
     import types
 
     from tfpipe.bench.measure import textmeasure
-    from tfpipe.convert import tokenizers
+    from tfpipe.convert.text import tokenizers
     from tfpipe.errors import MissingExtraError
     from tfpipe.manifest import Manifest
 

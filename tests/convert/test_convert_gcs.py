@@ -17,7 +17,7 @@ from _gcs_faults import lose_commit_reply
 
 import tfpipe
 from tfpipe import commit_markers, storage
-from tfpipe.convert import writer
+from tfpipe.convert import spool
 from tfpipe.errors import DestinationError
 from tfpipe.manifest import Manifest
 from tfpipe.testing import fake_data
@@ -167,7 +167,7 @@ def test_kill9_and_resume_on_gcs(gcs_bucket, local_gcs, tmp_path):
     proc.wait()
     visible = [n for n in storage.listdir(dest) if not n.startswith(".")]
     assert "tfpipe.json" not in visible and visible, visible
-    spools = glob.glob(os.path.join(tempfile.gettempdir(), writer.spool_prefix(dest) + "*"))
+    spools = glob.glob(os.path.join(tempfile.gettempdir(), spool.spool_prefix(dest) + "*"))
     assert spools, "the killed run's spool folder is what --resume must clean up"
     m = tfpipe.convert(str(src), dest, num_shards=shards, chunk_rows=500, resume=True)
     assert m.splits["train"].examples == rows and verify(dest).ok
@@ -225,7 +225,7 @@ def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_sou
 def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local_gcs, tmp_path, monkeypatch):
     """After the retries give up, the image is not skipped as 'unreadable': the run fails,
     keeps its committed shards, and --resume finishes with every image."""
-    from tfpipe.convert.folders import scan_class_folders
+    from tfpipe.convert.images.folders import scan_class_folders
 
     monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
     _, url, _ = gcs_image_source

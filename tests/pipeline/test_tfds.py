@@ -21,43 +21,7 @@ from tfpipe.errors import ManifestError
 tf = pytest.importorskip("tensorflow")
 tfds = pytest.importorskip("tensorflow_datasets", reason="TFDS: pip install tensorflow-datasets (tests only)")
 
-CLASSES = ["cat", "dog", "bird"]
-TRAIN, TEST, SHARDS = 37, 11, 3
-
-
-def pixels(i: int) -> np.ndarray:
-    """Example i's image: smooth, so its JPEG stays near it; sizes vary."""
-    h, w = 20 + i % 7, 24 + i % 5
-    y, x = np.mgrid[:h, :w]
-    return np.stack([40 + 5 * x + i % 20, 40 + 6 * y + i % 20, 120 + 2 * (x + y)], -1).astype(np.uint8)
-
-
-class TfpipeTiny(tfds.core.GeneratorBasedBuilder):
-    """37 train and 11 test examples: an image (PNG, TFDS's default), the same as JPEG, a class
-    label and the example's id."""
-
-    VERSION = tfds.core.Version("1.0.0")
-
-    def _info(self):
-        return tfds.core.DatasetInfo(
-            builder=self,
-            features=tfds.features.FeaturesDict(
-                {
-                    "image": tfds.features.Image(shape=(None, None, 3)),
-                    "photo": tfds.features.Image(shape=(None, None, 3), encoding_format="jpeg"),
-                    "label": tfds.features.ClassLabel(names=CLASSES),
-                    "id": tfds.features.Scalar(np.int64),
-                }
-            ),
-            supervised_keys=("image", "label"),
-        )
-
-    def _split_generators(self, dl_manager):
-        return {"train": self._generate_examples(0, TRAIN), "test": self._generate_examples(TRAIN, TEST)}
-
-    def _generate_examples(self, first, n):
-        for i in range(first, first + n):
-            yield i, {"image": pixels(i), "photo": pixels(i), "label": i % 3, "id": i}
+from _tfds_tiny import CLASSES, SHARDS, TEST, TRAIN, TfpipeTiny, pixels  # noqa: E402 - after the skips
 
 
 @pytest.fixture(scope="module")

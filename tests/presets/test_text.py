@@ -184,7 +184,7 @@ def test_refusals_name_the_option(text_ds):
 
 def test_classifier_without_cls_and_sep_frames_with_bos_and_eos(spm_text):
     """SentencePiece's default ids give <s> and </s>, no CLS or SEP: framed as RoBERTa frames a
-    sequence, and said (a tokenizer with neither is refused: tests/convert/test_text_special_tokens.py)."""
+    sequence, and said (a tokenizer with neither is refused: tests/convert/text/test_special_tokens.py)."""
     pipe = plan(
         spm_text[0], batch_size=B, sequence_length=L, output="keras_classifier", label="tokens", truncate=True
     )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from tfpipe.convert.images import UndecodableImage, normalize_image, sniff_format
+from tfpipe.convert.images.decode import UndecodableImage, normalize_image, sniff_format
 from tfpipe.errors import ConfigError
 from tfpipe.testing import fake_data as fd
 

@@ -27,8 +27,8 @@ from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.plan import ConvertPlan
 from tfpipe.convert.progress import Tick
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tableread import list_table
-from tfpipe.convert.tables import TableOptions, TableScan, check_options
+from tfpipe.convert.tables.read import list_table
+from tfpipe.convert.tables.scan import TableOptions, TableScan, check_options
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, PipelineFailed, TfpipeError
 

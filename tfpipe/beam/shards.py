@@ -5,8 +5,9 @@ small hidden JSON file in the destination (`save_task`) and the pipeline carries
 path: a plan of millions of images never travels inside the job graph. JSON, not pickle:
 nobody who can write to the destination can make a worker run code.
 
-A table shard's rows are read from the files that hold them alone (`TableRows`), located by
-the per-file row counts of the table's first pass, as the same chunks the local engine reads.
+A shard's inputs travel as their kind writes them (`ShardInputs.to_json`): a table shard's
+rows, say, as the files that hold them (`TableRows`), located by the per-file row counts of
+the table's first pass, read as the same chunks the local engine reads.
 
 `run_task` writes one shard with the local engine's `write_shard` (same bytes), then its
 done-record. Running it twice is harmless: the commit finds the same bytes and succeeds.
@@ -20,40 +21,22 @@ import os
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.encode import ImageItem
 from tfpipe.convert.engine import write_shard
+from tfpipe.convert.kinds import get_kind
 from tfpipe.convert.plan import ShardTask
-from tfpipe.convert.sources import ImageInputs, TableRows
-from tfpipe.convert.textinputs import TextInputs
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
-from tfpipe.schema import Schema
 
 
 def task_to_json(task: ShardTask) -> dict[str, Any]:
-    inputs = task.inputs
-    if isinstance(inputs, ImageInputs):
-        body = {"kind": "images", **dataclasses.asdict(inputs)}
-    elif isinstance(inputs, TableRows):
-        body = {"kind": "rows", **dataclasses.asdict(inputs), "schema": inputs.schema.to_json()}
-    elif isinstance(inputs, TextInputs):
-        body = {"kind": "text", **inputs.to_json()}
-    else:
-        raise TypeError(f"Expected ImageInputs, TableRows or TextInputs. Received: {type(inputs).__name__}")
+    """The task as JSON values; its inputs by their kind (`ShardInputs.to_json`)."""
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
-    return fields | {"inputs": body}
+    return fields | {"inputs": {"kind": task.inputs.kind, **task.inputs.to_json()}}
 
 
 def task_from_json(obj: dict[str, Any]) -> ShardTask:
+    """The task back from `task_to_json`; its inputs by their kind's `inputs_from_json`."""
     body = dict(obj["inputs"])
-    kind = body.pop("kind")
-    if kind == "images":
-        inputs: Any = ImageInputs(tuple(ImageItem(**i) for i in body.pop("items")), **body)
-    elif kind == "text":
-        inputs = TextInputs.from_json(body)
-    else:
-        files = tuple((str(p), int(i)) for p, i in body.pop("files"))
-        nulls = {c: tuple(t) for c, t in body.pop("null_values", {}).items()}
-        inputs = TableRows(files, schema=Schema.from_json(body.pop("schema")), null_values=nulls, **body)
+    inputs = get_kind(body.pop("kind")).inputs_from_json(body)
     return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tfpipe.convert import parquetfile
-from tfpipe.convert import tables as local
-from tfpipe.convert.infer import Column, Problems
+from tfpipe.convert.formats import parquetfile
+from tfpipe.convert.problems import Problems
+from tfpipe.convert.tables import scan as local
+from tfpipe.convert.tables.infer import Column
 from tfpipe.errors import DataError
 
 _NUMBERS = ("int", "float")

@@ -7,7 +7,7 @@ import argparse
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
-from tfpipe.convert.text import sample
+from tfpipe.convert.text.source import sample
 from tfpipe.errors import TfpipeError
 from tfpipe.manifest import Manifest
 from tfpipe.packing.fill import predict_fill

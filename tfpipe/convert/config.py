@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from tfpipe.convert.specialtokens import check_named
+from tfpipe.convert.text.specialtokens import check_named
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.validation import as_int, check_choice, check_int
 
@@ -25,6 +25,7 @@ _FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
 
 _IMAGES = ("imagenet", "images")
 _TABLES = ("csv", "parquet", "arrow", "jsonl")
+TABLE_FORMATS = _TABLES  # the tables kind's formats (`tablekind.TABLES`)
 _TEXT = ("text",)
 _SOURCE_KINDS = {
     _IMAGES: "image folders (--format imagenet or images)",
@@ -272,7 +273,10 @@ class ConvertConfig:
                 self.column_types,
             )
         object.__setattr__(self, "column_types", dict(self.column_types))
-        check_choice("format", self.format, get_args(Format))
+        if not isinstance(
+            self.format, str
+        ):  # its value is checked against the kinds (`kinds.kind_of_format`)
+            raise ConfigError(f"format must be a string. Received: format={self.format!r}")
         check_choice("missing", self.missing, get_args(MissingPolicy))
         check_choice("missing_label", self.missing_label, get_args(MissingLabelPolicy))
         if self.missing_label == "drop" and self.label is None:
@@ -333,12 +337,11 @@ class ConvertConfig:
         return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
 
-def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, layout: str) -> dict[str, Any]:
-    """The options a split's manifest (and its plan record) keeps: those of its kind of source,
-    `workers` left out (it changes no byte)."""
+def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, left_out: tuple[str, ...]) -> dict[str, Any]:
+    """The options a split's manifest (and its plan record) keeps: those of its kind of source
+    (all but its kind's `left_out`), `workers` left out (it changes no byte)."""
     chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
-    other = NOT_TEXT_OPTIONS if layout == "text" else TEXT_OPTIONS
-    return {k: v for k, v in chosen.items() if k != "workers" and k not in other}
+    return {k: v for k, v in chosen.items() if k != "workers" and k not in left_out}
 
 
 _SOURCE_NOUNS = {

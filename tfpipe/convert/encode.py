@@ -1,7 +1,10 @@
-"""Worker-side encoding: one task (a chunk of images or of table rows) -> serialized Examples.
+"""Worker-side encoding: a piece of work (a chunk of images, of table rows, of documents) ->
+serialized Examples.
 
-Runs in conversion worker processes; imports neither TensorFlow nor anything heavy beyond
-Pillow, numpy and pandas. Every function here is pure: the same task gives the same bytes.
+A piece's work encodes itself (`Work.encode`): the core sends it to a worker and writes what
+comes back without knowing its kind. Runs in conversion worker processes; imports neither
+TensorFlow nor anything heavy beyond Pillow, numpy and pandas. Every function here is pure: the
+same task gives the same bytes.
 """
 
 from __future__ import annotations
@@ -11,12 +14,30 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.codec import encode_columns, encode_example
-from tfpipe.convert.infer import null_value_error
-from tfpipe.convert.textencode import TextTask, encode_text
-from tfpipe.convert.textstats import TextTally
+from tfpipe.convert.kind import Tally
+from tfpipe.convert.tables.infer import null_value_error
 from tfpipe.errors import CredentialsError, DataError
 from tfpipe.schema import IMAGE_SCHEMA, Schema
-from tfpipe.tfrecord import frame_record
+
+
+class Work:
+    """A piece's encoding work, of any kind: how it encodes itself. A kind's task subclasses it
+    (a frozen, picklable dataclass: it crosses to a worker process)."""
+
+    __slots__ = ()
+
+    def encode(self, shard: int, first: int) -> EncodedPiece:
+        """The piece's records (and tally), in a worker process or in this one."""
+        raise NotImplementedError
+
+    def copy(self, shard: int, first: int) -> EncodedPiece | None:
+        """The piece's records made in the writing process without a worker, or None (the
+        default): for work that is a copy of its inputs (trusted JPEGs)."""
+        return None
+
+    def local_files(self) -> list[str]:
+        """The local files the work reads whole, which the engine asks the kernel to read ahead."""
+        return []
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -30,11 +51,20 @@ class ImageItem:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ImageTask:
+class ImageTask(Work):
     items: tuple[ImageItem, ...]
     resize_shorter: int | None
     quality: int
     check: str = "decode"
+
+    def encode(self, shard: int, first: int) -> EncodedPiece:
+        return EncodedPiece(shard, first, encode_images(self))
+
+    def copy(self, shard: int, first: int) -> EncodedPiece | None:
+        return copy_images(self, shard, first)
+
+    def local_files(self) -> list[str]:
+        return [item.path for item in self.items if not storage.is_gcs(item.path)]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,7 +90,7 @@ def encode_images(task: ImageTask) -> list[Encoded]:
       StorageError: a file could not be read (missing, permissions, a gs:// outage after
         the retries): that fails the run, which `--resume` continues, instead of dropping it.
     """
-    from tfpipe.convert.images import UndecodableImage, normalize_image, trusted_passthrough
+    from tfpipe.convert.images.decode import UndecodableImage, normalize_image, trusted_passthrough
 
     out = []
     for item in task.items:
@@ -106,7 +136,7 @@ def read_input(path: str) -> bytes:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TableTask:
+class TableTask(Work):
     """A chunk of rows (a pandas DataFrame indexed by row number within its file `where`),
     and the index of its first row among all rows written."""
 
@@ -114,6 +144,9 @@ class TableTask:
     first_row: int
     schema: Schema
     where: str
+
+    def encode(self, shard: int, first: int) -> EncodedPiece:
+        return EncodedPiece(shard, first, encode_table(self))
 
 
 def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[Any, Any]:
@@ -150,45 +183,44 @@ class Piece:
 
     shard: int
     first: int
-    work: ImageTask | TableTask | TextTask
+    work: Work
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EncodedPiece:
     """What encoding a Piece gave: one Encoded per item, in order. Carries no input bytes back.
-    `text`: what a piece of text documents held (tokens, lengths, what was noticed). `framed`:
-    each record is a whole TFRecord already (header, payload, footer), framed by the worker, so
-    the writing process writes the piece in one write (text documents: small records, many)."""
+    `tally`: what the piece's kind counts beside its records (text: tokens, lengths, what was
+    noticed). `framed`: each record is a whole TFRecord already (header, payload, footer),
+    framed by the worker, so the writing process writes the piece in one write (small records,
+    many: text documents)."""
 
     shard: int
     first: int
     encoded: list[Encoded]
-    text: TextTally | None = None
+    tally: Tally | None = None
     framed: bool = False
 
 
 def encode_piece(piece: Piece) -> EncodedPiece:
     """Encodes one piece (in a worker process or in this one)."""
-    work = piece.work
-    if isinstance(work, TextTask):
-        records, tally = encode_text(work)
-        framed = [Encoded(None if r is None else frame_record(r), None, 0) for r in records]
-        return EncodedPiece(piece.shard, piece.first, framed, tally, framed=True)
-    encoded = encode_images(work) if isinstance(work, ImageTask) else encode_table(work)
-    return EncodedPiece(piece.shard, piece.first, encoded)
+    return piece.work.encode(piece.shard, piece.first)
 
 
 def copy_piece(piece: Piece) -> EncodedPiece | None:
+    """The piece copied in the writing process (`Work.copy`), or None: a worker encodes it."""
+    return piece.work.copy(piece.shard, piece.first)
+
+
+def copy_images(work: ImageTask, shard: int, first: int) -> EncodedPiece | None:
     """The `check="header"` copy of a piece of JPEGs that all pass the header check, or None.
 
-    None (a table, another check, or an image that needs decoding) sends the piece to a
-    worker, which reads it again from the page cache: the copy itself runs in the writing
-    process, so the bytes never cross a pipe.
+    None (another check, or an image that needs decoding) sends the piece to a worker, which
+    reads it again from the page cache: the copy itself runs in the writing process, so the
+    bytes never cross a pipe.
     """
-    from tfpipe.convert.images import trusted_passthrough
+    from tfpipe.convert.images.decode import trusted_passthrough
 
-    work = piece.work
-    if not isinstance(work, ImageTask) or work.check != "header":
+    if work.check != "header":
         return None
     out = []
     for item in work.items:
@@ -197,4 +229,4 @@ def copy_piece(piece: Piece) -> EncodedPiece | None:
         if not img:
             return None
         out.append(Encoded(encode_example(_image_row(item, img), IMAGE_SCHEMA), None, len(data)))
-    return EncodedPiece(piece.shard, piece.first, out)
+    return EncodedPiece(shard, first, out)

@@ -20,11 +20,12 @@ import shutil
 from collections.abc import Generator, Iterator, Sequence
 
 from tfpipe import storage
-from tfpipe.convert.encode import EncodedPiece, ImageTask, Piece, copy_piece, encode_piece
+from tfpipe.convert.encode import EncodedPiece, Piece, copy_piece, encode_piece
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.sources import Source
-from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter, local_spool_dir
+from tfpipe.convert.spool import local_spool_dir
+from tfpipe.convert.writer import FinishedShard, ShardDone, ShardWriter
 from tfpipe.errors import DataError
 
 
@@ -216,9 +217,7 @@ def readahead(pieces: Iterator[Piece], files: int = READAHEAD_FILES) -> Iterator
 
 
 def _local_files(piece: Piece) -> list[str]:
-    if not isinstance(piece.work, ImageTask) or not hasattr(os, "posix_fadvise"):
-        return []
-    return [item.path for item in piece.work.items if not storage.is_gcs(item.path)]
+    return piece.work.local_files() if hasattr(os, "posix_fadvise") else []
 
 
 def _advise_will_read(paths: list[str]) -> None:

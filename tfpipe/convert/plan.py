@@ -9,20 +9,17 @@ pieces as the local engine does, and `ConvertPlan.manifest` builds the manifest 
 
 from __future__ import annotations
 
-import array
 import dataclasses
 import json
-import os
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.sources import ImageInputs, Source, TableRows
-from tfpipe.convert.textinputs import TextInputs
-from tfpipe.convert.textstats import TextTally
+from tfpipe.convert.kind import SplitExtras
+from tfpipe.convert.kinds import get_kind
+from tfpipe.convert.sources import ShardInputs, Source
 from tfpipe.convert.writer import (
     JournalState,
     ShardDone,
@@ -31,7 +28,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Checksum, LengthsFile, Manifest, SkippedInput, Split, TokenizerInfo, lengths_name
+from tfpipe.manifest import Manifest, SkippedInput, Split
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
@@ -40,17 +37,6 @@ PLAN_VERSION = 3
 the record holds must change it. 2: each input's identity. 3: paths resolved (a source named
 `data/` and `/home/u/data/` is one source), the listing digested relative to the source."""
 _NAMED = 5  # changed inputs named in a refusal; the count of the rest is given
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class SplitTextFiles:
-    """A finished text split's documents summed in shard order, and its lengths file: the entry
-    the manifest lists, and the local file that holds it until it is committed beside the shards
-    (`path`; written a shard at a time, so its size never sits in memory)."""
-
-    tally: TextTally
-    lengths: LengthsFile
-    path: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,7 +49,7 @@ class ShardTask:
       dest: the output directory, local or gs://.
       first: the index in the plan of its first item (image or written row).
       count: how many items it covers.
-      inputs: its images (`ImageInputs`), rows (`TableRows`) or documents (`TextInputs`),
+      inputs: its kind's inputs (`ShardInputs`: images, rows, documents),
         with the encode options.
     """
 
@@ -74,7 +60,7 @@ class ShardTask:
     first: int
     count: int
     strict: bool
-    inputs: ImageInputs | TableRows | TextInputs
+    inputs: ShardInputs
 
     def pieces(self) -> Iterator[Piece]:
         """The pieces of encoding work of this shard, in order."""
@@ -96,7 +82,8 @@ class ConvertPlan:
       skipped, dropped_rows: what the source left out while listing or scanning.
       shards: one task per shard, in order.
       notes: what the summary says of how the source was read.
-      tokenizer: a text dataset's tokenizer, else None.
+      manifest_fields: the dataset's manifest fields its kind fills (`Kind.manifest_fields`:
+        a text dataset's tokenizer).
     """
 
     src: str
@@ -118,7 +105,7 @@ class ConvertPlan:
     inputs: tuple[str, ...] = ()
     identities: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    tokenizer: TokenizerInfo | None = None
+    manifest_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def n_shards(self) -> int:
@@ -149,11 +136,11 @@ class ConvertPlan:
         done: Sequence[ShardDone],
         existing: Manifest | None,
         seconds: float,
-        text: SplitTextFiles | None = None,
+        extras: SplitExtras | None = None,
     ) -> Manifest:
-        """The manifest of the finished split, joined to the other splits of `existing`. `text`:
-        `text_files(done)` when the caller has it already (summed once, its lengths file's bytes
-        made and checksummed once).
+        """The manifest of the finished split, joined to the other splits of `existing`.
+        `extras`: what its kind attached to the split (`Kind.finish`: a text split's figures and
+        lengths file), listed in the split's entry.
 
         Raises:
           ManifestError: `done` is not one ShardDone per shard of the plan, in order.
@@ -164,7 +151,6 @@ class ConvertPlan:
                 f"split {self.split!r}: expected the {self.n_shards} shards of the plan, "
                 f"in order. Received: {names[:5]}{'...' if len(names) > 5 else ''}"
             )
-        text = text or self.text_files(done)
         split = Split(
             shards=tuple(d.info for d in done),
             skipped=self.skipped + tuple(s for d in done for s in d.skipped),
@@ -172,9 +158,8 @@ class ConvertPlan:
             source=self.src,
             options=self.options,
             seconds=round(seconds, 3),
-            notes=self.notes
-            + tuple(text.tally.notes(self.tokenizer.normalization) if text and self.tokenizer else ()),
-            text=None if text is None else text.tally.split_text(text.lengths),
+            notes=self.notes + (extras.notes if extras is not None else ()),
+            **(extras.fields if extras is not None else {}),
         )
         return Manifest(
             root=self.dest,
@@ -185,54 +170,8 @@ class ConvertPlan:
             compression=self.compression,
             missing=self.missing,
             splits={**(existing.splits if existing else {}), self.split: split},
-            tokenizer=self.tokenizer,
+            **self.manifest_fields,
         )
-
-    def text_files(
-        self, done: Sequence[ShardDone], lengths_of: Callable[[ShardDone], bytes] | None = None
-    ) -> SplitTextFiles | None:
-        """A text split's figures, summed in shard order, and its lengths file, written to a local
-        file a shard at a time (None for images and tables): what `split_files` commits and
-        `manifest` lists.
-
-        Args:
-          lengths_of: the lengths of a shard whose done-record holds none in memory (the local
-            engine keeps them in its journal only, `ShardDone.without_lengths`).
-
-        Raises:
-          ManifestError: a shard whose done-record counts other documents than it holds records.
-        """
-        if self.layout != "text":
-            return None
-        name = lengths_name(self.split)
-        text, checksum, size = TextTally(), Checksum(), 0
-        folder = tempfile.gettempdir() if storage.is_gcs(self.dest) else self.dest
-        fd, path = tempfile.mkstemp(prefix=storage.temp_name(name), dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                for d in done:
-                    tally = d.text or TextTally()
-                    data = tally.lengths_bytes() if tally.lengths or lengths_of is None else lengths_of(d)
-                    if len(data) != 4 * d.info.examples:
-                        raise ManifestError(
-                            f"shard {d.info.name}: expected a length for each of its {d.info.examples} records. "
-                            f"Received: {len(data) // 4} lengths"
-                        )
-                    f.write(data)
-                    checksum.update(data)
-                    size += len(data)
-                    text.merge(dataclasses.replace(tally, lengths=array.array("I")))
-        except BaseException:
-            os.remove(path)
-            raise
-        return SplitTextFiles(text, LengthsFile(name, size, str(checksum)), path)
-
-    @staticmethod
-    def split_files(text: SplitTextFiles | None) -> tuple[tuple[str, str], ...]:
-        """(name, local path) of the files committed with the split, after its shards and before
-        its manifest: a text split's lengths file (`manifest.LENGTHS_FORMAT`); none for images
-        and tables. `manifest()` lists them with their checksums."""
-        return () if text is None else ((text.lengths.file, text.path),)
 
 
 def make_plan(
@@ -245,6 +184,7 @@ def make_plan(
     """
     if source.n_items == 0:
         raise DataError(f"{src}: expected at least one input to convert. Received: none")
+    kind = get_kind(source.kind)
     n_shards = shard_cfg.count_for(source.n_items, source.estimated_bytes)
     compression = shard_cfg.compression
     shards = tuple(
@@ -260,7 +200,7 @@ def make_plan(
         )
         for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
     )
-    options = recorded_options(shard_cfg, cfg, source.layout)
+    options = recorded_options(shard_cfg, cfg, kind.options_left_out)
     options["format"], options["format_reason"] = fmt, reason
     return ConvertPlan(
         src,
@@ -275,14 +215,14 @@ def make_plan(
         source.class_names,
         source.label_offset,
         shard_cfg.compression,
-        cfg.missing if source.layout == "table" else "error",
+        cfg.missing if kind.missing_applies else "error",
         source.skipped,
         source.dropped_rows,
         shards,
         source.inputs,
         source.identities,
         source.notes,
-        source.tokenizer,
+        kind.manifest_fields(source),
     )
 
 

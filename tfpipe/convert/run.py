@@ -15,38 +15,39 @@ import errno
 import importlib
 import os
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from tfpipe import commit_markers, storage
-from tfpipe.convert import folders, tables, textlist
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
+from tfpipe.convert.detect import choose_format
 from tfpipe.convert.engine import run_local
+from tfpipe.convert.images import folders
+from tfpipe.convert.kind import SplitExtras
+from tfpipe.convert.kinds import get_kind, kind_of_format, open_source
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import (
     ConvertPlan,
     Refuse,
     Resume,
-    SplitTextFiles,
     Start,
     decide,
     make_plan,
     refuse_finished,
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
-from tfpipe.convert.sources import ImageSource, Source, joining, open_source
-from tfpipe.convert.tables import TableScan
+from tfpipe.convert.sources import Source, joining
+from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables.scan import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
     ConfigError,
     DataError,
     DestinationError,
-    EmptyClassWarning,
     ManifestError,
     TfpipeError,
 )
-from tfpipe.manifest import MANIFEST_NAME, Manifest, Split
+from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.validation import check_choice
 
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
@@ -117,6 +118,8 @@ def convert(
     """
     shard_cfg, cfg = split_options(options, shards, config)
     check_choice("engine", engine, tuple(ENGINES))
+    if cfg.format != "auto":
+        kind_of_format(cfg.format)  # refuses a format no kind reads, before the destination is touched
     storage.check_url(src)
     storage.check_url(dest)
     execute, scan_table = _engine(
@@ -234,11 +237,12 @@ def _convert_locked(
     folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
     # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
-    fmt, reason = _choose_format(src, cfg, joins)
+    fmt, reason = choose_format(src, cfg, joins)
     source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
     source = joining(joins, source, shard_cfg, dest)
+    kind = get_kind(source.kind)
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
-    journal = ResumeJournal(dest, plan.split, plan.compression)
+    journal = ResumeJournal(dest, plan.split, plan.compression, kind.name, kind.tally_from_json)
     decision = decide(existing, journal.state(), plan, resume, overwrite)
     if isinstance(decision, Refuse):
         raise DestinationError(decision.reason)
@@ -246,23 +250,16 @@ def _convert_locked(
         existing = _drop_split(existing, plan.split, journal)
         journal.clear()
     done = journal.completed(plan.n_shards) if isinstance(decision, Resume) else {}
-    done = {i: d.without_lengths() for i, d in done.items()}  # read back from the journal at the end
+    done = {i: d.kept() for i, d in done.items()}  # the rest read back from the journal at the end
     if isinstance(decision, Start):
         journal.start(plan.record())
     for name, data in source.attachments:  # e.g. the tokenizer, which the workers read
         storage.write_atomic(storage.join(dest, name), data, overwrite=True)
     shards = run.execute(plan, source, done, journal)
-    _check_tables_unchanged(source)
-    text = plan.text_files(shards, journal.lengths)
-    try:
-        _check_written(src, source, text)
-        for name, path in plan.split_files(text):  # text: lengths, with shards
-            storage.commit_file(path, storage.join(dest, name), overwrite=True)
-            pause_point("split-file-committed")
-    finally:
-        if text is not None and os.path.exists(text.path):
-            os.remove(text.path)
-    manifest = plan.manifest(shards, existing, time.monotonic() - started, text)
+    if kind.rereads_inputs:
+        _check_inputs_unchanged(source)
+    extras = _commit_extras(src, dest, kind.finish(plan, shards, journal.tally))
+    manifest = plan.manifest(shards, existing, time.monotonic() - started, extras)
     entry = manifest.splits[plan.split]
     if run.engine != "local":  # the same bytes either way; the local engine's manifest predates the field
         entry = dataclasses.replace(entry, options=entry.options | {"engine": run.engine})
@@ -275,28 +272,29 @@ def _convert_locked(
     manifest.save(overwrite=True)  # the commit point
     pause_point("manifest-committed")
     journal.clear()
-    _warn_emptied_classes(source, manifest, plan.split)
+    kind.committed(source, manifest, plan.split)
     return manifest
 
 
-def _check_written(src: str, source: Source, text: SplitTextFiles | None) -> None:
-    """Refuses to commit a text split whose every document was left out as empty (text the
-    tokenizer drops whole: the first pass refuses a corpus of empty documents already)."""
-    if text is None or text.tally.documents:
-        return
-    normalization = source.tokenizer.normalization if source.tokenizer else ""
-    raise DataError(
-        f"{src}: expected documents that tokenize to something. Received: every one of the "
-        f"{text.tally.empty:,} left out, the first at {text.tally.first_empty}; nothing was committed. "
-        + " ".join(text.tally.notes(normalization))
-    )
+def _commit_extras(src: str, dest: str, extras: SplitExtras | None) -> SplitExtras | None:
+    """Commits what the split's kind attaches to it (`Kind.finish`: e.g. text's lengths file)
+    beside its shards, unless the kind refuses the split; returns it for the manifest."""
+    if extras is None:
+        return None
+    try:
+        extras.check(src)
+        for name, path in extras.files:
+            storage.commit_file(path, storage.join(dest, name), overwrite=True)
+            pause_point("split-file-committed")
+    finally:
+        extras.discard()
+    return extras
 
 
-def _check_tables_unchanged(source: Source) -> None:
-    """Refuses to commit a table or text corpus that changed after its first pass: its shards
-    would mix the rows of two versions. (Each image is read once, so an image cannot mix.)"""
-    if source.layout not in ("table", "text"):
-        return
+def _check_inputs_unchanged(source: Source) -> None:
+    """Refuses to commit a source read again after its first pass (`Kind.rereads_inputs`: a
+    table, a text corpus) that changed meanwhile: its shards would mix the rows of two
+    versions. (Each image is read once, so an image cannot mix.)"""
     for path, identity in zip(source.inputs, source.identities, strict=True):
         now = storage.identity(path)
         if not storage.same_version(identity, now):
@@ -305,72 +303,6 @@ def _check_tables_unchanged(source: Source) -> None:
                 "shards would mix rows of two versions; nothing was committed. Convert it again "
                 "(--overwrite) once nothing writes to it."
             )
-
-
-def _warn_emptied_classes(source: Source, manifest: Manifest, split: str) -> None:
-    for name, listed in _emptied_classes(source, manifest.split(split)):
-        warnings.warn(
-            f"class {name!r} has 0 examples in split {split!r}: all {listed} of its image files "
-            "were skipped as undecodable (the manifest lists them). Its label stays reserved, so "
-            "no other label shifts; replace the files and convert again with --overwrite.",
-            EmptyClassWarning,
-            stacklevel=4,
-        )
-
-
-def _emptied_classes(source: Source, split: Split) -> list[tuple[str, int]]:
-    """(class name, image files listed) of each class this split listed but wrote nothing of."""
-    if not isinstance(source, ImageSource):
-        return []
-    skipped = {s.input for s in split.skipped}
-    listed = collections.Counter(i.label for i in source.scan.items)
-    kept = collections.Counter(i.label for i in source.scan.items if i.path not in skipped)
-    offset = source.label_offset
-    return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
-
-
-def _choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple[str, str]:
-    """The source format, and why: given, or detected by content. A tokenizer option, or a
-    text dataset to join, makes it text."""
-    if cfg.format != "auto":
-        return cfg.format, "given"
-    if cfg.tokenizer or cfg.train_tokenizer:
-        return "text", "auto: a tokenizer option (--tokenizer or --train-tokenizer) was given"
-    if joins is not None and joins.layout == "text":
-        return "text", f"auto: the dataset it joins (splits {sorted(joins.splits)}) is text"
-    try:
-        choice = folders.explain_format(src, cfg.labels_file)
-        if choice.format == "jsonl":
-            _refuse_a_corpus_as_a_table(src, cfg)
-    except DataError:
-        if textlist.looks_like_corpus(src):
-            raise ConfigError(
-                f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
-                "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
-            ) from None
-        raise
-    return choice.format, f"auto: {choice.reason}"
-
-
-def _refuse_a_corpus_as_a_table(src: str, cfg: ConvertConfig) -> None:
-    """JSON Lines without a tokenizer option are read as a table, unless their first record
-    holds text in the text field: that is a corpus whose tokenizer was forgotten.
-
-    Raises:
-      ConfigError: naming the field, the way to tokenize it, and the way to keep it a table.
-    """
-    from tfpipe.convert import jsonlfile
-    from tfpipe.convert.tableread import list_table
-
-    first = jsonlfile.first_object(list_table(src, "jsonl").files[0])
-    if first is None or not isinstance(first.get(cfg.text_field), str):
-        return
-    raise ConfigError(
-        f"{src} holds JSON Lines whose records have text in field {cfg.text_field!r}: a text corpus, "
-        "which needs a tokenizer. Pass --tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece "
-        "--vocab-size N. To convert the records as a table instead (the text a string feature), pass "
-        "--format jsonl."
-    )
 
 
 def _check_not_inside(src: str, dest: str) -> None:
@@ -497,7 +429,7 @@ def _execute(
             tally.skipped += sum(1 for item in step.piece.encoded if item.record is None)
         if step.done is not None:
             journal.mark_done(step.done)
-            results[step.shard] = step.done.without_lengths()  # in the journal: read back at the end
+            results[step.shard] = step.done.kept()  # the rest in the journal: read back at the end
             tally.bytes_out += step.done.info.bytes
             tally.shards += 1
             pause_point("shard-committed")

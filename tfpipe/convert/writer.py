@@ -9,27 +9,29 @@ manifest, written last, is the commit point of the whole conversion.
 
 from __future__ import annotations
 
-import array
 import contextlib
 import dataclasses
 import gzip
-import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.encode import Encoded, EncodedPiece
-from tfpipe.convert.textstats import TextTally
+from tfpipe.convert.kind import Tally
+from tfpipe.convert.spool import local_spool_dir, remove_dead_spools
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput, lengths_name
+from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.manifest_text import lengths_name
 from tfpipe.shardnames import ShardName, shard_name
 from tfpipe.tfrecord import frame_parts
+
+TallyReader = Callable[[dict[str, Any]], Tally]
+"""A kind's tally back from its JSON (`kind.Kind.tally_from_json`)."""
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
 _paused: set[str] = set()
@@ -135,11 +137,11 @@ class ShardWriter:
         self.items = 0  # inputs taken by `add`: written or skipped
         self.strict = strict
         self.skipped: list[SkippedInput] = []
-        self.text: TextTally | None = None  # what the shard's text documents held
+        self.tally: Tally | None = None  # what the shard's pieces tallied (`kind.Tally`)
 
     def add_piece(self, piece: EncodedPiece) -> None:
-        """Writes every input of an encoded piece (see `add`), and adds up what its text held. A
-        piece of framed records (`EncodedPiece.framed`, text documents) is written in one write."""
+        """Writes every input of an encoded piece (see `add`), and adds up its tally. A piece of
+        framed records (`EncodedPiece.framed`, e.g. text documents) is written in one write."""
         if piece.framed:
             framed = [item.record for item in piece.encoded if item.record is not None]
             self._out.write(b"".join(framed))
@@ -148,9 +150,9 @@ class ShardWriter:
         else:
             for item in piece.encoded:
                 self.add(item)
-        if piece.text is not None:
-            self.text = self.text or TextTally()
-            self.text.merge(piece.text)
+        if piece.tally is not None:
+            self.tally = self.tally or type(piece.tally)()  # the pieces' own tallies stay as they are
+            self.tally.merge(piece.tally)
 
     def add(self, item: Encoded) -> None:
         """Writes one encoded input, or notes it as skipped with its reason.
@@ -163,7 +165,7 @@ class ShardWriter:
             self.write(item.record)
             return
         if item.skip_reason is None:
-            return  # an empty text document: its piece's TextTally counts it
+            return  # left out and counted by its piece's tally (an empty text document)
         if self.strict:
             raise DataError(f"{item.input}: {item.skip_reason} (--strict: undecodable inputs fail the run)")
         self.skipped.append(SkippedInput(item.input, item.skip_reason or "unknown"))
@@ -189,7 +191,7 @@ class ShardWriter:
             self._out.close()
         self._raw.close()
         info = ShardInfo(self.name, self.examples, self._hashing.bytes, str(self._hashing.checksum))
-        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped), self.text))
+        return FinishedShard(self._tmp, self.dest, ShardDone(info, tuple(self.skipped), self.tally))
 
     def abort(self) -> None:
         """Drops the unfinished shard. Never raises: the error that caused the abort matters."""
@@ -229,27 +231,30 @@ class FinishedShard:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ShardDone:
-    """The done-record of one committed shard; `text`: what its text documents held."""
+    """The done-record of one committed shard; `tally`: what its pieces tallied (`kind.Tally`),
+    stored under its kind's name."""
 
     info: ShardInfo
     skipped: tuple[SkippedInput, ...]
-    text: TextTally | None = None
+    tally: Tally | None = None
 
-    def without_lengths(self) -> ShardDone:
-        """The record without its documents' lengths (4 bytes a document): what a conversion
-        keeps in memory once the record is in its journal (`ResumeJournal.lengths`)."""
-        if self.text is None or not self.text.lengths:
-            return self
-        return dataclasses.replace(self, text=dataclasses.replace(self.text, lengths=array.array("I")))
+    def kept(self) -> ShardDone:
+        """The record a conversion keeps in memory once it is in its journal: its tally's `kept()`
+        (text: without the documents' lengths, 4 bytes a document; `ResumeJournal.tally`)."""
+        return self if self.tally is None else dataclasses.replace(self, tally=self.tally.kept())
 
     def to_json(self) -> dict[str, Any]:
         out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
-        return out | ({} if self.text is None else {"text": self.text.to_json()})
+        return out | ({} if self.tally is None else {self.tally.kind: self.tally.to_json()})
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> ShardDone:
-        text = None if obj.get("text") is None else TextTally.from_json(obj["text"])
-        return cls(ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]), text)
+    def from_json(cls, obj: dict[str, Any], kind: str = "", tally: TallyReader | None = None) -> ShardDone:
+        """The record back from JSON; its tally, stored under `kind`, read by `tally` (the kind's)."""
+        found = obj.get(kind)
+        counted = None if found is None or tally is None else tally(found)
+        return cls(
+            ShardInfo.from_json(obj["shard"]), tuple(SkippedInput(**s) for s in obj["skipped"]), counted
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -276,11 +281,15 @@ class ResumeJournal:
 
     `.tfpipe-<split>.plan.json` holds the plan's record (`ConvertPlan.record`); `.<shard>.done`
     marks a shard committed. Both are hidden, so no shard glob matches them, and both are
-    removed once the manifest is committed.
+    removed once the manifest is committed. `kind`, `tally`: the name of the split's kind and
+    how its done-records' tallies are read back (`kind.Kind.tally_from_json`), if it has any.
     """
 
-    def __init__(self, dest: str, split: str, compression: str):
+    def __init__(
+        self, dest: str, split: str, compression: str, kind: str = "", tally: TallyReader | None = None
+    ):
         self.dest, self.split, self.compression = dest, split, compression
+        self.kind, self._tally = kind, tally
         self.plan_path = storage.join(dest, f".tfpipe-{split}.plan.json")
 
     def _done_path(self, name: str) -> str:
@@ -335,18 +344,19 @@ class ResumeJournal:
             durable=False,
         )
 
-    def lengths(self, done: ShardDone) -> bytes:
-        """A committed shard's documents' lengths, from its done-record (`mark_done`).
+    def tally(self, done: ShardDone) -> Tally:
+        """A committed shard's whole tally, from its done-record (`mark_done`).
 
         Raises:
           ManifestError: the done-record is gone or unreadable.
         """
         record = self._read_done(done.info.name)
-        if record is None or record.text is None:
+        if record is None or record.tally is None:
             raise ManifestError(
-                f"{self._done_path(done.info.name)}: expected the done-record of a committed text shard"
+                f"{self._done_path(done.info.name)}: expected the done-record of a committed shard, "
+                f"with its {self.kind} tally"
             )
-        return record.text.lengths_bytes()
+        return record.tally
 
     def completed(self, n_shards: int) -> dict[int, ShardDone]:
         """Shards whose done-record and file agree; everything else of this split is removed."""
@@ -369,7 +379,9 @@ class ResumeJournal:
 
     def _read_done(self, name: str) -> ShardDone | None:
         try:
-            return ShardDone.from_json(json.loads(storage.read_bytes(self._done_path(name))))
+            return ShardDone.from_json(
+                json.loads(storage.read_bytes(self._done_path(name))), self.kind, self._tally
+            )
         except (ValueError, KeyError, TypeError, AttributeError, ManifestError):
             return None
 
@@ -439,40 +451,6 @@ def sweep(dest: str, manifest: Manifest | None) -> list[str]:
         storage.remove(storage.join(dest, name))
     remove_dead_spools(dest)
     return list(dict.fromkeys(removed))
-
-
-SPOOL_PREFIX = "tfpipe-spool-"
-
-
-def spool_prefix(dest_dir: str) -> str:
-    """The name prefix of the local spool folders of runs writing to gs:// `dest_dir`."""
-    return f"{SPOOL_PREFIX}{hashlib.sha256(dest_dir.rstrip('/').encode()).hexdigest()[:12]}-"
-
-
-def local_spool_dir(dest_dir: str) -> str:
-    """Where shards are written before commit: beside them locally, a temp dir for gs://.
-
-    The temp dir's name carries a hash of `dest_dir`, so the next run on that destination
-    finds and removes what a killed run left (`remove_dead_spools`).
-    """
-    if storage.is_gcs(dest_dir):
-        return tempfile.mkdtemp(prefix=spool_prefix(dest_dir))
-    os.makedirs(dest_dir, exist_ok=True)
-    return dest_dir
-
-
-def remove_dead_spools(dest_dir: str) -> list[str]:
-    """Removes the spool folders earlier runs on gs:// `dest_dir` left in the temp dir.
-
-    Only call it while holding the destination's lock: then no live run owns any of them.
-    """
-    if not storage.is_gcs(dest_dir):
-        return []
-    root, prefix = tempfile.gettempdir(), spool_prefix(dest_dir)
-    removed = [os.path.join(root, n) for n in os.listdir(root) if n.startswith(prefix)]
-    for path in removed:
-        shutil.rmtree(path, ignore_errors=True)
-    return removed
 
 
 def interrupted_message(dest: str, split: str, detail: str) -> str:

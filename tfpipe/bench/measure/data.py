@@ -19,9 +19,9 @@ from tfpipe import storage
 from tfpipe.bench.config import BenchConfig, pipeline_of
 from tfpipe.bench.measure import synthetic
 from tfpipe.bench.results import DatasetInfo
-from tfpipe.convert.images import IMAGE_EXTENSIONS
-from tfpipe.convert.tables import TABLE_SUFFIXES
-from tfpipe.convert.textfiles import kind_of
+from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
+from tfpipe.convert.tables.scan import TABLE_SUFFIXES
+from tfpipe.convert.text.reader import kind_of
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.pipeline.resolve import DataPath, data_path

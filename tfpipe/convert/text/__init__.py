@@ -1,0 +1,1 @@
+"""The text kind: a corpus of documents, tokenized into one record each, with its tokenizer."""
