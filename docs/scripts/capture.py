@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "docs" / "captures"
@@ -59,7 +60,16 @@ def tf_version(env: dict[str, str]) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def settle(most_s: float = 300.0) -> None:
+    """Waits (at most `most_s`) for the 1-minute load average to fall to QUIET_LOAD: the
+    previous capture's own bench raises it, and it takes about 1.5 minutes to decay."""
+    deadline = time.monotonic() + most_s
+    while os.getloadavg()[0] > QUIET_LOAD and time.monotonic() < deadline:
+        time.sleep(5)
+
+
 def header(command: str, env: dict[str, str], note: str = "") -> tuple[str, bool]:
+    settle()
     load = os.getloadavg()[0]
     quiet = load <= QUIET_LOAD
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
