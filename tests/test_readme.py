@@ -69,6 +69,7 @@ def test_the_readme_stays_one_screen_of_sections():
     assert len(README.splitlines()) <= 200
     assert re.findall(r"^## (.+)$", README, re.M) == [
         "Install and run",
+        "What a pipeline costs to start",
         "Extras",
         "Quick starts",
         "Documentation",
