@@ -147,20 +147,8 @@ def text_chunks(
     def find(target: Any) -> Any:
         return chunk_of(mix, sources, pack, size, target)
 
-    fixed = getattr(start, "step", None)
-
     def from_step(_: Any) -> Any:
-        target = tf_.cast(start(), tf_.int64) * rows_per_step
-        zero = tf_.constant(0, tf_.int64)
-        if fixed == 0:
-            first, before = zero, zero
-        elif fixed is not None:
-            first, before = find(target)
-        else:  # a Position: its step is read when the iterator starts
-            first, before = tf_.cond(target > 0, lambda: find(target), lambda: (zero, zero))
-        skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
-            tf_.data.Dataset.from_tensors(zero).repeat()
-        )
+        first, skips = text_stages.first_chunk(tf_, start, rows_per_step, find)
         docs = mixed(tf_, mix, first * size, streams).rebatch(size, drop_remainder=True)
         return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
 

@@ -257,20 +257,8 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
         found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
         return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
 
-    fixed = getattr(p.start, "step", None)
-
     def from_step(_: Any) -> Any:
-        target = p.start() * rows_per_step
-        zero = tf_.constant(0, tf_.int64)
-        if fixed == 0:
-            first, before = zero, zero
-        elif fixed is not None:
-            first, before = find(target)
-        else:  # a Position: its step is read when the iterator starts
-            first, before = tf_.cond(target > 0, lambda: find(target), lambda: (zero, zero))
-        skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
-            tf_.data.Dataset.from_tensors(zero).repeat()
-        )
+        first, skips = first_chunk(tf_, p.start, rows_per_step, find)
         return tf_.data.Dataset.zip((chunks(first), skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
@@ -448,3 +436,24 @@ def plan_notes(
             f"{-(-batch // TPU_SUBLANES) * TPU_SUBLANES} rows and computes on the padding."
         )
     return tuple(notes), tuple(tiling)
+
+
+def first_chunk(
+    tf_: Any, start: Callable[[], Any], rows_per_step: int, find: Callable[[Any], tuple[Any, Any]]
+) -> tuple[Any, Any]:
+    """(the chunk holding the start step's first row, each chunk's rows to skip from it on: the
+    step's rows before it in that chunk, then 0s). `find(row)` gives (chunk, rows before it);
+    a fixed start at 0 finds nothing, a Position's step is read when the iterator starts."""
+    fixed = getattr(start, "step", None)
+    target = tf_.cast(start(), tf_.int64) * rows_per_step
+    zero = tf_.constant(0, tf_.int64)
+    if fixed == 0:
+        first, before = zero, zero
+    elif fixed is not None:
+        first, before = find(target)
+    else:
+        first, before = tf_.cond(target > 0, lambda: find(target), lambda: (zero, zero))
+    skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
+        tf_.data.Dataset.from_tensors(zero).repeat()
+    )
+    return first, skips
