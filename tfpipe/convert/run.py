@@ -366,6 +366,9 @@ def _resumable_error(e: Exception, dest: str, split: str) -> TfpipeError:
         f"to continue split {split!r}."
     )
     code = getattr(e, "errno", None)
+    name = getattr(e, "filename", None)
+    if code == errno.ELOOP and name:  # a data problem: a --resume would meet it again
+        return DataError(f"{name}: {storage.broken_link(name) or os.strerror(code)}")
     if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return DestinationError(
             f"{dest}: out of space while writing ({e.strerror}: {e.filename or dest}). "

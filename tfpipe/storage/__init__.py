@@ -26,6 +26,7 @@ from tfpipe.storage.commit import read_generation as read_generation
 from tfpipe.storage.commit import remove_generation as remove_generation
 from tfpipe.storage.commit import temp_name as temp_name
 from tfpipe.storage.commit import write_atomic as write_atomic
+from tfpipe.storage.files import broken_link as broken_link
 from tfpipe.storage.files import exists as exists
 from tfpipe.storage.files import file_kind as file_kind
 from tfpipe.storage.files import glob as glob

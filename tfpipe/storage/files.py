@@ -6,6 +6,7 @@ The gs:// side of each is in `gcs`; writes are in `commit` (atomic everywhere).
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob as globlib
 import os
@@ -119,6 +120,32 @@ def open_regular(path: str) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def broken_link(path: str) -> str | None:
+    """What stops the local `path` from reaching a file through its symbolic links, in words:
+    a loop (each link and what it points to, as `ls -l` shows them, until one repeats) or a link
+    to nothing; None when it reaches something.
+
+    The links are followed one at a time with `os.readlink`, so a message names the links to
+    mend, not only the errno's "too many levels of symbolic links".
+    """
+    hops, seen, here = [path], {os.path.normpath(path)}, path
+    while os.path.islink(here):
+        target = os.readlink(here)
+        hops.append(target)
+        here = os.path.normpath(os.path.join(os.path.dirname(here), target))
+        if here in seen:
+            return f"a symbolic link loop: {' -> '.join(hops)}, which is where it started"
+        seen.add(here)
+    if len(hops) > 1 and not os.path.lexists(here):
+        return f"a broken symbolic link: {' -> '.join(hops)}, which does not exist"
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a loop through a folder of its path, not its own links
+            return f"a symbolic link loop in its path: {e.strerror}"
+    return None
 
 
 def write_problem(folder: str) -> str | None:

@@ -541,3 +541,14 @@ def test_a_fifo_in_a_csv_folder_is_refused_by_name(tmp_path):
     os.mkfifo(tmp_path / "src" / "b.csv")
     with pytest.raises(DataError, match=r"b\.csv: expected a regular csv file\. Received: a FIFO"):
         tfpipe.convert(str(tmp_path / "src"), str(tmp_path / "out"), label="y", format="csv")
+
+
+def test_a_symlink_loop_in_a_table_folder_is_named_with_its_links(tmp_path, capsys):
+    src = tmp_path / "tables"
+    src.mkdir()
+    (src / "x.csv").write_text("a,label\n1,0\n2,1\n")
+    (src / "y.csv").symlink_to("y.csv")
+    code, _, err = main_cli(capsys, "convert", src, tmp_path / "out", "--label", "label", "--quiet")
+    assert code == 1 and nothing_written(tmp_path / "out")
+    assert f"{src}/y.csv: expected files and folders. Received: a symbolic link loop: " in err
+    assert f"{src}/y.csv -> y.csv, which is where it started" in err

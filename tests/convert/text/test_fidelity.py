@@ -6,6 +6,7 @@ refuses a corpus."""
 
 import gzip
 import json
+import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -247,3 +248,25 @@ def test_a_tokenizer_file_that_does_not_load_is_named(tmp_path):
     assert f"{bad}: expected a SentencePiece model (.model) or a Hugging Face tokenizer.json" in err
     err = refused(src, tmp_path / "b", "--tokenizer", tmp_path / "nothing.json")
     assert "nothing.json: cannot read the tokenizer file" in err
+    empty = tmp_path / "empty.model"
+    empty.write_bytes(b"")
+    err = refused(src, tmp_path / "c", "--tokenizer", empty)
+    assert f"{empty}: expected a SentencePiece model (.model) or a Hugging Face tokenizer.json. " in err
+    assert "Received: an empty file (0 bytes)" in err and "Traceback" not in err
+
+
+def test_a_symlink_loop_in_a_corpus_is_named_with_its_links(tmp_path, bpe):
+    src = tmp_path / "corpus"
+    src.mkdir()
+    write_lines(src / "a.jsonl", [obj("one"), obj("two")])
+    (src / "l1.jsonl").symlink_to("l2.jsonl")
+    (src / "l2.jsonl").symlink_to("l1.jsonl")
+    err = refused(src, tmp_path / "out", "--tokenizer", bpe)
+    assert (
+        f"{src}/l1.jsonl: expected a corpus file. Received: a symbolic link loop: "
+        f"{src}/l1.jsonl -> l2.jsonl -> l1.jsonl, which is where it started" in err
+    )
+    assert "--resume (resume=True)" not in err and "a --resume cannot get past it" in err
+    os.remove(src / "l2.jsonl")
+    err = refused(src, tmp_path / "out", "--tokenizer", bpe)
+    assert f"a broken symbolic link: {src}/l1.jsonl -> l2.jsonl, which does not exist" in err

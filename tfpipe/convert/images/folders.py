@@ -19,7 +19,6 @@ Nothing is left out in silence:
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
 import random
 import re
@@ -113,15 +112,14 @@ def _check_name(folder: str, name: str) -> None:
         ) from None
 
 
-def _stat(path: str, expected: str = "image files and folders") -> os.stat_result:
+def _stat(path: str, expected: str = "files and folders") -> os.stat_result:
     """The stat of what `path` points to; refuses anything but a file or a folder."""
     try:
         st = os.stat(path)
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise DataError(f"{path}: a symlink loop (too many levels of symbolic links)") from None
-        if os.path.islink(path):
-            raise DataError(f"{path}: a broken symbolic link (to {os.readlink(path)!r})") from None
+    except OSError:
+        problem = storage.broken_link(path)
+        if problem:
+            raise DataError(f"{path}: expected {expected}. Received: {problem}") from None
         raise
     if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
         raise DataError(f"{path}: expected {expected}. Received: {storage.file_kind(st.st_mode)}")

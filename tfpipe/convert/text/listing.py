@@ -185,16 +185,23 @@ def _not_a_corpus_file(path: str) -> SkippedInput:
 
 def _refuse_twice_read(files: tuple[str, ...]) -> None:
     """Refuses two listed names of one local file (a symbolic or hard link beside its
-    target): its documents would be read, and trained on, twice.
+    target): its documents would be read, and trained on, twice; and a name that reaches no
+    file (a symbolic link loop or a broken link).
 
     Raises:
-      DataError: naming both names.
+      DataError: naming both names, or the links and where they point.
     """
     seen: dict[tuple[int, int], str] = {}
     for path in files:
         if storage.is_gcs(path):
             continue
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise DataError(
+                f"{path}: expected a corpus file. Received: {storage.broken_link(path) or e.strerror}. "
+                "Point the link at a file or remove it (a --resume cannot get past it)."
+            ) from None
         first = seen.setdefault((st.st_dev, st.st_ino), path)
         if first != path:
             link = " (a symbolic link to it)" if os.path.islink(path) or os.path.islink(first) else ""

@@ -79,6 +79,11 @@ def read_file(path: str) -> TokenizerFile:
         data = storage.read_bytes(path)
     except (OSError, storage.StorageError) as e:
         raise DataError(f"{path}: cannot read the tokenizer file: {e}") from None
+    if not data.strip():  # SentencePiece loads b"" as a model that fails its first call
+        raise DataError(
+            f"{path}: expected a SentencePiece model (.model) or a Hugging Face tokenizer.json. "
+            f"Received: an empty file ({len(data)} bytes)"
+        )
     kind = "huggingface" if data.lstrip()[:1] == b"{" else "sentencepiece"
     file = TokenizerFile(kind, data)
     try:
