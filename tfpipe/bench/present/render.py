@@ -12,6 +12,7 @@ from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.results import Simulation, TextMeasure
 from tfpipe.bench.wait import verdict_words
+from tfpipe.plural import counted
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
@@ -72,9 +73,9 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
 
     ds, t = report.dataset, report.text
     what = (
-        f"{ds.examples:,} examples"
+        counted(ds.examples, "example")
         if t is None
-        else f"{ds.examples:,} documents, {t.measure.tokens:,} tokens"
+        else f"{counted(ds.examples, 'document')}, {counted(t.measure.tokens, 'token')}"
     )
     made = (
         ", synthetic"
@@ -82,7 +83,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         else ", built in: this Python's docstrings, tokenized by a BPE trained on them"
     )
     data = (
-        f"{escape(ds.path)} ({what}, {ds.shards} shards, {human_bytes(ds.bytes)}"
+        f"{escape(ds.path)} ({what}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
         + (made if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")"
@@ -193,7 +194,7 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     where = escape(p.path) + (f", run {escape(p.run)}" if p.run else "")
     if len(p.runs) > 1:
         where += f" (newest of {len(p.runs)})" if p.run == p.runs[-1] else f" (of {len(p.runs)})"
-    cores = f", {p.cores} cores" if p.cores else ""
+    cores = f", {counted(p.cores, 'core')}" if p.cores else ""
     hosts = f", {len(p.hosts)} hosts" if len(p.hosts) > 1 else ""
     detail = (
         f"{escape(p.device)}{cores}{hosts}: {p.steps} steps of {p.step_time_ms:,.1f} ms mean "
@@ -287,8 +288,8 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     rows.append(
         (
             "tf.data service",
-            f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
-            f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+            f"{counted(sv.workers, 'worker')} of {counted(sv.worker_cores, 'core')} (~{rate(sv.worker_eps)}/s each) "
+            f"for {rate(sv.demand_eps)}/s across {counted(report.hosts, 'host')}",
         )
     )
     return rows
