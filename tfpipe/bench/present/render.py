@@ -304,20 +304,39 @@ def _text_rows(report: Report) -> list[tuple[str, Any]]:
     if t is None:
         return []
     m = t.measure
-    lengths = m.lengths
-    past = "truncated" if m.truncate else "cut into pieces"
-    room = t.sequence_length - 2 if m.classify else t.sequence_length
+    agrees = t.fill_agrees or bool(m.sources)  # a mixture's fill has no prediction to disagree with
     return [
         ("Padding", Text(padding_sentence(t), style="bold")),
-        ("", Text(fill_sentence(t), style="" if t.fill_agrees else "bold red")),
-        (
-            "Lengths",
-            f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
-            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {m.documents:,} longer than "
-            f"{room:,} ({past}); {_chunks(m)}",
-        ),
+        ("", Text(fill_sentence(t), style="" if agrees else "bold red")),
+        *(("Lengths" if i == 0 else "", line) for i, line in enumerate(length_lines(t))),
         ("Tokenizer", f"{m.tokenizer or 'none named'}: {_tokenize_cost(m)}"),
         *(("Mixture" if i == 0 else "", line) for i, line in enumerate(mixture_lines(t))),
+    ]
+
+
+def length_lines(t: TextFigures) -> list[str]:
+    """The documents' lengths against L and the rows they pack into: the dataset's, or each
+    source's of a mixture (its own figures: a mixture has no histogram of its own yet), then
+    the mixed stream's chunks."""
+    m = t.measure
+    past = "truncated" if m.truncate else "cut into pieces"
+    room = t.sequence_length - 2 if m.classify else t.sequence_length
+
+    def said(lengths: dict[str, int], documents: int) -> str:
+        return (
+            f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
+            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {documents:,} longer than "
+            f"{room:,} ({past})"
+        )
+
+    if not m.sources:
+        return [f"{said(m.lengths, m.documents)}; {_chunks(m)}"]
+    return [
+        *(
+            f"{s.name}: {said(s.lengths, s.documents)}; its epoch alone packs into ~{s.epoch_rows:,} rows"
+            for s in m.sources
+        ),
+        f"the mixed stream in chunks of {m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each",
     ]
 
 
