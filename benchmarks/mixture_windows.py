@@ -46,7 +46,9 @@ def strays(
     window: int = 100,
 ) -> list[Stray]:
     """Each source's worst and mean |share - weight| (points) over the windows of one seed."""
-    pipe = tfpipe.plan(data, weights=weights, batch_size=batch_size, sequence_length=sequence_length, seed=seed)
+    pipe = tfpipe.plan(
+        data, weights=weights, batch_size=batch_size, sequence_length=sequence_length, seed=seed
+    )
     shares = mixshare.window_shares(pipe, batches=batches, window=window)
     mix = pipe.mixture
     off = np.abs(shares - np.array(mix.weights)) * 100
@@ -82,7 +84,9 @@ def main() -> None:
             batches=args.batches,
             window=args.window,
         )
-        told = "; ".join(f"{s.name} ({s.weight:.2f}): worst {s.worst:.1f} points, mean {s.mean:.1f}" for s in found)
+        told = "; ".join(
+            f"{s.name} ({s.weight:.2f}): worst {s.worst:.1f} points, mean {s.mean:.1f}" for s in found
+        )
         print(f"  seed {seed}: {told}")
 
 

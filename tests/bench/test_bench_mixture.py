@@ -171,7 +171,9 @@ def test_the_json_report_holds_the_mixture() -> None:
         code | {"tokens_per_sec": pytest.approx(0.288 * tps)},
     ]
     assert obj["text"]["alternative"] is None
-    single = figures(measure(mixture=(), sources=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
+    single = figures(
+        measure(mixture=(), sources=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=()
+    )
     assert "mixture" not in type(report())(**{**_fields(report()), "text": single}).to_json()
 
 

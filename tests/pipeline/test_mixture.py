@@ -233,3 +233,48 @@ def test_weights_need_a_mapping_of_sources(text_ds):
         plan({"a": text_ds}, **SMALL)
     with pytest.raises(ConfigError, match="training=False"):
         plan({"a": text_ds, "b": text_ds}, training=False, **SMALL)
+
+
+@pytest.mark.slow  # converts two corpora and counts 3 x 1,000 batches by source
+def test_the_text_guide_states_the_shares_its_example_gives(tmp_path):
+    """docs/guides/text.md's figures are what its own example gives (they once said 8-11 points
+    where a user got 20-26): its corpus converted as the page converts it, pydoc's topics as its
+    block writes them, the shares counted by source (bench's count) over windows of 100
+    batches of the first 1,000, seeds 1-3, as benchmarks/mixture_windows.py measures them."""
+    import json
+    import pathlib
+    import pydoc_data.topics
+
+    from _cli import cli_here
+    from _docs_data import write_corpus
+
+    from tfpipe.bench.measure import mixshare
+
+    write_corpus(str(tmp_path))
+    corpus, topics = str(tmp_path / "data" / "corpus"), str(tmp_path / "data" / "topics")
+    code, _, err = cli_here(
+        "convert", tmp_path / "corpus", corpus, "--train-tokenizer", "bpe", "--vocab-size", "2000"
+    )
+    assert code == 0, err
+    with open(tmp_path / "topics.jsonl", "w") as f:
+        for text in pydoc_data.topics.topics.values():
+            f.write(json.dumps({"text": text}) + "\n")
+    tfpipe.convert(str(tmp_path / "topics.jsonl"), topics, tokenizer=os.path.join(corpus, "tokenizer.json"))
+    worst, mean = [], []
+    for seed in (1, 2, 3):
+        p = plan(
+            {"docs": corpus, "topics": topics},
+            weights={"docs": 0.7, "topics": 0.3},
+            batch_size=B,
+            sequence_length=L,
+            seed=seed,
+        )
+        off = 100 * np.abs(mixshare.window_shares(p, batches=1000, window=100)[:, 1] - 0.3)
+        worst.append(f"{off.max():.1f}")
+        mean.append(f"{off.mean():.1f}")
+    stated = (
+        f"stray from the weights by at most {worst[0]}, {worst[1]} and {worst[2]} points (seeds 1, 2 "
+        f"and 3), {mean[0]}, {mean[1]} and {mean[2]} points on average"
+    )
+    guide = (pathlib.Path(__file__).parents[2] / "docs" / "guides" / "text.md").read_text()
+    assert stated in " ".join(guide.split())

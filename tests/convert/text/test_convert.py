@@ -345,7 +345,9 @@ def test_a_tokenizer_replaced_after_convert_is_named_by_inspect_and_verify(corpu
     assert convert(corpus, dest, "--tokenizer", tokenizer_path(tmp_path, "bpe"), "--num-shards", "2")[0] == 0
     code, out, _ = cli("inspect", dest, "--verify")
     assert (
-        code == 0 and "tokenizer.json: fingerprint ok" in out and "2 of 2 shards ok; the lengths file ok; the tokenizer ok" in out
+        code == 0
+        and "tokenizer.json: fingerprint ok" in out
+        and "2 of 2 shards ok; the lengths file ok; the tokenizer ok" in out
     )
     recorded = Manifest.load(str(dest)).tokenizer.fingerprint
     (dest / "tokenizer.json").write_bytes(trained("bpe", 700).data)  # another tokenizer, same name
