@@ -57,6 +57,22 @@ def more(text_ds, tmp_path_factory):
     return dest
 
 
+@pytest.fixture(scope="module")
+def text_copy(text_ds, tmp_path_factory):
+    """A copy of `text_ds` in another folder: other files holding the same bytes (a mixture
+    refuses one dataset under two names, not two datasets alike)."""
+    import shutil
+
+    return shutil.copytree(text_ds, tmp_path_factory.mktemp("copy") / "text")
+
+
+@pytest.fixture(scope="module")
+def table_copy(table_ds, tmp_path_factory):
+    import shutil
+
+    return shutil.copytree(table_ds, tmp_path_factory.mktemp("copy") / "table")
+
+
 def mix(web, code):
     return {"web": web, "code": code}
 
@@ -194,9 +210,9 @@ def test_documents_weights_count_documents(web, text_ds):
 
 
 @pytest.mark.slow
-def test_records_mix_tables_in_records_and_resume(table_ds):
+def test_records_mix_tables_in_records_and_resume(table_ds, table_copy):
     kw = {"batch_size": 4, "seed": 1, "weights": {"a": 0.25, "b": 0.75}}
-    data = {"a": table_ds, "b": table_ds}
+    data = {"a": table_ds, "b": str(table_copy)}
     whole = flat(tfpipe.build(data, **kw), 12)
     assert flat(tfpipe.build(data, start_step=5, **kw), 7) == whole[5:]
     p = plan(data, **kw)
@@ -206,7 +222,25 @@ def test_records_mix_tables_in_records_and_resume(table_ds):
 def test_sources_that_differ_are_refused_by_name(text_ds, labeled_text_ds, table_ds, image_ds):
     with pytest.raises(ConfigError, match=r"share a tokenizer .*'a'.*sha256.*'b'"):
         plan({"a": text_ds, "b": labeled_text_ds}, batch_size=B, sequence_length=L, seed=1, output="packed")
-    with pytest.raises(ConfigError, match=r"share a preset: 'a' .* has 'tabular', 'b' .* has 'imagenet'"):
+
+
+@pytest.mark.parametrize("text_first", [True, False])
+def test_sources_of_different_kinds_are_refused_naming_both(text_ds, image_ds, table_ds, text_first):
+    """Images and text were refused by the second source's preset, naming an option ("The text
+    preset needs sequence_length=L", "Unknown option(s) ['sequence_length'] for preset
+    'imagenet'"), not the mixture's two kinds of data."""
+    data = {"t": text_ds, "i": image_ds} if text_first else {"i": image_ds, "t": text_ds}
+    said = [f"'t' ({text_ds}) is text", f"'i' ({image_ds}) is images"]
+    for kw in ({"sequence_length": L}, {}):
+        with pytest.raises(ConfigError) as e:
+            plan(data, batch_size=4, seed=1, **kw)
+        message = str(e.value)
+        assert message.startswith(
+            "The sources of a mixture must be one kind of data (text, images or tables): "
+        )
+        assert ", ".join(said if text_first else said[::-1]) in message
+        assert "sequence_length" not in message
+    with pytest.raises(ConfigError, match=r"'a' \(.*\) is tables, 'b' \(.*\) is images"):
         plan({"a": table_ds, "b": image_ds}, batch_size=4, seed=1)
 
 
@@ -221,9 +255,23 @@ def test_sources_that_differ_are_refused_by_name(text_ds, labeled_text_ds, table
         ({"web": 1e-6, "code": 1}, "documents", "less than one document in 4096"),
     ],
 )
-def test_bad_weights_are_refused(text_ds, weights, mix_by, words):
+def test_bad_weights_are_refused(text_ds, text_copy, weights, mix_by, words):
     with pytest.raises(ConfigError, match=words):
-        plan({"web": text_ds, "code": text_ds}, weights=weights, mix_by=mix_by, **SMALL)
+        plan({"web": text_ds, "code": str(text_copy)}, weights=weights, mix_by=mix_by, **SMALL)
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [lambda p: p, lambda p: p + "/", lambda p: os.path.relpath(p), lambda p: p + "/train-*"],
+    ids=["same", "slash", "relative", "glob"],
+)
+def test_one_dataset_under_two_names_is_refused_naming_both(text_ds, spell):
+    """It was mixed without a word: each document read under two names, twice as often as weighed."""
+    with pytest.raises(ConfigError) as e:
+        plan({"a": text_ds, "b": spell(os.path.abspath(text_ds))}, **SMALL)
+    message = str(e.value)
+    assert "must be different data: 'a' (" in message and "'b' (" in message
+    assert f"both read {os.path.realpath(os.path.join(text_ds, 'train-00000-of-00003'))}, " in message
 
 
 def test_weights_need_a_mapping_of_sources(text_ds):
