@@ -260,6 +260,18 @@ def test_bad_weights_are_refused(text_ds, text_copy, weights, mix_by, words):
         plan({"web": text_ds, "code": str(text_copy)}, weights=weights, mix_by=mix_by, **SMALL)
 
 
+def test_weights_are_real_numbers_of_any_type_and_never_a_bool(text_ds, text_copy):
+    """np.float32(0.7) and np.int64(2) were refused as not "a finite number > 0" (batch sizes
+    took NumPy ints); they weigh as the Python numbers of the same value."""
+    data = {"web": text_ds, "code": str(text_copy)}
+    as_numpy = plan(data, weights={"web": np.float32(0.7), "code": np.int64(2)}, **SMALL).mixture
+    as_python = plan(data, weights={"web": float(np.float32(0.7)), "code": 2}, **SMALL).mixture
+    assert as_numpy == as_python and as_numpy.weights == pytest.approx((0.7 / 2.7, 2 / 2.7))
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(ConfigError, match=r"weights\['web'\] must be a finite number > 0. Received: "):
+            plan(data, weights={"web": flag, "code": 1}, **SMALL)
+
+
 @pytest.mark.parametrize(
     "spell",
     [lambda p: p, lambda p: p + "/", lambda p: os.path.relpath(p), lambda p: p + "/train-*"],
