@@ -200,13 +200,32 @@ def _fields(r) -> dict:
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=much"], "--weights takes NAME=WEIGHT"),
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=0,code=1"], "weights['web'] must be"),
         (["--data", "/a", "--data", "code=/b"], "--data is one dataset (--data PATH), or a mixture"),
-        (["--data", "web=/a"], "a mixture: at least two names"),
+        (
+            ["--data", "web=/a"],
+            "--data web=/a names one source of a mixture, 'web' at '/a', and a mixture needs at least "
+            "two names (--data web=PATH --data code=PATH). A dataset whose path holds '=' is read as a "
+            "path when it exists; ./web=/a does not exist here.",
+        ),
         (["--pipeline", "tabular", "--data", "a=/a", "--data", "b=/b"], "a mixture needs pipeline='text'"),
     ],
 )
 def test_mixture_flags_are_refused_before_anything_is_read(capsys, flags, words) -> None:
     code, _, err = main_cli(capsys, "bench", *flags)
     assert code == 1 and words in " ".join(err.split()), err
+
+
+def test_a_path_that_exists_is_a_dataset_though_it_holds_an_equals_sign(
+    text_ds, tmp_path, capsys, monkeypatch
+) -> None:
+    """`--data lang=en`, where ./lang=en is a dataset (a Hive-style name), was read as a mixture
+    named 'lang' and refused; a path that exists wins (here bench plans it, and refuses a batch
+    larger than its epoch, naming it)."""
+    import shutil
+
+    shutil.copytree(text_ds, tmp_path / "lang=en")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = main_cli(capsys, "bench", "--data", "lang=en", "--batch-size", "100000", "--quiet")
+    assert code == 1 and "from lang=en, fewer than one batch of 100000 rows" in " ".join(err.split()), err
 
 
 def test_a_mixture_in_the_library_is_a_mapping_with_weights() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from typing import Any
@@ -135,7 +136,8 @@ def _add_data_flags(g: argparse._ArgumentGroup) -> None:
         action="append",
         metavar="[NAME=]PATH",
         help="tfpipe dataset (local or gs://); default: generated synthetic data, cached. Text: "
-        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it",
+        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it "
+        "(a path that exists is a path, '=' and all: --data lang=en reads the folder lang=en)",
     )
     g.add_argument(
         "--weights",
@@ -390,11 +392,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def _data(given: list[str] | None) -> str | dict[str, str] | None:
-    """`--data PATH` once, or `--data NAME=PATH` once per source of a mixture."""
+    """`--data PATH` once, or `--data NAME=PATH` once per source of a mixture. A path that
+    exists is a path, "=" and all: a Hive-style folder such as `lang=en` is a dataset."""
     if not given:
         return None
     named = [g.partition("=") for g in given]
-    if all(eq and _NAME.fullmatch(name) for name, eq, _ in named):
+    if all(
+        eq and _NAME.fullmatch(name) and not os.path.exists(g)
+        for (name, eq, _), g in zip(named, given, strict=True)
+    ):
         out: dict[str, str] = {}
         for name, _, path in named:
             if name in out:
@@ -402,6 +408,14 @@ def _data(given: list[str] | None) -> str | dict[str, str] | None:
                     f"--data names {name!r} twice: one --data NAME=PATH per source. Received: {given}"
                 )
             out[name] = path
+        if len(out) == 1:
+            ((name, path),) = out.items()
+            raise ConfigError(
+                f"--data {given[0]} names one source of a mixture, {name!r} at {path!r}, and a mixture "
+                "needs at least two names (--data web=PATH --data code=PATH). A dataset whose path "
+                f"holds '=' is read as a path when it exists; ./{given[0]} does not exist here. "
+                f"Received: {given}"
+            )
         return out
     if len(given) > 1:
         raise ConfigError(
