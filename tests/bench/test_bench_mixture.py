@@ -197,6 +197,10 @@ def _fields(r) -> dict:
             ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7,web=0.3"],
             "--weights names 'web' twice",
         ),
+        (
+            ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7", "--weights", "web=0.3"],
+            "--weights names 'web' twice. Received: ['web=0.7', 'web=0.3']",
+        ),
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=much"], "--weights takes NAME=WEIGHT"),
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=0,code=1"], "weights['web'] must be"),
         (["--data", "/a", "--data", "code=/b"], "--data is one dataset (--data PATH), or a mixture"),
@@ -225,6 +229,11 @@ def test_a_path_that_exists_is_a_dataset_though_it_holds_an_equals_sign(
     shutil.copytree(text_ds, tmp_path / "lang=en")
     monkeypatch.chdir(tmp_path)
     code, _, err = main_cli(capsys, "bench", "--data", "lang=en", "--batch-size", "100000", "--quiet")
+    assert code == 1 and "from lang=en, fewer than one batch of 100000 rows" in " ".join(err.split()), err
+    # And as a source of a mixture; --weights given twice is merged (it kept the last in silence).
+    shutil.copytree(text_ds, tmp_path / "lang=fr")
+    flags = ["--data", "en=lang=en", "--data", "fr=lang=fr", "--weights", "en=0.7", "--weights", "fr=0.3"]
+    code, _, err = main_cli(capsys, "bench", *flags, "--batch-size", "100000", "--quiet")
     assert code == 1 and "from lang=en, fewer than one batch of 100000 rows" in " ".join(err.split()), err
 
 

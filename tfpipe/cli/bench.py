@@ -141,9 +141,11 @@ def _add_data_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--weights",
+        action="append",
         metavar="NAME=W,...",
         help="a mixture's weights in tokens, e.g. web=0.7,code=0.3 (default: each source's size, as "
-        "build()'s); needs --data NAME=PATH per source",
+        "build()'s); needs --data NAME=PATH per source. Given more than once, the flags are merged (a "
+        "name weighed twice is refused)",
     )
 
 
@@ -425,10 +427,12 @@ def _data(given: list[str] | None) -> str | dict[str, str] | None:
     return given[0]
 
 
-def _weights(given: str | None) -> dict[str, float] | None:
-    """`--weights web=0.7,code=0.3` as {name: weight}; the names are checked against --data's."""
-    if given is None:
+def _weights(flags: list[str] | None) -> dict[str, float] | None:
+    """`--weights web=0.7,code=0.3` as {name: weight}, the flag given more than once merged; the
+    names are checked against --data's."""
+    if not flags:
         return None
+    given = ",".join(flags) if len(flags) > 1 else flags[0]
     out: dict[str, float] = {}
     for part in given.split(","):
         name, eq, value = part.strip().partition("=")
@@ -441,7 +445,9 @@ def _weights(given: str | None) -> dict[str, float] | None:
                 f"--weights takes NAME=WEIGHT,... such as web=0.7,code=0.3. Received: {given!r}"
             )
         if name in out:
-            raise ConfigError(f"--weights names {name!r} twice. Received: {given!r}")
+            raise ConfigError(
+                f"--weights names {name!r} twice. Received: {flags if len(flags) > 1 else given!r}"
+            )
         out[name] = weight
     return out
 

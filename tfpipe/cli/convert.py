@@ -182,10 +182,12 @@ def _add_text_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--special-tokens",
+        action="append",
         metavar="ROLE=TOKEN,...",
         help="roles of tokens the tokenizer does not declare (or declares otherwise): "
         "eos=[EOS],bos=[BOS] (roles: pad, unk, bos, eos, cls, sep, mask); the tokenizer's own fill in "
-        "the rest, and the manifest records both",
+        "the rest, and the manifest records both. Given more than once, the flags are merged (a role "
+        "named twice is refused)",
     )
     g.add_argument(
         "--text-field",
