@@ -268,3 +268,18 @@ def test_the_slugs_are_mkdocs_own():
             ids.add(token["id"])
             todo += token["children"]
         assert ids <= anchors(page), page
+
+
+def _guides(markdown: str) -> list[str]:
+    """The guides a "Guides:" list item links, in order, as paths from docs/."""
+    item = re.search(r"^- Guides:(.*?)(?=^- |\Z)", markdown, re.S | re.M)
+    assert item, "no '- Guides:' item"
+    return [link.removeprefix("docs/") for link in re.findall(r"\]\(([^)#]+)\)", item[1])]
+
+
+def test_the_site_and_the_readme_list_every_guide_alike():
+    """docs/index.md's "Start here" once left out the JAX and TFDS guides the README lists."""
+    readme = _guides((ROOT / "README.md").read_text())
+    index = _guides((DOCS / "index.md").read_text())
+    assert index == readme
+    assert sorted(readme) == sorted(str(p.relative_to(DOCS)) for p in (DOCS / "guides").glob("*.md"))
