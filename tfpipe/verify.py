@@ -170,7 +170,8 @@ def verify(root: str, on_shard: Callable[[ShardCheck], None] | None = None) -> V
     """Checks every shard of every split of the dataset at `root`, each text split's lengths
     file (its `records` are the lengths it holds), and a text dataset's tokenizer file."""
     manifest = Manifest.load(root)
-    shards, lengths = [], []
+    shards: list[ShardCheck] = []
+    lengths: list[ShardCheck] = []
     for check, is_shard in _checks(manifest):
         (shards if is_shard else lengths).append(check)
         if on_shard:
