@@ -276,9 +276,9 @@ def _check_distinct(names: list[str], parts: tuple[Pipeline, ...]) -> None:
                 a, b = parts[j].source.where, p.source.where
                 raise ConfigError(
                     f"The sources of a mixture must be different data: {names[j]!r} ({a}) and "
-                    f"{names[i]!r} ({b}) both read {f}, so each of its documents would be read under "
-                    "two names, twice as often as weighed. Name each dataset once (and weigh it more "
-                    "to see it more often)."
+                    f"{names[i]!r} ({b}) both read {f}, so each of its records (documents, for text) "
+                    "would be read under two names, twice as often as weighed. Name each dataset "
+                    "once (and weigh it more to see it more often)."
                 )
 
 
