@@ -39,14 +39,20 @@ def make_docs_data(root: str) -> str:
     table.to_parquet(os.path.join(root, "table.parquet"), index=False)
     _airquality(os.path.join(root, "airquality.csv"))
     _sales(os.path.join(root, "sales_by_year"))
-    docs = text.documents(800)
-    text.write_corpus(os.path.join(root, "corpus"), docs[:600], "jsonl", files=2)
+    docs = write_corpus(root)
     with open(os.path.join(root, "reviews.jsonl"), "w") as f:
         for doc in docs[600:]:
             f.write(
                 json.dumps({"text": doc, "sentiment": "pos" if "return" in doc.lower() else "neg"}) + "\n"
             )
     return root
+
+
+def write_corpus(root: str) -> list[str]:
+    """Writes `corpus/` into `root`; returns the 800 documents its 600 are the first of."""
+    docs = text.documents(800)
+    text.write_corpus(os.path.join(root, "corpus"), docs[:600], "jsonl", files=2)
+    return docs
 
 
 def _table(n: int) -> pd.DataFrame:

@@ -6,6 +6,11 @@
   be a dataset (`tfpipe.json` loads), and what it asks bench to write must exist. These are
   slow (convert, build, fit, bench): the `docs` marker, left out of the default run, is CI's
   own step (`python -m pytest -m docs`).
+- A Python block whose first line names a file, `# train.py: <what it is>`, is a program the
+  page's later shell blocks run (two JAX processes, say): it is written to that file, not run.
+- A page whose blocks use JAX (`import jax`, `KERAS_BACKEND=jax`) runs under the `jax` marker
+  too, so CI's JAX step runs it (`python -m pytest -m jax`, in the venv that has JAX); where JAX
+  is absent it skips, naming the package.
 - A block that cannot run here says so on its first line, `# not run in CI: <why>`, visible to
   the reader; `NOT_RUN_REASONS` lists every reason a block may give, and the test lists the
   blocks that give one.
@@ -34,6 +39,10 @@ DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "scripts" not in p.parts)]
 RUNNERS = {"bash": "shell", "sh": "shell", "shell": "shell", "python": "python", "py": "python"}
 NOT_RUN = re.compile(r"#\s*not run in CI:\s*(.+?)\s*$")
+# A Python block that is a file the page's shell blocks run: its first line names it.
+FILE = re.compile(r"#\s*([\w-]+\.py):")
+# What makes a page's blocks need JAX (CI's JAX venv runs them).
+USES_JAX = re.compile(r"^\s*(import|from) jax\b|KERAS_BACKEND=jax", re.M)
 # Every reason a block may give for not running here. A new one is a decision: add it here.
 NOT_RUN_REASONS = {
     "installs packages",  # pip into the user's environment
@@ -69,6 +78,13 @@ class Block:
         return f"{self.page.relative_to(ROOT)}:{self.line}"
 
     @property
+    def file(self) -> str | None:
+        """The file a Python block is written to (its first line names it), or None."""
+        first = next((line for line in self.code.splitlines() if line.strip()), "")
+        m = FILE.match(first.strip())
+        return m[1] if m and RUNNERS.get(self.lang) == "python" else None
+
+    @property
     def not_run(self) -> str | None:
         """The reason on the block's first line, or None when it runs."""
         first = next((line for line in self.code.splitlines() if line.strip()), "")
@@ -100,6 +116,19 @@ def blocks(page: pathlib.Path) -> list[Block]:
 
 def runnable(page: pathlib.Path) -> list[Block]:
     return [b for b in blocks(page) if b.lang in RUNNERS and b.not_run is None]
+
+
+def uses_jax(page: pathlib.Path) -> bool:
+    return any(USES_JAX.search(b.code) for b in runnable(page))
+
+
+def _page_params() -> list:
+    """Each page with blocks to run; a page that uses JAX marked `jax` as well."""
+    return [
+        pytest.param(p, marks=[pytest.mark.jax] if uses_jax(p) else [], id=str(p.relative_to(ROOT)))
+        for p in PAGES
+        if runnable(p)
+    ]
 
 
 # ---- the blocks run ----
@@ -150,12 +179,17 @@ def _made(page_blocks: list[Block]) -> tuple[set[str], set[str]]:
 @pytest.mark.docs
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", _page_params())
 def test_every_block_of_the_page_runs_as_written(page, docs_data, tmp_path):
+    if uses_jax(page):
+        pytest.importorskip("jax", reason='Keras 3 on JAX: pip install "jax[cpu]" (CI: its JAX venv, -m jax)')
     folder = tmp_path / "work"
     shutil.copytree(docs_data, folder)
     page_blocks = runnable(page)
     for index, block in enumerate(page_blocks):
+        if block.file:  # a program the page's later blocks run
+            (folder / block.file).write_text(block.code)
+            continue
         done = _run(block, folder, index)
         output = (done.stdout + done.stderr)[-4000:]
         assert done.returncode == 0, f"{block.where} ({block.lang}) exited {done.returncode}:\n{output}"
@@ -268,3 +302,18 @@ def test_the_slugs_are_mkdocs_own():
             ids.add(token["id"])
             todo += token["children"]
         assert ids <= anchors(page), page
+
+
+def _guides(markdown: str) -> list[str]:
+    """The guides a "Guides:" list item links, in order, as paths from docs/."""
+    item = re.search(r"^- Guides:(.*?)(?=^- |\Z)", markdown, re.S | re.M)
+    assert item, "no '- Guides:' item"
+    return [link.removeprefix("docs/") for link in re.findall(r"\]\(([^)#]+)\)", item[1])]
+
+
+def test_the_site_and_the_readme_list_every_guide_alike():
+    """docs/index.md's "Start here" once left out the JAX and TFDS guides the README lists."""
+    readme = _guides((ROOT / "README.md").read_text())
+    index = _guides((DOCS / "index.md").read_text())
+    assert index == readme
+    assert sorted(readme) == sorted(str(p.relative_to(DOCS)) for p in (DOCS / "guides").glob("*.md"))

@@ -33,6 +33,17 @@ def test_install_and_run_has_exactly_two_commands():
     assert found[1].startswith("pip install -e") and found[1].endswith("python -m pytest")
 
 
+def test_the_main_command_installs_the_build_without_cuda_and_says_which_to_pick():
+    """It installed the `tensorflow` extra, the CUDA build, which logs `failed call to cuInit` in
+    every process on a machine without a GPU (the `cpu` extra's build logs no error there)."""
+    text = " ".join(section("Install and run").split())
+    assert (
+        commands(section("Install and run"))[0] == 'pip install ".[cpu]" && tfpipe bench --pipeline=imagenet'
+    )
+    assert "`cpu` without an NVIDIA GPU" in text and "`tensorflow` (the CUDA build) with one" in text
+    assert "`tpu` on a Cloud TPU VM" in text
+
+
 def test_ci_runs_the_readme_test_command_verbatim():
     assert commands(section("Install and run"))[1] in CI
 

@@ -96,14 +96,14 @@ def check_int(
     return number
 
 
-def _finite(value: Any) -> bool:
+def finite_real(value: Any) -> bool:
     """A finite real number: not a bool, a string, NaN or infinity (numpy scalars are fine)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_number(name: str, value: Any, what: str, ok: Any = None) -> float:
     """A finite real number for which `ok(value)` holds; returns it as float."""
-    if not _finite(value):
+    if not finite_real(value):
         raise field_error(ConfigError, name, what, value)
     if ok is not None and not ok(float(value)):
         raise field_error(ConfigError, name, what, value)
@@ -116,7 +116,7 @@ def check_numbers(name: str, value: Any, n: int, what: str, ok: Any = None) -> t
         isinstance(value, (str, bytes))
         or not hasattr(value, "__len__")
         or len(value) != n
-        or not all(_finite(v) for v in value)
+        or not all(finite_real(v) for v in value)
     ):
         raise field_error(ConfigError, name, what, value)
     floats = tuple(float(v) for v in value)
@@ -151,7 +151,7 @@ def check_choice(name: str, value: Any, choices: Any) -> Any:
 
 def check_seconds(name: str, value: Any, expected: str = "seconds > 0", *, optional: bool = False) -> Any:
     """A positive finite number of seconds (or None)."""
-    if not ((optional and value is None) or (_finite(value) and value > 0)):
+    if not ((optional and value is None) or (finite_real(value) and value > 0)):
         raise field_error(ConfigError, name, expected, value)
     return value
 

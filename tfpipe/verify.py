@@ -34,20 +34,26 @@ class ShardCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class VerifyReport:
-    """Each shard's (and lengths file's) check, and a text dataset's tokenizer file's."""
+    """Each shard's check, each text split's lengths file's (its `records` are the lengths it
+    holds), and a text dataset's tokenizer file's."""
 
     manifest: Manifest
     shards: tuple[ShardCheck, ...]
     tokenizer: ShardCheck | None = None
+    lengths: tuple[ShardCheck, ...] = ()
+
+    @property
+    def checks(self) -> tuple[ShardCheck, ...]:
+        """Every check: the shards, the lengths files, the tokenizer file."""
+        return (*self.shards, *self.lengths, *((self.tokenizer,) if self.tokenizer else ()))
 
     @property
     def ok(self) -> bool:
-        return all(s.ok for s in self.shards) and (self.tokenizer is None or self.tokenizer.ok)
+        return all(c.ok for c in self.checks)
 
     @property
     def problems(self) -> list[str]:
-        checks = (*self.shards, *((self.tokenizer,) if self.tokenizer else ()))
-        return [f"{s.name}: {p}" for s in checks for p in s.problems]
+        return [f"{c.name}: {p}" for c in self.checks for p in c.problems]
 
 
 class _HashingReader:
@@ -164,19 +170,21 @@ def verify(root: str, on_shard: Callable[[ShardCheck], None] | None = None) -> V
     """Checks every shard of every split of the dataset at `root`, each text split's lengths
     file (its `records` are the lengths it holds), and a text dataset's tokenizer file."""
     manifest = Manifest.load(root)
-    checks = []
-    for check in _checks(manifest):
-        checks.append(check)
+    shards: list[ShardCheck] = []
+    lengths: list[ShardCheck] = []
+    for check, is_shard in _checks(manifest):
+        (shards if is_shard else lengths).append(check)
         if on_shard:
             on_shard(check)
-    return VerifyReport(manifest, tuple(checks), check_tokenizer(manifest))
+    return VerifyReport(manifest, tuple(shards), check_tokenizer(manifest), tuple(lengths))
 
 
-def _checks(manifest: Manifest) -> Iterator[ShardCheck]:
+def _checks(manifest: Manifest) -> Iterator[tuple[ShardCheck, bool]]:
+    """Each split's shards' checks, then its lengths file's: (check, whether it is a shard's)."""
     owners = {s.checksum: s.name for split in manifest.splits.values() for s in split.shards}
     for split_name, split in manifest.splits.items():
         for shard in split.shards:
-            yield check_shard(manifest, split_name, shard, owners)
+            yield check_shard(manifest, split_name, shard, owners), True
         lengths = check_lengths(manifest, split_name)
         if lengths is not None:
-            yield lengths
+            yield lengths, False

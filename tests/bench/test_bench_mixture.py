@@ -13,7 +13,7 @@ from _cli import main_cli
 
 from tfpipe.bench import BenchConfig
 from tfpipe.bench.judge.tokens import figures
-from tfpipe.bench.results import MixShare, Rate, ScalingPoint, StageRate, TextMeasure
+from tfpipe.bench.results import MixShare, Rate, ScalingPoint, SourceText, StageRate, TextMeasure
 from tfpipe.errors import ConfigError
 
 B, L = 8, 128
@@ -38,8 +38,34 @@ def measure(**over) -> TextMeasure:
         suggested_length=640,
         suggested_fill=0.99,
         mixture=(MixShare("web", 0.7, 712_000, 5), MixShare("code", 0.3, 288_000, 1)),
+        sources=SOURCES,
     )
     return TextMeasure(**(base | over))
+
+
+# Each source alone, as its own manifest predicts it: web of short documents, code of long ones.
+SOURCES = (
+    SourceText(
+        "web",
+        600,
+        36_000,
+        {"p50": 40, "p90": 120, "p99": 400, "max": 900, "longer": 50},
+        {"none": 0.47, "first_fit": 0.995, "concat": 0.999},
+        290,
+        512,
+        0.99,
+    ),
+    SourceText(
+        "code",
+        100,
+        51_871,
+        {"p50": 300, "p90": 1400, "p99": 3000, "max": 5000, "longer": 90},
+        {"none": 0.81, "first_fit": 0.998, "concat": 0.999},
+        410,
+        3072,
+        0.99,
+    ),
+)
 
 
 def rate(eps: float) -> Rate:
@@ -93,20 +119,61 @@ def test_the_mixture_is_said_beside_the_weights() -> None:
     assert mixture_lines(one) == []
 
 
+def test_lengths_padding_and_fill_are_said_per_source_not_mixed() -> None:
+    """The Lengths line once gave the first source's percentiles and count longer than L "of"
+    both sources' documents, and the padding line the first source's prediction alone."""
+    from tfpipe.bench.judge.advice import fill_sentence, padding_sentence, text_advice
+    from tfpipe.bench.present.render import length_lines
+
+    t = report().text
+    assert length_lines(t) == [
+        "web: documents of p50 40, p90 120, p99 400, max 900 tokens; 50 of 600 longer than 128 (cut "
+        "into pieces); its epoch alone packs into ~290 rows",
+        "code: documents of p50 300, p90 1,400, p99 3,000, max 5,000 tokens; 90 of 100 longer than 128 "
+        "(cut into pieces); its epoch alone packs into ~410 rows",
+        "the mixed stream in chunks of 575 documents of ~250 rows each",
+    ]
+    assert padding_sentence(t).endswith(
+        "Each source alone, predicted from its own length histogram: web 0.50% (none 53.0%, concat "
+        "0.10%); code 0.20% (none 19.0%, concat 0.10%)."
+    )
+    assert "no length histogram of its own" in fill_sentence(t) and "agree" not in fill_sentence(t)
+    assert t.alternative is None  # no mixture-wide prediction of another mode's fill to advise on
+    advice = [a.finding for a in text_advice(t) if a.kind == "sequence_length"]
+    assert advice == [
+        "code: 90% of the documents are longer than L=128 (p50 300, p90 1,400, p99 3,000, max 5,000): "
+        "each is cut into pieces of at most L, and a piece trains without the tokens before its cut."
+    ]
+
+
 def test_the_json_report_holds_the_mixture() -> None:
     from _report_schema import validate
 
     obj = report().to_json()
     validate(obj)
-    assert obj["schema_minor_version"] == 3
+    assert obj["schema_minor_version"] == 4
     tps = obj["text"]["producer"]["real_tokens_per_sec"]
-    web = {"name": "web", "weight": 0.7, "measured_share": 0.712, "epochs": 5}
-    code = {"name": "code", "weight": 0.3, "measured_share": 0.288, "epochs": 1}
+    alone = [
+        {
+            "documents": s.documents,
+            "tokens": s.tokens,
+            "lengths": s.lengths,
+            "predicted_fill": s.predicted_fill,
+            "epoch_rows": s.epoch_rows,
+            "suggested_length": s.suggested_length,
+        }
+        for s in SOURCES
+    ]
+    web = {"name": "web", "weight": 0.7, "measured_share": 0.712, "epochs": 5} | alone[0]
+    code = {"name": "code", "weight": 0.3, "measured_share": 0.288, "epochs": 1} | alone[1]
     assert obj["mixture"] == [
         web | {"tokens_per_sec": pytest.approx(0.712 * tps)},
         code | {"tokens_per_sec": pytest.approx(0.288 * tps)},
     ]
-    single = figures(measure(mixture=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
+    assert obj["text"]["alternative"] is None
+    single = figures(
+        measure(mixture=(), sources=()), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=()
+    )
     assert "mixture" not in type(report())(**{**_fields(report()), "text": single}).to_json()
 
 
@@ -130,16 +197,44 @@ def _fields(r) -> dict:
             ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7,web=0.3"],
             "--weights names 'web' twice",
         ),
+        (
+            ["--data", "web=/a", "--data", "code=/b", "--weights", "web=0.7", "--weights", "web=0.3"],
+            "--weights names 'web' twice. Received: ['web=0.7', 'web=0.3']",
+        ),
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=much"], "--weights takes NAME=WEIGHT"),
         (["--data", "web=/a", "--data", "code=/b", "--weights", "web=0,code=1"], "weights['web'] must be"),
         (["--data", "/a", "--data", "code=/b"], "--data is one dataset (--data PATH), or a mixture"),
-        (["--data", "web=/a"], "a mixture: at least two names"),
+        (
+            ["--data", "web=/a"],
+            "--data web=/a names one source of a mixture, 'web' at '/a', and a mixture needs at least "
+            "two names (--data web=PATH --data code=PATH). A dataset whose path holds '=' is read as a "
+            "path when it exists; ./web=/a does not exist here.",
+        ),
         (["--pipeline", "tabular", "--data", "a=/a", "--data", "b=/b"], "a mixture needs pipeline='text'"),
     ],
 )
 def test_mixture_flags_are_refused_before_anything_is_read(capsys, flags, words) -> None:
     code, _, err = main_cli(capsys, "bench", *flags)
     assert code == 1 and words in " ".join(err.split()), err
+
+
+def test_a_path_that_exists_is_a_dataset_though_it_holds_an_equals_sign(
+    text_ds, tmp_path, capsys, monkeypatch
+) -> None:
+    """`--data lang=en`, where ./lang=en is a dataset (a Hive-style name), was read as a mixture
+    named 'lang' and refused; a path that exists wins (here bench plans it, and refuses a batch
+    larger than its epoch, naming it)."""
+    import shutil
+
+    shutil.copytree(text_ds, tmp_path / "lang=en")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = main_cli(capsys, "bench", "--data", "lang=en", "--batch-size", "100000", "--quiet")
+    assert code == 1 and "from lang=en, fewer than one batch of 100000 rows" in " ".join(err.split()), err
+    # And as a source of a mixture; --weights given twice is merged (it kept the last in silence).
+    shutil.copytree(text_ds, tmp_path / "lang=fr")
+    flags = ["--data", "en=lang=en", "--data", "fr=lang=fr", "--weights", "en=0.7", "--weights", "fr=0.3"]
+    code, _, err = main_cli(capsys, "bench", *flags, "--batch-size", "100000", "--quiet")
+    assert code == 1 and "from lang=en, fewer than one batch of 100000 rows" in " ".join(err.split()), err
 
 
 def test_a_mixture_in_the_library_is_a_mapping_with_weights() -> None:
@@ -218,6 +313,21 @@ def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path,
     assert w["epochs"] > c["epochs"]  # web: 70% of the tokens from 301 documents, repeated more
     assert r["dataset"]["path"] == f"web={web}, code={code}" and t["documents"] == 700
     assert f"web: weight 70.0%, measured {100 * w['measured_share']:.1f}% of the real tokens" in out
+    # Each source's lengths are its own, counted from its lengths file (not "of 700" both).
+    import numpy as np
+
+    for source, root, documents in ((w, web, 301), (c, code, 399)):
+        lengths = np.fromfile(os.path.join(root, "lengths.train.u32"), "<u4")
+        longer = int((lengths > L).sum())
+        p50 = int(np.percentile(lengths, 50, method="inverted_cdf"))
+        assert (source["documents"], source["lengths"]["longer"], source["lengths"]["p50"]) == (
+            documents,
+            longer,
+            p50,
+        )
+        said = f"{source['name']}: documents of p50 {p50:,}, p90 "
+        assert said in out and f"tokens; {longer:,} of {documents:,} longer than {L}" in out
+    assert "of 700 longer" not in out
 
 
 @pytest.mark.slow  # plans a mixture and reads both corpora whole

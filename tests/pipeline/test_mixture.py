@@ -57,6 +57,22 @@ def more(text_ds, tmp_path_factory):
     return dest
 
 
+@pytest.fixture(scope="module")
+def text_copy(text_ds, tmp_path_factory):
+    """A copy of `text_ds` in another folder: other files holding the same bytes (a mixture
+    refuses one dataset under two names, not two datasets alike)."""
+    import shutil
+
+    return shutil.copytree(text_ds, tmp_path_factory.mktemp("copy") / "text")
+
+
+@pytest.fixture(scope="module")
+def table_copy(table_ds, tmp_path_factory):
+    import shutil
+
+    return shutil.copytree(table_ds, tmp_path_factory.mktemp("copy") / "table")
+
+
 def mix(web, code):
     return {"web": web, "code": code}
 
@@ -194,9 +210,9 @@ def test_documents_weights_count_documents(web, text_ds):
 
 
 @pytest.mark.slow
-def test_records_mix_tables_in_records_and_resume(table_ds):
+def test_records_mix_tables_in_records_and_resume(table_ds, table_copy):
     kw = {"batch_size": 4, "seed": 1, "weights": {"a": 0.25, "b": 0.75}}
-    data = {"a": table_ds, "b": table_ds}
+    data = {"a": table_ds, "b": str(table_copy)}
     whole = flat(tfpipe.build(data, **kw), 12)
     assert flat(tfpipe.build(data, start_step=5, **kw), 7) == whole[5:]
     p = plan(data, **kw)
@@ -206,7 +222,25 @@ def test_records_mix_tables_in_records_and_resume(table_ds):
 def test_sources_that_differ_are_refused_by_name(text_ds, labeled_text_ds, table_ds, image_ds):
     with pytest.raises(ConfigError, match=r"share a tokenizer .*'a'.*sha256.*'b'"):
         plan({"a": text_ds, "b": labeled_text_ds}, batch_size=B, sequence_length=L, seed=1, output="packed")
-    with pytest.raises(ConfigError, match=r"share a preset: 'a' .* has 'tabular', 'b' .* has 'imagenet'"):
+
+
+@pytest.mark.parametrize("text_first", [True, False])
+def test_sources_of_different_kinds_are_refused_naming_both(text_ds, image_ds, table_ds, text_first):
+    """Images and text were refused by the second source's preset, naming an option ("The text
+    preset needs sequence_length=L", "Unknown option(s) ['sequence_length'] for preset
+    'imagenet'"), not the mixture's two kinds of data."""
+    data = {"t": text_ds, "i": image_ds} if text_first else {"i": image_ds, "t": text_ds}
+    said = [f"'t' ({text_ds}) is text", f"'i' ({image_ds}) is images"]
+    for kw in ({"sequence_length": L}, {}):
+        with pytest.raises(ConfigError) as e:
+            plan(data, batch_size=4, seed=1, **kw)
+        message = str(e.value)
+        assert message.startswith(
+            "The sources of a mixture must be one kind of data (text, images or tables): "
+        )
+        assert ", ".join(said if text_first else said[::-1]) in message
+        assert "sequence_length" not in message
+    with pytest.raises(ConfigError, match=r"'a' \(.*\) is tables, 'b' \(.*\) is images"):
         plan({"a": table_ds, "b": image_ds}, batch_size=4, seed=1)
 
 
@@ -221,9 +255,35 @@ def test_sources_that_differ_are_refused_by_name(text_ds, labeled_text_ds, table
         ({"web": 1e-6, "code": 1}, "documents", "less than one document in 4096"),
     ],
 )
-def test_bad_weights_are_refused(text_ds, weights, mix_by, words):
+def test_bad_weights_are_refused(text_ds, text_copy, weights, mix_by, words):
     with pytest.raises(ConfigError, match=words):
-        plan({"web": text_ds, "code": text_ds}, weights=weights, mix_by=mix_by, **SMALL)
+        plan({"web": text_ds, "code": str(text_copy)}, weights=weights, mix_by=mix_by, **SMALL)
+
+
+def test_weights_are_real_numbers_of_any_type_and_never_a_bool(text_ds, text_copy):
+    """np.float32(0.7) and np.int64(2) were refused as not "a finite number > 0" (batch sizes
+    took NumPy ints); they weigh as the Python numbers of the same value."""
+    data = {"web": text_ds, "code": str(text_copy)}
+    as_numpy = plan(data, weights={"web": np.float32(0.7), "code": np.int64(2)}, **SMALL).mixture
+    as_python = plan(data, weights={"web": float(np.float32(0.7)), "code": 2}, **SMALL).mixture
+    assert as_numpy == as_python and as_numpy.weights == pytest.approx((0.7 / 2.7, 2 / 2.7))
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(ConfigError, match=r"weights\['web'\] must be a finite number > 0. Received: "):
+            plan(data, weights={"web": flag, "code": 1}, **SMALL)
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [lambda p: p, lambda p: p + "/", lambda p: os.path.relpath(p), lambda p: p + "/train-*"],
+    ids=["same", "slash", "relative", "glob"],
+)
+def test_one_dataset_under_two_names_is_refused_naming_both(text_ds, spell):
+    """It was mixed without a word: each document read under two names, twice as often as weighed."""
+    with pytest.raises(ConfigError) as e:
+        plan({"a": text_ds, "b": spell(os.path.abspath(text_ds))}, **SMALL)
+    message = str(e.value)
+    assert "must be different data: 'a' (" in message and "'b' (" in message
+    assert f"both read {os.path.realpath(os.path.join(text_ds, 'train-00000-of-00003'))}, " in message
 
 
 def test_weights_need_a_mapping_of_sources(text_ds):
@@ -233,3 +293,48 @@ def test_weights_need_a_mapping_of_sources(text_ds):
         plan({"a": text_ds}, **SMALL)
     with pytest.raises(ConfigError, match="training=False"):
         plan({"a": text_ds, "b": text_ds}, training=False, **SMALL)
+
+
+@pytest.mark.slow  # converts two corpora and counts 3 x 1,000 batches by source
+def test_the_text_guide_states_the_shares_its_example_gives(tmp_path):
+    """docs/guides/text.md's figures are what its own example gives (they once said 8-11 points
+    where a user got 20-26): its corpus converted as the page converts it, pydoc's topics as its
+    block writes them, the shares counted by source (bench's count) over windows of 100
+    batches of the first 1,000, seeds 1-3, as benchmarks/mixture_windows.py measures them."""
+    import json
+    import pathlib
+    import pydoc_data.topics
+
+    from _cli import cli_here
+    from _docs_data import write_corpus
+
+    from tfpipe.bench.measure import mixshare
+
+    write_corpus(str(tmp_path))
+    corpus, topics = str(tmp_path / "data" / "corpus"), str(tmp_path / "data" / "topics")
+    code, _, err = cli_here(
+        "convert", tmp_path / "corpus", corpus, "--train-tokenizer", "bpe", "--vocab-size", "2000"
+    )
+    assert code == 0, err
+    with open(tmp_path / "topics.jsonl", "w") as f:
+        for text in pydoc_data.topics.topics.values():
+            f.write(json.dumps({"text": text}) + "\n")
+    tfpipe.convert(str(tmp_path / "topics.jsonl"), topics, tokenizer=os.path.join(corpus, "tokenizer.json"))
+    worst, mean = [], []
+    for seed in (1, 2, 3):
+        p = plan(
+            {"docs": corpus, "topics": topics},
+            weights={"docs": 0.7, "topics": 0.3},
+            batch_size=B,
+            sequence_length=L,
+            seed=seed,
+        )
+        off = 100 * np.abs(mixshare.window_shares(p, batches=1000, window=100)[:, 1] - 0.3)
+        worst.append(f"{off.max():.1f}")
+        mean.append(f"{off.mean():.1f}")
+    stated = (
+        f"stray from the weights by at most {worst[0]}, {worst[1]} and {worst[2]} points (seeds 1, 2 "
+        f"and 3), {mean[0]}, {mean[1]} and {mean[2]} points on average"
+    )
+    guide = (pathlib.Path(__file__).parents[2] / "docs" / "guides" / "text.md").read_text()
+    assert stated in " ".join(guide.split())

@@ -278,6 +278,33 @@ class MixShare:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class SourceText:
+    """One source of a text mixture as its own manifest predicts it, alone: what bench says per
+    source until a mixture has a length histogram of its own.
+
+    Attributes:
+      name: the source's name (`--data NAME=PATH`).
+      documents: documents in its split (its manifest's).
+      tokens: tokens in them.
+      lengths: its document length percentiles, as `TextMeasure.lengths`.
+      predicted_fill: each packing mode's fill at L for its documents alone, as
+        `TextMeasure.predicted_fill`.
+      epoch_rows: the rows one epoch of its split packs into alone.
+      suggested_length: the smallest multiple of 128 that holds 99% of its documents whole.
+      suggested_fill: the fill predicted at `suggested_length` for its documents alone.
+    """
+
+    name: str
+    documents: int
+    tokens: int
+    lengths: dict[str, int]
+    predicted_fill: dict[str, float]
+    epoch_rows: int
+    suggested_length: int
+    suggested_fill: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TextMeasure:
     """What a text pipeline's counting passes measured, beside what its manifest says.
 
@@ -318,6 +345,10 @@ class TextMeasure:
         `tokenize_rounds` timed rounds (the figure is their median); None when not measured.
       mixture: a mixture's sources, their real tokens counted over the same batches; empty
         for one dataset.
+      sources: a mixture's sources as each one's own manifest predicts it alone (lengths, fill,
+        epoch rows); empty for one dataset. A mixture has no histogram of its own yet, so
+        `lengths`, `predicted_fill`, `epoch_rows` and the suggested length above are its first
+        source's, and bench says these per source instead.
     """
 
     sequence_length: int
@@ -343,6 +374,7 @@ class TextMeasure:
     tokenize_ms_range: tuple[float, float] | None = None
     tokenize_rounds: int = 0
     mixture: tuple[MixShare, ...] = ()
+    sources: tuple[SourceText, ...] = ()
 
     @property
     def fill(self) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from typing import Any
@@ -135,13 +136,16 @@ def _add_data_flags(g: argparse._ArgumentGroup) -> None:
         action="append",
         metavar="[NAME=]PATH",
         help="tfpipe dataset (local or gs://); default: generated synthetic data, cached. Text: "
-        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it",
+        "NAME=PATH once per source benches a weighted mixture, as build({NAME: PATH, ...}) plans it "
+        "(a path that exists is a path, '=' and all: --data lang=en reads the folder lang=en)",
     )
     g.add_argument(
         "--weights",
+        action="append",
         metavar="NAME=W,...",
         help="a mixture's weights in tokens, e.g. web=0.7,code=0.3 (default: each source's size, as "
-        "build()'s); needs --data NAME=PATH per source",
+        "build()'s); needs --data NAME=PATH per source. Given more than once, the flags are merged (a "
+        "name weighed twice is refused)",
     )
 
 
@@ -390,11 +394,15 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def _data(given: list[str] | None) -> str | dict[str, str] | None:
-    """`--data PATH` once, or `--data NAME=PATH` once per source of a mixture."""
+    """`--data PATH` once, or `--data NAME=PATH` once per source of a mixture. A path that
+    exists is a path, "=" and all: a Hive-style folder such as `lang=en` is a dataset."""
     if not given:
         return None
     named = [g.partition("=") for g in given]
-    if all(eq and _NAME.fullmatch(name) for name, eq, _ in named):
+    if all(
+        eq and _NAME.fullmatch(name) and not os.path.exists(g)
+        for (name, eq, _), g in zip(named, given, strict=True)
+    ):
         out: dict[str, str] = {}
         for name, _, path in named:
             if name in out:
@@ -402,6 +410,14 @@ def _data(given: list[str] | None) -> str | dict[str, str] | None:
                     f"--data names {name!r} twice: one --data NAME=PATH per source. Received: {given}"
                 )
             out[name] = path
+        if len(out) == 1:
+            ((name, path),) = out.items()
+            raise ConfigError(
+                f"--data {given[0]} names one source of a mixture, {name!r} at {path!r}, and a mixture "
+                "needs at least two names (--data web=PATH --data code=PATH). A dataset whose path "
+                f"holds '=' is read as a path when it exists; ./{given[0]} does not exist here. "
+                f"Received: {given}"
+            )
         return out
     if len(given) > 1:
         raise ConfigError(
@@ -411,10 +427,12 @@ def _data(given: list[str] | None) -> str | dict[str, str] | None:
     return given[0]
 
 
-def _weights(given: str | None) -> dict[str, float] | None:
-    """`--weights web=0.7,code=0.3` as {name: weight}; the names are checked against --data's."""
-    if given is None:
+def _weights(flags: list[str] | None) -> dict[str, float] | None:
+    """`--weights web=0.7,code=0.3` as {name: weight}, the flag given more than once merged; the
+    names are checked against --data's."""
+    if not flags:
         return None
+    given = ",".join(flags) if len(flags) > 1 else flags[0]
     out: dict[str, float] = {}
     for part in given.split(","):
         name, eq, value = part.strip().partition("=")
@@ -427,7 +445,9 @@ def _weights(given: str | None) -> dict[str, float] | None:
                 f"--weights takes NAME=WEIGHT,... such as web=0.7,code=0.3. Received: {given!r}"
             )
         if name in out:
-            raise ConfigError(f"--weights names {name!r} twice. Received: {given!r}")
+            raise ConfigError(
+                f"--weights names {name!r} twice. Received: {flags if len(flags) > 1 else given!r}"
+            )
         out[name] = weight
     return out
 

@@ -7,11 +7,13 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
+from tfpipe.convert.config import TokenizerTraining
+from tfpipe.plural import counted
 
 if TYPE_CHECKING:
     from tfpipe.convert import Tick
@@ -167,7 +169,7 @@ def _add_text_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--train-tokenizer",
-        choices=["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"],
+        choices=get_args(TokenizerTraining),
         help="train a tokenizer on the corpus instead, deterministically: SentencePiece unigram "
         "(or BPE), byte-level BPE or WordPiece; needs --vocab-size",
     )
@@ -180,10 +182,12 @@ def _add_text_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--special-tokens",
+        action="append",
         metavar="ROLE=TOKEN,...",
         help="roles of tokens the tokenizer does not declare (or declares otherwise): "
         "eos=[EOS],bos=[BOS] (roles: pad, unk, bos, eos, cls, sep, mask); the tokenizer's own fill in "
-        "the rest, and the manifest records both",
+        "the rest, and the manifest records both. Given more than once, the flags are merged (a role "
+        "named twice is refused)",
     )
     g.add_argument(
         "--text-field",
@@ -352,7 +356,8 @@ def _progress_lines(out) -> Callable[[Tick], None]:
         now = time.monotonic()
         if now - last[0] >= 5 or t.items_done == t.items_total:
             last[0] = now
-            out.print(f"{t.items_done}/{t.items_total} {t.unit}, {t.shards_done}/{t.shards_total} shards")
+            items = counted(t.items_total, t.unit.removesuffix("s"), t.unit)
+            out.print(f"{t.items_done:,}/{items}, {t.shards_done}/{counted(t.shards_total, 'shard')}")
 
     return progress
 
@@ -369,7 +374,7 @@ def _print_summary(out, manifest: Manifest, split_name: str) -> None:
         else f"{len(split.skipped)} skipped"
     )
     out.print(
-        f"converted {split.examples:,} examples into {len(split.shards)} shards, "
+        f"converted {counted(split.examples, 'example')} into {counted(len(split.shards), 'shard')}, "
         f"{human_bytes(split.bytes)}, {left_out}, in {split.seconds:.1f} s -> {manifest.root}"
     )
     for s in split.skipped:
@@ -391,7 +396,8 @@ def _print_text_summary(out, manifest: Manifest, split_name: str) -> None:
     text, tok = split.text, manifest.tokenizer
     assert text is not None and tok is not None
     out.print(
-        f"converted {text.documents:,} documents ({text.tokens:,} tokens) into {len(split.shards)} shards, "
+        f"converted {counted(text.documents, 'document')} ({counted(text.tokens, 'token')}) into "
+        f"{counted(len(split.shards), 'shard')}, "
         f"{human_bytes(split.bytes)}, {text.empty_documents:,} empty left out, in {split.seconds:.1f} s "
         f"-> {manifest.root}"
     )

@@ -11,6 +11,7 @@ from tfpipe.convert.text.source import sample
 from tfpipe.errors import TfpipeError
 from tfpipe.manifest import Manifest
 from tfpipe.packing.fill import predict_fill
+from tfpipe.plural import counted
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if manifest.class_names:
         names = ", ".join(manifest.class_names[:5]) + (", ..." if len(manifest.class_names) > 5 else "")
-        out.print(f"  {len(manifest.class_names)} classes (label offset {manifest.label_offset}): {names}")
+        classes = counted(len(manifest.class_names), "class", "classes")
+        out.print(f"  {classes} (label offset {manifest.label_offset}): {names}")
     label = manifest.schema.label
     out.print(
         "  features: "
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         _print_tokenizer(out, manifest)
     for name, split in manifest.splits.items():
         out.print(
-            f"  split {name}: {split.examples:,} examples in {len(split.shards)} shards, "
+            f"  split {name}: {counted(split.examples, 'example')} in {counted(len(split.shards), 'shard')}, "
             f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})"
         )
         if split.text is not None:
@@ -63,21 +65,33 @@ def run(args: argparse.Namespace) -> int:
     if not args.verify:
         return 0
     report = verify(args.dest)
-    for check in report.shards:
+    for check, what in [(c, "record") for c in report.shards] + [(c, "length") for c in report.lengths]:
         status = "ok" if check.ok else "FAILED"
         if not check.ok or not args.quiet:
-            out.print(f"  {check.split}/{check.name}: {check.records} records {status}")
+            out.print(f"  {check.split}/{check.name}: {counted(check.records, what)} {status}")
         for problem in check.problems:
             out.print(f"    {problem}")
-    n_bad = sum(1 for c in report.shards if not c.ok)
     tok = report.tokenizer
     if tok is not None:
         out.print(f"  {tok.name}: fingerprint {'ok' if tok.ok else 'FAILED'}")
         for problem in tok.problems:
             out.print(f"    {problem}")
-    told = "" if tok is None else "; the tokenizer ok" if tok.ok else "; the tokenizer FAILED"
-    out.print(f"verify: {len(report.shards) - n_bad} of {len(report.shards)} shards ok{told}")
+    out.print(f"verify: {_verified(report)}")
     return 0 if report.ok else 1
+
+
+def _verified(report) -> str:
+    """The verdict line: the shards ok of all, then the lengths files and the tokenizer file."""
+    told = [f"{sum(c.ok for c in report.shards)} of {counted(len(report.shards), 'shard')} ok"]
+    if report.lengths:
+        n, bad = len(report.lengths), sum(not c.ok for c in report.lengths)
+        if n == 1:
+            told.append(f"the lengths file {'FAILED' if bad else 'ok'}")
+        else:
+            told.append(f"{bad} of {n} lengths files FAILED" if bad else f"the {n} lengths files ok")
+    if report.tokenizer is not None:
+        told.append("the tokenizer ok" if report.tokenizer.ok else "the tokenizer FAILED")
+    return "; ".join(told)
 
 
 _QUANTILES = (0.1, 0.5, 0.9, 0.99, 1.0)

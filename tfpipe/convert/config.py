@@ -20,6 +20,11 @@ MissingLabelPolicy = Literal["error", "drop"]
 ImageCheck = Literal["decode", "header"]
 ColumnType = Literal["int", "float", "bool", "string"]
 TokenizerTraining = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
+# How a text corpus gets its tokenizer, as every refusal of a corpus without one says it.
+TOKENIZER_OPTIONS = (
+    "--tokenizer PATH (a SentencePiece .model or a Hugging Face tokenizer.json) or --train-tokenizer "
+    f"{'|'.join(get_args(TokenizerTraining))} --vocab-size N"
+)
 
 _FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
 

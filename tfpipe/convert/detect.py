@@ -8,7 +8,7 @@ in the text field, a corpus whose tokenizer was forgotten).
 
 from __future__ import annotations
 
-from tfpipe.convert.config import ConvertConfig
+from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.formats import jsonlfile
 from tfpipe.convert.images import folders
 from tfpipe.convert.tables.read import list_table
@@ -34,7 +34,7 @@ def choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple
         if textlist.looks_like_corpus(src):
             raise ConfigError(
                 f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
-                "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
+                f"{TOKENIZER_OPTIONS}."
             ) from None
         raise
     return choice.format, f"auto: {choice.reason}"
@@ -52,7 +52,6 @@ def _refuse_a_corpus_as_a_table(src: str, cfg: ConvertConfig) -> None:
         return
     raise ConfigError(
         f"{src} holds JSON Lines whose records have text in field {cfg.text_field!r}: a text corpus, "
-        "which needs a tokenizer. Pass --tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece "
-        "--vocab-size N. To convert the records as a table instead (the text a string feature), pass "
-        "--format jsonl."
+        f"which needs a tokenizer. Pass {TOKENIZER_OPTIONS}. To convert the records as a table "
+        "instead (the text a string feature), pass --format jsonl."
     )

@@ -29,6 +29,7 @@ from tfpipe.convert.writer import (
 )
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.manifest import Manifest, SkippedInput, Split
+from tfpipe.plural import counted
 from tfpipe.schema import Schema
 from tfpipe.shardnames import shard_name
 
@@ -115,7 +116,10 @@ class ConvertPlan:
     def note(self) -> str:
         """The plan in one line, for the user to check."""
         fmt, reason = self.options["format"], self.options["format_reason"]
-        return f"format {fmt} ({reason}); {self.n_items} {self.unit} into {self.n_shards} shards"
+        return (
+            f"format {fmt} ({reason}); {counted(self.n_items, self.unit.removesuffix('s'), self.unit)} "
+            f"into {counted(self.n_shards, 'shard')}"
+        )
 
     def record(self) -> dict[str, Any]:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
@@ -283,7 +287,7 @@ def decide(
         return Start()
     if not resume:
         names = [shard_name(split, i, old["n_shards"], plan.compression) for i in range(old["n_shards"])]
-        detail = f"{sum(1 for n in names if n in journal.done)} of {old['n_shards']} shards done"
+        detail = f"{sum(1 for n in names if n in journal.done)} of {counted(old['n_shards'], 'shard')} done"
         return Refuse(interrupted_message(dest, split, detail))
     new = plan.record()
     if old.get("plan_version") == new["plan_version"] and old.get("identities") != new["identities"]:

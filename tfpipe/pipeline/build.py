@@ -28,6 +28,7 @@ from tfpipe.pipeline.shard_read import verify_group
 from tfpipe.pipeline.sharding import FileShare, share_files
 from tfpipe.pipeline.skips import SkipCounter
 from tfpipe.pipeline.stages import StagePlan, make_stages
+from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset, options_of
 from tfpipe.presets.text import TextOptions, TextPacking, plan_packing
 from tfpipe.validation import check_batch_size, check_bool
@@ -415,8 +416,8 @@ def _sharding_notes(share: FileShare, n: int, resumable: bool) -> tuple[str, ...
         return ()
     files = len(share.files)
     message = (
-        f"{files} file(s) for {n} input pipelines: sharding by record instead "
-        f"of by file. Every pipeline reads all files and keeps every {n}th record, so "
+        f"{counted(files, 'file')} for {n} input pipelines: sharding by record instead "
+        f"of by file. Every pipeline reads all files and keeps one record in {n}, so "
         f"reads cost {n}x"
         + ("" if resumable else " and file order is not shuffled")
         + f". Write at least {n} shards "

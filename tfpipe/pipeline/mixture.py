@@ -115,8 +115,9 @@ def plan_mixture(
     to agree, and the mixed stream put in place of the first source's read.
 
     Raises:
-      ConfigError: fewer than two sources, bad weights or mix_by, sources that differ (preset,
-        schema, tokenizer, packing), eval (training=False), an order other than resumable.
+      ConfigError: fewer than two sources, bad weights or mix_by, sources of different kinds
+        (text, images, tables) or that differ (preset, schema, tokenizer, packing), one dataset
+        under two names, eval (training=False), an order other than resumable.
     """
     names = _names(data)
     given = mixture_spec.check_weights(names, weights)
@@ -141,12 +142,16 @@ def plan_mixture(
         raise ConfigError(f"seed must be an int. Received: {seed!r}")
     service = kwargs.pop("service", None)
     _check_service(service, position, config, kwargs.get("processing_mode"))
+    _check_one_kind(
+        names, data, kwargs.get("split", getattr(config, "split", None)), kwargs.get("training", True)
+    )
     parts = tuple(
         plan_one(
             data[n], start_step=0, seed=mixture_spec.source_seed(int(seed), n), order="resumable", **kwargs
         )
         for n in names
     )
+    _check_distinct(names, parts)
     _check_agree(names, parts)
     text = parts[0].decoder.packing is not None
     by = _mix_by(mix_by, text)
@@ -221,6 +226,60 @@ def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
 def _split_text(p: Pipeline) -> Any:
     src = p.source
     return src.manifest.split(src.split).text if src.manifest is not None and src.split is not None else None
+
+
+def _check_one_kind(names: list[str], data: Mapping[str, Any], split: Any, training: Any) -> None:
+    """Refuses sources of different kinds (text, images, tables) by name before each is planned:
+    planned one by one, the second would refuse the first's options (sequence_length for
+    images), naming an option rather than the mixture's sources."""
+    from tfpipe.errors import TfpipeError
+    from tfpipe.pipeline.resolve import resolve
+
+    kinds = []
+    for n in names:
+        try:
+            src = resolve(data[n], split=split, training=training)
+        except (TfpipeError, TypeError, ValueError):
+            return  # planning the source names what is wrong with it
+        kinds.append((n, src.where, _kind(src)))
+    known = [k for k in kinds if k[2] is not None]
+    for n, where, kind in known[1:]:
+        if kind != known[0][2]:
+            a = known[0]
+            raise ConfigError(
+                f"The sources of a mixture must be one kind of data (text, images or tables): "
+                f"{a[0]!r} ({a[1]}) is {a[2]}, {n!r} ({where}) is {kind}. Mix datasets of one kind, "
+                "or train on them separately."
+            )
+
+
+def _kind(src: Any) -> str | None:
+    """A resolved source's kind of data, from its manifest's layout or its image feature; None
+    when its records do not say (foreign files without images)."""
+    if src.manifest is not None:
+        return {"table": "tables", "text": "text"}.get(src.manifest.layout, "images")
+    if "image/encoded" in src.keys or (src.tfds is not None and src.tfds.image_key):
+        return "images"
+    return None
+
+
+def _check_distinct(names: list[str], parts: tuple[Pipeline, ...]) -> None:
+    """Refuses two sources that read the same files (one dataset under two names or spellings:
+    P and P/, relative and absolute): each document would be read twice as often as weighed."""
+    from tfpipe import storage
+
+    owner: dict[str, int] = {}
+    for i, p in enumerate(parts):
+        for f in map(storage.resolved, p.source.files):
+            j = owner.setdefault(f, i)
+            if j != i:
+                a, b = parts[j].source.where, p.source.where
+                raise ConfigError(
+                    f"The sources of a mixture must be different data: {names[j]!r} ({a}) and "
+                    f"{names[i]!r} ({b}) both read {f}, so each of its records (documents, for text) "
+                    "would be read under two names, twice as often as weighed. Name each dataset "
+                    "once (and weigh it more to see it more often)."
+                )
 
 
 def _check_agree(names: list[str], parts: tuple[Pipeline, ...]) -> None:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.order import KEY_FILES, domain_key
+from tfpipe.validation import finite_real
 
 MixBy = Literal["tokens", "documents", "records"]
 # Positions per block: a source's share of positions is its quota over BLOCK, within 1/BLOCK of
@@ -115,8 +116,7 @@ def check_weights(names: Sequence[str], weights: Any) -> dict[str, float] | None
     out = {}
     for name in names:
         w = weights[name]
-        ok = isinstance(w, int | float) and not isinstance(w, bool) and math.isfinite(w) and w > 0
-        if not ok:
+        if not (finite_real(w) and w > 0):  # a real number of any type (NumPy's too), not a bool
             raise ConfigError(f"weights[{name!r}] must be a finite number > 0. Received: {w!r}")
         out[name] = float(w)
     return out

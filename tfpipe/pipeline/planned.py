@@ -13,6 +13,7 @@ from tfpipe.pipeline.resolve import ResolvedData
 from tfpipe.pipeline.sharding import ShardBy
 from tfpipe.pipeline.skips import SkipCounter, SkipCounts
 from tfpipe.pipeline.stages import Stage, StagePlan, make_options
+from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetLike
 
 if TYPE_CHECKING:
@@ -105,12 +106,12 @@ class Pipeline:
             if src.tfds is not None
             else f"{src.where} (no manifest)"
         )
-        records = f"{self.examples} records" if self.examples is not None else "records: unknown count"
+        records = counted(self.examples, "record") if self.examples is not None else "records: unknown count"
         mode = "training" if self.training else "eval, in source order"
         lines = [
             f"tfpipe pipeline: preset {self.preset.name!r}, {what}",
             (
-                f"  {len(self.files)} file(s), {records}, batch {self.batch_size} ({mode}), "
+                f"  {counted(len(self.files), 'file')}, {records}, batch {self.batch_size} ({mode}), "
                 f"shard_by={self.shard_by}, cache={self.cache}, skip_corrupt={self.config.skip_corrupt}"
             ),
         ]
@@ -118,8 +119,8 @@ class Pipeline:
             o = self.order
             start = "the step of its Position" if self.position is not None else f"step {self.start_step}"
             lines.append(
-                f"  order: resumable, seed {o.seed}, groups of {o.cycle} file(s), windows of "
-                f"{o.window} records, starting at {start} (order version {ORDER_VERSION})"
+                f"  order: resumable, seed {o.seed}, groups of {counted(o.cycle, 'file')}, windows of "
+                f"{counted(o.window, 'record')}, starting at {start} (order version {ORDER_VERSION})"
             )
         elif self.training:
             lines.append("  order: shuffle_buffer (not resumable)")

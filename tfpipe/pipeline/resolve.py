@@ -31,6 +31,7 @@ from tfpipe.manifest import MANIFEST_NAME, Manifest
 from tfpipe.pipeline import records, tfds_info
 from tfpipe.pipeline.sharding import UNKNOWN
 from tfpipe.pipeline.tfds_info import TfdsInfo
+from tfpipe.plural import counted
 from tfpipe.schema import Schema
 from tfpipe.shardnames import ShardName, check_shard_sets, few
 
@@ -429,7 +430,7 @@ def _listed_in_manifest(
             "it would read without error; pass every shard, or the directory."
         )
     src = _from_manifest(manifest, split=name, training=training)
-    note = f"{where} read through {mpath}: split {name!r}, {len(shards)} shards in manifest order"
+    note = f"{where} read through {mpath}: split {name!r}, {counted(len(shards), 'shard')} in manifest order"
     return dataclasses.replace(src, notes=(note,))
 
 

@@ -142,7 +142,7 @@ def test_auto_says_which_layout_and_why(tree, tmp_path):
     fake_data.write_image_folder(pets, classes=2, per_class=2, size=SIZE, imagenet_names=False)
     assert "not named like ImageNet synsets, so labels count from 0" in explain_format(str(pets)).reason
     code, out, _ = run_cli("convert", str(pets), str(tmp_path / "p"), "--format", "images", "--quiet")
-    assert code == 0 and out.startswith(f"{pets}: format images (given); 4 images into 1 shards")
+    assert code == 0 and out.startswith(f"{pets}: format images (given); 4 images into 1 shard")
 
 
 def test_dest_inside_src_is_refused(tree):

@@ -174,7 +174,7 @@ def test_dropping_rows_resumes_exactly(tmp_path):
 def test_cli_summary_counts_dropped_rows(penguins, tmp_path):
     out = cli(penguins, tmp_path / "out", "--label", "sex", "--missing", "fill", "--missing-label", "drop")
     assert out.returncode == 0, out.stderr
-    assert "converted 10 examples into 1 shards" in out.stdout and "3 rows dropped" in out.stdout
+    assert "converted 10 examples into 1 shard," in out.stdout and "3 rows dropped" in out.stdout
     assert "rows 3, 4, 9" in out.stdout
 
 

@@ -330,11 +330,14 @@ def test_inspect_shows_the_text_figures_and_a_decoded_sample(corpus, tmp_path):
     assert f"sample record 0 ({len(first):,} tokens): {decoded[:150]!r}"[:-1] in out
     # --verify checks the lengths file too, and names it when it was changed.
     code, out, _ = cli("inspect", dest, "--verify")
-    assert code == 0 and f"train/lengths.train.u32: {N_DOCS} records ok" in out and "3 of 3" in out
+    # The lengths file is no shard: its lengths are counted as such, and said beside the shards.
+    assert code == 0 and f"train/lengths.train.u32: {N_DOCS} lengths ok" in out
+    assert "verify: 2 of 2 shards ok; the lengths file ok; the tokenizer ok" in out
     lengths = dest / "lengths.train.u32"
     lengths.write_bytes(b"\1\0\0\0" + lengths.read_bytes()[4:])
     code, out, _ = cli("inspect", dest, "--verify")
     assert code == 1 and "train/lengths.train.u32" in out and "checksum mismatch" in out
+    assert "verify: 2 of 2 shards ok; the lengths file FAILED; the tokenizer ok" in out
 
 
 def test_a_tokenizer_replaced_after_convert_is_named_by_inspect_and_verify(corpus, tmp_path):
@@ -342,7 +345,9 @@ def test_a_tokenizer_replaced_after_convert_is_named_by_inspect_and_verify(corpu
     assert convert(corpus, dest, "--tokenizer", tokenizer_path(tmp_path, "bpe"), "--num-shards", "2")[0] == 0
     code, out, _ = cli("inspect", dest, "--verify")
     assert (
-        code == 0 and "tokenizer.json: fingerprint ok" in out and "3 of 3 shards ok; the tokenizer ok" in out
+        code == 0
+        and "tokenizer.json: fingerprint ok" in out
+        and "2 of 2 shards ok; the lengths file ok; the tokenizer ok" in out
     )
     recorded = Manifest.load(str(dest)).tokenizer.fingerprint
     (dest / "tokenizer.json").write_bytes(trained("bpe", 700).data)  # another tokenizer, same name
@@ -353,7 +358,7 @@ def test_a_tokenizer_replaced_after_convert_is_named_by_inspect_and_verify(corpu
     assert "sample: not decoded (" in out and "expected the tokenizer the dataset was converted with" in out
     code, out, _ = cli("inspect", dest, "--verify")
     assert code == 1 and "tokenizer.json: fingerprint FAILED" in out
-    assert "verify: 3 of 3 shards ok; the tokenizer FAILED" in out
+    assert "verify: 2 of 2 shards ok; the lengths file ok; the tokenizer FAILED" in out
 
 
 def test_options_of_other_sources_are_refused_by_kind(corpus, tmp_path):
@@ -367,7 +372,10 @@ def test_options_of_other_sources_are_refused_by_kind(corpus, tmp_path):
     code, _, err = convert(table, tmp_path / "c", "--text-field", "body")
     assert code == 1 and "text_field='body'" in err and "csv" in err
     code, _, err = convert(corpus, tmp_path / "d")
-    assert code == 1 and "needs a tokenizer" in err and "--train-tokenizer" in err
+    # Every trainer, as the guide lists them (it once left out sentencepiece-bpe).
+    trainers = "--train-tokenizer sentencepiece|sentencepiece-bpe|bpe|wordpiece --vocab-size N"
+    assert code == 1 and "needs a tokenizer" in err and trainers in err
+    assert trainers in (pathlib.Path(__file__).parents[3] / "docs" / "guides" / "text.md").read_text()
     code, _, err = convert(corpus, tmp_path / "e", "--vocab-size", "600")
     assert code == 1 and "go together" in err
     code, _, err = convert(corpus, tmp_path / "f", "--train-tokenizer", "sentencepiece", "--vocab-size", "20")

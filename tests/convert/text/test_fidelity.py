@@ -11,6 +11,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _cli import cli_here as cli
 from _records import nothing_written, records
 from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
@@ -270,3 +271,17 @@ def test_a_symlink_loop_in_a_corpus_is_named_with_its_links(tmp_path, bpe):
     os.remove(src / "l2.jsonl")
     err = refused(src, tmp_path / "out", "--tokenizer", bpe)
     assert f"a broken symbolic link: {src}/l1.jsonl -> l2.jsonl, which does not exist" in err
+
+
+def test_a_count_of_one_is_said_in_the_singular_and_the_lengths_file_is_no_shard(tmp_path, bpe):
+    """It said "into 1 shards", and `inspect --verify` counted the lengths file as a shard."""
+    src = write_lines(tmp_path / "one.jsonl", [obj(docs()[0])])
+    code, out, err = convert(src, tmp_path / "out", "--tokenizer", bpe)
+    tokens = Manifest.load(str(tmp_path / "out")).split("train").text.tokens
+    assert code == 0, err
+    assert "1/1 document, 1/1 shard\n" in out
+    assert f"converted 1 document ({tokens:,} tokens) into 1 shard, " in out
+    code, out, _ = cli("inspect", tmp_path / "out", "--verify")
+    assert code == 0 and "split train: 1 example in 1 shard, " in out
+    assert "train/train-00000-of-00001: 1 record ok" in out and "train/lengths.train.u32: 1 length ok" in out
+    assert out.endswith("verify: 1 of 1 shard ok; the lengths file ok; the tokenizer ok\n")

@@ -221,6 +221,36 @@ def test_special_tokens_named_at_convert(tmp_path):
     assert code == 1 and "expects ROLE=TOKEN pairs" in err
 
 
+def test_special_tokens_given_twice_are_merged_and_a_role_named_twice_is_refused(tmp_path):
+    """The second --special-tokens replaced the first in silence (eos=<mask> then eos=</s>: the
+    manifest said eos '</s>')."""
+    file = respelled({"<s>": "<|start|>", "</s>": "<|doc|>"})
+    tok, src = written(tmp_path, file), corpus(tmp_path, docs()[:9])
+    flags = [
+        "--tokenizer",
+        tok,
+        "--special-tokens",
+        "eos=<|doc|>",
+        "--special-tokens",
+        "cls=<|start|>,sep=<|doc|>",
+    ]
+    code, _, err = convert(src, tmp_path / "merged", *flags)
+    assert code == 0, err
+    _, m = records(tmp_path / "merged")
+    assert {r: m.tokenizer.special_tokens[r] for r in ("eos", "cls", "sep")} == {
+        "eos": "<|doc|>",
+        "cls": "<|start|>",
+        "sep": "<|doc|>",
+    }
+    twice = ["--tokenizer", tok, "--special-tokens", "eos=<mask>", "--special-tokens", "eos=<|doc|>"]
+    code, _, err = convert(src, tmp_path / "twice", *twice)
+    assert code == 1 and nothing_written(tmp_path / "twice")
+    assert (
+        "special_tokens (--special-tokens) names role 'eos' twice, in 'eos=<mask>' and in 'eos=<|doc|>': "
+        "'<mask>' and '<|doc|>'. Name each role once." in err
+    )
+
+
 def test_roberta_style_s_and_slash_s_frame_a_classifier(tmp_path):
     """A tokenizer with <s> and </s> and no CLS or SEP (XLM-R's SentencePiece): framed as
     RoBERTa frames a sequence, and said; named CLS and SEP bind instead."""

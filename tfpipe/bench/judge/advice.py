@@ -273,15 +273,34 @@ def padding_sentence(text: TextFigures) -> str:
         f"Your accelerator spends {percent1(text.padding)} of its token slots on padding with "
         f"packing={text.packing}"
     )
+    if text.measure.sources:
+        return f"{head}. {_each_source_padding(text)}"
     if text.alternative is None:
         return f"{head} (a classifier's row holds one document)."
     mode, fill = text.alternative
     return f"{head}; {mode} {'makes' if text.alternative_better else 'would make'} it {percent1(1 - fill)}."
 
 
+def _each_source_padding(text: TextFigures) -> str:
+    """A mixture's sources, each one's padding alone as its own histogram predicts it, with this
+    packing and the other modes (a mixture has no histogram of its own yet)."""
+    told = []
+    for s in text.measure.sources:
+        mine = 1 - s.predicted_fill.get(text.packing, 0.0)
+        others = ", ".join(f"{m} {percent1(1 - f)}" for m, f in s.predicted_fill.items() if m != text.packing)
+        told.append(f"{s.name} {percent1(mine)}" + (f" ({others})" if others else ""))
+    return "Each source alone, predicted from its own length histogram: " + "; ".join(told) + "."
+
+
 def fill_sentence(text: TextFigures) -> str:
     """The measured fill beside the predicted one, and whether they agree."""
     m = text.measure
+    if m.sources:
+        return (
+            f"Fill (real tokens / slots): measured {percent1(text.fill)} [{percent1(text.fill_low)}, "
+            f"{percent1(text.fill_high)}] over {m.rows:,} rows of the pipeline's batches; a mixture "
+            "has no length histogram of its own to predict it from (each source's alone is above)."
+        )
     agree = "agree within 1 point" if text.fill_agrees else "DISAGREE by more than 1 point"
     return (
         f"Fill (real tokens / slots): measured {percent1(text.fill)} [{percent1(text.fill_low)}, "
@@ -314,19 +333,54 @@ def text_advice(text: TextFigures) -> list[Recommendation]:
 
 
 def _length_advice(text: TextFigures) -> list[Recommendation]:
-    m, L = text.measure, text.sequence_length
-    lengths = m.lengths
+    m = text.measure
+    if m.sources:  # a mixture: each source's own figures, named
+        return [
+            a
+            for src in m.sources
+            for a in _lengths_against_l(
+                text,
+                Lengths(
+                    src.lengths,
+                    src.documents,
+                    src.suggested_length,
+                    src.suggested_fill,
+                    1 - src.predicted_fill.get(m.packing, 0.0),
+                ),
+                f"{src.name}: ",
+            )
+        ]
+    return _lengths_against_l(
+        text, Lengths(m.lengths, m.documents, m.suggested_length, m.suggested_fill, text.padding), ""
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lengths:
+    """The document lengths that advice weighs against L: one dataset's, or one source's of a
+    mixture (its padding then predicted alone, the dataset's measured)."""
+
+    lengths: dict[str, int]
+    documents: int
+    suggested_length: int
+    suggested_fill: float
+    padding: float
+
+
+def _lengths_against_l(text: TextFigures, d: Lengths, whose: str) -> list[Recommendation]:
+    """The documents' lengths against L; `whose` names a mixture's source ("" for one dataset)."""
+    m, L, lengths = text.measure, text.sequence_length, d.lengths
     spread = f"p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, max {lengths['max']:,}"
-    share = m.lengths["longer"] / m.documents if m.documents else 0.0
+    share = lengths["longer"] / d.documents if d.documents else 0.0
     one_a_row = m.packing == "none"
-    suggest = f"sequence_length={m.suggested_length} (a multiple of 128, a TPU's lane width)"
-    if one_a_row and m.suggested_length < L:
+    suggest = f"sequence_length={d.suggested_length} (a multiple of 128, a TPU's lane width)"
+    if one_a_row and d.suggested_length < L:
         return [
             Recommendation(
                 "sequence_length",
-                f"99% of the documents hold at most {lengths['p99']:,} tokens ({spread}), yet each "
-                f"row of L={L:,} holds one: {percent1(text.padding)} of the slots are padding. At "
-                f"L={m.suggested_length} the prediction is {percent1(1 - m.suggested_fill)}.",
+                f"{whose}99% of the documents hold at most {lengths['p99']:,} tokens ({spread}), yet "
+                f"each row of L={L:,} holds one: {percent1(d.padding)} of the slots are padding. At "
+                f"L={d.suggested_length} the prediction is {percent1(1 - d.suggested_fill)}.",
                 f"{suggest}" + ("" if m.classify else ", or pack (packing='first_fit') at any L") + ".",
             )
         ]
@@ -334,22 +388,22 @@ def _length_advice(text: TextFigures) -> list[Recommendation]:
         return [
             Recommendation(
                 "sequence_length",
-                f"{m.lengths['longer']:,} documents ({percent(share)}) are longer than the "
+                f"{whose}{lengths['longer']:,} documents ({percent(share)}) are longer than the "
                 + (
                     f"{L - 2:,} tokens a classifier's row holds between [CLS] and [SEP]"
                     if m.classify
                     else f"{L:,} tokens of a row"
                 )
                 + f", and lose their end (truncate; {spread}).",
-                f"{suggest} keeps 99% whole, at a predicted {percent1(1 - m.suggested_fill)} padding.",
+                f"{suggest} keeps 99% whole, at a predicted {percent1(1 - d.suggested_fill)} padding.",
             )
         ]
     if not one_a_row and share > CUT_SHARE:
         return [
             Recommendation(
                 "sequence_length",
-                f"{percent(share)} of the documents are longer than L={L:,} ({spread}): each is cut "
-                "into pieces of at most L, and a piece trains without the tokens before its cut.",
+                f"{whose}{percent(share)} of the documents are longer than L={L:,} ({spread}): each is "
+                "cut into pieces of at most L, and a piece trains without the tokens before its cut.",
                 "Where the model's context allows, a longer sequence_length keeps more documents "
                 f"whole ({suggest} keeps 99%); packing keeps the fill at any L.",
             )

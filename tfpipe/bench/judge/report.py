@@ -53,8 +53,10 @@ SCHEMA_VERSION = 5
 # Raised for an addition within a version that changes no key's meaning (readers of the version
 # keep working): 1 added environment.keras_backend, environment.keras and environment.jax.
 # 3 added `mixture` (a text mixture's sources: weight, measured share, tokens/s, epoch),
-# present in mixture reports only.
-SCHEMA_MINOR_VERSION = 3
+# present in mixture reports only. 4 added each mixture source's own figures alone (documents,
+# tokens, lengths, predicted_fill, epoch_rows, suggested_length), and the text alternative is
+# null for a mixture.
+SCHEMA_MINOR_VERSION = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -300,17 +302,30 @@ def text_json(t: TextFigures) -> dict[str, Any]:
 
 
 def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
-    """The `mixture` list of the JSON: each source's weight beside its measured share."""
-    return [
-        {
+    """The `mixture` list of the JSON: each source's weight beside its measured share, and its
+    own figures alone (its manifest's)."""
+    alone = {s.name: s for s in t.measure.sources}
+    out = []
+    for m in t.mixture:
+        item: dict[str, Any] = {
             "name": m.name,
             "weight": _r(m.weight),
             "measured_share": _r(m.measured_share),
             "tokens_per_sec": _r(m.real_tokens_per_sec),
             "epochs": m.epoch,
         }
-        for m in t.mixture
-    ]
+        s = alone.get(m.name)
+        if s is not None:
+            item |= {
+                "documents": s.documents,
+                "tokens": s.tokens,
+                "lengths": dict(s.lengths),
+                "predicted_fill": {k: _r(v) for k, v in sorted(s.predicted_fill.items())},
+                "epoch_rows": s.epoch_rows,
+                "suggested_length": s.suggested_length,
+            }
+        out.append(item)
+    return out
 
 
 def _alternative_json(t: TextFigures) -> dict[str, Any] | None:

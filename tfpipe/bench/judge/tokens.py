@@ -109,7 +109,8 @@ class TextFigures:
         take, at the measured tokenizer cost; None when not measured.
       tokenize_ratio: that cost over the whole pipeline's CPU per 1,000 tokens; None when not
         measured.
-      alternative: the packing mode the verdict names beside this one, and its predicted fill:
+      alternative: the packing mode the verdict names beside this one, and its predicted fill
+        (None for a mixture, and for a classifier, which can use no other mode):
         the one to advise when it beats this pipeline's prediction by more than FILL_AGREEMENT
         (first_fit, which keeps documents whole where concat cuts them at every row's end, is
         preferred within FILL_AGREEMENT of the best), else the worst other mode (what packing
@@ -212,7 +213,10 @@ def figures(
 
 def _alternative(measure: TextMeasure, predicted: float) -> tuple[tuple[str, float] | None, bool]:
     """(the mode to name beside this pipeline's and its predicted fill, whether it is better):
-    see `TextFigures.alternative`."""
+    see `TextFigures.alternative`. None for a mixture: it has no histogram of its own to
+    predict another mode's fill from (bench says each source's alone instead)."""
+    if measure.sources:
+        return None, False
     others = {m: f for m, f in measure.predicted_fill.items() if m != measure.packing}
     if not others:
         return None, False

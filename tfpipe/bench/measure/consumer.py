@@ -22,6 +22,7 @@ from tfpipe.bench.measure.models import Device, fit_step_seconds, model_on_devic
 from tfpipe.bench.profiles import Profile, ProfileError
 from tfpipe.bench.results import Consumer
 from tfpipe.errors import ConfigError, TpuBatchWarning
+from tfpipe.plural import counted
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
@@ -154,7 +155,7 @@ def from_profile(
         sequence_length=sequence_length,
     )
     host_batch = global_batch // hosts
-    cores = f", {profile.cores} cores" if profile.cores else ""
+    cores = f", {counted(profile.cores, 'core')}" if profile.cores else ""
     unit = f"sequences of {sequence_length:,} tokens" if sequence_length else "examples"
     return Consumer(
         examples_per_sec=host_batch / (fed / 1000.0),

@@ -34,21 +34,35 @@ def measure(pipe: MixturePipeline, *, batches: int) -> tuple[MixShare, ...]:
     Raises:
       DataError: a row's real tokens by source do not sum to the pipeline's own row's.
     """
+    mix = pipe.mixture
+    assert mix is not None
+    counts = by_row(pipe, rows=batches * pipe.batch_size).sum(0)
+    epochs = pipe.epochs_at(batches)
+    return tuple(
+        MixShare(name=n, weight=w, real_tokens=int(c), epoch=epochs[n])
+        for n, w, c in zip(mix.names, mix.weights, counts, strict=True)
+    )
+
+
+def by_row(pipe: MixturePipeline, *, rows: int) -> Any:
+    """The real tokens of each source in each of the pipeline's first `rows` rows (from step 0):
+    an int64 NumPy array `[rows, sources]`, each row checked against the pipeline's own.
+
+    Raises:
+      DataError: a row's real tokens by source do not sum to the pipeline's own row's.
+    """
     import numpy as np
 
     from tfpipe._tf import tf
 
-    mix = pipe.mixture
-    assert mix is not None and pipe.decoder.packing is not None
+    assert pipe.mixture is not None and pipe.decoder.packing is not None
     tf_ = tf()
     real = pipe.dataset(_upto(pipe, "pack")).map(
         lambda row: tf_.math.count_nonzero(row["segment_ids"], dtype=tf_.int64)
     )
-    tagged = _tagged_rows(pipe)
-    rows = batches * pipe.batch_size
-    counts = np.zeros(len(mix.names), np.int64)
+    out = []
     done = 0
-    for n, by_source in tf_.data.Dataset.zip((real, tagged)).take(rows).batch(ROWS_AT_ONCE):
+    for n, by_source in tf_.data.Dataset.zip((real, _tagged_rows(pipe))).take(rows).batch(ROWS_AT_ONCE):
         n, by_source = n.numpy(), by_source.numpy()
         wrong = np.flatnonzero(n != by_source.sum(1))
         if wrong.size:
@@ -58,13 +72,24 @@ def measure(pipe: MixturePipeline, *, batches: int) -> tuple[MixShare, ...]:
                 f"its documents by source {by_source[i].tolist()}. This is a bug in tfpipe's "
                 "bench (bench/mixshare.py), not in the data; please report it."
             )
-        counts += by_source.sum(0)
+        out.append(by_source)
         done += len(n)
-    epochs = pipe.epochs_at(batches)
-    return tuple(
-        MixShare(name=n, weight=w, real_tokens=int(c), epoch=epochs[n])
-        for n, w, c in zip(mix.names, mix.weights, counts, strict=True)
-    )
+    return np.concatenate(out) if out else np.zeros((0, len(pipe.mixture.quotas)), np.int64)
+
+
+def window_shares(pipe: MixturePipeline, *, batches: int, window: int) -> Any:
+    """Each source's share of the real tokens in every window of `window` consecutive batches
+    among the first `batches` (from step 0): a float NumPy array `[batches - window + 1, sources]`.
+
+    What a training run sees of the weights over a stretch of `window` steps; exact for the
+    seed (the order is a function of it), not a measure of speed.
+    """
+    import numpy as np
+
+    per_batch = by_row(pipe, rows=batches * pipe.batch_size).reshape(batches, pipe.batch_size, -1).sum(1)
+    totals = np.cumsum(np.vstack([np.zeros_like(per_batch[:1]), per_batch]), 0)
+    tokens = totals[window:] - totals[:-window]
+    return tokens / tokens.sum(1, keepdims=True)
 
 
 def totals(pipe: MixturePipeline) -> tuple[int, int]:

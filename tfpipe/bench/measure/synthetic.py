@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
+from tfpipe.plural import counted
 
 # Raise when this module changes what it generates or how it converts, so old caches are not
 # reused; tfpipe.synthetic.GENERATOR_VERSION (the pixels themselves) is part of the key too.
@@ -158,7 +159,7 @@ def ensure_dataset(
             progress(f"{made} {spec.examples:,} {_what(spec)} (first run only)")
         src = _generate(spec, raw)
         if progress:
-            progress(f"Converting them with tfpipe convert into {spec.shards} shards")
+            progress(f"Converting them with tfpipe convert into {counted(spec.shards, 'shard')}")
         from tfpipe.convert import convert
 
         options: dict[str, object] = {"label": "label"} if spec.pipeline == "tabular" else {}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tfpipe.bench.measure.producer import prefix_points
-from tfpipe.bench.results import TextMeasure
+from tfpipe.bench.results import SourceText, TextMeasure
 from tfpipe.errors import DataError
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
@@ -68,7 +68,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         # bench guide says so), as for the length percentiles below.
         pack = dataclasses.replace(pack, histogram=hist)
     L = pack.sequence_length
-    per_document = float(packed_lengths(pack).mean())
+    per_document = _mean_as_packed(pipe, pack)
     predicted: dict[str, float] = {m: predicted_fill(pack, L, m) for m in _modes(pack)}
     rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
     if not real:
@@ -103,7 +103,44 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         epoch_rows=epoch_rows(pack),
         tokenize_ms_range=None if tokenize is None else (min(tokenize), max(tokenize)),
         tokenize_rounds=0 if tokenize is None else len(tokenize),
+        sources=_sources(pipe),
     )
+
+
+def _mean_as_packed(pipe: Pipeline, pack: Any) -> float:
+    """A document's mean tokens as packed: its split's, or for a mixture each source's weighed
+    by its share of the mixed stream's documents (its quota of a block)."""
+    parts, mix = getattr(pipe, "parts", ()), getattr(pipe, "mixture", None)
+    if not parts or mix is None:
+        return float(packed_lengths(pack).mean())
+    means = [float(packed_lengths(p.decoder.packing).mean()) for p in parts]
+    return sum(q * m for q, m in zip(mix.quotas, means, strict=True)) / sum(mix.quotas)
+
+
+def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
+    """A mixture's sources, each as its own manifest predicts it alone (empty for one dataset):
+    each part was planned as one dataset, so its packing holds its own histogram."""
+    parts, mix = getattr(pipe, "parts", ()), getattr(pipe, "mixture", None)
+    if not parts or mix is None:
+        return ()
+    out = []
+    for name, part in zip(mix.names, parts, strict=True):
+        text, pack = _split_text(part), part.decoder.packing
+        lengths = _percentiles(text.length_histogram, pack.sequence_length - (2 if pack.classify else 0))
+        suggested = _suggested_length(lengths["p99"] + added_tokens(pack))
+        out.append(
+            SourceText(
+                name=name,
+                documents=text.documents,
+                tokens=text.tokens,
+                lengths=lengths,
+                predicted_fill={m: predicted_fill(pack, pack.sequence_length, m) for m in _modes(pack)},
+                epoch_rows=epoch_rows(pack),
+                suggested_length=suggested,
+                suggested_fill=predicted_fill(pack, suggested, pack.mode),
+            )
+        )
+    return tuple(out)
 
 
 def _split_text(pipe: Pipeline) -> Any:

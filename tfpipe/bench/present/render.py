@@ -12,6 +12,7 @@ from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.results import Simulation, TextMeasure
 from tfpipe.bench.wait import verdict_words
+from tfpipe.plural import counted
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
@@ -72,9 +73,9 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
 
     ds, t = report.dataset, report.text
     what = (
-        f"{ds.examples:,} examples"
+        counted(ds.examples, "example")
         if t is None
-        else f"{ds.examples:,} documents, {t.measure.tokens:,} tokens"
+        else f"{counted(ds.examples, 'document')}, {counted(t.measure.tokens, 'token')}"
     )
     made = (
         ", synthetic"
@@ -82,7 +83,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         else ", built in: this Python's docstrings, tokenized by a BPE trained on them"
     )
     data = (
-        f"{escape(ds.path)} ({what}, {ds.shards} shards, {human_bytes(ds.bytes)}"
+        f"{escape(ds.path)} ({what}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
         + (made if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")"
@@ -193,7 +194,7 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     where = escape(p.path) + (f", run {escape(p.run)}" if p.run else "")
     if len(p.runs) > 1:
         where += f" (newest of {len(p.runs)})" if p.run == p.runs[-1] else f" (of {len(p.runs)})"
-    cores = f", {p.cores} cores" if p.cores else ""
+    cores = f", {counted(p.cores, 'core')}" if p.cores else ""
     hosts = f", {len(p.hosts)} hosts" if len(p.hosts) > 1 else ""
     detail = (
         f"{escape(p.device)}{cores}{hosts}: {p.steps} steps of {p.step_time_ms:,.1f} ms mean "
@@ -287,8 +288,8 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     rows.append(
         (
             "tf.data service",
-            f"{sv.workers} worker(s) of {sv.worker_cores} cores (~{rate(sv.worker_eps)}/s each) "
-            f"for {rate(sv.demand_eps)}/s across {report.hosts} host(s)",
+            f"{counted(sv.workers, 'worker')} of {counted(sv.worker_cores, 'core')} (~{rate(sv.worker_eps)}/s each) "
+            f"for {rate(sv.demand_eps)}/s across {counted(report.hosts, 'host')}",
         )
     )
     return rows
@@ -303,20 +304,39 @@ def _text_rows(report: Report) -> list[tuple[str, Any]]:
     if t is None:
         return []
     m = t.measure
-    lengths = m.lengths
-    past = "truncated" if m.truncate else "cut into pieces"
-    room = t.sequence_length - 2 if m.classify else t.sequence_length
+    agrees = t.fill_agrees or bool(m.sources)  # a mixture's fill has no prediction to disagree with
     return [
         ("Padding", Text(padding_sentence(t), style="bold")),
-        ("", Text(fill_sentence(t), style="" if t.fill_agrees else "bold red")),
-        (
-            "Lengths",
-            f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
-            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {m.documents:,} longer than "
-            f"{room:,} ({past}); {_chunks(m)}",
-        ),
+        ("", Text(fill_sentence(t), style="" if agrees else "bold red")),
+        *(("Lengths" if i == 0 else "", line) for i, line in enumerate(length_lines(t))),
         ("Tokenizer", f"{m.tokenizer or 'none named'}: {_tokenize_cost(m)}"),
         *(("Mixture" if i == 0 else "", line) for i, line in enumerate(mixture_lines(t))),
+    ]
+
+
+def length_lines(t: TextFigures) -> list[str]:
+    """The documents' lengths against L and the rows they pack into: the dataset's, or each
+    source's of a mixture (its own figures: a mixture has no histogram of its own yet), then
+    the mixed stream's chunks."""
+    m = t.measure
+    past = "truncated" if m.truncate else "cut into pieces"
+    room = t.sequence_length - 2 if m.classify else t.sequence_length
+
+    def said(lengths: dict[str, int], documents: int) -> str:
+        return (
+            f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
+            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {documents:,} longer than "
+            f"{room:,} ({past})"
+        )
+
+    if not m.sources:
+        return [f"{said(m.lengths, m.documents)}; {_chunks(m)}"]
+    return [
+        *(
+            f"{s.name}: {said(s.lengths, s.documents)}; its epoch alone packs into ~{s.epoch_rows:,} rows"
+            for s in m.sources
+        ),
+        f"the mixed stream in chunks of {m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each",
     ]
 
 

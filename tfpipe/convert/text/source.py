@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.config import ConvertConfig
+from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.text import ranges as textranges
 from tfpipe.convert.text import reader as textfiles
@@ -127,10 +127,7 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
             f"Received: train_tokenizer={cfg.train_tokenizer!r}, which would train another. Leave it out."
         )
     if stored is None and not (cfg.tokenizer or cfg.train_tokenizer):
-        raise ConfigError(
-            f"{src}: a text corpus needs a tokenizer. Pass --tokenizer PATH (a SentencePiece .model or a "
-            "Hugging Face tokenizer.json) or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."
-        )
+        raise ConfigError(f"{src}: a text corpus needs a tokenizer. Pass {TOKENIZER_OPTIONS}.")
     found = textscan.scan(src, reading, joins.class_names if joins is not None else (), cfg.n_workers)
     file = _tokenizer_file(src, cfg, stored, dest, found, reading)
     tok = tokenizers.load(file).named(_names(cfg, stored, dest))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError
@@ -153,25 +153,32 @@ def spm_roles(
     return roles.ordered()
 
 
-def parse(text: str) -> dict[str, str]:
-    """`--special-tokens eos=[EOS],bos=[BOS]` as a mapping (a token may hold `=`, not `,`).
+def parse(text: str | Sequence[str]) -> dict[str, str]:
+    """`--special-tokens eos=[EOS],bos=[BOS]` as a mapping (a token may hold `=`, not `,`); the
+    flag given more than once (a list of its values) is merged.
 
     Raises:
-      ConfigError: an item that is not ROLE=TOKEN, or a role named twice.
+      ConfigError: an item that is not ROLE=TOKEN, or a role named twice, in one flag or two.
     """
+    texts = [text] if isinstance(text, str) else list(text)
     out: dict[str, str] = {}
-    for item in (i.strip() for i in text.split(",")):
-        role, eq, token = item.partition("=")
-        if not eq or not role.strip() or not token.strip():
-            raise ConfigError(
-                f"special_tokens (--special-tokens) expects ROLE=TOKEN pairs, such as eos=[EOS],bos=[BOS]. "
-                f"Received: {item!r} in {text!r}"
-            )
-        if role.strip() in out:
-            raise ConfigError(
-                f"special_tokens (--special-tokens) names role {role.strip()!r} twice in {text!r}"
-            )
-        out[role.strip()] = token.strip()
+    where: dict[str, str] = {}
+    for given in texts:
+        for item in (i.strip() for i in given.split(",")):
+            role, eq, token = item.partition("=")
+            if not eq or not role.strip() or not token.strip():
+                raise ConfigError(
+                    f"special_tokens (--special-tokens) expects ROLE=TOKEN pairs, such as eos=[EOS],bos=[BOS]. "
+                    f"Received: {item!r} in {given!r}"
+                )
+            role = role.strip()
+            if role in out:
+                both = f"in {given!r}" if where[role] == given else f"in {where[role]!r} and in {given!r}"
+                raise ConfigError(
+                    f"special_tokens (--special-tokens) names role {role!r} twice, {both}: "
+                    f"{out[role]!r} and {token.strip()!r}. Name each role once."
+                )
+            out[role], where[role] = token.strip(), given
     return out
 
 

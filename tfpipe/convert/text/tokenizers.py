@@ -26,7 +26,6 @@ from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.manifest_text import TokenizerInfo
 
 Kind = Literal["sentencepiece", "huggingface"]
-TrainKind = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
 FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}
 """The name a dataset stores its tokenizer under, beside the shards, by kind."""
 INSTALL_HINT = 'pip install "tfpipe[text]"'
