@@ -46,7 +46,7 @@ def lengths() -> tuple[np.ndarray, np.ndarray]:
 
     given = os.environ.get("TFPIPE_MIX_LENGTHS")
     if given:
-        from tfpipe.manifest import Manifest
+        from tfpipe.format.manifest import Manifest
         from tfpipe.pipeline.text_stages import Lengths, load_lengths
 
         out = []

@@ -12,7 +12,7 @@ import pytest
 
 import tfpipe
 from tfpipe.convert.text import tokenizers
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.synthetic import text as corpus
 
 N_DOCS = 701  # odd, so chunks, shards and batches are uneven

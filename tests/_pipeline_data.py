@@ -17,11 +17,11 @@ import pytest
 from PIL import Image
 
 import tfpipe
-from tfpipe.codec import encode_example
-from tfpipe.manifest import Manifest
-from tfpipe.schema import IMAGE_SCHEMA
+from tfpipe.format.codec import encode_example
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.schema import IMAGE_SCHEMA
+from tfpipe.format.tfrecord import frame_record
 from tfpipe.testing import fake_data
-from tfpipe.tfrecord import frame_record
 
 PER_CLASS = [13, 12, 12]
 N_IMAGES = sum(PER_CLASS)
@@ -176,9 +176,9 @@ def rewrite_manifest_dataset(root: str, rows_per_shard: list[list[dict]]) -> str
     """Writes image rows as a manifest dataset (used for bad-image records)."""
     import hashlib
 
-    from tfpipe.manifest import ShardInfo, Split
-    from tfpipe.shardnames import shard_name
-    from tfpipe.tfrecord import frame_record as _frame
+    from tfpipe.format.manifest import ShardInfo, Split
+    from tfpipe.format.shardnames import shard_name
+    from tfpipe.format.tfrecord import frame_record as _frame
 
     os.makedirs(root, exist_ok=True)
     shards = []

@@ -3,9 +3,9 @@ decoded to {feature: list of values}, in shard order."""
 
 import os
 
-from tfpipe.codec import decode_example
-from tfpipe.manifest import Manifest
-from tfpipe.tfrecord import read_records
+from tfpipe.format.codec import decode_example
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.tfrecord import read_records
 
 
 def split_records(manifest, split="train"):

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from tfpipe.codec import decode_example, encode_columns, encode_example
 from tfpipe.convert.config import ShardConfig, parse_size
 from tfpipe.convert.writer import shard_bounds
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.schema import Field, Schema
-from tfpipe.tfrecord import frame_record, read_records
+from tfpipe.format.codec import decode_example, encode_columns, encode_example
+from tfpipe.format.schema import Field, Schema
+from tfpipe.format.tfrecord import frame_record, read_records
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +279,7 @@ TOKENS = Schema((Field("tokens", "int64", shape=(None,)), Field("label", "int64"
 
 
 def test_a_variable_length_int64_list_round_trips_through_tensorflow(tf):
-    from tfpipe.codec import varints
+    from tfpipe.format.codec import varints
 
     lists = [
         [],

@@ -9,8 +9,9 @@ import pytest
 from _cli import start_cli
 
 import tfpipe
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.convert.writer import PAUSE_ENV
+from tfpipe.format import commit_markers
 
 
 def write_table(path, flip):

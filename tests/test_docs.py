@@ -159,7 +159,7 @@ def test_every_block_of_the_page_runs_as_written(page, docs_data, tmp_path):
         done = _run(block, folder, index)
         output = (done.stdout + done.stderr)[-4000:]
         assert done.returncode == 0, f"{block.where} ({block.lang}) exited {done.returncode}:\n{output}"
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
     datasets, outputs = _made(page_blocks)
     for name in sorted(datasets):

@@ -9,7 +9,7 @@ import tfpipe
 import tfpipe.cli
 from tfpipe import storage
 from tfpipe.errors import ManifestError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
 
 pytestmark = pytest.mark.gcs

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from tfpipe.errors import ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split
-from tfpipe.manifest_checks import check_relative_name
-from tfpipe.schema import IMAGE_SCHEMA
-from tfpipe.shardnames import shard_name
+from tfpipe.format.manifest import Manifest, ShardInfo, SkippedInput, Split
+from tfpipe.format.manifest_checks import check_relative_name
+from tfpipe.format.schema import IMAGE_SCHEMA
+from tfpipe.format.shardnames import shard_name
 
 
 def _manifest(root, name="train-00000-of-00001"):
@@ -185,7 +185,7 @@ def test_label_offset_out_of_range_is_refused(tmp_path):
 
 
 def test_length_bins_are_exact_then_a_128th_of_an_octave():
-    from tfpipe.manifest_text import bin_width, length_bin
+    from tfpipe.format.manifest_text import bin_width, length_bin
 
     assert [length_bin(n) for n in (1, 16383, 16384, 16511, 16512, 32767, 32768, 33023)] == [
         1,
@@ -202,7 +202,7 @@ def test_length_bins_are_exact_then_a_128th_of_an_octave():
 
 def test_a_histogram_that_does_not_add_up_is_refused():
     from tfpipe.errors import ManifestError
-    from tfpipe.manifest_text import SplitText
+    from tfpipe.format.manifest_text import SplitText
 
     good = {"lengths": [3, 7, 16384], "counts": [2, 1, 1], "tokens": [6, 7, 16400]}
     text = SplitText(4, 16413, 1, good)
@@ -224,7 +224,7 @@ def test_a_histogram_that_does_not_add_up_is_refused():
 
 def test_a_lengths_entry_that_does_not_fit_its_split_is_refused():
     from tfpipe.errors import ManifestError
-    from tfpipe.manifest_text import LengthsFile, SplitText
+    from tfpipe.format.manifest_text import LengthsFile, SplitText
 
     good = {"lengths": [3, 7], "counts": [2, 1], "tokens": [6, 7]}
     entry = LengthsFile("lengths.train.u32", 12, "crc32c:0123abcd")

@@ -1,10 +1,10 @@
-"""Shard names through their one home, tfpipe/shardnames.py: formatted, parsed and checked as
+"""Shard names through their one home, tfpipe/format/shardnames.py: formatted, parsed and checked as
 sets, on names alone (the readers that call it are tested in tests/pipeline and test_manifest)."""
 
 import pytest
 
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.shardnames import ShardName, check_shard_sets, shard_name
+from tfpipe.format.shardnames import ShardName, check_shard_sets, shard_name
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ import pytest
 from _cli import run_cli
 
 import tfpipe
-from tfpipe.tfrecord import frame_record
-from tfpipe.verify import verify
+from tfpipe.format.tfrecord import frame_record
+from tfpipe.format.verify import verify
 
 
 @pytest.fixture

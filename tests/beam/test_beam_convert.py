@@ -23,12 +23,13 @@ from _gcs_faults import lose_commit_reply
 pytest.importorskip("apache_beam")
 
 import tfpipe
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.beam.engine import PipelineFailed
 from tfpipe.beam.shards import FAULT_ENV
 from tfpipe.errors import ConfigError
+from tfpipe.format import commit_markers
+from tfpipe.format.verify import verify
 from tfpipe.testing import fake_data
-from tfpipe.verify import verify
 
 # Every test here runs a Beam pipeline (the DirectRunner's worker processes).
 pytestmark = pytest.mark.slow
@@ -166,8 +167,8 @@ def test_duplicate_bundles_change_nothing(tree, local_images, tmp_path):
 
 
 def records(manifest):
-    from tfpipe.codec import decode_example
-    from tfpipe.tfrecord import read_records
+    from tfpipe.format.codec import decode_example
+    from tfpipe.format.tfrecord import read_records
 
     out = []
     for path in manifest.shard_paths("train"):

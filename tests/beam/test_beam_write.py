@@ -15,8 +15,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfpipe.beam
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import Manifest
-from tfpipe.verify import verify
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.verify import verify
 
 # Every test here runs a Beam pipeline (the DirectRunner's worker processes).
 pytestmark = pytest.mark.slow

@@ -157,7 +157,7 @@ def test_a_mixture_in_the_library_is_a_mapping_with_weights() -> None:
 def sources(tmp_path_factory) -> tuple[str, str]:
     """301 and 399 docstrings, the second tokenized by the first's trained BPE (one tokenizer)."""
     from tfpipe.cli import main
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
     from tfpipe.synthetic import text
 
     root = tmp_path_factory.mktemp("mix")

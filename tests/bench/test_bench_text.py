@@ -325,7 +325,7 @@ def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, 
     from tfpipe.bench.measure import textmeasure
     from tfpipe.convert.text import tokenizers
     from tfpipe.errors import MissingExtraError
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
     def missing(path, fingerprint):
         raise MissingExtraError(

@@ -19,10 +19,10 @@ from _cli import CLI_TIMEOUT, start_cli
 import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.verify import verify
 from tfpipe.storage import StorageError
 from tfpipe.testing import fake_data
-from tfpipe.verify import verify
 
 SHARDS = 3
 N_IMAGES = 21

@@ -13,7 +13,7 @@ import pytest
 
 import tfpipe
 from tfpipe.errors import ConfigError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.pipeline import mixture_spec, plan
 from tfpipe.resume import Position
 

@@ -135,8 +135,9 @@ def gcs_dataset(dataset, gcs_bucket):
 def test_gcs_checks_list_the_commit_marker_and_read_no_file(gcs_dataset, local_gcs, monkeypatch):
     # Each check is one listing of the marker's folder: TensorFlow opens no file for it, so it
     # fills no 64 MiB read block. Its only ranged reads are the shards', one each.
-    from tfpipe import commit_markers, storage
-    from tfpipe.manifest import Manifest
+    from tfpipe import storage
+    from tfpipe.format import commit_markers
+    from tfpipe.format.manifest import Manifest
 
     _, root = gcs_dataset
     manifest = Manifest.load(root)

@@ -24,7 +24,7 @@ from tfpipe.validation import (
 )
 
 if TYPE_CHECKING:
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
 PipelineName = Literal["imagenet", "tabular", "text"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)

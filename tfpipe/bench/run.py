@@ -24,7 +24,7 @@ from tfpipe.bench.judge.report import Report
 from tfpipe.bench.measure import data, producer, reading
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from tfpipe.cli.render import console
 
 if TYPE_CHECKING:
     from tfpipe.convert import Tick
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
 EXAMPLES = """examples:
   tfpipe convert ILSVRC/Data/CLS-LOC/train gs://my-bucket/imagenet --num-shards 1024

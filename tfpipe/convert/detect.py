@@ -14,7 +14,7 @@ from tfpipe.convert.images import folders
 from tfpipe.convert.tables.read import list_table
 from tfpipe.convert.text import listing as textlist
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 
 
 def choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple[str, str]:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.detect import choose_format
 from tfpipe.convert.engine import run_local
@@ -47,7 +47,8 @@ from tfpipe.errors import (
     ManifestError,
     TfpipeError,
 )
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format import commit_markers
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.validation import check_choice
 
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
@@ -455,7 +456,7 @@ def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -
 
     In this order a kill at any point leaves no manifest that lists a deleted shard: at worst
     shard files no manifest lists, which the next run refuses until --overwrite; and no marker
-    of the split while any of its shards is rewritten (tfpipe/commit_markers.py).
+    of the split while any of its shards is rewritten (tfpipe/format/commit_markers.py).
     """
     old_shards: list[str] = []
     commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten

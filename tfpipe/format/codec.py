@@ -1,5 +1,5 @@
 """tf.train.Example <-> bytes, in pure Python (no TensorFlow); the TFRecord framing around
-them is `tfpipe.tfrecord`.
+them is `tfpipe.format.tfrecord`.
 
 Conversion workers encode without importing TensorFlow: TF import costs ~3 s per process and
 is not fork-safe. The wire format is small and stable:
@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.schema import Field, Schema
+from tfpipe.format.schema import Field, Schema
 
 
 def _varint_slow(n: int) -> bytes:

@@ -28,7 +28,7 @@ import hashlib
 from collections.abc import Sequence
 
 from tfpipe import storage
-from tfpipe.manifest import ShardInfo
+from tfpipe.format.manifest import ShardInfo
 
 COMMITS_DIR = ".tfpipe-commits"
 _GLOB_CHARS = "*?[\\"

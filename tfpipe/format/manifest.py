@@ -13,10 +13,10 @@ from typing import Any
 from tfpipe import storage
 from tfpipe._version import __version__
 from tfpipe.errors import ManifestError
-from tfpipe.manifest_checks import check_checksum, check_relative_name, is_count
-from tfpipe.manifest_text import SplitText, TokenizerInfo
-from tfpipe.schema import Schema
-from tfpipe.shardnames import ShardName, check_shard_sets
+from tfpipe.format.manifest_checks import check_checksum, check_relative_name, is_count
+from tfpipe.format.manifest_text import SplitText, TokenizerInfo
+from tfpipe.format.schema import Schema
+from tfpipe.format.shardnames import ShardName, check_shard_sets
 
 MANIFEST_NAME = "tfpipe.json"
 FORMAT = "tfpipe.manifest"

@@ -1,6 +1,6 @@
 """The text kind's entries of the manifest: the tokenizer (`TokenizerInfo`), a split's figures
 (`SplitText`: documents, tokens, the length histogram and its bins) and its lengths file
-(`LengthsFile`). The manifest (`tfpipe.manifest`) keeps the format and reads them by name."""
+(`LengthsFile`). The manifest (`tfpipe.format.manifest`) keeps the format and reads them by name."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from tfpipe.errors import ManifestError
-from tfpipe.manifest_checks import check_checksum, check_relative_name, is_count
+from tfpipe.format.manifest_checks import check_checksum, check_relative_name, is_count
 
 TOKENIZER_ENTRY_VERSION = 2
 """The version of a manifest's tokenizer entry. 1 (no "version"): the special ids alone. 2: each

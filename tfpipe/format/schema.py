@@ -1,7 +1,7 @@
 """Schema: which features a record holds, their dtypes and shapes.
 
 A schema is inferred from the source at convert time, written into the manifest, and used to
-encode (`tfpipe.codec`) and to parse (`Schema.parse_spec`). Encoding and parsing are exact
+encode (`tfpipe.format.codec`) and to parse (`Schema.parse_spec`). Encoding and parsing are exact
 inverses; tests/test_codec.py proves it for every dtype.
 
 This module is also the one home of the dtype vocabulary: `Dtype` names the three

@@ -1,6 +1,6 @@
 """TFRecord framing in pure Python (no TensorFlow): uint64 length, uint32 masked
 crc32c(length), data, uint32 masked crc32c(data). What the data is (a tf.train.Example) is
-`tfpipe.codec`'s.
+`tfpipe.format.codec`'s.
 
 Conversion workers frame records without importing TensorFlow (its import costs ~3 s per
 process and is not fork-safe); `read_records` checks both CRCs of every record, as TF's own

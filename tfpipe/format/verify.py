@@ -3,7 +3,7 @@
 Checks, per shard: the file exists, its size and checksum match, every TFRecord's length and data
 CRCs are right, and the record count matches. A text dataset's lengths files are checked by size
 and checksum, and its tokenizer file against the fingerprint its manifest records. Reads with
-tfpipe.codec (no TensorFlow), so a mismatch can be named by shard and record index.
+tfpipe.format.codec (no TensorFlow), so a mismatch can be named by shard and record index.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo
-from tfpipe.tfrecord import read_records
+from tfpipe.format.manifest import Checksum, Manifest, ShardInfo
+from tfpipe.format.tfrecord import read_records
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

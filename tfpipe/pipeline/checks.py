@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError
+from tfpipe.format.schema import dtype_of_tf
 from tfpipe.pipeline.sharding import RECORD_FRAMING
-from tfpipe.schema import dtype_of_tf
 from tfpipe.validation import check_int
 
 if TYPE_CHECKING:

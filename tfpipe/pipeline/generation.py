@@ -15,7 +15,7 @@ again at its end: its later requests read whatever generation is there then.
 What a check costs: locally, reading `tfpipe.json` (~0.03 ms). On gs://, reading it would cost
 a request and ~30-40 ms of CPU (TensorFlow fills a whole 64 MiB read block for every file it
 opens), as much as the read of a 5 MB shard; so a gs:// conversion keeps a commit marker per
-split (tfpipe/commit_markers.py), and a check lists it instead: one small list request, no
+split (tfpipe/format/commit_markers.py), and a check lists it instead: one small list request, no
 file opened, ~2 ms (benchmarks/gcs_check_cost.py). Only where the marker is gone, or was never
 written, does the check read `tfpipe.json`.
 """
@@ -25,9 +25,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe._tf import Tensor, plain, tensor_text, tf
-from tfpipe.manifest import MANIFEST_NAME
+from tfpipe.format import commit_markers
+from tfpipe.format.manifest import MANIFEST_NAME
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.resolve import ResolvedData
@@ -43,7 +44,7 @@ def generation_checks(size: int, gcs: bool) -> int:
 class Generation:
     """The generation of a split a pipeline reads: each shard's checksum in the manifest
     `build()` loaded, to check that the manifest still lists it (see the module doc); and on
-    gs://, the split's commit marker when it existed then (tfpipe/commit_markers.py)."""
+    gs://, the split's commit marker when it existed then (tfpipe/format/commit_markers.py)."""
 
     manifest: str
     files: tuple[str, ...]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from tfpipe import storage
 from tfpipe.errors import DataError
-from tfpipe.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
+from tfpipe.format.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
 
 
 def parent(path: str) -> str:

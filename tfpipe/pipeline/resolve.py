@@ -27,12 +27,12 @@ from typing import Any, Literal
 
 from tfpipe import storage
 from tfpipe.errors import DataError, ManifestError, TfpipeError
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format.schema import Schema
+from tfpipe.format.shardnames import ShardName, check_shard_sets, few
 from tfpipe.pipeline import records, tfds_info
 from tfpipe.pipeline.sharding import UNKNOWN
 from tfpipe.pipeline.tfds_info import TfdsInfo
-from tfpipe.schema import Schema
-from tfpipe.shardnames import ShardName, check_shard_sets, few
 
 GLOB_CHARS = "*?["
 GZIP_MAGIC = b"\x1f\x8b"

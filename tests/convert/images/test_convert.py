@@ -11,7 +11,7 @@ from _cli import run_cli
 import tfpipe
 from tfpipe.convert.images.folders import detect_format
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
 
 CLASSES, PER_CLASS = 3, [5, 4, 6]  # 15 good images + the oddities

@@ -12,7 +12,7 @@ from _records import split_records as records
 import tfpipe
 from tfpipe.convert.images.folders import detect_format, explain_format
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -11,7 +11,7 @@ from _records import nothing_written
 from _records import split_records as records
 
 from tfpipe.cli import main
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
 
 SIZE = (16, 12)

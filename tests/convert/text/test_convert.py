@@ -14,8 +14,8 @@ from _text_data import N_DOCS, cli, convert, docs, token_lists, tokenizer_path, 
 
 import tfpipe
 from tfpipe.convert.text import tokenizers
-from tfpipe.manifest import Manifest
-from tfpipe.manifest_text import length_bin
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.manifest_text import length_bin
 from tfpipe.synthetic.text import write_corpus
 
 

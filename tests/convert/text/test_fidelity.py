@@ -15,7 +15,7 @@ from _records import nothing_written, records
 from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
 from tfpipe.convert.text import tokenizers
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from test_convert_identity import wait_stopped
 import tfpipe
 from tfpipe import storage
 from tfpipe.convert.writer import PAUSE_ENV
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.synthetic.text import write_corpus
 
 

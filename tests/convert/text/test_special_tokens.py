@@ -14,7 +14,7 @@ from _text_data import convert, docs, trained
 import tfpipe
 from tfpipe.convert.text import specialtokens, tokenizers
 from tfpipe.errors import ConfigError
-from tfpipe.manifest_text import TokenizerInfo
+from tfpipe.format.manifest_text import TokenizerInfo
 
 L = 128
 

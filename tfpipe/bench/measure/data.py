@@ -23,7 +23,7 @@ from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
 from tfpipe.convert.tables.scan import TABLE_SUFFIXES
 from tfpipe.convert.text.reader import kind_of
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.pipeline.resolve import DataPath, data_path
 
 DEFAULT_SPLIT = "train"

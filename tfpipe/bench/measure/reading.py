@@ -11,7 +11,7 @@ from the start of the file to its end, so a shard of B bytes costs ceil(B / bloc
 Reading a tfpipe dataset adds a generation check per shard read, once the shard is open (two
 for a shard longer than a block), so records of two conversions of a split are never mixed
 (pipeline/generation.py): a listing of the split's commit marker, or a read of its manifest where
-it has none (tfpipe/commit_markers.py).
+it has none (tfpipe/format/commit_markers.py).
 tests/bench/measure/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 

@@ -35,7 +35,7 @@ from tfpipe.convert.images.labels import SYNSET_RE, read_labels
 from tfpipe.convert.tables.read import TABLE_SUFFIXES
 from tfpipe.convert.text import listing as textlist
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 _PARTITION_RE = re.compile(r"^[^=]+=[^=]*$")  # a Hive partition folder: key=value
 

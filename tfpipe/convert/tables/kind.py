@@ -16,8 +16,8 @@ from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.convert.tables import read as tableread
 from tfpipe.convert.tables import scan as tables
 from tfpipe.convert.writer import files_holding
-from tfpipe.manifest import Manifest
-from tfpipe.schema import Schema
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.schema import Schema
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

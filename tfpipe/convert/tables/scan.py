@@ -31,8 +31,8 @@ from tfpipe.convert.tables.read import (
     read_chunks,
 )
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import SkippedInput
-from tfpipe.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
+from tfpipe.format.manifest import SkippedInput
+from tfpipe.format.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
 
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
 

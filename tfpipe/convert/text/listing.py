@@ -27,7 +27,7 @@ from tfpipe import storage
 from tfpipe.convert.formats import hfsaved, textfile
 from tfpipe.convert.formats.textfile import UNREADABLE
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 SUFFIXES = {
     ".jsonl": "jsonl",

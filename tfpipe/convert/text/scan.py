@@ -26,7 +26,7 @@ from tfpipe.convert.text import reader as textfiles
 from tfpipe.convert.text.ranges import Marks, Points, Segment, packed, unpacked
 from tfpipe.convert.text.reader import Reading
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 _INT64 = 2**63
 

@@ -31,9 +31,9 @@ from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
-from tfpipe.manifest import Manifest
-from tfpipe.manifest_text import TokenizerInfo
-from tfpipe.schema import Schema
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.manifest_text import TokenizerInfo
+from tfpipe.format.schema import Schema
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
 
@@ -222,8 +222,8 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
     """
     import gzip
 
-    from tfpipe.codec import decode_example
-    from tfpipe.tfrecord import read_records
+    from tfpipe.format.codec import decode_example
+    from tfpipe.format.tfrecord import read_records
 
     info = manifest.tokenizer
     if info is None:

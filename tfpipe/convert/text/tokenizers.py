@@ -23,7 +23,7 @@ from tfpipe.convert.text import specialtokens
 from tfpipe.convert.text.specialtokens import ROLES as ROLES
 from tfpipe.convert.text.specialtokens import Roles
 from tfpipe.errors import DataError, MissingExtraError
-from tfpipe.manifest_text import TokenizerInfo
+from tfpipe.format.manifest_text import TokenizerInfo
 
 Kind = Literal["sentencepiece", "huggingface"]
 TrainKind = Literal["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"]
