@@ -172,7 +172,7 @@ def run(root: str, gcs) -> None:
     import tfpipe
     from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.format.manifest import Manifest
-    from tfpipe.pipeline import text_stages
+    from tfpipe.pipeline.text import stages as text_stages
 
     data = local_data(root)
     files = Manifest.load(data).shard_paths("train")

@@ -75,7 +75,7 @@ def test_no_import_circle_anywhere():
 
 def test_type_checking_imports_are_counted():
     # order.py imports PipelineConfig only for type checking: that edge is in the graph.
-    assert "tfpipe.pipeline.config" in imports()["tfpipe.pipeline.order"]
+    assert "tfpipe.pipeline.config" in imports()["tfpipe.pipeline.order.resumable"]
 
 
 def test_only_beam_imports_beam():
@@ -155,6 +155,6 @@ def test_packing_is_pure_and_below_presets_and_pipeline():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not {n.split(".")[0] for n in names} & {"tensorflow", "keras", "jax"}, path
-    users = ["tfpipe.presets.text", "tfpipe.pipeline.packing", "tfpipe.pipeline.text_stages"]
+    users = ["tfpipe.presets.text", "tfpipe.pipeline.text.packer", "tfpipe.pipeline.text.stages"]
     users += [m for m in graph if m.startswith("tfpipe.bench") and graph[m] & packing]
     assert all(graph[u] & packing for u in users) and len(users) > 3

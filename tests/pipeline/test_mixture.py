@@ -14,7 +14,8 @@ import pytest
 import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.format.manifest import Manifest
-from tfpipe.pipeline import mixture_spec, plan
+from tfpipe.pipeline import plan
+from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.resume import Position
 
 tf = pytest.importorskip("tensorflow")

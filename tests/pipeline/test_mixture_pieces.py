@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from tfpipe.packing import reference, spec
-from tfpipe.pipeline import mixture_pieces as mp
-from tfpipe.pipeline.mixture_spec import BLOCK, quotas
+from tfpipe.pipeline.mixture import pieces as mp
+from tfpipe.pipeline.mixture.spec import BLOCK, quotas
 
 L = 128
 

@@ -14,7 +14,7 @@ import pytest
 from test_order_plain import spec
 
 import tfpipe
-from tfpipe.pipeline import order_stream
+from tfpipe.pipeline.order import stream as order_stream
 
 tf = pytest.importorskip("tensorflow")
 

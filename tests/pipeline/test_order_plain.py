@@ -1,4 +1,4 @@
-"""The resumable order in plain Python (`order.records`), tested on integers: a table of small
+"""The resumable order in plain Python (`resumable.records`), tested on integers: a table of small
 orders written out by hand, the properties every order has, and one TensorFlow test that the
 graph (`order_stream.stream`) yields exactly what the plain form says."""
 
@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from tfpipe.pipeline import order
-from tfpipe.pipeline.order import OrderSpec
+from tfpipe.pipeline.order import resumable
+from tfpipe.pipeline.order.resumable import OrderSpec
 
 from _pipeline_data import N_ROWS
 
@@ -52,7 +52,7 @@ def seeded(n, seed):
 
 
 def take(s: OrderSpec, shuffle, n: int, start: int = 0) -> list[tuple[int, int]]:
-    return [(p.file, p.record) for p in itertools.islice(order.records(s, start, shuffle), n)]
+    return [(p.file, p.record) for p in itertools.islice(resumable.records(s, start, shuffle), n)]
 
 
 # (spec, shuffle, the first records as (file, record)): each row worked out by hand.
@@ -113,10 +113,10 @@ def test_input_pipelines_share_the_global_stream_by_position():
 
 def test_augmentation_seeds_follow_the_seed_epoch_and_example():
     s = spec((3, 2), seed=7)
-    first, second = (list(itertools.islice(order.records(s, e * 5, seeded), 5)) for e in (0, 1))
+    first, second = (list(itertools.islice(resumable.records(s, e * 5, seeded), 5)) for e in (0, 1))
     ids = {p.seed: (p.epoch, s.first_ids[p.file] + p.record) for p in first + second}
     assert len(ids) == 10  # every (epoch, example) its own seed
-    assert next(order.records(s, 3, seeded)).seed == first[3].seed  # the same, started mid-epoch
+    assert next(resumable.records(s, 3, seeded)).seed == first[3].seed  # the same, started mid-epoch
 
 
 def test_the_graph_yields_what_the_plain_order_says(table_ds):
@@ -126,7 +126,7 @@ def test_the_graph_yields_what_the_plain_order_says(table_ds):
     import tfpipe
 
     def tf_shuffle(n, seed):
-        from tfpipe.pipeline import order_stream
+        from tfpipe.pipeline.order import stream as order_stream
 
         return order_stream.permutation(tf, n, tf.constant(seed, tf.int64)).numpy().tolist()
 
@@ -134,7 +134,8 @@ def test_the_graph_yields_what_the_plain_order_says(table_ds):
     pipe = tfpipe.pipeline.plan(table_ds, **kw)
     s = pipe.order
     want = [
-        s.first_ids[p.file] + p.record for p in itertools.islice(order.records(s, 0, tf_shuffle), 2 * N_ROWS)
+        s.first_ids[p.file] + p.record
+        for p in itertools.islice(resumable.records(s, 0, tf_shuffle), 2 * N_ROWS)
     ]
     got = [int(f["row_id"][0]) for f, _ in pipe.dataset().take(2 * N_ROWS)]
     assert got == want

@@ -9,12 +9,14 @@ import tensorflow as tf
 
 import tfpipe
 from tfpipe.packing import KEYS, MODES, fill, reference, spec
-from tfpipe.pipeline import order_stream, packing, text_stages
-from tfpipe.pipeline.order import KEY_ROWS, domain_key
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
+from tfpipe.pipeline.text import packer
+from tfpipe.pipeline.text import stages as text_stages
 
 _graph_pack = tf.function(
     tf.autograph.experimental.do_not_convert(
-        lambda values, lengths, L, mode, truncate: packing.pack(
+        lambda values, lengths, L, mode, truncate: packer.pack(
             tf.RaggedTensor.from_row_lengths(values, lengths), L, mode, truncate
         )
     ),

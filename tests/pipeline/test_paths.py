@@ -9,7 +9,7 @@ from _cli import run_cli
 
 import tfpipe
 from tfpipe import storage
-from tfpipe.pipeline import resolve
+from tfpipe.pipeline.read import resolve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -287,7 +287,7 @@ def test_a_changed_position_meaning_is_refused_by_name(table_ds, image_ds, tmp_p
 def test_a_position_saved_by_an_older_order_is_refused_naming_both_versions(table_ds, tmp_path):
     """A checkpoint of order version 1 (SplitMix64-keyed permutations) means other examples at
     the same step: refused by name, whether restored after build() or before it."""
-    from tfpipe.pipeline.order import ORDER_VERSION
+    from tfpipe.pipeline.order.resumable import ORDER_VERSION
 
     assert ORDER_VERSION == 2
     now = plan(table_ds, batch_size=4, **SMALL).order.identity()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfpipe.pipeline.sharding import UNKNOWN, FileShare, shard_files, share_files
+from tfpipe.pipeline.read.sharding import UNKNOWN, FileShare, shard_files, share_files
 
 
 def test_one_pipeline_reads_everything():

@@ -20,7 +20,10 @@ import pytest
 import tfpipe
 from tfpipe import storage
 from tfpipe.packing import reference
-from tfpipe.pipeline import order, order_stream, plan, text_stages
+from tfpipe.pipeline import plan
+from tfpipe.pipeline.order import resumable
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.text import stages as text_stages
 
 tf = pytest.importorskip("tensorflow")
 
@@ -52,7 +55,7 @@ def plain_count(root, epochs, **kw):
     p = plan(root, **(STREAMED | kw))
     spec, size = p.order, text_stages.chunk_size(p.plan.decoder.packing)
     lengths = np.frombuffer(pathlib.Path(root, "lengths.train.u32").read_bytes(), "<u4").astype(np.int64)
-    placed = list(itertools.islice(order.records(spec, 0, tf_shuffle), epochs * spec.examples))
+    placed = list(itertools.islice(resumable.records(spec, 0, tf_shuffle), epochs * spec.examples))
     where = [(q.epoch, q.file) for q in placed]
     docs = np.array([spec.first_ids[q.file] + q.record for q in placed])
     rows = [
@@ -134,7 +137,7 @@ def test_the_count_opens_no_shard(text_ds, tmp_path, request, where):
         shards = collections.Counter({name: reads[name] for name in reads if name.startswith("train-")})
         # The group's shard, and at most the next epoch's first (which may be the same), read ahead.
         spec = plan(root, **STREAMED).order
-        ahead = storage.basename(spec.files[order.epoch_stream(spec, 2, tf_shuffle)[0][0]])
+        ahead = storage.basename(spec.files[resumable.epoch_stream(spec, 2, tf_shuffle)[0][0]])
         assert reads["lengths.train.u32"] == 1 and shards[storage.basename(keep)] >= 1, reads
         assert shards - collections.Counter([storage.basename(keep), ahead]) == {}, reads
         reads = shard_reads(gcs, tfpipe.build(root, start_step=k, **SMALL, cache="memory"), 1)

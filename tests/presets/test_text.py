@@ -14,7 +14,8 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.packing import reference
 from tfpipe.packing.spec import DEFAULT_CHUNK, MAX_CHUNK, chunk_documents
-from tfpipe.pipeline import TilingWarning, plan, text_stages
+from tfpipe.pipeline import TilingWarning, plan
+from tfpipe.pipeline.text import stages as text_stages
 
 B, L = 8, 128
 

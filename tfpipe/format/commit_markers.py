@@ -1,7 +1,7 @@
 """Commit markers: what lets a reader check a gs:// split's generation with one small listing.
 
 A read never yields records of a shard that `tfpipe.json` no longer lists as `build()` read it
-(pipeline/generation.py checks it once per shard read). Checking it by reading `tfpipe.json`
+(pipeline/read/generation.py checks it once per shard read). Checking it by reading `tfpipe.json`
 costs little locally (~0.03 ms) but on gs:// ~40 ms of CPU per check: TensorFlow's gs:// reader
 allocates and zeroes a whole GCS_READ_CACHE_BLOCK_SIZE_MB block (64 MiB) for every file it
 opens, however small. A listing costs no block: `tf.io.matching_files` of one name is one list

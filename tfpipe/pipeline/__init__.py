@@ -22,8 +22,8 @@ from tfpipe.pipeline.build import (
     steps_per_epoch,
 )
 from tfpipe.pipeline.config import AUTOTUNE, PipelineConfig
-from tfpipe.pipeline.skips import SkipCounts
-from tfpipe.pipeline.stages import Stage
+from tfpipe.pipeline.read.skips import SkipCounts
+from tfpipe.pipeline.stages.stage import Stage
 from tfpipe.presets import Preset, register_preset
 
 __all__ = [

@@ -1,5 +1,5 @@
 """`plan()`, `build()` and `steps_per_epoch()`: from data + preset + config to a tf.data.Dataset
-(a `Pipeline`, planned.py)."""
+(a `Pipeline`, stages/pipeline.py)."""
 
 from __future__ import annotations
 
@@ -18,22 +18,24 @@ from tfpipe.errors import (
     TilingWarning,
 )
 from tfpipe.packing.fill import epoch_rows
-from tfpipe.pipeline import checks, padding, text_stages
+from tfpipe.pipeline import checks
 from tfpipe.pipeline import config as config_module
-from tfpipe.pipeline import order as order_module
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.planned import Pipeline, skipped
-from tfpipe.pipeline.resolve import ResolvedData, resolve
-from tfpipe.pipeline.shard_read import verify_group
-from tfpipe.pipeline.sharding import FileShare, share_files
-from tfpipe.pipeline.skips import SkipCounter
-from tfpipe.pipeline.stages import StagePlan, make_stages
+from tfpipe.pipeline.order import resumable as order_module
+from tfpipe.pipeline.read.resolve import ResolvedData, resolve
+from tfpipe.pipeline.read.shard import verify_group
+from tfpipe.pipeline.read.sharding import FileShare, share_files
+from tfpipe.pipeline.read.skips import SkipCounter
+from tfpipe.pipeline.stages import padding
+from tfpipe.pipeline.stages.pipeline import Pipeline, skipped
+from tfpipe.pipeline.stages.stage import StagePlan, make_stages
+from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset, options_of
 from tfpipe.presets.text import TextOptions, TextPacking, plan_packing
 from tfpipe.validation import check_batch_size, check_bool
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.position import Position  # imports TensorFlow
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
 
 __all__ = [
     "DefaultWarning",
@@ -156,13 +158,13 @@ def plan(
 
 
 def _mixture(data: Any, preset_options: dict[str, Any], arguments: dict[str, Any]) -> Pipeline:
-    """A weighted mixture of datasets (mixture.py), each source planned by `plan`."""
+    """A weighted mixture of datasets (mixture/plan.py), each source planned by `plan`."""
     if not isinstance(data, Mapping):
         raise ConfigError(
             "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
             f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
         )
-    from tfpipe.pipeline.mixture import plan_mixture
+    from tfpipe.pipeline.mixture.plan import plan_mixture
 
     return plan_mixture(data, plan_one=plan, **arguments, **preset_options)
 

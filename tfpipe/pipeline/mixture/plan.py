@@ -4,7 +4,7 @@ resumable order, packed across sources for text, sharded per host like one datas
 Each source is planned as one dataset would be (`plan()` of its path, with a seed of its own
 drawn from the pipeline's), and refused unless the sources agree: one preset, one schema, for
 text one tokenizer (its fingerprint) and one packing. The mixture replaces the first source's
-"interleave" stage by the mixed stream (mixture_stream.py); every later stage (parse, decode or
+"interleave" stage by the mixed stream (mixture/stream.py); every later stage (parse, decode or
 pack, batch, map) is the first source's, which the agreement makes every source's.
 """
 
@@ -16,10 +16,14 @@ from typing import Any
 
 from tfpipe.errors import ConfigError
 from tfpipe.packing.spec import added_tokens, chunk_size
-from tfpipe.pipeline import mixture_spec, mixture_stream, order, stages, text_stages
-from tfpipe.pipeline.mixture_spec import BLOCK, MixSpec
-from tfpipe.pipeline.order import ORDER_VERSION
-from tfpipe.pipeline.planned import Pipeline
+from tfpipe.pipeline.mixture import spec as mixture_spec
+from tfpipe.pipeline.mixture import stream as mixture_stream
+from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
+from tfpipe.pipeline.order import resumable
+from tfpipe.pipeline.order.resumable import ORDER_VERSION
+from tfpipe.pipeline.stages import stage
+from tfpipe.pipeline.stages.pipeline import Pipeline
+from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
 
 
@@ -125,7 +129,7 @@ def plan_mixture(
             "A mixture is a training stream (weighted, endless); evaluate each source on its own "
             "with build(path, training=False). Received: training=False"
         )
-    position, step = order.parse_start(start_step)
+    position, step = resumable.parse_start(start_step)
     seed = kwargs.pop("seed", None)
     config = kwargs.get("config")
     if seed is None and config is not None:
@@ -136,7 +140,7 @@ def plan_mixture(
         )
     if seed is None and (position is not None or step > 0):
         raise ConfigError("start_step needs seed=: the mixture is a function of the seed and the step.")
-    seed = order.draw_seed() if seed is None else seed
+    seed = resumable.draw_seed() if seed is None else seed
     if as_int(seed) is None:
         raise ConfigError(f"seed must be an int. Received: {seed!r}")
     service = kwargs.pop("service", None)
@@ -291,7 +295,7 @@ def _assemble(
     config = dataclasses.replace(p0.config, seed=seed)
     plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config, service=service)
     made = tuple(
-        dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in stages.make_stages(plan)
+        dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in stage.make_stages(plan)
     )
     notes = _notes(mix, parts, size if pack is not None else None, service)
     return MixturePipeline(
@@ -362,7 +366,7 @@ def _mean_tokens(p: Pipeline) -> float:
 
 
 def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
-    read = stages.shard_reader(p.plan)
+    read = stage.shard_reader(p.plan)
     lengths = text_stages.lengths_file(p.source) if text else None
     if text and lengths is None:
         raise ConfigError(
@@ -373,7 +377,7 @@ def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
         spec=p.order,
         read=lambda path, size, count: read(path, size, count, grouped=True),
         cached=p.cache == "memory",
-        parallelism=stages.read_calls(p.plan),
+        parallelism=stage.read_calls(p.plan),
         lengths=lengths,
     )
 
@@ -393,7 +397,7 @@ def _start_fn(position: Any, step: int, identity: dict[str, Any], per_step: int)
     from tfpipe._tf import tf
 
     tf_ = tf()
-    limit = order.MAX_POSITION // per_step
+    limit = resumable.MAX_POSITION // per_step
     if position is None:
         if step > limit:
             raise ConfigError(

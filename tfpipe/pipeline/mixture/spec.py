@@ -9,7 +9,7 @@ functions of `g` alone:
 
     count_s(g) = (g // BLOCK) * n_s + #{i < g % BLOCK : block(g // BLOCK)[i] == s}
 
-and each source's stream (its own resumable order, order.py) starts at `count_s(g)`: a mixture
+and each source's stream (its own resumable order, order/resumable.py) starts at `count_s(g)`: a mixture
 resumes as exactly as one source does, with nothing more to save than the step. A source's
 epoch at `g` is `count_s(g) // its records (documents) per epoch`: a small source repeats
 (up-sampled) while the large ones go on.
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline.order import KEY_FILES, domain_key
+from tfpipe.pipeline.order.resumable import KEY_FILES, domain_key
 
 MixBy = Literal["tokens", "documents", "records"]
 # Positions per block: a source's share of positions is its quota over BLOCK, within 1/BLOCK of
@@ -166,7 +166,7 @@ def block_choices(spec: MixSpec, block: int) -> list[int]:
     """The sources of block `block`'s positions, in plain Python (`order_stream.permutation`
     run eagerly): what the graph computes, for tests and `counts`."""
     from tfpipe._tf import tf
-    from tfpipe.pipeline.order_stream import permutation
+    from tfpipe.pipeline.order.stream import permutation
 
     tf_ = tf()
     perm = permutation(tf_, BLOCK, tf_.constant([spec.key, block], tf_.int64)).numpy()

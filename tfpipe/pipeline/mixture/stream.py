@@ -1,6 +1,6 @@
-"""A weighted mixture as a tf.data stream: each source's resumable order (order_stream.py),
+"""A weighted mixture as a tf.data stream: each source's resumable order (order/stream.py),
 started at its count of earlier positions and batched by its quota of a block, the blocks put
-together by one gather each in the order of the mixture's choices (mixture_spec.py; `mixed`).
+together by one gather each in the order of the mixture's choices (mixture/spec.py; `mixed`).
 A choice per element (`choose_from_datasets`) gave the same stream at 1.2x the CPU a token.
 
 - records (images, tables): the mixed stream starts at position `step x positions a step`;
@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, text_stages
-from tfpipe.pipeline.mixture_spec import BLOCK, MixSpec
+from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.text import stages as text_stages
 
 _FOREVER = (1 << 63) - 1
 

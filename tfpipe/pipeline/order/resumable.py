@@ -32,7 +32,7 @@ shuffle buffer of the same size holds one. With cache="memory" every record is l
 when the iterator starts, and each epoch's windows are gathered from memory.
 
 This module decides and describes the order, and computes it in plain Python (`records`),
-the form its tests check on integers; order_stream.py makes the same order a tf.data stream.
+the form its tests check on integers; order/stream.py makes the same order a tf.data stream.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import Order, PipelineConfig
-    from tfpipe.pipeline.position import Position
-    from tfpipe.pipeline.resolve import ResolvedData
-    from tfpipe.pipeline.sharding import FileShare
+    from tfpipe.pipeline.order.position import Position
+    from tfpipe.pipeline.read.resolve import ResolvedData
+    from tfpipe.pipeline.read.sharding import FileShare
 
 # The version of the order's definition, kept in every position checkpoint: a change to how
 # positions map to records must bump it, so an old checkpoint is refused, not misread.
@@ -210,7 +210,7 @@ def parse_start(start_step: Any) -> tuple[Position | None, int]:
                 f"start_step must be an int >= 0 or a tfpipe.Position. Received: start_step={start_step}"
             )
         return None, step
-    from tfpipe.pipeline.position import Position  # imports TensorFlow: only for a Position
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow: only for a Position
 
     if isinstance(start_step, Position):
         return start_step, 0
@@ -359,7 +359,7 @@ def domain_key(seed: int, domain: int, part: int = 0) -> int:
     return seed_key((seed * (1 << 20) + part) * _DOMAINS + domain)
 
 
-# ---- the order in plain Python: what order_stream.py computes in the graph ----
+# ---- the order in plain Python: what order/stream.py computes in the graph ----
 
 Shuffle = Callable[[int, tuple[int, int]], Sequence[int]]
 """`(n, seed) -> a permutation of range(n)`: in the graph, TensorFlow's

@@ -1,4 +1,4 @@
-"""The resumable order as a tf.data stream (the order itself is described in order.py).
+"""The resumable order as a tf.data stream (the order itself is described in order/resumable.py).
 
 The graph is small and flat on purpose: every dataset function is instantiated again, through
 TensorFlow's graph optimizer, for each new iterator (each `iter()`, each Keras validation), so
@@ -27,7 +27,7 @@ A group's windows come from one of two sources that yield the same records in th
 
 The cached form orders any table with one row a record, in file order: the text pipeline
 orders its documents' lengths with it (`load=`), to count the packed rows before a start
-without reading a record (text_stages.py).
+without reading a record (text/stages.py).
 
 A weighted mixture of several datasets (issue 35) sits on top of this: each source's stream is
 `stream(spec_s, ..., start=start_s)`, and a choice stream (a function of the global position)
@@ -41,8 +41,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import raw
-from tfpipe.pipeline.order import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec
+from tfpipe.pipeline.order.resumable import KEY_AUGMENT, KEY_FILES, KEY_WINDOWS, OrderSpec
+from tfpipe.pipeline.read import raw
 
 # Endless ranges end here: a global group index e * groups + g may pass 2**62 near the
 # position bound (order.MAX_POSITION), never 2**63 - 1.

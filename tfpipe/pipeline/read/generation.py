@@ -31,7 +31,7 @@ from tfpipe.format import commit_markers
 from tfpipe.format.manifest import MANIFEST_NAME
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.pipeline.read.resolve import ResolvedData
 
 
 def generation_checks(size: int, gcs: bool) -> int:

@@ -30,9 +30,9 @@ from tfpipe.errors import DataError, ManifestError, TfpipeError
 from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.format.schema import Schema
 from tfpipe.format.shardnames import ShardName, check_shard_sets, few
-from tfpipe.pipeline import records, tfds_info
-from tfpipe.pipeline.sharding import UNKNOWN
-from tfpipe.pipeline.tfds_info import TfdsInfo
+from tfpipe.pipeline.read import records, tfds_info
+from tfpipe.pipeline.read.sharding import UNKNOWN
+from tfpipe.pipeline.read.tfds_info import TfdsInfo
 
 GLOB_CHARS = "*?["
 GZIP_MAGIC = b"\x1f\x8b"

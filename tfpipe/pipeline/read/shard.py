@@ -5,9 +5,9 @@ a truncation "truncated record at 684". So each shard is read with `ignore_error
 (TFRecordDataset stops at the first bad record), in groups of VERIFY_GROUP records; at the end
 of the shard one check compares what was read with the manifest's record count and size (or,
 without a manifest, the file size). A read that ends short is judged (see `read_shard`):
-corruption raises an error naming the shard, or with `skip_corrupt=True` is counted (skips.py);
+corruption raises an error naming the shard, or with `skip_corrupt=True` is counted (read/skips.py);
 a shard that reads cleanly but holds other records than listed is an error saying what was
-found; a network error is raised, never counted. The generation guard (generation.py) runs
+found; a network error is raised, never counted. The generation guard (read/generation.py) runs
 inside the same read.
 
 A read never hangs: TensorFlow's `ignore_errors()` retries a file that cannot be opened
@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe._tf import after, plain, tensor_text, tf
-from tfpipe.pipeline import raw
-from tfpipe.pipeline.generation import Generation
-from tfpipe.pipeline.skips import SkipCounter
+from tfpipe.pipeline.read import raw
+from tfpipe.pipeline.read.generation import Generation
+from tfpipe.pipeline.read.skips import SkipCounter
 
 # Records per verification step, at most. Measured on 4 shards of 50k 40-column rows: one
 # step per record read 8.8k rows/s (a function call per record); groups of 128-1024 read

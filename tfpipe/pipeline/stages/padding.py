@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import text_stages
-from tfpipe.pipeline.sharding import share_files
+from tfpipe.pipeline.read.sharding import share_files
+from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
-    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.presets.text import TextPacking
 
 

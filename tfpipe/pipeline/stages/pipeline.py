@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 from tfpipe._tf import Dataset
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.config import PipelineConfig
-from tfpipe.pipeline.order import ORDER_VERSION, OrderSpec
-from tfpipe.pipeline.resolve import ResolvedData
-from tfpipe.pipeline.sharding import ShardBy
-from tfpipe.pipeline.skips import SkipCounter, SkipCounts
-from tfpipe.pipeline.stages import Stage, StagePlan, make_options
+from tfpipe.pipeline.order.resumable import ORDER_VERSION, OrderSpec
+from tfpipe.pipeline.read.resolve import ResolvedData
+from tfpipe.pipeline.read.sharding import ShardBy
+from tfpipe.pipeline.read.skips import SkipCounter, SkipCounts
+from tfpipe.pipeline.stages.stage import Stage, StagePlan, make_options
 from tfpipe.presets import Decoder, PresetLike
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.position import Position  # imports TensorFlow
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,8 +5,8 @@ Order (all stages are always present; a disabled one is the identity):
   list_files, shard, interleave, cache, shuffle, repeat, then
   batched presets (tabular):   batch, parse, decode, map
   per-record presets (images): parse, decode, batch, map
-  text (a packing preset):     chunk, parse, pack, batch, map (text_stages.py)
-  then pad (eval: static shapes, padding.py), [service], prefetch.
+  text (a packing preset):     chunk, parse, pack, batch, map (text/stages.py)
+  then pad (eval: static shapes, stages/padding.py), [service], prefetch.
 Per-record presets parse inside the decode map ("parse" is then the identity), and that map
 fuses with the batch: one map per record, as in the baseline pipeline, with no stage and no
 thread hand-off between parse, decode and batch.
@@ -19,7 +19,7 @@ is `(record, source)` (batched presets: a batch of each): the source is the shar
 preset's errors name shards (`Decoder.needs_source`), else an empty string, so no stage needs a
 second element structure. Decode drops it.
 
-The resumable order (`StagePlan.order`, see order.py) makes the whole ordered, endless stream
+The resumable order (`StagePlan.order`, see order/resumable.py) makes the whole ordered, endless stream
 in "interleave" (from the plan's files, not from the stages before it, and from its own
 in-memory cache with cache="memory"); "shard", "cache", "shuffle" and "repeat" are then the
 identity. Its records of random per-record presets carry a third element, their augmentation
@@ -34,14 +34,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline import order_stream, padding, raw, shard_read, skips, text_stages
-from tfpipe.pipeline.generation import Generation
-from tfpipe.pipeline.sharding import FileShare, ShardBy
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.read import raw, skips
+from tfpipe.pipeline.read.generation import Generation
+from tfpipe.pipeline.read.shard import read_shard, verify_group
+from tfpipe.pipeline.read.sharding import FileShare, ShardBy
+from tfpipe.pipeline.stages import padding
+from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
-    from tfpipe.pipeline.order import OrderSpec
-    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.pipeline.order.resumable import OrderSpec
+    from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.presets import Decoder
 
 StageName = Literal[
@@ -277,12 +281,12 @@ def shard_reader(p: StagePlan) -> Callable[..., Any]:
     """`(path, size, count, grouped) -> Dataset`: one shard's verified read as the plan sets it."""
     src = p.source
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
-    group = shard_read.verify_group(mean_bytes)
+    group = verify_group(mean_bytes)
     buffer = p.reader_buffer
     generation = Generation.of(src)  # reads never mix two conversions of the split
 
     def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
-        return shard_read.read_shard(
+        return read_shard(
             path,
             size,
             count,
@@ -309,7 +313,7 @@ def read_calls(p: StagePlan) -> int:
 
 def cache_stage(p: StagePlan) -> StageFn:
     """The serialized records in memory or on disk, before shuffle and augmentation (the
-    resumable order keeps its own cache, see order_stream.py)."""
+    resumable order keeps its own cache, see order/stream.py)."""
 
     def cache(ds: Any) -> Any:
         if p.cache == "none" or p.order is not None:
@@ -441,7 +445,7 @@ def map_stage(p: StagePlan) -> StageFn:
 
 def pad_stage(p: StagePlan) -> StageFn:
     """Eval: the last batch padded to full size with weight 0, and whole batches of padding up to
-    the batches every input pipeline yields (`pad_remainder`, see padding.py); the cardinality
+    the batches every input pipeline yields (`pad_remainder`, see stages/padding.py); the cardinality
     set when known."""
 
     def pad(ds: Any) -> Any:

@@ -6,7 +6,7 @@ order's stream of chunks.
 - chunk: `packing.spec.chunk_size` consecutive records `(records, sources, skip)`. `skip`
   is the rows of the chunk a resumed run has already trained on (0 but for its first chunk).
 - parse: `tf.io.parse_example` of a whole chunk (tokens as a RaggedTensor).
-- pack: the chunk's rows (packing.py), their order shuffled in training by a key drawn from
+- pack: the chunk's rows (packer.py), their order shuffled in training by a key drawn from
   the seed and the chunk's lengths, the first `skip` dropped; then one row an element.
 - batch: `[B, L]` rows. Training drops nothing (the stream is endless); eval pads its last
   batch with empty rows (segment ids 0), so every shape is static and every document is read
@@ -33,8 +33,10 @@ from tfpipe.errors import ConfigError
 from tfpipe.packing import reference
 from tfpipe.packing.fill import epoch_rows, predicted_fill
 from tfpipe.packing.spec import added_tokens, chunk_size
-from tfpipe.pipeline import order_stream, packing, raw
-from tfpipe.pipeline.order import KEY_ROWS, MAX_POSITION, domain_key
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.order.resumable import KEY_ROWS, MAX_POSITION, domain_key
+from tfpipe.pipeline.read import raw
+from tfpipe.pipeline.text import packer
 
 TOKENS = "tokens"
 
@@ -77,7 +79,7 @@ def rows_of(pack: Any, lengths: Any) -> Any:
     `[docs]`): each document as `documents` makes it, placed as `pack_stage` places it."""
     tf_ = tf()
     L = pack.sequence_length
-    return packing.place(tf_, lengths + added_tokens(pack), L, pack.mode, pack.truncate)[-1]
+    return packer.place(tf_, lengths + added_tokens(pack), L, pack.mode, pack.truncate)[-1]
 
 
 def chunk_stage(p: Any) -> Callable[[Any], Any]:
@@ -105,7 +107,7 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
     def rows(features: Any, source: Any, skip: Any) -> Any:
         tf_ = tf()
         docs = documents(pack, features, p.source.where)
-        out = packing.pack(docs, pack.sequence_length, pack.mode, pack.truncate)
+        out = packer.pack(docs, pack.sequence_length, pack.mode, pack.truncate)
         if pack.classify:
             out["label"] = tf_.cast(features[pack.label], tf_.int32)
         if shuffle:
@@ -316,7 +318,7 @@ def pipeline_rows(pack: Any, src: Any, pipelines: int) -> list[int] | None:
     equal), from the split's lengths file; None without one."""
     import numpy as np
 
-    from tfpipe.pipeline.sharding import share_files
+    from tfpipe.pipeline.read.sharding import share_files
 
     lengths = lengths_file(src)
     if lengths is None:
