@@ -21,8 +21,8 @@ from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
-from tfpipe.pipeline.stages import stage
-from tfpipe.pipeline.stages.pipeline import Pipeline
+from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
+from tfpipe.pipeline.stages.read import read_calls, shard_reader
 from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
 
@@ -294,9 +294,7 @@ def _assemble(
     make = _mixed_read(mix, reads, p0, decoder, start, size, per_step)
     config = dataclasses.replace(p0.config, seed=seed)
     plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config, service=service)
-    made = tuple(
-        dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in stage.make_stages(plan)
-    )
+    made = tuple(dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in make_stages(plan))
     notes = _notes(mix, parts, size if pack is not None else None, service)
     return MixturePipeline(
         stages=made,
@@ -366,7 +364,7 @@ def _mean_tokens(p: Pipeline) -> float:
 
 
 def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
-    read = stage.shard_reader(p.plan)
+    read = shard_reader(p.plan)
     lengths = text_stages.lengths_file(p.source) if text else None
     if text and lengths is None:
         raise ConfigError(
@@ -377,7 +375,7 @@ def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
         spec=p.order,
         read=lambda path, size, count: read(path, size, count, grouped=True),
         cached=p.cache == "memory",
-        parallelism=stage.read_calls(p.plan),
+        parallelism=read_calls(p.plan),
         lengths=lengths,
     )
 
