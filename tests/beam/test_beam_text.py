@@ -55,10 +55,10 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     """Plain files read from checkpoints by Beam's workers (segments of 2 KB, pieces of 7
     documents: many of each), a gzip file read by the converting process: the local engine's
     bytes and manifest, with 2 local workers."""
-    from tfpipe.convert.text import ranges as textranges
+    from tfpipe.convert.text import ranges as text_ranges
 
-    monkeypatch.setattr(textranges, "SEGMENT_BYTES", 2048)
-    monkeypatch.setattr(textranges, "DOCS_PER_TASK", 7)
+    monkeypatch.setattr(text_ranges, "SEGMENT_BYTES", 2048)
+    monkeypatch.setattr(text_ranges, "DOCS_PER_TASK", 7)
     texts = docs()[:100]
     write_corpus(tmp_path / "src", texts[:80], "jsonl", files=2, labels=[i % 3 for i in range(80)])
     write_corpus(tmp_path / "src", texts[80:], "jsonl.gz", labels=[i % 3 for i in range(20)])

@@ -105,7 +105,8 @@ def _measured(
     profile: Profile | None,
 ) -> Report:
     """The measurements of a planned pipeline, and the conclusion from them."""
-    from tfpipe.bench.measure import consumer as consumers
+    # The consumer's measures (models, devices) load when a bench runs, not on `import tfpipe`.
+    from tfpipe.bench.measure.consumer import resolve as resolve_consumer
     from tfpipe.bench.measure.models import outputs_for
 
     manifest = source.manifest
@@ -115,7 +116,7 @@ def _measured(
     full = stages[-1].rate
 
     say("Finding the consumer's rate")
-    consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
+    consumer, device = resolve_consumer(cfg, pipe, num_classes=num_classes, profile=profile)
     comparison = None
     if cfg.compare:
         comparison = _compare(pipe, manifest, source.split, cfg, full.examples_per_sec, say)

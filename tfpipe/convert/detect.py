@@ -12,7 +12,7 @@ from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.formats import jsonlfile
 from tfpipe.convert.images import folders
 from tfpipe.convert.tables.read import list_table
-from tfpipe.convert.text import listing as textlist
+from tfpipe.convert.text import listing as text_listing
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.manifest import Manifest
 
@@ -31,7 +31,7 @@ def choose_format(src: str, cfg: ConvertConfig, joins: Manifest | None) -> tuple
         if choice.format == "jsonl":
             _refuse_a_corpus_as_a_table(src, cfg)
     except DataError:
-        if textlist.looks_like_corpus(src):
+        if text_listing.looks_like_corpus(src):
             raise ConfigError(
                 f"{src} holds text (JSON Lines or .txt files); a text corpus needs a tokenizer. Pass "
                 "--tokenizer PATH or --train-tokenizer sentencepiece|bpe|wordpiece --vocab-size N."

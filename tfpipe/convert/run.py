@@ -37,7 +37,7 @@ from tfpipe.convert.plan import (
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import Source, joining
-from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.tables.scan import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
@@ -164,7 +164,7 @@ def _engine(
     ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return local, tables.scan
+    return local, tables_scan.scan
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -182,7 +182,7 @@ def run_conversion(
     resume: bool = False,
     overwrite: bool = False,
     break_lock: bool = False,
-    scan_table: Callable[..., TableScan] = tables.scan,
+    scan_table: Callable[..., TableScan] = tables_scan.scan,
     engine: str = "local",
 ) -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`

@@ -33,7 +33,7 @@ from tfpipe.convert.formats import hfsaved, jsonlfile, textfile
 from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
 from tfpipe.convert.images.labels import SYNSET_RE, read_labels
 from tfpipe.convert.tables.read import TABLE_SUFFIXES
-from tfpipe.convert.text import listing as textlist
+from tfpipe.convert.text import listing as text_listing
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
 
@@ -226,7 +226,7 @@ def explain_format(src: str, labels_file: str | None = None) -> FormatChoice:
         TABLE_SUFFIXES[os.path.splitext(n)[1].lower()]
         for n in files
         if os.path.splitext(n)[1].lower() in TABLE_SUFFIXES
-    } | {"jsonl" for n in files if textlist.kind_of(n) == "jsonl"}  # `.jsonl.gz` too
+    } | {"jsonl" for n in files if text_listing.kind_of(n) == "jsonl"}  # `.jsonl.gz` too
     if len(tables) == 1:
         fmt = tables.pop()
         return FormatChoice(fmt, f"a folder of {fmt} files")
@@ -259,7 +259,7 @@ def _file_format(src: str, suffix: str) -> FormatChoice:
             f"{src}: expected a table file (CSV, Parquet, Arrow IPC) or a folder. Received: {magic.name}.{advice}"
         )
     packed, named = textfile.compression(head), TABLE_SUFFIXES.get(suffix)
-    if textlist.kind_of(src) == "jsonl":  # `t.jsonl`, `t.jsonl.gz`: a table or a corpus (run decides)
+    if text_listing.kind_of(src) == "jsonl":  # `t.jsonl`, `t.jsonl.gz`: a table or a corpus (run decides)
         return FormatChoice("jsonl", f"a JSON Lines file ({os.path.basename(src)})")
     if named is None and jsonlfile.looks_like(textfile.read_head(src)):
         return FormatChoice("jsonl", "its first line is a JSON object (JSON Lines)")

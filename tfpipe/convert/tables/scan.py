@@ -7,7 +7,7 @@ that do not fit that type or that float32 would change, finds nulls, and counts 
 every problem it finds at once, and everything that would fail the run fails it before anything
 is written. The second pass reads with the types fixed, so every chunk encodes alike.
 
-Reading the files (listing, chunks, what is missing in CSV) is `tableread`'s.
+Reading the files (listing, chunks, what is missing in CSV) is read.py's.
 """
 
 from __future__ import annotations

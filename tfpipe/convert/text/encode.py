@@ -42,11 +42,11 @@ class TextTask(Work):
     the converting process. The worker decodes and parses them (the first pass checked them).
 
     Attributes:
-      raws: the documents as stored (`textfiles.Raw`: bytes, label, line, byte offset), or ().
+      raws: the documents as stored (`reader.Raw`: bytes, label, line, byte offset), or ().
       path, reading: their file and how it is read.
       class_names: text labels' class indices; empty when labels are numbers (or none).
       tokenizer, fingerprint: the dataset's stored tokenizer file and its fingerprint.
-      start, skip, count: without `raws`: the checkpoint to read from (`textranges`), the
+      start, skip, count: without `raws`: the checkpoint to read from (`ranges`), the
         documents after it to skip, and how many to encode.
       specials: the tokenizer's special ids, named roles included (`Tokenizer.specials`, worked
         out once by the converting process), noted where a document's tokens hold one.

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tfpipe._tf import tf
 from tfpipe.pipeline.stages import padding
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
+from tfpipe.service.stage import distribute
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -34,11 +35,9 @@ def pad_stage(p: StagePlan) -> StageFn:
 
 def service_stage(p: StagePlan) -> StageFn:
     def service(ds: Any) -> Any:
-        from tfpipe import service as tf_service  # owned by the service module; lazy
-
         # Options applied after this stage never reach the workers: hand them over here.
         cfg = p.config
-        return tf_service.distribute(
+        return distribute(
             ds,
             p.service,
             processing_mode=cfg.processing_mode,
