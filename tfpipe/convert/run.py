@@ -20,9 +20,8 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
-from tfpipe.convert.detect import choose_format
+from tfpipe.convert.detect import choose_format, refuse_split_folders
 from tfpipe.convert.engine import run_local
-from tfpipe.convert.images import folders
 from tfpipe.convert.kind import SplitExtras
 from tfpipe.convert.kinds import get_kind, kind_of_format, open_source
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -235,7 +234,7 @@ def _convert_locked(
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
-    folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
+    refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
     # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
     fmt, reason = choose_format(src, cfg, joins)

@@ -9,7 +9,7 @@ import pytest
 from _cli import run_cli
 
 import tfpipe
-from tfpipe.convert.images.folders import detect_format
+from tfpipe.convert.detect import detect_format
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data

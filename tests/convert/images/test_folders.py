@@ -10,7 +10,7 @@ import pytest
 from _records import split_records as records
 
 import tfpipe
-from tfpipe.convert.images.folders import detect_format, explain_format
+from tfpipe.convert.detect import detect_format, explain_format
 from tfpipe.errors import DataError, DestinationError
 from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
