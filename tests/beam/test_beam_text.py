@@ -2,7 +2,9 @@
 workers with the tokenizer the dataset stores."""
 
 import pytest
-from _text_data import docs, tokenizer_path
+
+from support.records import same_output
+from support.text_data import docs, tokenizer_path
 
 pytest.importorskip("apache_beam")
 
@@ -11,12 +13,6 @@ from tfpipe.synthetic.text import write_corpus
 
 IN_PROCESS = "--runner=FnApiRunner"
 TWO_WORKERS = "--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=2"
-
-
-def same(a, b):
-    from test_beam_convert import same_output
-
-    same_output(a, b)
 
 
 def test_a_labelled_corpus_matches_the_local_engine(tmp_path):
@@ -35,7 +31,7 @@ def test_a_labelled_corpus_matches_the_local_engine(tmp_path):
     beam = tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=IN_PROCESS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
     assert beam.split("train").text == local.split("train").text and beam.class_names == ("a", "b", "c")
 
 
@@ -47,7 +43,7 @@ def test_a_trained_tokenizer_on_two_worker_processes(tmp_path):
     tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=TWO_WORKERS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
 
 
 @pytest.mark.slow
@@ -67,5 +63,5 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=IN_PROCESS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
     assert local.split("train").text.documents == 100

@@ -6,9 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from _cli import CLI_TIMEOUT, environment, run_cli
 
 from tfpipe.cli import COMMANDS
+
+from support.cli import CLI_TIMEOUT, environment, run_cli
 
 
 def run(*args):
@@ -55,7 +56,7 @@ def test_import_and_help_do_not_start_tensorflow():
 
 def _python_without_tf_log_settings(code):
     """Runs `code` in a fresh Python whose environment sets none of TensorFlow's log variables
-    (the session removed the shell's: `_cli.SHELL_VARIABLES`)."""
+    (the session removed the shell's: `support.cli.SHELL_VARIABLES`)."""
     env = environment()
     assert not {"TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS"} & set(env)
     return subprocess.run(

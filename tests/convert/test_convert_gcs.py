@@ -12,8 +12,6 @@ import time
 
 import pandas as pd
 import pytest
-from _cli import run_cli, start_cli
-from _gcs_faults import lose_commit_reply
 
 import tfpipe
 from tfpipe import storage
@@ -23,6 +21,9 @@ from tfpipe.format import commit_markers
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.verify import verify
 from tfpipe.testing import fake_data
+
+from support.cli import run_cli, start_cli
+from support.gcs_faults import lose_commit_reply
 
 pytestmark = pytest.mark.gcs
 

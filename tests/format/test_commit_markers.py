@@ -1,27 +1,21 @@
 """Commit markers: a conversion to gs:// names its committed split in one marker object, gone
 before --overwrite rewrites a shard. Real conversions on the local GCS twin."""
 
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import start_cli
 
 import tfpipe
 from tfpipe import storage
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.format import commit_markers
 
+from support.cli import start_cli, wait_paused
+
 
 def write_table(path, flip):
     x = np.arange(101)
     pd.DataFrame({"x": x, "y": (x + flip) % 2}).to_parquet(path)
-
-
-def state(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def markers(dest):
@@ -66,11 +60,7 @@ def test_overwrite_removes_the_marker_before_it_uncommits(tmp_path, gcs_bucket, 
         env={PAUSE_ENV: "overwrite-uncommitted"},
     )
     try:
-        deadline = time.monotonic() + 120
-        while state(proc.pid) != "T":  # until it stops itself at the pause point
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the run never reached its pause point"
-            time.sleep(0.02)
+        wait_paused(proc, timeout=120)
         assert storage.exists(f"{dest}/train-00000-of-00003")  # the old shards are still there
         assert not storage.exists(mark) and markers(dest) == []
     finally:

@@ -5,11 +5,12 @@ import os
 
 import pandas as pd
 import pytest
-from _cli import run_cli
 
 import tfpipe
 from tfpipe.format.tfrecord import frame_record
 from tfpipe.format.verify import verify
+
+from support.cli import run_cli
 
 
 @pytest.fixture

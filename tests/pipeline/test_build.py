@@ -12,7 +12,7 @@ import pytest
 import tfpipe
 from tfpipe.pipeline import PipelineConfig, plan, steps_per_epoch
 
-from _pipeline_data import N_IMAGES, N_ROWS, PER_CLASS
+from support.pipeline_data import N_IMAGES, N_ROWS, PER_CLASS
 
 tf = pytest.importorskip("tensorflow")
 
@@ -191,7 +191,7 @@ def test_foreign_imagenet_records_without_manifest(foreign_ds):
 
 
 # Recorded with TF 2.21 and Pillow's JPEG encoder on this project's machine kind, for
-# order="shuffle_buffer" (the resumable order's golden is in test_pipeline_order.py). A change
+# order="shuffle_buffer" (the resumable order's golden is in order/test_training_order.py). A change
 # here means seeded runs no longer reproduce old ones: say so in the changelog.
 GOLDEN_LABELS = [[2, 0, 1, 1], [1, 2, 1, 0], [1, 2, 2, 2]]
 GOLDEN_SUMS = [[48898, 89917, 106757, 63640], [101358, 74394, 82158, 109515], [109297, 109332, 68051, 109442]]

@@ -15,7 +15,7 @@ from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError, TfpipeError
 from tfpipe.pipeline import PipelineConfig, plan, skipped
 
-from _pipeline_data import N_ROWS, write_tf_examples
+from support.pipeline_data import N_ROWS, write_tf_examples
 
 tf = pytest.importorskip("tensorflow")
 

@@ -14,7 +14,7 @@ import tfpipe
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.pipeline import PipelineConfig, ShardingWarning, plan, skipped
 
-from _pipeline_data import N_IMAGES, N_ROWS, corrupt_shard, image_row, jpeg, rewrite_manifest_dataset
+from support.pipeline_data import N_IMAGES, N_ROWS, corrupt_shard, image_row, jpeg, rewrite_manifest_dataset
 
 tf = pytest.importorskip("tensorflow")
 
@@ -226,7 +226,9 @@ def test_config_validation_names_field_and_value(image_ds):
 
 
 def test_cache_auto_follows_the_ram_budget(image_ds, tmp_path):
-    buffered = {"order": "shuffle_buffer"}  # the resumable order does not cache (test_pipeline_order.py)
+    buffered = {
+        "order": "shuffle_buffer"
+    }  # the resumable order does not cache (order/test_training_order.py)
     assert plan(image_ds, batch_size=4, **buffered).cache == "memory"
     manifest_bytes = tfpipe.Manifest.load(image_ds).splits["train"].bytes
     assert plan(image_ds, batch_size=4, ram_budget=2 * manifest_bytes + 2, **buffered).cache == "memory"

@@ -1,8 +1,8 @@
 """Checks that run on whichever Keras backend this process has (TensorFlow in the test process,
-JAX in the child that tests/test_jax_backend.py starts with KERAS_BACKEND=jax): what a model
+JAX in the child that tests/test_backends.py starts with KERAS_BACKEND=jax): what a model
 does with tfpipe's batches and helpers. Each returns plain JSON values for the test to assert.
 
-Run as a script: `python tests/_backend_checks.py IMAGE_DS TEXT_DS` prints one JSON line with
+Run as a script: `python tests/support/backend_checks.py IMAGE_DS TEXT_DS` prints one JSON line with
 every check's result (the backend must be chosen before Keras is imported, so the JAX backend's
 checks need a process of their own).
 """
@@ -20,7 +20,7 @@ import numpy as np
 def jax_env(devices: int = 2) -> dict[str, str]:
     """The environment of a child process whose Keras runs on JAX's CPU with `devices` devices,
     importing this worktree's tfpipe and the tests' helpers."""
-    tests = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return dict(
         os.environ,
         KERAS_BACKEND="jax",

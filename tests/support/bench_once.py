@@ -12,7 +12,7 @@ profile, words its advice or writes its JSON needs no new measurement for each c
 - `handing()`: bench times nothing; each timed window is given (no dataset is made), for the
   fast lane's checks (a real measurement costs ~15 CPU-s). Which prefixes, core counts and
   storage reads there are is still bench's own logic.
-- `run_cli_handed(ARGS)`: `tfpipe ARGS` in a child process (as `_cli.run_cli`), its bench's
+- `run_cli_handed(ARGS)`: `tfpipe ARGS` in a child process (as `support.cli.run_cli`), its bench's
   windows given as in `handing()`: for a test of what a whole command does in a fresh process
   (its data generated, its environment offline) rather than of what it measures.
 
@@ -31,12 +31,13 @@ import sys
 from collections.abc import Iterator, Mapping
 
 import pytest
-from _cli import CLI_TIMEOUT, environment
 
 from tfpipe.bench import run
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.measure import producer
 from tfpipe.bench.results import Rate
+
+from support.cli import CLI_TIMEOUT, environment
 
 # The BenchConfig fields the producer's measurement depends on, besides the global batch (the
 # key holds BenchConfig.global_batch, which batch_size and the preset's default give).
@@ -134,7 +135,7 @@ def handing(examples_per_sec: float = 400.0) -> Iterator[None]:
 # The child of `run_cli_handed`: tfpipe's CLI entry point, run inside `handing()`.
 HANDED_CLI = """
 import sys
-from _bench_once import handing
+from support.bench_once import handing
 from tfpipe.cli import main
 with handing():
     code = main(sys.argv[1:])
@@ -144,9 +145,9 @@ raise SystemExit(code)
 
 def run_cli_handed(*args: object, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
     """`tfpipe ARGS` in a child process whose bench times nothing (`handing()`): returncode,
-    stdout, stderr (text). `env` adds to `_cli.environment()`, whose PYTHONPATH gains tests/."""
+    stdout, stderr (text). `env` adds to `support.cli.environment()`, whose PYTHONPATH gains tests/."""
     child = environment(env)
-    child["PYTHONPATH"] = f"{pathlib.Path(__file__).parent}:{child['PYTHONPATH']}"
+    child["PYTHONPATH"] = f"{pathlib.Path(__file__).parents[1]}:{child['PYTHONPATH']}"
     return subprocess.run(
         [sys.executable, "-c", HANDED_CLI, *map(str, args)],
         env=child,

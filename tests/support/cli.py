@@ -15,11 +15,15 @@ import contextlib
 import io
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Seconds a command may take in a test: the slowest (a convert or bench on a loaded 2-core
 # machine) takes well under a minute; more is a hang, reported as one.
 CLI_TIMEOUT = 300
@@ -104,3 +108,38 @@ def cli_here(*args: object) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(a) for a in args])
     return code, out.getvalue(), err.getvalue()
+
+
+# ---- a child paused at a step (tfpipe.convert.writer's PAUSE_ENV) ----
+
+
+def process_state(pid):
+    """The state letter of process `pid` in /proc (T: stopped, Z: a zombie), or "gone"."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def wait_paused(proc, timeout=60):
+    """Waits until `proc` stopped itself at its pause point."""
+    deadline = time.monotonic() + timeout
+    while process_state(proc.pid) != "T":
+        assert proc.poll() is None, f"the run ended without pausing: {proc.communicate()}"
+        assert time.monotonic() < deadline, "the run never reached its pause point"
+        time.sleep(0.01)
+
+
+def as_unprivileged():
+    """A command prefix under which permission bits apply (root ignores them)."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: permission bits cannot be tested")
+    return [
+        "setpriv",
+        "--bounding-set=-dac_override,-dac_read_search",
+        "--inh-caps=-dac_override,-dac_read_search",
+        "--",
+    ]

@@ -20,7 +20,7 @@ import pathlib
 
 import pytest
 
-SECONDS_FILE = pathlib.Path(__file__).with_name("test_seconds.json")
+SECONDS_FILE = pathlib.Path(__file__).parents[1] / "test_seconds.json"
 # Most tests take milliseconds; a new slow one is found at the next recording.
 DEFAULT_SECONDS = 0.05
 

@@ -2,7 +2,7 @@
 JAX with `keras.distribution.DataParallel`, fed by `tfpipe.build(..., num_hosts, host_index)`,
 exactly as docs/guides/jax.md's recipe. Prints one JSON line of what this host saw.
 
-    python _jax_host.py PROCESS_ID PORT TABLE_DS WORKDIR
+    python tests/support/jax_host.py PROCESS_ID PORT TABLE_DS WORKDIR
 
 Each process has 2 CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=2, set by the
 test), so the job runs on 4 devices over 2 hosts.
@@ -94,7 +94,7 @@ def evaluate_global(keras, tfpipe, table: str) -> dict:
 
 def make_model(keras, spec):
     """A linear classifier of the table's features (each feature and its null mask)."""
-    from _backend_checks import count_metric
+    from support.backend_checks import count_metric
 
     keras.utils.set_random_seed(0)
     inputs = {k: keras.Input((), name=k, dtype=v.dtype.name) for k, v in sorted(spec.items())}

@@ -1,5 +1,5 @@
 """Text datasets for the text pipeline tests (tests/presets/test_text*.py,
-tests/pipeline/test_packing.py), made once a session by the real `tfpipe convert` from real
+tests/pipeline/text/test_packer.py), made once a session by the real `tfpipe convert` from real
 English: the first N_DOCS documents of `tfpipe.synthetic.text` (the standard library's
 docstrings), as a JSON Lines corpus in 3 files. Fixtures registered by tests/conftest.py."""
 

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from _cli import command, environment, run_cli
+from support.cli import command, environment, run_cli
 
 
 def free_port() -> int:

@@ -5,10 +5,11 @@ import functools
 import os
 
 import pytest
-from _cli import cli_here as cli
 
 from tfpipe.convert.text import tokenizertrain
 from tfpipe.synthetic import text
+
+from support.cli import cli_here as cli
 
 pytest.importorskip("sentencepiece", reason='the text extra: pip install "tfpipe[text]"')
 pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')

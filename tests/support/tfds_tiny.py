@@ -1,4 +1,4 @@
-"""A tiny TFDS dataset builder for tests/pipeline/test_tfds.py. It lives in a module of its own,
+"""A tiny TFDS dataset builder for tests/pipeline/read/test_tfds_info.py. It lives in a module of its own,
 imported by name: TFDS finds a builder's code by its module's file, which a test module imported
 by pytest's `--import-mode=importlib` does not give it."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import tensorflow_datasets as tfds
+from etils import epath
 
 CLASSES = ["cat", "dog", "bird"]
 TRAIN, TEST, SHARDS = 37, 11, 3
@@ -23,6 +24,13 @@ class TfpipeTiny(tfds.core.GeneratorBasedBuilder):
     label and the example's id."""
 
     VERSION = tfds.core.Version("1.0.0")
+
+    @tfds.core.utils.classproperty
+    @classmethod
+    def code_path(cls) -> epath.Path:
+        """This file. TFDS finds a builder in a package (support.tfds_tiny) through
+        `importlib_resources`, which it does not install; this is what it finds otherwise."""
+        return epath.Path(__file__)
 
     def _info(self):
         return tfds.core.DatasetInfo(

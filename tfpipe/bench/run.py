@@ -152,7 +152,7 @@ def measure_producer(
 
     What it returns depends on the plan and the measuring fields of `cfg` only, never on the
     consumer. It is one function so that tests which check what a report says about a consumer
-    can hand bench an earlier run's real measurement of the same plan (tests/_bench_once.py).
+    can hand bench an earlier run's real measurement of the same plan (tests/support/bench_once.py).
     """
     text = _count_text(pipe, cfg, say)
     stages, scaling = _time_producer(pipe, cfg, say, text)

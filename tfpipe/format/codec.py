@@ -8,7 +8,7 @@ is not fork-safe. The wire format is small and stable:
   oneof of BytesList(1), FloatList(2, packed float32) and Int64List(3, packed varint).
 
 The round-trip contract: `tf.io.parse_example(encode_example(row, schema), schema.parse_spec())`
-returns `row`, and `decode_example(encode_example(row))` returns it too (tests/test_codec.py).
+returns `row`, and `decode_example(encode_example(row))` returns it too (tests/format/test_codec.py).
 """
 
 from __future__ import annotations

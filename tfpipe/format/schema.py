@@ -2,7 +2,7 @@
 
 A schema is inferred from the source at convert time, written into the manifest, and used to
 encode (`tfpipe.format.codec`) and to parse (`Schema.parse_spec`). Encoding and parsing are exact
-inverses; tests/test_codec.py proves it for every dtype.
+inverses; tests/format/test_codec.py proves it for every dtype.
 
 This module is also the one home of the dtype vocabulary: `Dtype` names the three
 tf.train.Example list types, and the maps below say how each is spelled as a `tf.DType`, as a

@@ -7,7 +7,6 @@ import contextlib
 import json
 
 import pytest
-from _bench_once import handing
 
 import tfpipe
 from tfpipe.bench import fmt
@@ -17,6 +16,8 @@ from tfpipe.bench.measure import reading
 from tfpipe.bench.results import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate
 from tfpipe.cli import main
 from tfpipe.testing import fake_data
+
+from support.bench_once import handing
 
 MIB = 1 << 20
 

@@ -14,11 +14,12 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-from _records import column, nothing_written, records
 
 import tfpipe
 from tfpipe.cli import main
 from tfpipe.errors import DataError
+
+from support.records import column, nothing_written, records
 
 CSV = "name,score\nanna,1.5\nbo,2\n"
 

@@ -6,13 +6,14 @@ import os
 
 import numpy as np
 import pytest
-from _cli import run_cli
 from PIL import Image
 
 import tfpipe
 from tfpipe.convert.images.decode import normalize_image
 from tfpipe.errors import DataError
 from tfpipe.testing import fake_data
+
+from support.cli import run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 

@@ -10,12 +10,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _cli import main_cli, run_cli
-from _records import column, nothing_written, records
 
 import tfpipe
 from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.errors import ConfigError, DataError
+
+from support.cli import main_cli, run_cli
+from support.records import column, nothing_written, records
 
 
 def cli(*args):

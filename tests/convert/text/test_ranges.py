@@ -7,14 +7,15 @@ import json
 import os
 
 import pytest
-from _records import nothing_written
-from _text_data import convert, docs, tokenizer_path
 
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.text import ranges as text_ranges
 from tfpipe.convert.text import scan as text_scan
 from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.source import open_text
+
+from support.records import nothing_written
+from support.text_data import convert, docs, tokenizer_path
 
 
 @pytest.fixture

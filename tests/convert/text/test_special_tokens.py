@@ -8,13 +8,14 @@ import json
 
 import numpy as np
 import pytest
-from _records import nothing_written, records
-from _text_data import convert, docs, trained
 
 import tfpipe
 from tfpipe.convert.text import specialtokens, tokenizers
 from tfpipe.errors import ConfigError
 from tfpipe.format.manifest_text import TokenizerInfo
+
+from support.records import nothing_written, records
+from support.text_data import convert, docs, trained
 
 L = 128
 

@@ -156,7 +156,7 @@ def test_realised_token_shares_follow_the_weights(more, text_ds):
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 35 A's 0.5 point needs the piece-level mixture (mixture_pieces.py, not wired "
+    reason="issue 35 A's 0.5 point needs the piece-level mixture (pipeline/mixture/pieces.py, not wired "
     "into build() yet): a choice per document strays by points with pydoc's long topics",
 )
 def test_the_issue_target_with_pydoc_topics_as_a_source(web, text_ds):

@@ -1,4 +1,4 @@
-"""The piece-level mixture's reference (mixture_pieces.py) on real lengths: pydoc's topics (79
+"""The piece-level mixture's reference (pipeline/mixture/pieces.py) on real lengths: pydoc's topics (79
 long documents) and the stdlib's docstrings, tokens as characters / 4. Integers and NumPy only."""
 
 from __future__ import annotations

@@ -13,27 +13,8 @@ import pytest
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import OrderSpec
 
-from _pipeline_data import N_ROWS
-
-
-def spec(counts, *, cycle=2, window=100, run=1, pipelines=1, index=0, by_record=False, seed=0) -> OrderSpec:
-    first = list(itertools.accumulate(counts, initial=0))[:-1]
-    return OrderSpec(
-        seed=seed,
-        files=tuple(f"f{i}" for i in range(len(counts))),
-        sizes=(0,) * len(counts),
-        counts=tuple(counts),
-        first_ids=tuple(first),
-        cycle=cycle,
-        window=window,
-        run=run,
-        pipelines=pipelines,
-        index=index,
-        by_record=by_record,
-        step_records=1,
-        data="",
-        global_batch=1,
-    )
+from support.order_spec import spec
+from support.pipeline_data import N_ROWS
 
 
 def identity(n, _seed):

@@ -11,10 +11,11 @@ measurement here: the graph is serialized and counted."""
 from __future__ import annotations
 
 import pytest
-from test_order_plain import spec
 
 import tfpipe
 from tfpipe.pipeline.order import stream as order_stream
+
+from support.order_spec import spec
 
 tf = pytest.importorskip("tensorflow")
 

@@ -17,7 +17,7 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline import plan
 
-from _pipeline_data import N_ROWS
+from support.pipeline_data import N_ROWS
 
 tf = pytest.importorskip("tensorflow")
 

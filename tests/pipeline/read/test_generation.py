@@ -10,9 +10,10 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import environment, run_cli
 
 import tfpipe
+
+from support.cli import environment, run_cli
 
 ROWS, SHARDS = 4001, 8
 OPTIONS = ("--num-shards", str(SHARDS), "--workers", "1", "--quiet")

@@ -19,7 +19,7 @@ import tfpipe
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.pipeline import DefaultWarning, plan, skipped
 
-from _pipeline_data import PHOTOS_PER_CLASS, image_row, jpeg, shard_row_ids, write_tf_examples
+from support.pipeline_data import PHOTOS_PER_CLASS, image_row, jpeg, shard_row_ids, write_tf_examples
 
 tf = pytest.importorskip("tensorflow")
 

@@ -5,13 +5,12 @@ import os
 
 import pandas as pd
 import pytest
-from _cli import run_cli
 
 import tfpipe
 from tfpipe import storage
 from tfpipe.pipeline.read import resolve
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from support.cli import run_cli
 
 
 def write_records(path, n):

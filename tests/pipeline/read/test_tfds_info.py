@@ -21,7 +21,7 @@ from tfpipe.errors import ManifestError
 tf = pytest.importorskip("tensorflow")
 tfds = pytest.importorskip("tensorflow_datasets", reason="TFDS: pip install tensorflow-datasets (tests only)")
 
-from _tfds_tiny import CLASSES, SHARDS, TEST, TRAIN, TfpipeTiny, pixels  # noqa: E402 - after the skips
+from support.tfds_tiny import CLASSES, SHARDS, TEST, TRAIN, TfpipeTiny, pixels  # noqa: E402 - after the skips
 
 
 @pytest.fixture(scope="module")

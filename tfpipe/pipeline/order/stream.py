@@ -3,7 +3,7 @@
 The graph is small and flat on purpose: every dataset function is instantiated again, through
 TensorFlow's graph optimizer, for each new iterator (each `iter()`, each Keras validation), so
 start-up costs what the functions and their nodes cost. The stream is three functions deep
-(tests/pipeline/test_order_graph.py pins the count):
+(tests/pipeline/order/test_stream_graph.py pins the count):
 
 - `from_start` (once per iterator): the start position read, the first global group found;
 - `group` (once per group of `cycle` files): the epoch's file permutation, the group's files
@@ -16,7 +16,7 @@ Permutations are one stateless Philox shuffle op each, and every seed is a struc
 round), so no hash is written here.
 
 A group's windows come from one of two sources that yield the same records in the same order
-(tests/pipeline/test_pipeline_order.py checks it):
+(tests/pipeline/order/test_training_order.py checks it):
 
 - streamed: the group's files read together by a deterministic interleave, in runs of
   `spec.run` records, cut into windows; the windows before the start are skipped as
