@@ -8,7 +8,7 @@ import pytest
 
 from tfpipe.convert.config import ShardConfig, parse_size
 from tfpipe.convert.writer import shard_bounds
-from tfpipe.errors import ConfigError, DataError
+from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.format.codec import decode_example, encode_columns, encode_example
 from tfpipe.format.schema import Field, Schema
 from tfpipe.format.tfrecord import frame_record, read_records
@@ -302,7 +302,7 @@ def test_a_variable_length_int64_list_round_trips_through_tensorflow(tf):
 
 
 def test_only_one_unknown_dimension_is_a_shape():
-    with pytest.raises(Exception, match=r"expected a fixed shape, or \[None\] for a list of any length"):
+    with pytest.raises(ManifestError, match=r"expected a fixed shape, or \[None\] for a list of any length"):
         Field("x", "int64", shape=(None, 3))
     with pytest.raises(DataError, match="outside int64's range"):
         encode_example({"tokens": np.array([2**64 - 1], np.uint64), "label": 0}, TOKENS)

@@ -4,6 +4,7 @@ manifest (`retries`, up to its commit) and in the CLI summary (the whole run).""
 import json
 
 import pytest
+from google.api_core.exceptions import Forbidden
 
 import tfpipe
 import tfpipe.cli
@@ -41,7 +42,7 @@ def test_each_retry_is_counted_by_kind(local_gcs, gcs_bucket, monkeypatch):
     before = storage.retries()
     with (
         local_gcs.inject_faults(403, count=1, path_contains="alt=media", route="plain"),
-        pytest.raises(Exception, match="403"),
+        pytest.raises(Forbidden, match="403"),
     ):
         storage.read_bytes(path)
     assert since(before) == {}, "a refusal is not retried, so not counted"

@@ -11,7 +11,7 @@ import pytest
 
 import tfpipe
 from tfpipe.convert.text import specialtokens, tokenizers
-from tfpipe.errors import ConfigError
+from tfpipe.errors import ConfigError, ManifestError
 from tfpipe.format.manifest_text import TokenizerInfo
 
 from support.records import nothing_written, records
@@ -292,5 +292,5 @@ def test_a_manifest_tokenizer_entry_of_version_1_reads_as_before():
         ).version
         == 2
     )
-    with pytest.raises(Exception, match="expected version 1 or 2"):
+    with pytest.raises(ManifestError, match="expected version 1 or 2"):
         TokenizerInfo.from_json(old | {"version": 3, "pipeline_adds": {}})
