@@ -29,9 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe.format.verify import (
-        verify,  # ~40 ms that `tfpipe --help` (which imports this module) need not pay
-    )
+    # ~40 ms that `tfpipe --help` (which imports this module) need not pay
+    from tfpipe.format.verify import verify
 
     out = console(args.quiet)
     manifest = Manifest.load(args.dest)

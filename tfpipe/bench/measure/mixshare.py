@@ -16,6 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
+from tfpipe.pipeline.mixture import stream as mixture_stream
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
+from tfpipe.pipeline.text import packer
+from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.mixture.plan import MixturePipeline
@@ -81,8 +86,6 @@ def _upto(pipe: MixturePipeline, name: str) -> int:
 
 def _source_ids(tf_: Any, pipe: MixturePipeline) -> Any:
     """Each chunk's documents' source index (int64 `[chunk]`), in the mixed stream's order."""
-    from tfpipe.pipeline.mixture import stream as mixture_stream
-
     mix = pipe.mixture
     assert mix is not None
 
@@ -99,10 +102,6 @@ def _source_ids(tf_: Any, pipe: MixturePipeline) -> Any:
 def _tagged_rows(pipe: MixturePipeline) -> Any:
     """The pipeline's packed rows as `[sources]` real tokens by source, one row an element."""
     from tfpipe._tf import plain, tf
-    from tfpipe.pipeline.order import stream as order_stream
-    from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
-    from tfpipe.pipeline.text import packer
-    from tfpipe.pipeline.text import stages as text_stages
 
     tf_ = tf()
     pack = pipe.decoder.packing

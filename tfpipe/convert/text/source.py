@@ -31,9 +31,11 @@ from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
+from tfpipe.format.codec import decode_example
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.manifest_text import TokenizerInfo
 from tfpipe.format.schema import Schema
+from tfpipe.format.tfrecord import read_records
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
 
@@ -221,9 +223,6 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
       DataError: the stored tokenizer is missing or is not the manifest's.
     """
     import gzip
-
-    from tfpipe.format.codec import decode_example
-    from tfpipe.format.tfrecord import read_records
 
     info = manifest.tokenizer
     if info is None:

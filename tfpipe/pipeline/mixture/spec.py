@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.order.resumable import KEY_FILES, domain_key
+from tfpipe.pipeline.order.stream import permutation
 
 MixBy = Literal["tokens", "documents", "records"]
 # Positions per block: a source's share of positions is its quota over BLOCK, within 1/BLOCK of
@@ -166,7 +167,6 @@ def block_choices(spec: MixSpec, block: int) -> list[int]:
     """The sources of block `block`'s positions, in plain Python (`order_stream.permutation`
     run eagerly): what the graph computes, for tests and `counts`."""
     from tfpipe._tf import tf
-    from tfpipe.pipeline.order.stream import permutation
 
     tf_ = tf()
     perm = permutation(tf_, BLOCK, tf_.constant([spec.key, block], tf_.int64)).numpy()

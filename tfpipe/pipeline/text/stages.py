@@ -36,6 +36,7 @@ from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.order.resumable import KEY_ROWS, MAX_POSITION, domain_key
 from tfpipe.pipeline.read import raw
+from tfpipe.pipeline.read.sharding import share_files
 from tfpipe.pipeline.text import packer
 
 TOKENS = "tokens"
@@ -317,8 +318,6 @@ def pipeline_rows(pack: Any, src: Any, pipelines: int) -> list[int] | None:
     chunks, each packed on its own: the eval stages' rows, counted by the NumPy packer they
     equal), from the split's lengths file; None without one."""
     import numpy as np
-
-    from tfpipe.pipeline.read.sharding import share_files
 
     lengths = lengths_file(src)
     if lengths is None:
