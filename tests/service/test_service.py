@@ -1,7 +1,7 @@
 """tf.data service: distribute(), in-process servers, build(service=...), and `tfpipe serve`.
 
 Real dispatchers and workers on 127.0.0.1 (TensorFlow itself listens on [::], see
-tfpipe/service.py), a real converted table (37 rows in 4 shards), no mocks.
+tfpipe/service/), a real converted table (37 rows in 4 shards), no mocks.
 """
 
 from __future__ import annotations
