@@ -1,6 +1,8 @@
 """A text mixture mixed by pieces in virtual time, in NumPy: the reference (as packing.reference is
 the packer's) for the design that meets issue 35's "within 0.5 point over any 100 batches".
-Not wired into `build()` yet (mixture/stream.py still mixes whole documents).
+Research code: nothing in tfpipe calls it yet (mixture/stream.py still mixes whole documents;
+tests/test_imports.py checks that nothing imports this module); issue 45 wires it into `build()`,
+and benchmarks/mixture_shares.py measures it.
 
 Why: a choice per document makes a window's token share follow the lengths of the documents in
 it (pydoc's topics, 79 documents of ~1,500 tokens, strayed 21 points over 100 batches of 8x128;
