@@ -15,7 +15,7 @@ import os
 import pytest
 
 import tfpipe
-from tfpipe.manifest import MANIFEST_NAME
+from tfpipe.format.manifest import MANIFEST_NAME
 from tfpipe.testing import fake_data
 
 N_IMAGES = int(os.environ.get("TFPIPE_BENCH_IMAGES", "800"))

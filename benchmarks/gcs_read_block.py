@@ -35,7 +35,7 @@ def measure(root: str, epochs: int) -> None:
 
     import tfpipe
     from tfpipe.bench.measure.recipe import recipe_dataset
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
     from tfpipe.pipeline import plan
 
     split = Manifest.load(root).splits["train"]

@@ -15,8 +15,9 @@ import os
 import sys
 import time
 
-from tfpipe import commit_markers, storage
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe import storage
+from tfpipe.format import commit_markers
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.testing.gcs import LocalGCS
 
 

@@ -10,7 +10,7 @@ Tiny check: TFPIPE_BENCH_DATA=/tmp/tiny TFPIPE_BENCH_IMAGES=40 TFPIPE_GCS_DEFAUL
     TFPIPE_BENCH_WARMUP=0.2 TFPIPE_BENCH_RUNS=2 python benchmarks/gcs_vs_baseline.py
 
 Datasets, each converted straight to the twin by `tfpipe.convert` (as a user converts to gs://,
-so each split has its commit marker, tfpipe/commit_markers.py):
+so each split has its commit marker, tfpipe/format/commit_markers.py):
 - small: TFPIPE_BENCH_IMAGES (800) ImageNet-like JPEGs in TFPIPE_GCS_SHARDS (16) shards of ~5.4 MB;
 - default: TFPIPE_GCS_DEFAULT_IMAGES (2,600) JPEGs at convert's default shard size
   (TFPIPE_GCS_DEFAULT_SHARD, default 128MiB): 3 shards of ~94 MB, each two of TensorFlow's
@@ -46,7 +46,7 @@ import measure_defaults
 import paired
 
 from tfpipe import storage
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.testing.gcs import LIKE_GCS, Shaping
 
 SMALL_SHARDS = int(os.environ.get("TFPIPE_GCS_SHARDS", "16"))

@@ -32,7 +32,7 @@ import tempfile
 import numpy as np
 
 import tfpipe
-from tfpipe.manifest import MANIFEST_NAME
+from tfpipe.format.manifest import MANIFEST_NAME
 
 CLASSES, SHARDS, BATCH = 1000, 1024, 1024
 ORDERS: dict[str, dict] = {

@@ -32,7 +32,7 @@ WEIGHTS = {"large": 0.7, "small": 0.3}
 def make_data(root: str) -> dict[str, str]:
     """The two sources, converted once into `root`."""
     import tfpipe
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
     from tfpipe.synthetic import text
 
     out = {"large": os.path.join(root, "mix-large"), "small": os.path.join(root, "mix-small")}

@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from tfpipe.packing import reference, spec
-from tfpipe.pipeline import mixture_pieces
+from tfpipe.pipeline.mixture import pieces as mixture_pieces
 
 B, L = int(os.environ.get("TFPIPE_MIX_B", "8")), int(os.environ.get("TFPIPE_MIX_L", "128"))
 WINDOW, BATCHES = 100, 2000
@@ -46,8 +46,8 @@ def lengths() -> tuple[np.ndarray, np.ndarray]:
 
     given = os.environ.get("TFPIPE_MIX_LENGTHS")
     if given:
-        from tfpipe.manifest import Manifest
-        from tfpipe.pipeline.text_stages import Lengths, load_lengths
+        from tfpipe.format.manifest import Manifest
+        from tfpipe.pipeline.text.stages import Lengths, load_lengths
 
         out = []
         for root in given.split(","):
@@ -81,7 +81,7 @@ def rows_by_source(
 def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
     means = np.array([topics.mean() + 1, docs.mean() + 1])
     probs = np.array([WEIGHT, 1 - WEIGHT]) / means
-    from tfpipe.pipeline.mixture_spec import quotas as apportion
+    from tfpipe.pipeline.mixture.spec import quotas as apportion
 
     q = apportion(list(probs))
     n = 4096 * 8
@@ -100,7 +100,7 @@ def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
 
 
 def pieces_design(topics, docs, rng, balanced: bool) -> np.ndarray:
-    from tfpipe.pipeline.mixture_spec import BLOCK, quotas
+    from tfpipe.pipeline.mixture.spec import BLOCK, quotas
 
     q = quotas([WEIGHT, 1 - WEIGHT])
     n_tokens = B * L * BATCHES * 2

@@ -133,7 +133,7 @@ def first_epochs(data: str, where: str) -> None:
 
     import tfpipe
     from tfpipe.bench.measure.recipe import recipe_dataset
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
     manifest = Manifest.load(data)
     files, steps = manifest.shard_paths("train"), manifest.splits["train"].examples // BATCH
@@ -171,8 +171,8 @@ def main() -> None:
 def run(root: str, gcs) -> None:
     import tfpipe
     from tfpipe.bench.measure.recipe import recipe_dataset
-    from tfpipe.manifest import Manifest
-    from tfpipe.pipeline import text_stages
+    from tfpipe.format.manifest import Manifest
+    from tfpipe.pipeline.text import stages as text_stages
 
     data = local_data(root)
     files = Manifest.load(data).shard_paths("train")

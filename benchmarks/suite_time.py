@@ -6,7 +6,7 @@
 
 With --record, each run also reports its slowest tests, and the last run of the first lane, when
 it is a full one, is written to tests/test_seconds.json: every test's seconds (setup + call +
-teardown, from pytest's --durations), by which tests/_file_order.py sends the files out longest
+teardown, from pytest's --durations), by which tests/support/file_order.py sends the files out longest
 first. Record on a quiet machine.
 
 Each lane is a `python -m pytest` command run to its end; the lanes run back to back in each
@@ -47,7 +47,7 @@ LANES = {
 SECONDS_FILE = ROOT / "tests" / "test_seconds.json"
 # pytest's --durations lines: "12.34s call     tests/x/test_y.py::test_z[p]".
 DURATION = re.compile(r"^\s*(\d+\.\d+)s (setup|call|teardown)\s+(\S.*)$")
-# Tests shorter than this are left out of the recording (tests/_file_order.py's default covers them).
+# Tests shorter than this are left out of the recording (tests/support/file_order.py's default covers them).
 RECORD_MIN_SECONDS = 0.1
 
 

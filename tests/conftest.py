@@ -23,13 +23,13 @@ google-cloud-storage client (tfpipe.storage) reach the same in-memory buckets. N
   test left unserved are cancelled at teardown, so they never leak into the next test.
 
 A test sets the environment it asserts about: what the caller's shell exported that changes a
-command's output or network (TF_CPP_MIN_LOG_LEVEL, proxies: `_cli.SHELL_VARIABLES`) is removed
+command's output or network (TF_CPP_MIN_LOG_LEVEL, proxies: `support.cli.SHELL_VARIABLES`) is removed
 from this process when pytest loads this file, and never reaches a child process.
 
 `slow` marks what spawns processes, starts servers, runs `model.fit`, times a pipeline (a bench's
 measurement: ~15-30 CPU-s) or asks the package index: `pytest -m "not slow"` is the fast inner
 loop (budget: 2 minutes on 2 cores). A bench test of what a report says runs in the fast lane on
-rates given for its plan (tests/_bench_once.py). A test that uses the GCS twin (`local_gcs`,
+rates given for its plan (tests/support/bench_once.py). A test that uses the GCS twin (`local_gcs`,
 `gcs_bucket`, or the `gcs` marker) is marked here: the twin is two servers in child processes.
 
 Ordering: TensorFlow reads its GCS_* tuning variables (retry backoff, stat cache) once, inside
@@ -43,17 +43,18 @@ import itertools
 import os
 import secrets
 
-import _cli
 import pytest
 
 from tfpipe.testing.gcs import TF_GCS_TEST_ENV, LocalGCS
 
+import support.cli
+
 # The pipeline tests' datasets (image_ds, foreign_ds, photos_ds, table_ds) and text datasets
 # (text_ds, labeled_text_ds, spm_text), made once a session; `bench_once`, a module's benches
 # sharing one real measurement of each plan; the files' order, longest first.
-pytest_plugins = ["_pipeline_data", "_packed_text", "_bench_once", "_file_order"]
+pytest_plugins = ["support.pipeline_data", "support.packed_text", "support.bench_once", "support.file_order"]
 
-_cli.forget_the_shell()
+support.cli.forget_the_shell()
 os.environ.update(TF_GCS_TEST_ENV)
 
 

@@ -1,6 +1,6 @@
 """tfpipe's batches and helpers on both Keras backends that take tf.data: TensorFlow (this
 process) and JAX (a child process started with KERAS_BACKEND=jax, since the backend is chosen
-when Keras is first imported). The same checks (tests/_backend_checks.py) run on each:
+when Keras is first imported). The same checks (tests/support/backend_checks.py) run on each:
 
 - `tfpipe.attention_mask` inside a model (on a KerasTensor) and on arrays, as the NumPy mask;
 - padded image eval and text eval: `evaluate` and `predict` without a warning, their length
@@ -13,14 +13,13 @@ when Keras is first imported). The same checks (tests/_backend_checks.py) run on
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-import _backend_checks as checks
-from _pipeline_data import N_IMAGES
+import support.backend_checks as checks
+from support.pipeline_data import N_IMAGES
 
 pytestmark = [pytest.mark.slow, pytest.mark.jax]
 # ceil(701 documents packed into rows of 128 / 8 rows a batch): the text_ds fixture's rows.
@@ -46,11 +45,10 @@ def _jax_child(image_ds: str, text_ds: str) -> dict | None:
         import jax  # noqa: F401
     except ImportError:
         return None
-    here = os.path.dirname(__file__)
     # Two CPU devices: bench's model step then runs data-parallel over both, as over a TPU's chips.
     env = checks.jax_env(devices=2)
     proc = subprocess.run(
-        [sys.executable, os.path.join(here, "_backend_checks.py"), image_ds, text_ds],
+        [sys.executable, checks.__file__, image_ds, text_ds],
         capture_output=True,
         text=True,
         timeout=280,

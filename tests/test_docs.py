@@ -1,7 +1,7 @@
 """The docs run as written: README.md and every page of docs/.
 
 - Every Python and shell block runs, in the page's order, in a fresh folder holding the small
-  data the pages name as the user's own (`_docs_data.py`): each Python block in a process of
+  data the pages name as the user's own (`support.docs_data.py`): each Python block in a process of
   its own (as a user would paste it), each shell block in bash. What a page converts must then
   be a dataset (`tfpipe.json` loads), and what it asks bench to write must exist. These are
   slow (convert, build, fit, bench): the `docs` marker, left out of the default run, is CI's
@@ -31,8 +31,9 @@ import subprocess
 import sys
 import unicodedata
 
-import _cli
 import pytest
+
+import support.cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -137,7 +138,7 @@ def _page_params() -> list:
 @pytest.fixture(scope="module")
 def docs_data(tmp_path_factory):
     pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
-    from _docs_data import make_docs_data
+    from support.docs_data import make_docs_data
 
     return make_docs_data(str(tmp_path_factory.mktemp("docs-data")))
 
@@ -145,7 +146,7 @@ def docs_data(tmp_path_factory):
 def _environment() -> dict[str, str]:
     """This tree first on PYTHONPATH; this Python's scripts (`tfpipe`) first on PATH."""
     bin_dir = os.path.dirname(sys.executable)
-    return _cli.environment(
+    return support.cli.environment(
         {"PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]), "MPLBACKEND": "Agg"}
     )
 
@@ -193,7 +194,7 @@ def test_every_block_of_the_page_runs_as_written(page, docs_data, tmp_path):
         done = _run(block, folder, index)
         output = (done.stdout + done.stderr)[-4000:]
         assert done.returncode == 0, f"{block.where} ({block.lang}) exited {done.returncode}:\n{output}"
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
     datasets, outputs = _made(page_blocks)
     for name in sorted(datasets):

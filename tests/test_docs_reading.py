@@ -12,7 +12,7 @@ import pytest
 
 import tfpipe
 
-from _pipeline_data import N_IMAGES, N_ROWS
+from support.pipeline_data import N_IMAGES, N_ROWS
 
 tf = pytest.importorskip("tensorflow")
 

@@ -1,6 +1,11 @@
 """The import graph: no circle anywhere, and the core never imports the optional Beam engine
 (it is found by name). Read from the source, every import counted,
-those inside functions and under TYPE_CHECKING too."""
+those inside functions and under TYPE_CHECKING too.
+
+And what the layout promises (docs/design.md, "The layout"): the on-disk format in one folder
+below everything that reads or writes it; the pipeline's packages in one direction (read, order,
+text, stages, mixture, then the build); few modules loose at the top of tfpipe/ and of
+tfpipe/pipeline/; an alias that names the module it imports."""
 
 import ast
 import functools
@@ -11,13 +16,20 @@ import tfpipe
 PACKAGE = pathlib.Path(tfpipe.__file__).parent
 
 
-@functools.cache  # parsed once for the module's tests, which only read it
-def imports() -> dict[str, set[str]]:
-    """module -> the tfpipe modules it imports anywhere in its source."""
+@functools.cache
+def module_paths() -> dict[str, pathlib.Path]:
+    """Every tfpipe module by its dotted name (a package by its own), with its file."""
     modules = {}
     for path in PACKAGE.rglob("*.py"):
         parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+@functools.cache  # parsed once for the module's tests, which only read it
+def imports() -> dict[str, set[str]]:
+    """module -> the tfpipe modules it imports anywhere in its source."""
+    modules = module_paths()
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -74,8 +86,8 @@ def test_no_import_circle_anywhere():
 
 
 def test_type_checking_imports_are_counted():
-    # order.py imports PipelineConfig only for type checking: that edge is in the graph.
-    assert "tfpipe.pipeline.config" in imports()["tfpipe.pipeline.order"]
+    # order/resumable.py imports PipelineConfig only for type checking: that edge is in the graph.
+    assert "tfpipe.pipeline.config" in imports()["tfpipe.pipeline.order.resumable"]
 
 
 def test_only_beam_imports_beam():
@@ -155,6 +167,107 @@ def test_packing_is_pure_and_below_presets_and_pipeline():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not {n.split(".")[0] for n in names} & {"tensorflow", "keras", "jax"}, path
-    users = ["tfpipe.presets.text", "tfpipe.pipeline.packing", "tfpipe.pipeline.text_stages"]
+    users = ["tfpipe.presets.text", "tfpipe.pipeline.text.packer", "tfpipe.pipeline.text.stages"]
     users += [m for m in graph if m.startswith("tfpipe.bench") and graph[m] & packing]
     assert all(graph[u] & packing for u in users) and len(users) > 3
+
+
+FORMAT_BASE = {"tfpipe.errors", "tfpipe._tf", "tfpipe._version"}  # and tfpipe.storage
+
+
+def test_the_format_stands_below_what_writes_and_reads_it():
+    """tfpipe/format (the manifest, shard names, TFRecord framing, the Example codec, the schema,
+    commit markers, verify: the on-disk contract) imports nothing of tfpipe but itself, storage,
+    errors and the lazy TensorFlow import; convert writes it, the pipeline, bench and the command
+    line read it."""
+    graph = imports()
+    fmt = {m for m in graph if m.split(".")[:2] == ["tfpipe", "format"]}
+    contract = {"manifest", "manifest_text", "manifest_checks", "shardnames", "tfrecord", "codec"}
+    assert {f"tfpipe.format.{m}" for m in contract | {"schema", "commit_markers", "verify"}} <= fmt
+    for module in fmt:
+        outside = {d for d in graph[module] - fmt if d.split(".")[:2] != ["tfpipe", "storage"]}
+        assert outside <= FORMAT_BASE, (module, outside)
+    readers = {m.split(".")[1] for m in graph if m not in fmt and "." in m and graph[m] & fmt}
+    assert {"convert", "pipeline", "bench", "cli", "presets"} <= readers
+
+
+# The pipeline's packages by floor: a module imports its own floor (its own package) or lower.
+# config (PipelineConfig) is read by every floor; checks are the refusals the build and the
+# mixture share; the build is plan()'s steps at the top (build, request, decide, assemble, steps).
+PIPELINE_FLOORS = {"config": 0, "read": 1, "order": 2, "text": 3, "stages": 4, "checks": 4, "mixture": 5}
+THE_BUILD = 6
+
+
+def pipeline_part(module: str) -> str:
+    """The package (read, order, ...) or top-level module of tfpipe.pipeline a module is in."""
+    return module.removeprefix("tfpipe.pipeline").lstrip(".").split(".")[0]
+
+
+def test_the_pipelines_packages_flow_one_way():
+    """read -> order -> text -> stages -> mixture -> the build, never back: reading knows no
+    order, the order no text, the stages no mixture, and a mixture plans each source with the
+    plan it is handed, never the build's own."""
+    graph = imports()
+    pipeline = [m for m in graph if m.split(".")[:2] == ["tfpipe", "pipeline"] and m != "tfpipe.pipeline"]
+    floor = {m: PIPELINE_FLOORS.get(pipeline_part(m), THE_BUILD) for m in pipeline}
+    assert {floor[m] for m in pipeline} == {0, 1, 2, 3, 4, 5, THE_BUILD}
+    wrong = sorted(
+        (m, d)
+        for m in pipeline
+        for d in graph[m]
+        if d in floor
+        and (
+            floor[d] > floor[m] or (floor[d] == floor[m] < THE_BUILD and pipeline_part(d) != pipeline_part(m))
+        )
+    )
+    assert wrong == []
+
+
+def test_the_mixtures_research_code_is_not_called_yet():
+    """tfpipe.pipeline.mixture.pieces, the NumPy reference of mixing by pieces (issue 45 wires it
+    into build()), is imported by no module of tfpipe: when it is, its marking as research code
+    (mixture/__init__.py, its docstring) goes, and so does this test."""
+    users = sorted(m for m, deps in imports().items() if "tfpipe.pipeline.mixture.pieces" in deps)
+    assert users == []
+
+
+def test_few_modules_are_loose_at_the_top():
+    """At most 8 modules loose at tfpipe/'s top (__init__, __main__, _version aside), at most 10
+    at tfpipe/pipeline/'s: the rest sit in a folder that says what they are."""
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__", "_version"))
+    assert len(top) <= 8, top
+    pipeline = sorted(p.stem for p in (PACKAGE / "pipeline").glob("*.py") if p.stem != "__init__")
+    assert len(pipeline) <= 10, pipeline
+
+
+def aliases_allowed(module: str) -> set[str]:
+    """The names `module` may be imported as: its own, its package's and its own joined
+    (`text_stages` for tfpipe.pipeline.text.stages), its own with `_module`."""
+    package, _, name = module.rpartition(".")
+    return {name, f"{package.rpartition('.')[2]}_{name}", f"{name}_module"}
+
+
+def test_an_alias_names_the_module_it_imports():
+    """A tfpipe module imported under another name is named for what it is, never after a
+    module that is gone (`reader as textfiles` named tfpipe/textfiles.py years after it went)."""
+    modules = module_paths()
+    wrong = []
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                named = [(f"{node.module}.{a.name}", a.asname) for a in node.names]
+            elif isinstance(node, ast.Import):
+                named = [(a.name, a.asname) for a in node.names]
+            else:
+                continue
+            wrong += [
+                f"{module}: {target} as {alias}"
+                for target, alias in named
+                if alias and target in modules and alias not in aliases_allowed(target)
+            ]
+    assert wrong == []
+
+
+def test_aliases_allowed_are_read_from_the_name():
+    assert aliases_allowed("tfpipe.pipeline.text.stages") == {"stages", "text_stages", "stages_module"}
+    assert "textfiles" not in aliases_allowed("tfpipe.convert.text.reader")

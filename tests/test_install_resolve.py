@@ -14,10 +14,11 @@ import subprocess
 import sys
 
 import pytest
-from _cli import CALLER_ENVIRON
 from packaging.utils import canonicalize_name
 
 from tfpipe import _tf
+
+from support.cli import CALLER_ENVIRON
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TF_DISTRIBUTIONS = {canonicalize_name(n) for n in _tf.DISTRIBUTIONS}

@@ -46,6 +46,17 @@ def test_functions_are_short():
     assert too_long == []
 
 
+def test_modules_are_short():
+    """No module over 500 lines (STYLE.md: one concept a module); a long one is split where its
+    responsibilities part, not at the nearest line."""
+    long = [
+        f"{path.relative_to(ROOT)} ({n} lines)"
+        for path in sorted((ROOT / "tfpipe").rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > 500
+    ]
+    assert long == []
+
+
 BASELINE = ROOT / "tests" / "typecheck_baseline.txt"
 
 

@@ -26,7 +26,8 @@ import pytest
 import tfpipe
 from tfpipe import storage
 
-from _pipeline_data import N_IMAGES, N_ROWS
+from support.pipeline_data import N_IMAGES, N_ROWS
+from support.resume_fit import fingerprint_tf, named_images
 
 tf = pytest.importorskip("tensorflow")
 
@@ -44,7 +45,7 @@ import keras
 import tfpipe
 from tfpipe._tf import tf as _tf
 sys.path.insert(0, sys.argv[1])
-from test_resume_fit import named_images, fingerprint_tf
+from support.resume_fit import named_images, fingerprint_tf
 
 tf = _tf()
 (_, _, data, kind, backup, log_path, parallelism, kill_at, settings) = sys.argv
@@ -109,47 +110,6 @@ model.fit(ds, epochs=EPOCHS, steps_per_epoch=steps, verbose=0, callbacks=[
 ])
 print("done", position.step)
 """
-
-
-def named_images():
-    """The imagenet preset (crop, flip, resize as it is) plus each record's image/filename as
-    an int64 hash: `((image, name_hash), label)`."""
-    import dataclasses
-
-    from tfpipe.presets.imagenet import IMAGENET
-
-    class Named:
-        name = "imagenet_named"
-
-        def bind(self, ctx, options):
-            from tfpipe._tf import tf as _tf
-
-            tf_ = _tf()
-            inner = IMAGENET.bind(ctx, options)
-
-            def decode(features, seed, source):
-                image, label = inner.decode(features, seed, source)
-                name = tf_.strings.to_hash_bucket_fast(features["image/filename"], 1 << 62)
-                return (image, name), label
-
-            return dataclasses.replace(inner, decode=decode, finalize=None)
-
-    return Named()
-
-
-def fingerprint_tf(x, kind):
-    """(ids, fingerprints) of a batch, int64 [B] each: the filename hash or row_id, and a sum
-    of pixels (or values) weighted by position, which a flip or another crop changes."""
-    from tfpipe._tf import tf as _tf
-
-    tf_ = _tf()
-    if kind == "images":
-        images, ids = x
-        flat = tf_.reshape(tf_.cast(images, tf_.int64), [tf_.shape(images)[0], -1])
-        weights = tf_.range(1, tf_.shape(flat)[1] + 1, dtype=tf_.int64) % 251 + 1
-        return ids, tf_.reduce_sum(flat * weights, axis=1)
-    values = tf_.cast(tf_.round(x["float32_0"] * 1e4), tf_.int64)
-    return x["row_id"], values * 1_000_003 + tf_.cast(x["float32_0_missing"], tf_.int64)
 
 
 def expected(data, kind, steps, **options):

@@ -6,10 +6,11 @@ import sys
 import warnings
 
 import pytest
-from _without import run_without
 
 from tfpipe import _tf
 from tfpipe.errors import MissingExtraError
+
+from support.without import run_without
 
 
 def test_supported_releases_pass_quietly():

@@ -13,7 +13,7 @@ from tfpipe.errors import ConfigError
 from tfpipe.testing import fake_data
 from tfpipe.validation import as_int
 
-from _pipeline_data import N_IMAGES
+from support.pipeline_data import N_IMAGES
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,9 @@ _EXPORTS = {
     "ShardConfig": "tfpipe.convert",
     "ConvertConfig": "tfpipe.convert",
     "Tick": "tfpipe.convert",
-    "Manifest": "tfpipe.manifest",
-    "Schema": "tfpipe.schema",
-    "Field": "tfpipe.schema",
+    "Manifest": "tfpipe.format.manifest",
+    "Schema": "tfpipe.format.schema",
+    "Field": "tfpipe.format.schema",
     "build": "tfpipe.pipeline",
     "plan": "tfpipe.pipeline",
     "Pipeline": "tfpipe.pipeline",
@@ -115,11 +115,11 @@ if TYPE_CHECKING:
         UnsupportedTensorFlowError,
         UntestedTensorFlowWarning,
     )
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
+    from tfpipe.format.schema import Field, Schema
     from tfpipe.pipeline import Pipeline, PipelineConfig, SkipCounts, build, plan, skipped, steps_per_epoch
     from tfpipe.presets import Preset, register_preset
     from tfpipe.presets.text import attention_mask
-    from tfpipe.schema import Field, Schema
 
 
 def __getattr__(name: str) -> Any:

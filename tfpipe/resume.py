@@ -27,7 +27,7 @@ import keras
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline.position import Position, check_identity
+from tfpipe.pipeline.order.position import Position, check_identity
 
 __all__ = ["STATE_NAME", "KerasCallback", "Position"]
 

@@ -30,7 +30,7 @@ HELP_COLUMNS = "100"
 # The groups of the API page, by the package that defines a name, in page order.
 API_GROUPS = (
     ("Convert", ("tfpipe.convert",)),
-    ("The dataset", ("tfpipe.manifest", "tfpipe.schema")),
+    ("The dataset", ("tfpipe.format",)),
     ("Build", ("tfpipe.pipeline", "tfpipe.presets")),
     ("Bench", ("tfpipe.bench",)),
     ("Devices", ("tfpipe.devices",)),

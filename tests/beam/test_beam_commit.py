@@ -8,10 +8,11 @@ import os
 import pathlib
 
 import pytest
-from _gcs_faults import lose_commit_reply
-from _without import run_without
 
 from tfpipe import storage
+
+from support.gcs_faults import lose_commit_reply
+from support.without import run_without
 
 
 def spooled(tmp_path, data, name="attempt"):

@@ -6,9 +6,7 @@ processes; the BundleBasedDirectRunner where a failed bundle must be retried (it
 bundle up to 4 times; the FnApiRunner never does).
 """
 
-import json
 import os
-import pathlib
 import signal
 import time
 
@@ -17,18 +15,21 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _cli import run_cli, start_cli
-from _gcs_faults import lose_commit_reply
+
+from support.cli import run_cli, start_cli
+from support.gcs_faults import lose_commit_reply
+from support.records import same_output
 
 pytest.importorskip("apache_beam")
 
 import tfpipe
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.beam.engine import PipelineFailed
 from tfpipe.beam.shards import FAULT_ENV
 from tfpipe.errors import ConfigError
+from tfpipe.format import commit_markers
+from tfpipe.format.verify import verify
 from tfpipe.testing import fake_data
-from tfpipe.verify import verify
 
 # Every test here runs a Beam pipeline (the DirectRunner's worker processes).
 pytestmark = pytest.mark.slow
@@ -40,27 +41,6 @@ RETRYING = "--runner=BundleBasedDirectRunner"
 
 def beam(src, dest, options=IN_PROCESS, **kwargs):
     return tfpipe.convert(str(src), str(dest), engine="beam", pipeline_options=options, **kwargs)
-
-
-def same_output(a, b):
-    """Shard bytes equal, and the manifests equal but for the timing, the engine and the retry
-    count (only the local engine counts retries)."""
-    a, b = str(a), str(b)
-    names = sorted(n for n in os.listdir(a) if not n.startswith("."))
-    assert names == sorted(n for n in os.listdir(b) if not n.startswith("."))
-    for n in names:
-        if n != "tfpipe.json":
-            assert pathlib.Path(a, n).read_bytes() == pathlib.Path(b, n).read_bytes(), n
-    assert _manifest(a) == _manifest(b)
-
-
-def _manifest(root):
-    obj = json.loads(pathlib.Path(root, "tfpipe.json").read_text())
-    for split in obj["splits"].values():
-        split.pop("seconds")
-        split.pop("retries", None)
-        split["options"].pop("engine", None)
-    return json.dumps(obj, sort_keys=True).replace(root, "<root>")
 
 
 @pytest.fixture(scope="module")
@@ -166,8 +146,8 @@ def test_duplicate_bundles_change_nothing(tree, local_images, tmp_path):
 
 
 def records(manifest):
-    from tfpipe.codec import decode_example
-    from tfpipe.tfrecord import read_records
+    from tfpipe.format.codec import decode_example
+    from tfpipe.format.tfrecord import read_records
 
     out = []
     for path in manifest.shard_paths("train"):

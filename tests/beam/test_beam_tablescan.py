@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert.tables import read as tableread
-from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables import read as tables_read
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
 
@@ -21,8 +21,8 @@ def folder(tmp_path, frames):
 
 
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
-    listing = tableread.list_table(src, "csv")
-    options = tables.TableOptions(chunk_rows, label, missing, missing_label)
+    listing = tables_read.list_table(src, "csv")
+    options = tables_scan.TableOptions(chunk_rows, label, missing, missing_label)
     scans = [tablescan.scan_file(f, "csv", options, f == listing.files[0]) for f in listing.files]
     scan = tablescan.merge(src, "csv", listing, scans, options)
     return scan, scans
@@ -46,8 +46,8 @@ CASES = {
 def test_fold_equals_the_single_pass(tmp_path, case):
     src = folder(tmp_path, CASES[case])
     drop = {"label": "y", "missing_label": "drop"} if case == "dropped null labels" else {}
-    options = tables.TableOptions(4, drop.get("label"), "fill", drop.get("missing_label", "error"))
-    local = tables.scan(src, "csv", options)
+    options = tables_scan.TableOptions(4, drop.get("label"), "fill", drop.get("missing_label", "error"))
+    local = tables_scan.scan(src, "csv", options)
     scan, scans = by_files(src, **drop)
     assert scan == local  # file_rows included: both engines place rows in shards alike
     assert sum(s.kept for s in scans) == local.rows
@@ -64,7 +64,7 @@ def test_fold_equals_the_single_pass(tmp_path, case):
 def test_a_conflict_gives_the_single_pass_error(tmp_path, frames, message):
     src = folder(tmp_path, frames)
     with pytest.raises(DataError, match=message) as local:
-        tables.scan(src, "csv", tables.TableOptions(4))
+        tables_scan.scan(src, "csv", tables_scan.TableOptions(4))
     with pytest.raises(DataError) as folded:
         by_files(src, missing="error")
     assert str(folded.value) == str(local.value)

@@ -2,7 +2,9 @@
 workers with the tokenizer the dataset stores."""
 
 import pytest
-from _text_data import docs, tokenizer_path
+
+from support.records import same_output
+from support.text_data import docs, tokenizer_path
 
 pytest.importorskip("apache_beam")
 
@@ -11,12 +13,6 @@ from tfpipe.synthetic.text import write_corpus
 
 IN_PROCESS = "--runner=FnApiRunner"
 TWO_WORKERS = "--runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=2"
-
-
-def same(a, b):
-    from test_beam_convert import same_output
-
-    same_output(a, b)
 
 
 def test_a_labelled_corpus_matches_the_local_engine(tmp_path):
@@ -35,7 +31,7 @@ def test_a_labelled_corpus_matches_the_local_engine(tmp_path):
     beam = tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=IN_PROCESS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
     assert beam.split("train").text == local.split("train").text and beam.class_names == ("a", "b", "c")
 
 
@@ -47,7 +43,7 @@ def test_a_trained_tokenizer_on_two_worker_processes(tmp_path):
     tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=TWO_WORKERS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
 
 
 @pytest.mark.slow
@@ -55,10 +51,10 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     """Plain files read from checkpoints by Beam's workers (segments of 2 KB, pieces of 7
     documents: many of each), a gzip file read by the converting process: the local engine's
     bytes and manifest, with 2 local workers."""
-    from tfpipe.convert.text import ranges as textranges
+    from tfpipe.convert.text import ranges as text_ranges
 
-    monkeypatch.setattr(textranges, "SEGMENT_BYTES", 2048)
-    monkeypatch.setattr(textranges, "DOCS_PER_TASK", 7)
+    monkeypatch.setattr(text_ranges, "SEGMENT_BYTES", 2048)
+    monkeypatch.setattr(text_ranges, "DOCS_PER_TASK", 7)
     texts = docs()[:100]
     write_corpus(tmp_path / "src", texts[:80], "jsonl", files=2, labels=[i % 3 for i in range(80)])
     write_corpus(tmp_path / "src", texts[80:], "jsonl.gz", labels=[i % 3 for i in range(20)])
@@ -67,5 +63,5 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     tfpipe.convert(
         str(tmp_path / "src"), str(tmp_path / "beam"), engine="beam", pipeline_options=IN_PROCESS, **options
     )
-    same(tmp_path / "local", tmp_path / "beam")
+    same_output(tmp_path / "local", tmp_path / "beam")
     assert local.split("train").text.documents == 100

@@ -10,13 +10,14 @@ import pytest
 pytest.importorskip("apache_beam")
 
 import apache_beam as beam
-from _records import split_records as records
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfpipe.beam
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import Manifest
-from tfpipe.verify import verify
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.verify import verify
+
+from support.records import split_records as records
 
 # Every test here runs a Beam pipeline (the DirectRunner's worker processes).
 pytestmark = pytest.mark.slow

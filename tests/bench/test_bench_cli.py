@@ -6,10 +6,11 @@ import json
 import os
 
 import pytest
-from _bench_once import handing, run_cli_handed
 
 from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.cli import main
+
+from support.bench_once import handing, run_cli_handed
 
 TINY = "24"  # generated ImageNet-like JPEGs: enough for 8 shards, quick to make
 BATCH = "16"  # at most TINY: a bench refuses a batch larger than its data
@@ -63,7 +64,7 @@ def test_second_run_reuses_the_cache_and_writes_json_plot(
 ) -> None:
     """On rates given for its plan (what it checks, the data reused, the reference row, the
     JSON, the plot and the exit code, does not depend on them)."""
-    from _report_schema import validate
+    from support.report_schema import validate
 
     assert first_run.returncode == 0
     monkeypatch.setenv("XDG_CACHE_HOME", cache_home)

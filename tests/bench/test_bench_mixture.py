@@ -9,12 +9,13 @@ import json
 import os
 
 import pytest
-from _cli import main_cli
 
 from tfpipe.bench import BenchConfig
 from tfpipe.bench.judge.tokens import figures
 from tfpipe.bench.results import MixShare, Rate, ScalingPoint, SourceText, StageRate, TextMeasure
 from tfpipe.errors import ConfigError
+
+from support.cli import main_cli
 
 B, L = 8, 128
 
@@ -104,7 +105,7 @@ def test_each_source_has_its_measured_share_and_tokens_per_second() -> None:
 
 
 def test_the_mixture_is_said_beside_the_weights() -> None:
-    from tfpipe.bench.present.render import mixture_lines
+    from tfpipe.bench.present.text import mixture_lines
 
     r = report()
     tps = r.text.real_tokens_per_sec
@@ -123,7 +124,7 @@ def test_lengths_padding_and_fill_are_said_per_source_not_mixed() -> None:
     """The Lengths line once gave the first source's percentiles and count longer than L "of"
     both sources' documents, and the padding line the first source's prediction alone."""
     from tfpipe.bench.judge.advice import fill_sentence, padding_sentence, text_advice
-    from tfpipe.bench.present.render import length_lines
+    from tfpipe.bench.present.text import length_lines
 
     t = report().text
     assert length_lines(t) == [
@@ -147,7 +148,7 @@ def test_lengths_padding_and_fill_are_said_per_source_not_mixed() -> None:
 
 
 def test_the_json_report_holds_the_mixture() -> None:
-    from _report_schema import validate
+    from support.report_schema import validate
 
     obj = report().to_json()
     validate(obj)
@@ -252,7 +253,7 @@ def test_a_mixture_in_the_library_is_a_mapping_with_weights() -> None:
 def sources(tmp_path_factory) -> tuple[str, str]:
     """301 and 399 docstrings, the second tokenized by the first's trained BPE (one tokenizer)."""
     from tfpipe.cli import main
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
     from tfpipe.synthetic import text
 
     root = tmp_path_factory.mktemp("mix")
@@ -275,7 +276,7 @@ def sources(tmp_path_factory) -> tuple[str, str]:
 @pytest.mark.slow  # a real bench: the fill and the shares counted, every prefix timed
 def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path, capsys, monkeypatch) -> None:
     """The shares are counted over the fill's batches (hundreds here); a choice per document
-    strays by points over a short window (tests/pipeline/test_mixture.py: within 2 points over
+    strays by points over a short window (tests/pipeline/mixture/test_mixture.py: within 2 points over
     100 batches), so the bound is a loose 3 points at this scale, not the issue's 0.5."""
     monkeypatch.setenv("COLUMNS", "250")
     web, code = sources
@@ -334,7 +335,7 @@ def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path,
 def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(sources) -> None:
     """bench's count (each document's source from the mixture's choices) equals an independent
     one: every packed piece looked up by its tokens among the sources' own documents, as
-    tests/pipeline/test_mixture.py traces them."""
+    tests/pipeline/mixture/test_mixture.py traces them."""
     import glob
 
     import tensorflow as tf

@@ -153,10 +153,10 @@ def test_the_scaling_point_at_the_producers_threadpool_is_the_producers_window(t
     """Timed twice, the producer and the same pipeline's point on the curve differed by 20%
     under load, and nothing said which was the rate: they are one measurement. (The windows are
     given, each 10% slower than the last: a second window for that point could not equal it.)"""
-    from _bench_once import handing
-
     from tfpipe.bench.measure.producer import available_cores
     from tfpipe.bench.results import ScalingPoint
+
+    from support.bench_once import handing
 
     cores = available_cores()
     with handing():

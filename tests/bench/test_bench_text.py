@@ -12,7 +12,6 @@ import os
 import re
 
 import pytest
-from _bench_once import handing, run_cli_handed
 
 from tfpipe.bench import reference
 from tfpipe.bench.fmt import percent1
@@ -22,10 +21,12 @@ from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate, TextMeasure
 from tfpipe.cli import main
 
+from support.bench_once import handing, run_cli_handed
+
 pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
 
 # Tiny windows, one core, no cache (the storage and first-epoch runs a cache adds are not what
-# most of these test). A bench planned as an earlier one reuses its measurement (_bench_once).
+# most of these test). A bench planned as an earlier one reuses its measurement (support.bench_once).
 pytestmark = pytest.mark.usefixtures("bench_once")
 FAST = ["--seconds", "0.2", "--warmup", "0.1", "--max-cores", "1", "--quiet", "--cache", "none"]
 DOCS = 301  # documents of the corpus: odd, so shards and batches are uneven
@@ -74,7 +75,7 @@ def bench(args, tmp_path, capsys):
 
 @pytest.mark.slow  # a real bench: the fill counted, every prefix timed (~20 CPU-s)
 def test_a_padded_pipeline_against_a_tpu_row_is_called_out(corpus, tmp_path, capsys) -> None:
-    from _report_schema import validate
+    from support.report_schema import validate
 
     rc, obj, out = bench(
         ["--data", corpus, "--sequence-length", "128", "--packing", "none", "--batch-size", "64"],
@@ -135,7 +136,7 @@ def test_a_labeled_corpus_against_a_profiled_tpu_run(docs, tmp_path_factory, tmp
     run, whose batch counts sequences. (The prefixes are timed for real by the padded test.)"""
     from tfpipe.synthetic import text
 
-    from _report_schema import validate
+    from support.report_schema import validate
 
     root = tmp_path_factory.mktemp("labeled_text")
     labels = [i % 3 for i in range(len(docs))]
@@ -325,7 +326,7 @@ def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, 
     from tfpipe.bench.measure import textmeasure
     from tfpipe.convert.text import tokenizers
     from tfpipe.errors import MissingExtraError
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
     def missing(path, fingerprint):
         raise MissingExtraError(
@@ -407,7 +408,7 @@ def test_small_figures_long_paths_and_chunks_read_right_at_80_columns() -> None:
 
 
 def test_the_json_report_holds_the_epoch_rows_and_the_tokenizer_spread() -> None:
-    from _report_schema import validate
+    from support.report_schema import validate
 
     obj = small_text_report("/d", "https://x").to_json()
     validate(obj)
@@ -481,7 +482,7 @@ def test_a_gcs_text_dataset_is_read_with_the_storage_figures(corpus, gcs_bucket,
 @pytest.mark.slow
 def test_a_small_transformer_timed_here_is_the_consumer(corpus, tmp_path, capsys) -> None:
     # The padded test's pipeline: the model is the consumer whatever the rows hold, and the
-    # producer's measurement is that test's (_bench_once), not a second one.
+    # producer's measurement is that test's (support.bench_once), not a second one.
     model = ["--model", "small_transformer", "--packing", "none"]
     rc, obj, _ = bench(
         ["--data", corpus, *model, "--sequence-length", "128", "--batch-size", "64"], tmp_path, capsys

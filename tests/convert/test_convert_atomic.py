@@ -7,14 +7,15 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import run_cli, start_cli
 
 import tfpipe
-from tfpipe.codec import decode_example
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import Manifest
-from tfpipe.tfrecord import read_records
-from tfpipe.verify import verify
+from tfpipe.format.codec import decode_example
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.tfrecord import read_records
+from tfpipe.format.verify import verify
+
+from support.cli import run_cli, start_cli
 
 ROWS, SHARDS = 60_000, 24
 

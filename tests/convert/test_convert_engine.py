@@ -8,7 +8,7 @@ import pytest
 from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask, copy_piece, encode_piece
 from tfpipe.convert.engine import readahead
 from tfpipe.convert.parallel import ordered_map
-from tfpipe.schema import Field, Schema
+from tfpipe.format.schema import Field, Schema
 from tfpipe.testing import fake_data
 
 

@@ -12,16 +12,18 @@ import time
 
 import pandas as pd
 import pytest
-from _cli import run_cli, start_cli
-from _gcs_faults import lose_commit_reply
 
 import tfpipe
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.convert import spool
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import Manifest
+from tfpipe.format import commit_markers
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.verify import verify
 from tfpipe.testing import fake_data
-from tfpipe.verify import verify
+
+from support.cli import run_cli, start_cli
+from support.gcs_faults import lose_commit_reply
 
 pytestmark = pytest.mark.gcs
 
@@ -55,7 +57,7 @@ def test_convert_to_gcs_matches_local_and_tf_reads_it(tree, local_reference, gcs
     uploads = [r for r in requests if r.method == "POST" and "uploadType" in r.path]
     assert uploads and all("ifGenerationMatch=0" in r.path for r in uploads if "train-" in r.path)
     assert storage.listdir(dest) == [
-        commit_markers.COMMITS_DIR,  # the committed split's marker (tfpipe/commit_markers.py)
+        commit_markers.COMMITS_DIR,  # the committed split's marker (tfpipe/format/commit_markers.py)
         "tfpipe.json",
         "train-00000-of-00003",
         "train-00001-of-00003",
@@ -202,8 +204,8 @@ def gcs_image_source(local_gcs, tmp_path_factory):
 
 def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_source, tmp_path):
     """Forked workers once shared the parent's client and read each other's responses."""
-    from tfpipe.codec import decode_example
-    from tfpipe.tfrecord import read_records
+    from tfpipe.format.codec import decode_example
+    from tfpipe.format.tfrecord import read_records
 
     _, url, objects = gcs_image_source
     synsets = fake_data.class_names(3)

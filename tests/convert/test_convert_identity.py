@@ -8,11 +8,12 @@ import time
 
 import pandas as pd
 import pytest
-from _cli import start_cli
 
 import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.testing import fake_data
+
+from support.cli import start_cli, wait_paused
 
 # Every test here runs `tfpipe convert` as a process it stops, edits under and resumes.
 pytestmark = pytest.mark.slow
@@ -23,21 +24,9 @@ def convert(src, dest, *extra, pause=None):
     return start_cli("convert", src, dest, "--num-shards", 4, "--workers", 1, "--quiet", *extra, env=env)
 
 
-def wait_stopped(proc, timeout=60):
-    """Waits until `proc` stopped itself at its pause point (SIGSTOP)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(f"/proc/{proc.pid}/stat") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "T":
-                return
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run never reached its pause point"
-        time.sleep(0.01)
-
-
 def killed_after_one_shard(src, dest):
     proc = convert(src, dest, pause="shard-committed")
-    wait_stopped(proc)
+    wait_paused(proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert not (dest / "tfpipe.json").exists()
@@ -97,7 +86,7 @@ def test_resume_of_unchanged_inputs_finishes(tmp_path, table):
 def test_a_table_changed_during_the_run_is_not_committed(tmp_path, table):
     dest = tmp_path / "out"
     proc = convert(table, dest, pause="shard-committed")
-    wait_stopped(proc)
+    wait_paused(proc)
     with open(table, "a") as f:  # another writer appends while the run is stopped
         f.write("2000,cat\n")
     proc.send_signal(signal.SIGCONT)

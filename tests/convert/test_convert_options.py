@@ -5,11 +5,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.feather as feather
 import pytest
-from _records import nothing_written
 
 from tfpipe.cli import main
 from tfpipe.convert.config import APPLIES_TO
 from tfpipe.testing import fake_data
+
+from support.records import nothing_written
 
 SIZE = (16, 12)
 # A value other than the default for every option that applies to some sources only.

@@ -13,8 +13,8 @@ from tfpipe.convert.images.kind import IMAGES_PER_TASK, ImageSource
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan
 from tfpipe.convert.writer import JournalState, ShardDone
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, ShardInfo, SkippedInput, Split
-from tfpipe.schema import IMAGE_SCHEMA
+from tfpipe.format.manifest import Manifest, ShardInfo, SkippedInput, Split
+from tfpipe.format.schema import IMAGE_SCHEMA
 
 DEST = "/data/out"
 

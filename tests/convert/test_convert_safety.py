@@ -12,17 +12,18 @@ import subprocess
 import sys
 import time
 
-import _cli
 import pytest
-from _cli import CLI_TIMEOUT, start_cli
 
 import tfpipe
 from tfpipe.convert.writer import PAUSE_ENV
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.verify import verify
 from tfpipe.storage import StorageError
 from tfpipe.testing import fake_data
-from tfpipe.verify import verify
+
+import support.cli
+from support.cli import CLI_TIMEOUT, as_unprivileged, process_state, start_cli, wait_paused
 
 SHARDS = 3
 N_IMAGES = 21
@@ -41,7 +42,7 @@ def reference(src, tmp_path_factory):
 
 
 def cli(*args, pause=None, **kwargs):
-    """`tfpipe ARGS` started (see `_cli.start_cli`), told to pause itself at step `pause`."""
+    """`tfpipe ARGS` started (see `support.cli.start_cli`), told to pause itself at step `pause`."""
     return start_cli(*args, env={PAUSE_ENV: pause} if pause else None, **kwargs)
 
 
@@ -53,23 +54,6 @@ def run_cli(*args, **kwargs):
 
 def convert_args(src, dest, *extra):
     return ("convert", src, str(dest), "--num-shards", str(SHARDS), "--workers", "2", "--quiet", *extra)
-
-
-def state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return "gone"
-
-
-def wait_paused(proc, timeout=60):
-    """Waits until `proc` stopped itself at its pause point."""
-    deadline = time.monotonic() + timeout
-    while state(proc.pid) != "T":
-        assert proc.poll() is None, f"the run ended without pausing: {proc.communicate()}"
-        assert time.monotonic() < deadline, "the run never reached its pause point"
-        time.sleep(0.01)
 
 
 def descendants(pid):
@@ -95,7 +79,7 @@ def descendants(pid):
 def wait_gone(pids, timeout=5.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = [p for p in pids if state(p) not in ("gone", "Z")]
+        alive = [p for p in pids if process_state(p) not in ("gone", "Z")]
         if not alive:
             return []
         time.sleep(0.05)
@@ -116,9 +100,9 @@ def test_sigkill_takes_the_encode_workers_with_it(src, tmp_path, start_method):
     script = "from tfpipe.cli import main; sys.exit(main(sys.argv[1:]))"
     if start_method == "forkserver":  # what a process that has loaded TensorFlow uses
         script = "sys.modules['tensorflow'] = types.ModuleType('tensorflow'); " + script  # a cheap stub
-    # `python -c`, not _cli's `python -m tfpipe`: the forkserver case stubs tensorflow before
-    # tfpipe is imported. The environment is still _cli's (this tree on PYTHONPATH).
-    env = _cli.environment({PAUSE_ENV: "shard-committed"})
+    # `python -c`, not support.cli's `python -m tfpipe`: the forkserver case stubs tensorflow before
+    # tfpipe is imported. The environment is still support.cli's (this tree on PYTHONPATH).
+    env = support.cli.environment({PAUSE_ENV: "shard-committed"})
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys, types; " + script, *convert_args(src, tmp_path / "out")],
         env=env,
@@ -293,7 +277,7 @@ def test_full_disk_says_resume_continues(src, reference, tmp_path):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
         resource.setrlimit(resource.RLIMIT_FSIZE, (12_000, 12_000))
 
-    out = _cli.run_cli(
+    out = support.cli.run_cli(
         *convert_args(src, dest, "--num-shards", "2"), env={"PYTHONDONTWRITEBYTECODE": "1"}, preexec_fn=limit
     )
     assert out.returncode == 1, out.stderr
@@ -316,20 +300,6 @@ def test_unwritable_dest_is_one_line(src, tmp_path):
         dest.chmod(0o755)
     assert code == 1 and err.count("\n") == 1, err
     assert "cannot write the output there: Permission denied" in err
-
-
-def as_unprivileged():
-    """A command prefix under which permission bits apply (root ignores them)."""
-    if os.geteuid() != 0:
-        return []
-    if not shutil.which("setpriv"):
-        pytest.skip("running as root without setpriv: permission bits cannot be tested")
-    return [
-        "setpriv",
-        "--bounding-set=-dac_override,-dac_read_search",
-        "--inh-caps=-dac_override,-dac_read_search",
-        "--",
-    ]
 
 
 # ---- resume with damaged progress files ----
@@ -377,10 +347,12 @@ def test_real_full_disk_then_resume_after_space_is_freed(src, tmp_path):
         pytest.skip("needs unshare -m and mount (root or CAP_SYS_ADMIN)")
     mnt, dest = tmp_path / "mnt", tmp_path / "mnt" / "out"
     mnt.mkdir()
-    # The commands run in a shell inside `unshare -m` (its own tmpfs), not by _cli's runner: its
+    # The commands run in a shell inside `unshare -m` (its own tmpfs), not by support.cli's runner: its
     # command lines and environment all the same.
-    tfpipe_cmd = shlex.join(_cli.command("convert", src, dest, "--num-shards", 3, "--workers", 1, "--quiet"))
-    inspect_cmd = shlex.join(_cli.command("inspect", dest, "--verify", "--quiet"))
+    tfpipe_cmd = shlex.join(
+        support.cli.command("convert", src, dest, "--num-shards", 3, "--workers", 1, "--quiet")
+    )
+    inspect_cmd = shlex.join(support.cli.command("inspect", dest, "--verify", "--quiet"))
     script = (
         f"mount -t tmpfs -o size=24k tmpfs {mnt} && {{ {tfpipe_cmd}; echo rc=$?; ls -a {dest}; "
         f"mount -o remount,size=2m {mnt} && {tfpipe_cmd} --resume && echo rc=$? && "
@@ -391,7 +363,7 @@ def test_real_full_disk_then_resume_after_space_is_freed(src, tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
-        env=_cli.environment(),
+        env=support.cli.environment(),
     )
     assert "rc=1" in out.stdout and "rc=0" in out.stdout, out
     first_error = out.stderr.splitlines()[0]

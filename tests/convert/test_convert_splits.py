@@ -5,9 +5,10 @@ differ when they do not, with the way to put a split with nulls beside one witho
 import numpy as np
 import pandas as pd
 import pytest
-from _records import column, records
 
 from tfpipe.cli import main
+
+from support.records import column, records
 
 
 def table(path, n=6, columns=300, nulls=(), floats=()):

@@ -16,14 +16,14 @@ import pytest
 
 import tfpipe
 from tfpipe import storage
-from tfpipe.codec import encode_example
 from tfpipe.convert.encode import Encoded, EncodedPiece, Piece, Work, read_input
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.kinds import kind_of_format, register_kind, unregister_kind
 from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import Manifest
-from tfpipe.schema import Field, Schema
+from tfpipe.format.codec import encode_example
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.schema import Field, Schema
 
 SCHEMA = Schema((Field("audio/bytes", "bytes"), Field("audio/length", "int64")))
 

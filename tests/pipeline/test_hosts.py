@@ -15,11 +15,11 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline import ShardingWarning, plan
 
-from _pipeline_data import N_IMAGES, N_ROWS, shard_row_ids
+from support.pipeline_data import N_IMAGES, N_ROWS, shard_row_ids
 
 tf = pytest.importorskip("tensorflow")
 
-# The order's groups and windows fall inside an epoch of 37 (as in test_pipeline_order.py).
+# The order's groups and windows fall inside an epoch of 37 (as in order/test_training_order.py).
 STREAMED = {"cycle_length": 2, "shuffle_buffer": 13, "seed": 5, "cache": "none"}
 
 

@@ -1,6 +1,6 @@
 """Keras 3 on JAX across two hosts: two real JAX processes on this machine
 (`jax.distributed.initialize` on 127.0.0.1, 2 CPU devices each), each running
-tests/pipeline/_jax_host.py, docs/guides/jax.md's recipe: `keras.distribution.DataParallel(
+tests/support/jax_host.py, docs/guides/jax.md's recipe: `keras.distribution.DataParallel(
 auto_shard_dataset=False)` and `tfpipe.build(..., num_hosts=jax.process_count(),
 host_index=jax.process_index())`.
 
@@ -14,7 +14,6 @@ refused by name.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -24,15 +23,14 @@ import pytest
 
 import tfpipe
 
-import _jax_host as host  # the script the processes run (beside this file): its constants
-from _backend_checks import jax_env
-from _pipeline_data import shard_row_ids
+import support.jax_host as host  # the script the processes run: its constants
+from support.backend_checks import jax_env
+from support.pipeline_data import shard_row_ids
 
 pytest.importorskip("jax", reason='two-host JAX: pip install "jax[cpu]"')
 tf = pytest.importorskip("tensorflow")
 
 pytestmark = [pytest.mark.slow, pytest.mark.jax]
-HERE = os.path.dirname(__file__)
 
 
 def free_port() -> int:
@@ -47,7 +45,7 @@ def hosts(table_ds, tmp_path_factory) -> list[dict]:
     work = tmp_path_factory.mktemp("jax-hosts")
     env = jax_env(devices=2)
     port = free_port()
-    script = os.path.join(HERE, "_jax_host.py")
+    script = host.__file__
     procs = [
         subprocess.Popen(
             [sys.executable, script, str(i), str(port), table_ds, str(work)],

@@ -10,7 +10,7 @@ from tfpipe.errors import ConfigError
 from tfpipe.presets import Preset, get_preset, preset_names, register_preset
 from tfpipe.presets.imagenet import MEAN_RGB, STDDEV_RGB
 
-from _pipeline_data import N_ROWS
+from support.pipeline_data import N_ROWS
 
 tf = pytest.importorskip("tensorflow")
 

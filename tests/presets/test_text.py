@@ -14,7 +14,8 @@ import tfpipe
 from tfpipe.errors import ConfigError
 from tfpipe.packing import reference
 from tfpipe.packing.spec import DEFAULT_CHUNK, MAX_CHUNK, chunk_documents
-from tfpipe.pipeline import TilingWarning, plan, text_stages
+from tfpipe.pipeline import TilingWarning, plan
+from tfpipe.pipeline.text import stages as text_stages
 
 B, L = 8, 128
 
@@ -136,7 +137,7 @@ def test_keras_causal_lm_form(text_ds):
 
 
 def test_keras_classifier_form(text_corpus, labeled_text_ds):
-    from _packed_text import stored_tokenizer
+    from support.packed_text import stored_tokenizer
 
     ids = stored_tokenizer(labeled_text_ds).encode(text_corpus[0])
     info = tfpipe.Manifest.load(labeled_text_ds).tokenizer.special_ids
@@ -285,9 +286,9 @@ def small_ds(text_ds, tmp_path_factory):
     """A corpus of 79 documents (the issue's), tokenized by text_ds's tokenizer."""
     import os
 
-    from _packed_text import convert
-
     from tfpipe.synthetic import text as corpus
+
+    from support.packed_text import convert
 
     tok = os.path.join(text_ds, "tokenizer.json")
     return convert(tmp_path_factory.mktemp("small"), corpus.documents(79), "small", tokenizer=tok)

@@ -1,7 +1,7 @@
 """tf.data service: distribute(), in-process servers, build(service=...), and `tfpipe serve`.
 
 Real dispatchers and workers on 127.0.0.1 (TensorFlow itself listens on [::], see
-tfpipe/service.py), a real converted table (37 rows in 4 shards), no mocks.
+tfpipe/service/), a real converted table (37 rows in 4 shards), no mocks.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import signal
 import time
 
 import pytest
-from _cli import run_cli
 
 import tfpipe
 from tfpipe import service
 from tfpipe.errors import ConfigError
 from tfpipe.testing.fake_data import make_table, write_table
 
-from _service_util import Cli, free_port, run_serve
+from support.cli import run_cli
+from support.service import Cli, free_port, run_serve
 
 # Every test here starts tf.data service servers (in this process or as `tfpipe serve`).
 pytestmark = pytest.mark.slow

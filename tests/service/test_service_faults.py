@@ -15,13 +15,13 @@ import textwrap
 import time
 
 import pytest
-from _cli import start_cli
 
 from tfpipe import service
 from tfpipe.errors import ConfigError
 from tfpipe.service.address import ServiceAddress, probe_all, worker_addresses
 
-from _service_util import Cli, free_port, run_serve
+from support.cli import start_cli
+from support.service import Cli, free_port, run_serve
 
 # Every test here starts tf.data service servers (in this process or as `tfpipe serve`).
 pytestmark = pytest.mark.slow

@@ -18,8 +18,8 @@ import time
 import pytest
 
 from tfpipe import storage
+from tfpipe.format.tfrecord import frame_record, read_records
 from tfpipe.testing.gcs import LocalGCS
-from tfpipe.tfrecord import frame_record, read_records
 
 pytestmark = pytest.mark.gcs
 

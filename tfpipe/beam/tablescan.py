@@ -15,7 +15,7 @@ from typing import Any
 
 from tfpipe.convert.formats import parquetfile
 from tfpipe.convert.problems import Problems
-from tfpipe.convert.tables import scan as local
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.tables.infer import Column
 from tfpipe.errors import DataError
 
@@ -58,7 +58,7 @@ class FileScan:
 def scan_file(
     path: str,
     fmt: str,
-    options: local.TableOptions,
+    options: tables_scan.TableOptions,
     first_file: bool,
     partition: dict[str, str | None] | None = None,
 ) -> FileScan:
@@ -66,7 +66,7 @@ def scan_file(
     columns: dict[str, Column] = {}
     problems = Problems()
     try:
-        found = local.scan_file(path, path, fmt, options, first_file, columns, problems, partition)
+        found = tables_scan.scan_file(path, path, fmt, options, first_file, columns, problems, partition)
     except DataError as e:
         return FileScan(path, error=str(e))
     if problems:
@@ -116,8 +116,8 @@ def _fold_column(have: Column, new: dict[str, Any]) -> bool:
 
 
 def merge(
-    src: str, fmt: str, listing: parquetfile.Dataset, scans: list[FileScan], options: local.TableOptions
-) -> local.TableScan:
+    src: str, fmt: str, listing: parquetfile.Dataset, scans: list[FileScan], options: tables_scan.TableOptions
+) -> tables_scan.TableScan:
     """The TableScan of all files, from their scans in file order (see the module doc).
 
     Raises:
@@ -125,17 +125,17 @@ def merge(
     """
     columns = _fold(scans, options)
     if columns is None:
-        return local.scan(src, fmt, options)
+        return tables_scan.scan(src, fmt, options)
     drops = {s.path: (s.dropped, list(s.dropped_rows)) for s in scans if s.dropped}
     total, kept = sum(s.total for s in scans), sum(s.kept for s in scans)
     notes = [n for s in scans for n in s.notes]
-    out = local.finish(src, fmt, listing, columns, total, kept, drops, options, Problems(), notes)
+    out = tables_scan.finish(src, fmt, listing, columns, total, kept, drops, options, Problems(), notes)
     return dataclasses.replace(
         out, file_rows=tuple(s.kept for s in scans), identities=tuple(s.identity for s in scans)
     )
 
 
-def _fold(scans: list[FileScan], options: local.TableOptions) -> dict[str, Column] | None:
+def _fold(scans: list[FileScan], options: tables_scan.TableOptions) -> dict[str, Column] | None:
     if any(s.error for s in scans):
         return None
     names = [c["name"] for c in scans[0].columns]

@@ -28,14 +28,14 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.beam.deps import require_beam
-from tfpipe.codec import encode_example
 from tfpipe.convert.config import DEFAULT_SHARD_SIZE, ShardConfig, parse_size
 from tfpipe.convert.spool import local_spool_dir
 from tfpipe.convert.writer import ShardWriter
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo, Split
-from tfpipe.schema import Field, Schema
-from tfpipe.shardnames import shard_name
+from tfpipe.format.codec import encode_example
+from tfpipe.format.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo, Split
+from tfpipe.format.schema import Field, Schema
+from tfpipe.format.shardnames import shard_name
 
 beam = require_beam()
 

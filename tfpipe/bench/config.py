@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.packing.spec import MODES, Mode
+from tfpipe.pipeline.mixture.spec import check_weights
+from tfpipe.pipeline.read.resolve import data_path
 from tfpipe.validation import (
     Check,
     check_batch_size,
@@ -24,7 +26,7 @@ from tfpipe.validation import (
 )
 
 if TYPE_CHECKING:
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
 PipelineName = Literal["imagenet", "tabular", "text"]
 PIPELINES: tuple[str, ...] = get_args(PipelineName)
@@ -216,8 +218,6 @@ def _weights(data: object, value: object) -> dict[str, float] | None:
             "'code': PATH} (--data web=PATH --data code=PATH). Received: weights="
             f"{value!r} with data={data!r}"
         )
-    from tfpipe.pipeline.mixture_spec import check_weights
-
     return check_weights(list(data), value)
 
 
@@ -409,8 +409,6 @@ def check_consumer_rate(
 def pipeline_for(data: object) -> PipelineName:
     """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
     table, text for a tokenized corpus, else imagenet (also without a manifest, or without data)."""
-    from tfpipe.pipeline.resolve import data_path
-
     return pipeline_of(data_path(data).manifest if isinstance(data, str) and data else None)
 
 

@@ -24,7 +24,7 @@ from tfpipe.bench.judge.report import Report
 from tfpipe.bench.measure import data, producer, reading
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
@@ -105,7 +105,8 @@ def _measured(
     profile: Profile | None,
 ) -> Report:
     """The measurements of a planned pipeline, and the conclusion from them."""
-    from tfpipe.bench.measure import consumer as consumers
+    # The consumer's measures (models, devices) load when a bench runs, not on `import tfpipe`.
+    from tfpipe.bench.measure.consumer import resolve as resolve_consumer
     from tfpipe.bench.measure.models import outputs_for
 
     manifest = source.manifest
@@ -115,7 +116,7 @@ def _measured(
     full = stages[-1].rate
 
     say("Finding the consumer's rate")
-    consumer, device = consumers.resolve(cfg, pipe, num_classes=num_classes, profile=profile)
+    consumer, device = resolve_consumer(cfg, pipe, num_classes=num_classes, profile=profile)
     comparison = None
     if cfg.compare:
         comparison = _compare(pipe, manifest, source.split, cfg, full.examples_per_sec, say)
@@ -151,7 +152,7 @@ def measure_producer(
 
     What it returns depends on the plan and the measuring fields of `cfg` only, never on the
     consumer. It is one function so that tests which check what a report says about a consumer
-    can hand bench an earlier run's real measurement of the same plan (tests/_bench_once.py).
+    can hand bench an earlier run's real measurement of the same plan (tests/support/bench_once.py).
     """
     text = _count_text(pipe, cfg, say)
     stages, scaling = _time_producer(pipe, cfg, say, text)

@@ -17,7 +17,7 @@ from tfpipe.plural import counted
 
 if TYPE_CHECKING:
     from tfpipe.convert import Tick
-    from tfpipe.manifest import Manifest
+    from tfpipe.format.manifest import Manifest
 
 EXAMPLES = """examples:
   tfpipe convert ILSVRC/Data/CLS-LOC/train gs://my-bucket/imagenet --num-shards 1024

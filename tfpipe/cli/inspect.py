@@ -9,7 +9,7 @@ from tfpipe.cli import add_common
 from tfpipe.cli.render import console
 from tfpipe.convert.text.source import sample
 from tfpipe.errors import TfpipeError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.packing.fill import predict_fill
 from tfpipe.plural import counted
 
@@ -30,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe.verify import verify  # ~40 ms that `tfpipe --help` (which imports this module) need not pay
+    # ~40 ms that `tfpipe --help` (which imports this module) need not pay
+    from tfpipe.format.verify import verify
 
     out = console(args.quiet)
     manifest = Manifest.load(args.dest)
@@ -106,7 +107,7 @@ def _print_tokenizer(out, manifest) -> None:
         f"{tok.fingerprint}"
     )
     out.print(f"    its round trip may change: {tok.normalization}")
-    from tfpipe.verify import check_tokenizer  # as in `run`
+    from tfpipe.format.verify import check_tokenizer  # as in `run`
 
     check = check_tokenizer(manifest)
     for problem in check.problems if check is not None else ():

@@ -13,11 +13,11 @@ import dataclasses
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.codec import encode_columns, encode_example
 from tfpipe.convert.kind import Tally
 from tfpipe.convert.tables.infer import null_value_error
 from tfpipe.errors import CredentialsError, DataError
-from tfpipe.schema import IMAGE_SCHEMA, Schema
+from tfpipe.format.codec import encode_columns, encode_example
+from tfpipe.format.schema import IMAGE_SCHEMA, Schema
 
 
 class Work:

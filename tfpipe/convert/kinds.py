@@ -21,7 +21,7 @@ from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import Source
 from tfpipe.convert.tables.scan import TableScan, scan
 from tfpipe.errors import ConfigError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 
 _REGISTRY: dict[str, Kind] = {}
 

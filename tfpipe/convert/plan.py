@@ -28,10 +28,10 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Manifest, SkippedInput, Split
+from tfpipe.format.manifest import Manifest, SkippedInput, Split
+from tfpipe.format.schema import Schema
+from tfpipe.format.shardnames import shard_name
 from tfpipe.plural import counted
-from tfpipe.schema import Schema
-from tfpipe.shardnames import shard_name
 
 PLAN_VERSION = 3
 """The version of `ConvertPlan.record`; a resumed run compares records, so a change in what

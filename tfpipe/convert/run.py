@@ -18,11 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tfpipe import commit_markers, storage
+from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
-from tfpipe.convert.detect import choose_format
+from tfpipe.convert.detect import choose_format, refuse_split_folders
 from tfpipe.convert.engine import run_local
-from tfpipe.convert.images import folders
 from tfpipe.convert.kind import SplitExtras
 from tfpipe.convert.kinds import get_kind, kind_of_format, open_source
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
@@ -37,7 +36,7 @@ from tfpipe.convert.plan import (
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import Source, joining
-from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.tables.scan import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
@@ -47,7 +46,8 @@ from tfpipe.errors import (
     ManifestError,
     TfpipeError,
 )
-from tfpipe.manifest import MANIFEST_NAME, Manifest
+from tfpipe.format import commit_markers
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.validation import check_choice
 
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
@@ -163,7 +163,7 @@ def _engine(
     ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return local, tables.scan
+    return local, tables_scan.scan
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -181,7 +181,7 @@ def run_conversion(
     resume: bool = False,
     overwrite: bool = False,
     break_lock: bool = False,
-    scan_table: Callable[..., TableScan] = tables.scan,
+    scan_table: Callable[..., TableScan] = tables_scan.scan,
     engine: str = "local",
 ) -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`
@@ -234,7 +234,7 @@ def _convert_locked(
     refused = refuse_finished(existing, shard_cfg.split, overwrite)  # before the (long) scan
     if refused:
         raise DestinationError(refused.reason)
-    folders.refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
+    refuse_split_folders(src, dest, as_flags(shard_cfg, cfg, leave_out=("split", "labels_file")))
     # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
     fmt, reason = choose_format(src, cfg, joins)
@@ -455,7 +455,7 @@ def _drop_split(existing: Manifest | None, split: str, journal: ResumeJournal) -
 
     In this order a kill at any point leaves no manifest that lists a deleted shard: at worst
     shard files no manifest lists, which the next run refuses until --overwrite; and no marker
-    of the split while any of its shards is rewritten (tfpipe/commit_markers.py).
+    of the split while any of its shards is rewritten (tfpipe/format/commit_markers.py).
     """
     old_shards: list[str] = []
     commit_markers.unmark(journal.dest, split)  # first: no shard of a marked split is rewritten

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 from tfpipe.convert.config import ShardConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.errors import DestinationError
-from tfpipe.manifest import Manifest, SkippedInput
-from tfpipe.schema import Schema
+from tfpipe.format.manifest import Manifest, SkippedInput
+from tfpipe.format.schema import Schema
 
 
 class ShardInputs(Protocol):

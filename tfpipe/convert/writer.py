@@ -25,10 +25,10 @@ from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.kind import Tally
 from tfpipe.convert.spool import local_spool_dir, remove_dead_spools
 from tfpipe.errors import DataError, DestinationError, ManifestError
-from tfpipe.manifest import Checksum, Manifest, ShardInfo, SkippedInput
-from tfpipe.manifest_text import lengths_name
-from tfpipe.shardnames import ShardName, shard_name
-from tfpipe.tfrecord import frame_parts
+from tfpipe.format.manifest import Checksum, Manifest, ShardInfo, SkippedInput
+from tfpipe.format.manifest_text import lengths_name
+from tfpipe.format.shardnames import ShardName, shard_name
+from tfpipe.format.tfrecord import frame_parts
 
 TallyReader = Callable[[dict[str, Any]], Tally]
 """A kind's tally back from its JSON (`kind.Kind.tally_from_json`)."""

@@ -11,19 +11,13 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from tfpipe.pipeline.build import (
-    DefaultWarning,
-    Pipeline,
-    ShardingWarning,
-    TilingWarning,
-    build,
-    plan,
-    skipped,
-    steps_per_epoch,
-)
+from tfpipe.errors import DefaultWarning, ShardingWarning, TilingWarning
+from tfpipe.pipeline.build import build, plan
 from tfpipe.pipeline.config import AUTOTUNE, PipelineConfig
-from tfpipe.pipeline.skips import SkipCounts
-from tfpipe.pipeline.stages import Stage
+from tfpipe.pipeline.read.skips import SkipCounts
+from tfpipe.pipeline.stages.pipeline import Pipeline, skipped
+from tfpipe.pipeline.stages.stage import Stage
+from tfpipe.pipeline.steps import steps_per_epoch
 from tfpipe.presets import Preset, register_preset
 
 __all__ = [

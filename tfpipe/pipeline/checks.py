@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.pipeline.sharding import RECORD_FRAMING
-from tfpipe.schema import dtype_of_tf
+from tfpipe.format.schema import dtype_of_tf
+from tfpipe.pipeline.read.sharding import RECORD_FRAMING
 from tfpipe.validation import check_int
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
-    from tfpipe.pipeline.resolve import ResolvedData
+    from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.presets import Decoder
 
 

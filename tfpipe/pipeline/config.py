@@ -24,7 +24,7 @@ from tfpipe.service.stage import DEFAULT_PEER_TIMEOUT, ProcessingMode
 from tfpipe.validation import check_bool, check_choice, check_int, check_seconds, check_str
 
 AUTOTUNE = -1
-# The training orders (see `PipelineConfig.order`; order.py decides and describes them).
+# The training orders (see `PipelineConfig.order`; order/resumable.py decides and describes them).
 Order = Literal["resumable", "shuffle_buffer"]
 ORDERS: tuple[Order, ...] = ("resumable", "shuffle_buffer")
 # THE SWITCH: the training order when `order` is not given. "resumable" (a pure function of
@@ -110,7 +110,7 @@ class PipelineConfig:
       pad_remainder: eval only: pad the last batch to the full batch, with a per-example weight
         of 0 on the padding, and give every input pipeline (host) the same number of batches,
         so every batch has one shape and every example counts once in weighted metrics (as
-        the TF Model Garden and T5X evaluate on TPUs; see pipeline/padding.py). Batches
+        the TF Model Garden and T5X evaluate on TPUs; see pipeline/stages/padding.py). Batches
         `(x, y)` become `(x, y, weights)`. None: True for text (its rows always padded) and
         across hosts (`num_hosts` > 1: each host must run the same steps), else False.
       shuffle_buffer: records in the shuffle buffer, or in one window of the resumable order
@@ -138,7 +138,7 @@ class PipelineConfig:
         ahead), so predictions line up with the source; on the shaped twin that read gave
         1.37x the training read's records/s (eval-read sweep: training 0.73x [0.68, 0.79]).
       block_length: consecutive records taken from each file in turn (training, order
-        "shuffle_buffer"; the resumable order takes runs of its own, see order.py). 1 mixes
+        "shuffle_buffer"; the resumable order takes runs of its own, see order/resumable.py). 1 mixes
         files the most; measured no gain from more (read sweep, cache="none":
         block_length=4 0.65x [0.36, 1.17], CPU 1.03x [0.93, 1.14]; on the shaped twin 0.99x
         [0.96, 1.02] the read's records/s).

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from tfpipe.errors import ConfigError
 
 if TYPE_CHECKING:
-    from tfpipe.manifest import Manifest
-    from tfpipe.schema import Schema
+    from tfpipe.format.manifest import Manifest
+    from tfpipe.format.schema import Schema
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

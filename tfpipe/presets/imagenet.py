@@ -26,7 +26,7 @@ fancy_upscaling=False saved nothing measurable and costs 5 dB. Decoding at 1/2 s
 (`ratio=2`) needs a crop window at least twice the output on both sides: 3 of 160 windows at
 224 on ~470x390 photos, so it is not used.
 
-Augmentation uses stateless random ops seeded per record (see tfpipe/pipeline/stages.py), so
+Augmentation uses stateless random ops seeded per record (see tfpipe/pipeline/stages/preset.py), so
 `seed=` with `deterministic=True` repeats exactly.
 """
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.format.schema import MISSING_SUFFIX
 from tfpipe.presets.base import Decoder, PresetContext, options_of
-from tfpipe.schema import MISSING_SUFFIX
 from tfpipe.validation import check_bool, check_str
 
 

@@ -57,7 +57,7 @@ class TextOptions:
         token id (an int). None: True for the causal outputs, which refuse a tokenizer that
         declares no EOS (pass eos=False to pack documents with no separator).
       label: the label feature for "keras_classifier". None: the manifest's label.
-      chunk: documents packed together (see pipeline/text_stages.py). None: about 512 rows'
+      chunk: documents packed together (see pipeline/text/stages.py). None: about 512 rows'
         worth at the split's mean length.
     """
 
@@ -118,7 +118,7 @@ class TextPacking:
     chunk: int | None = None
 
     def identity(self) -> dict[str, Any]:
-        """What a resumed run must share with the run it resumes (see pipeline/position.py)."""
+        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
         return {
             "sequence_length": self.sequence_length,
             "packing": self.mode,

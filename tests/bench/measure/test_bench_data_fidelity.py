@@ -7,11 +7,12 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from _bench_once import handing
-from _cli import main_cli
 
 import tfpipe
 from tfpipe.errors import ConfigError
+
+from support.bench_once import handing
+from support.cli import main_cli
 
 # `bench_once` lists every measurement a bench of this module asked for: a refusal adds none.
 pytestmark = pytest.mark.usefixtures("bench_once")

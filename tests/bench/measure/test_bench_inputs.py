@@ -9,7 +9,6 @@ import shutil
 import time
 
 import pytest
-from _cli import main_cli
 
 import tfpipe
 from tfpipe.bench import BenchConfig
@@ -17,6 +16,8 @@ from tfpipe.bench.measure import data, producer
 from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.testing import fake_data
+
+from support.cli import main_cli
 
 ROWS = 37
 

@@ -13,14 +13,15 @@ import shutil
 import sys
 
 import pytest
-from _bench_once import handing
-from _cli import main_cli
 
 import tfpipe
 from tfpipe.bench import profiles
 from tfpipe.bench.profiles import xprof_tool
 from tfpipe.bench.wait import band
 from tfpipe.cli import main
+
+from support.bench_once import handing
+from support.cli import main_cli
 
 PROFILES = pathlib.Path(__file__).parents[2] / "data" / "profiles"
 XPROF = xprof_tool.version()
@@ -39,7 +40,7 @@ def by_xprof(names):
 # What these check is how bench reads a profile and words it, not the producer's figures. Each
 # runs on rates given for its plan (fast lane); those on the module's one measured plan (a batch
 # of 32 on one host) also run on its real measurement (slow: ~15 CPU-s, made once and shared by
-# them through _bench_once). The TPU v2-8 profile's batch of 1,024 and the two-host run are plans
+# them through support.bench_once). The TPU v2-8 profile's batch of 1,024 and the two-host run are plans
 # of their own: given rates only, rather than a measurement each that nothing here reads.
 PRODUCERS = [pytest.param("measured", marks=pytest.mark.slow), pytest.param("given")]
 pytestmark = pytest.mark.usefixtures("bench_once")
@@ -125,7 +126,7 @@ def hide_xprof(monkeypatch) -> None:
 
 @pytest.mark.parametrize(("name", "producer"), profile_cases(sorted(EXPECTED)))
 def test_bench_reads_the_profilers_own_figures(name, producer, data, tmp_path, capsys, monkeypatch) -> None:
-    from _report_schema import validate
+    from support.report_schema import validate
 
     device, cores, steps, step_ms, wait, recorded, dropped = EXPECTED[name]
     if name.endswith(".json"):

@@ -7,7 +7,6 @@ import contextlib
 import json
 
 import pytest
-from _bench_once import handing
 
 import tfpipe
 from tfpipe.bench import fmt
@@ -17,6 +16,8 @@ from tfpipe.bench.measure import reading
 from tfpipe.bench.results import Consumer, DatasetInfo, Rate, ScalingPoint, StageRate
 from tfpipe.cli import main
 from tfpipe.testing import fake_data
+
+from support.bench_once import handing
 
 MIB = 1 << 20
 
@@ -192,9 +193,10 @@ def test_bench_refuses_a_cache_that_is_no_cache_setting(capsys):
 def test_the_request_estimate_is_what_tensorflow_asks_the_twin_for(images, local_gcs, gcs_bucket):
     # One uncached epoch of the read stage, counted at the twin: one GET per 64 MiB block of each
     # shard (these are far below one block) and one generation check, a listing of the split's
-    # commit marker (tfpipe/commit_markers.py), as the estimate assumes.
-    from tfpipe import commit_markers, storage
+    # commit marker (tfpipe/format/commit_markers.py), as the estimate assumes.
+    from tfpipe import storage
     from tfpipe.bench.measure import producer
+    from tfpipe.format import commit_markers
 
     dest = gcs_bucket + "/data"
     tfpipe.convert(str(images / "src"), dest, num_shards=4, workers=1)

@@ -8,7 +8,7 @@ import pytest
 
 from tfpipe.bench.measure import synthetic
 from tfpipe.errors import ConfigError
-from tfpipe.manifest import MANIFEST_NAME
+from tfpipe.format.manifest import MANIFEST_NAME
 
 
 def test_spec_defaults_env_and_key(monkeypatch) -> None:

@@ -24,7 +24,7 @@ from tfpipe.bench.results import (
 )
 from tfpipe.errors import ConfigError
 
-from _report_schema import validate
+from support.report_schema import validate
 
 
 def _rate(eps: float, per_element: int = 1, busy: float = 1.85) -> Rate:
@@ -179,7 +179,7 @@ def test_schema_rejects_a_report_missing_a_contract_key() -> None:
     obj = sample_report().to_json() | {"verdict": "slow"}
     with pytest.raises(ValueError, match="slow"):
         validate(obj)
-    # The independent checker in _report_schema finds the same faults.
+    # The independent checker in support.report_schema finds the same faults.
     with pytest.raises(ValueError, match="'bottleneck' is a required property"):
         validate(
             {k: v for k, v in sample_report().to_json().items() if k != "bottleneck"}, use_jsonschema=False
@@ -490,7 +490,7 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
         console.print(r)
     text = " ".join(console.export_text().split())
     assert "Backend Keras 3.15.1 on JAX 0.10.2; tf.data on TensorFlow 2.21.0" in text
-    # This process runs Keras on TensorFlow (the JAX backend's report: tests/test_jax_backend.py).
+    # This process runs Keras on TensorFlow (the JAX backend's report: tests/test_backends.py).
     import keras
 
     here = keras_environment()

@@ -14,11 +14,12 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-from _records import column, nothing_written, records
 
 import tfpipe
 from tfpipe.cli import main
-from tfpipe.errors import DataError
+from tfpipe.errors import ConfigError, DataError
+
+from support.records import column, nothing_written, records
 
 CSV = "name,score\nanna,1.5\nbo,2\n"
 
@@ -236,7 +237,7 @@ def test_feather_and_arrow_ipc_convert_as_typed_tables(tmp_path, capsys):
 
 def test_csv_options_are_refused_for_arrow(tmp_path):
     feather.write_feather(pa.table({"x": [1.0]}), tmp_path / "t.feather")
-    with pytest.raises(Exception, match=r"encoding \(--encoding\) applies to CSV files"):
+    with pytest.raises(ConfigError, match=r"encoding \(--encoding\) applies to CSV files"):
         tfpipe.convert(str(tmp_path / "t.feather"), str(tmp_path / "out"), encoding="latin-1")
     frame = pd.DataFrame({"x": [1.0]})
     frame.to_feather(tmp_path / "p.feather")

@@ -6,13 +6,14 @@ import pathlib
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import run_cli
 
 import tfpipe
-from tfpipe.convert.images.folders import detect_format
+from tfpipe.convert.detect import detect_format
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
+
+from support.cli import run_cli
 
 CLASSES, PER_CLASS = 3, [5, 4, 6]  # 15 good images + the oddities
 

@@ -6,13 +6,14 @@ import os
 
 import numpy as np
 import pytest
-from _cli import run_cli
 from PIL import Image
 
 import tfpipe
 from tfpipe.convert.images.decode import normalize_image
 from tfpipe.errors import DataError
 from tfpipe.testing import fake_data
+
+from support.cli import run_cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -81,7 +82,7 @@ def test_an_image_wider_than_a_jpeg_can_be_is_skipped_naming_the_file_and_the_li
     out = capsys.readouterr().out
     said = "PNG image of 70000x40 pixels: a JPEG holds at most 65,500 pixels a side"
     assert f"skipped {tmp_path / 'src' / 'class_000' / 'pano.png'}: {said}" in out
-    split = tfpipe.manifest.Manifest.load(str(tmp_path / "out")).split("train")
+    split = tfpipe.Manifest.load(str(tmp_path / "out")).split("train")
     assert split.examples == 4 and [s.input for s in split.skipped] == [
         str(tmp_path / "src/class_000/pano.png")
     ]

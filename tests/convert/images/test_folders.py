@@ -5,15 +5,17 @@ in silence: each is converted and counted, listed as skipped with a reason, or r
 import os
 import shutil
 
-import _cli
 import pytest
-from _records import split_records as records
 
 import tfpipe
-from tfpipe.convert.images.folders import detect_format, explain_format
+from tfpipe.convert.detect import detect_format, explain_format
 from tfpipe.errors import DataError, DestinationError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
+
+import support.cli
+from support.cli import as_unprivileged
+from support.records import split_records as records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SIZE = (32, 24)
@@ -29,7 +31,7 @@ def by_filename(manifest, split="train"):
 
 
 def run_cli(*args, prefix=()):
-    out = _cli.run_cli(*args, prefix=prefix)
+    out = support.cli.run_cli(*args, prefix=prefix)
     return out.returncode, out.stdout, out.stderr
 
 
@@ -256,8 +258,6 @@ def test_file_name_not_utf8_is_one_line(tree, tmp_path):
 
 @pytest.mark.slow
 def test_unreadable_class_folder_is_one_line(tree, tmp_path):
-    from test_convert_safety import as_unprivileged
-
     locked = tree / SYNSETS[1]
     locked.chmod(0o000)
     try:

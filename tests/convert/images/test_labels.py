@@ -7,12 +7,13 @@ import os
 import shlex
 
 import pytest
-from _records import nothing_written
-from _records import split_records as records
 
 from tfpipe.cli import main
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.testing import fake_data
+
+from support.records import nothing_written
+from support.records import split_records as records
 
 SIZE = (16, 12)
 

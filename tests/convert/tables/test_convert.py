@@ -8,7 +8,7 @@ import pytest
 
 import tfpipe
 from tfpipe.errors import DataError
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 
 
 @pytest.fixture(scope="module")

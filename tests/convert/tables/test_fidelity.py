@@ -10,12 +10,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _cli import main_cli, run_cli
-from _records import column, nothing_written, records
 
 import tfpipe
-from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.errors import ConfigError, DataError
+
+from support.cli import main_cli, run_cli
+from support.records import column, nothing_written, records
 
 
 def cli(*args):
@@ -343,7 +344,7 @@ def test_parquet_files_that_disagree_on_a_type_are_refused(tmp_path):
 
 def test_the_second_pass_refuses_a_table_that_changed(tmp_path):
     (tmp_path / "t.csv").write_text("a\n1\n2\n3\n")
-    scan = tables.scan(str(tmp_path / "t.csv"), "csv", tables.TableOptions(chunk_rows=2))
+    scan = tables_scan.scan(str(tmp_path / "t.csv"), "csv", tables_scan.TableOptions(chunk_rows=2))
     with open(tmp_path / "t.csv", "a") as f:
         f.write("4\n")
     with pytest.raises(DataError, match=r"t.csv: expected the 3 rows the first pass read. Received: more"):

@@ -10,8 +10,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import main_cli
-from _records import column, nothing_written, records
+
+from support.cli import main_cli
+from support.records import column, nothing_written, records
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-from _records import column, nothing_written, records
 
 from tfpipe.cli import main
+
+from support.records import column, nothing_written, records
 
 NAN = float("nan")
 

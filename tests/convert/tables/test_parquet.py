@@ -9,10 +9,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _records import column, records
 
 import tfpipe
 from tfpipe.errors import ConfigError, DataError
+
+from support.records import column, records
 
 
 def test_a_named_pandas_index_is_kept_as_the_column_it_is(tmp_path):

@@ -6,11 +6,12 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from _cli import run_cli
-from _records import column, nothing_written, records
 
 import tfpipe
 from tfpipe.errors import DataError
+
+from support.cli import run_cli
+from support.records import column, nothing_written, records
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PANDAS_MISSING = ["NA", "None", "N/A", "null", "NULL", "nan", "NaN", "#N/A", "<NA>", "-nan"]

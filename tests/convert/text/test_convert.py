@@ -9,14 +9,15 @@ import pathlib
 import struct
 
 import pytest
-from _records import nothing_written, records
-from _text_data import N_DOCS, cli, convert, docs, token_lists, tokenizer_path, trained
 
 import tfpipe
 from tfpipe.convert.text import tokenizers
-from tfpipe.manifest import Manifest
-from tfpipe.manifest_text import length_bin
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.manifest_text import length_bin
 from tfpipe.synthetic.text import write_corpus
+
+from support.records import nothing_written, records
+from support.text_data import N_DOCS, cli, convert, docs, token_lists, tokenizer_path, trained
 
 
 def encoded(kind, texts, vocab_size=600):

@@ -11,12 +11,13 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _cli import cli_here as cli
-from _records import nothing_written, records
-from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
 from tfpipe.convert.text import tokenizers
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
+
+from support.cli import cli_here as cli
+from support.records import nothing_written, records
+from support.text_data import convert, docs, token_lists, tokenizer_path, trained
 
 
 @pytest.fixture

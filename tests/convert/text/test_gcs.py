@@ -6,15 +6,15 @@ import pathlib
 import signal
 
 import pytest
-from _cli import run_cli, start_cli
-from _text_data import docs, tokenizer_path
-from test_convert_identity import wait_stopped
 
 import tfpipe
 from tfpipe import storage
 from tfpipe.convert.writer import PAUSE_ENV
-from tfpipe.manifest import Manifest
+from tfpipe.format.manifest import Manifest
 from tfpipe.synthetic.text import write_corpus
+
+from support.cli import run_cli, start_cli, wait_paused
+from support.text_data import docs, tokenizer_path
 
 
 def shard_bytes(m):
@@ -59,7 +59,7 @@ def test_killed_after_a_shard_and_resumed_writes_what_an_uninterrupted_run_does(
     )
     cmd = ["convert", args[0], tmp_path / "out", *args[1:]]
     proc = start_cli(*cmd, env={PAUSE_ENV: "shard-committed"})
-    wait_stopped(proc)
+    wait_paused(proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (tmp_path / "out" / "tfpipe.json").exists()

@@ -7,10 +7,11 @@ import json
 import os
 
 import pytest
-from _records import nothing_written, records
-from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
 from tfpipe.convert.text import tokenizers
+
+from support.records import nothing_written, records
+from support.text_data import convert, docs, token_lists, tokenizer_path, trained
 
 datasets = pytest.importorskip("datasets", reason='the test extra: pip install "tfpipe[test]" (datasets)')
 

@@ -11,10 +11,11 @@ import zipfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _records import nothing_written, records
-from _text_data import convert, docs, token_lists, tokenizer_path, trained
 
 from tfpipe.convert.text import tokenizers
+
+from support.records import nothing_written, records
+from support.text_data import convert, docs, token_lists, tokenizer_path, trained
 
 
 @pytest.fixture

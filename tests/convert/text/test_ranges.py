@@ -7,21 +7,22 @@ import json
 import os
 
 import pytest
-from _records import nothing_written
-from _text_data import convert, docs, tokenizer_path
 
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.text import ranges as textranges
-from tfpipe.convert.text import scan as textscan
+from tfpipe.convert.text import ranges as text_ranges
+from tfpipe.convert.text import scan as text_scan
 from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.source import open_text
+
+from support.records import nothing_written
+from support.text_data import convert, docs, tokenizer_path
 
 
 @pytest.fixture
 def small_ranges(monkeypatch):
     """Segments of 2 KB and pieces of 7 documents, so a small corpus has many of each."""
-    monkeypatch.setattr(textranges, "SEGMENT_BYTES", 2048)
-    monkeypatch.setattr(textranges, "DOCS_PER_TASK", 7)
+    monkeypatch.setattr(text_ranges, "SEGMENT_BYTES", 2048)
+    monkeypatch.setattr(text_ranges, "DOCS_PER_TASK", 7)
 
 
 def lines(texts, blank_every=0, crlf=False):
@@ -69,10 +70,10 @@ def test_a_plain_file_is_read_by_its_workers_a_compressed_one_here(tmp_path, sma
     (tmp_path / "src" / "b.jsonl.gz").write_bytes(gzip.compress(body, mtime=0))
     cfg = ConvertConfig(tokenizer=tokenizer_path(tmp_path), workers=1)
     source = open_text(str(tmp_path / "src"), cfg, None, str(tmp_path / "out"))
-    plain, packed = (textranges.unpacked(p) for p in source.scan.checkpoints)
+    plain, packed = (text_ranges.unpacked(p) for p in source.scan.checkpoints)
     assert packed == [] and len(plain) > 60 // 7  # every 7 documents, and where each segment starts
     assert [p.doc for p in plain] == sorted({p.doc for p in plain}) and plain[0] == (0, 0, 1)
-    assert len(list(textranges.segments(source.scan.files, Reading()))) > 2  # a.jsonl in 2 KB segments
+    assert len(list(text_ranges.segments(source.scan.files, Reading()))) > 2  # a.jsonl in 2 KB segments
     task = type("Task", (), {"index": 0, "first": 0, "count": 120})
     pieces = list(source.pieces([task]))
     assert all(
@@ -102,7 +103,7 @@ def test_segments_start_at_lines_whatever_their_ends(tmp_path):
     and its number is the line's."""
     src = tmp_path / "c.txt"
     src.write_bytes(b"a\r\nb\rc\n" * 400 + b"last")
-    segs = list(textranges.segments([str(src)], Reading(lines=True), size=101))
+    segs = list(text_ranges.segments([str(src)], Reading(lines=True), size=101))
     assert len(segs) > 5 and segs[-1].end == os.path.getsize(src)
     for seg in segs:
         data = src.read_bytes()
@@ -110,5 +111,5 @@ def test_segments_start_at_lines_whatever_their_ends(tmp_path):
         assert seg.line == 1 + data[: seg.offset].count(b"\n") + data[: seg.offset].count(b"\r") - data[
             : seg.offset
         ].count(b"\r\n")
-    found = textscan.scan(str(src), Reading(lines=True))
+    found = text_scan.scan(str(src), Reading(lines=True))
     assert found.file_docs == (1201,)

@@ -8,13 +8,14 @@ import json
 
 import numpy as np
 import pytest
-from _records import nothing_written, records
-from _text_data import convert, docs, trained
 
 import tfpipe
 from tfpipe.convert.text import specialtokens, tokenizers
-from tfpipe.errors import ConfigError
-from tfpipe.manifest_text import TokenizerInfo
+from tfpipe.errors import ConfigError, ManifestError
+from tfpipe.format.manifest_text import TokenizerInfo
+
+from support.records import nothing_written, records
+from support.text_data import convert, docs, trained
 
 L = 128
 
@@ -321,5 +322,5 @@ def test_a_manifest_tokenizer_entry_of_version_1_reads_as_before():
         ).version
         == 2
     )
-    with pytest.raises(Exception, match="expected version 1 or 2"):
+    with pytest.raises(ManifestError, match="expected version 1 or 2"):
         TokenizerInfo.from_json(old | {"version": 3, "pipeline_adds": {}})

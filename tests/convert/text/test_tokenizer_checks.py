@@ -7,10 +7,11 @@ import functools
 import json
 
 import pytest
-from _records import nothing_written, records
-from _text_data import convert, docs, token_lists, tokenizer_path
 
 from tfpipe.convert.text import tokenizers, tokenizertrain
+
+from support.records import nothing_written, records
+from support.text_data import convert, docs, token_lists, tokenizer_path
 
 
 def write(path, texts):

@@ -6,11 +6,12 @@ import json
 import textwrap
 
 import pytest
-from _text_data import docs, trained
-from _without import run_without
 
 from tfpipe.convert.text import tokenizers, tokenizertrain
 from tfpipe.errors import DataError
+
+from support.text_data import docs, trained
+from support.without import run_without
 
 
 @pytest.mark.parametrize("kind", ["sentencepiece", "sentencepiece-bpe", "bpe", "wordpiece"])

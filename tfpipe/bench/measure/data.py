@@ -23,8 +23,9 @@ from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
 from tfpipe.convert.tables.scan import TABLE_SUFFIXES
 from tfpipe.convert.text.reader import kind_of
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import MANIFEST_NAME, Manifest
-from tfpipe.pipeline.resolve import DataPath, data_path
+from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.pipeline.read import tfds_info
+from tfpipe.pipeline.read.resolve import DataPath, data_path
 
 DEFAULT_SPLIT = "train"
 
@@ -110,8 +111,6 @@ def _mixture(cfg: BenchConfig, data: dict[str, str], say: Callable[[str], None])
 
 def _tfds(cfg: BenchConfig, path: str) -> BenchData:
     """A TFDS dataset folder: its images, counted by its dataset_info.json."""
-    from tfpipe.pipeline import tfds_info
-
     info = tfds_info.load(path)
     if cfg.pipeline != "imagenet" or info.image_key is None:
         raise ConfigError(

@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
+from tfpipe.pipeline.mixture import stream as mixture_stream
+from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
+from tfpipe.pipeline.text import packer
+from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.mixture import MixturePipeline
+    from tfpipe.pipeline.mixture.plan import MixturePipeline
 
 # Rows compared and counted a step of the Python loop (one row a step cost ~2 ms under load).
 ROWS_AT_ONCE = 1024
@@ -106,8 +111,6 @@ def _upto(pipe: MixturePipeline, name: str) -> int:
 
 def _source_ids(tf_: Any, pipe: MixturePipeline) -> Any:
     """Each chunk's documents' source index (int64 `[chunk]`), in the mixed stream's order."""
-    from tfpipe.pipeline import mixture_stream
-
     mix = pipe.mixture
     assert mix is not None
 
@@ -124,8 +127,6 @@ def _source_ids(tf_: Any, pipe: MixturePipeline) -> Any:
 def _tagged_rows(pipe: MixturePipeline) -> Any:
     """The pipeline's packed rows as `[sources]` real tokens by source, one row an element."""
     from tfpipe._tf import plain, tf
-    from tfpipe.pipeline import order_stream, packing, text_stages
-    from tfpipe.pipeline.order import KEY_ROWS, domain_key
 
     tf_ = tf()
     pack = pipe.decoder.packing
@@ -137,7 +138,7 @@ def _tagged_rows(pipe: MixturePipeline) -> Any:
         features, _, skip = chunk
         docs = text_stages.documents(pack, features)
         lengths = tf_.cast(docs.row_lengths(), tf_.int64)
-        doc, _, length, row, _, count = packing.place(tf_, lengths, L, pack.mode, pack.truncate)
+        doc, _, length, row, _, count = packer.place(tf_, lengths, L, pack.mode, pack.truncate)
         cell = row * sources + tf_.gather(ids, doc)
         by_source = tf_.reshape(tf_.math.unsorted_segment_sum(length, cell, count * sources), [-1, sources])
         order = order_stream.permutation(tf_, count, text_stages.chunk_seed(tf_, key, docs))

@@ -10,8 +10,8 @@ it reads a file: one ranged GET per block of GCS_READ_CACHE_BLOCK_SIZE_MB (64 Mi
 from the start of the file to its end, so a shard of B bytes costs ceil(B / block) requests.
 Reading a tfpipe dataset adds a generation check per shard read, once the shard is open (two
 for a shard longer than a block), so records of two conversions of a split are never mixed
-(pipeline/generation.py): a listing of the split's commit marker, or a read of its manifest where
-it has none (tfpipe/commit_markers.py).
+(pipeline/read/generation.py): a listing of the split's commit marker, or a read of its manifest where
+it has none (tfpipe/format/commit_markers.py).
 tests/bench/measure/test_bench_storage.py checks that figure against the requests the local GCS twin served.
 """
 
@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 
 from tfpipe.bench.results import Location, Rate, Storage
-from tfpipe.pipeline.generation import generation_checks
+from tfpipe.pipeline.read.generation import generation_checks
 from tfpipe.storage import gcs_block_bytes
 
 MB = 1e6

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
+from tfpipe.format.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
 from tfpipe.plural import counted
 
 # Raise when this module changes what it generates or how it converts, so old caches are not

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert.text import listing as textlist
-from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text import listing as text_listing
+from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
 
 SUFFIXES = (".jsonl", ".ndjson")
@@ -26,13 +26,13 @@ _KIND = {str: "string", bool: "bool", int: "int", float: "float"}
 _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "numbers"}
 
 
-looks_like = textlist.looks_like_json_lines
+looks_like = text_listing.looks_like_json_lines
 
 
 def first_object(path: str) -> dict[str, Any] | None:
     """The first record of a JSON Lines file, or None when its first line is not one."""
     try:
-        for _, obj in textfiles.json_objects(path):
+        for _, obj in text_reader.json_objects(path):
             return obj
     except DataError:
         return None
@@ -49,7 +49,7 @@ def frames(path: str, chunk_rows: int, kinds: dict[str, str] | None = None) -> I
     names = list(kinds) if kinds is not None else None
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
-    for number, obj in textfiles.json_objects(path):
+    for number, obj in text_reader.json_objects(path):
         rows.append(obj)
         lines.append(number)
         if len(rows) == chunk_rows:

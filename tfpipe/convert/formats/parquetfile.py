@@ -21,7 +21,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 SUFFIXES = (".parquet", ".pq")
 _PARTITION_RE = re.compile(r"^([^=/]+)=([^/]*)$")

@@ -16,8 +16,8 @@ from tfpipe.convert.images import folders
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning
-from tfpipe.manifest import Manifest, Split
-from tfpipe.schema import IMAGE_SCHEMA, Schema
+from tfpipe.format.manifest import Manifest, Split
+from tfpipe.format.schema import IMAGE_SCHEMA, Schema
 
 IMAGES_PER_TASK = 16
 """Images per worker task: large enough that IPC is <1% of the encode time of a ~110 KB JPEG,

@@ -20,7 +20,7 @@ from typing import Any
 
 from tfpipe.convert.tables import values
 from tfpipe.errors import DataError
-from tfpipe.schema import kind_for_pandas
+from tfpipe.format.schema import kind_for_pandas
 
 KIND_NAMES = {
     "int": "integers",

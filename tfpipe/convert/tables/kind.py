@@ -13,11 +13,11 @@ from tfpipe.convert.config import TABLE_FORMATS, ConvertConfig
 from tfpipe.convert.encode import Piece, TableTask
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
-from tfpipe.convert.tables import read as tableread
-from tfpipe.convert.tables import scan as tables
+from tfpipe.convert.tables import read as tables_read
+from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.writer import files_holding
-from tfpipe.manifest import Manifest
-from tfpipe.schema import Schema
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.schema import Schema
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class TableRows:
 
     @classmethod
     def of(
-        cls, scan: tables.TableScan, chunk_rows: int, file_rows: Sequence[int], first: int, end: int
+        cls, scan: tables_scan.TableScan, chunk_rows: int, file_rows: Sequence[int], first: int, end: int
     ) -> TableRows:
         """Rows first..end-1 of the table `scan`, whose files add `file_rows` rows each."""
         files = files_holding(scan.files, file_rows, first, end)
@@ -75,9 +75,9 @@ class TableRows:
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         end = first + count
-        reading = tableread.Reading(self.fmt, self.encoding, self.null_values, self.kinds, self.partitions)
+        reading = tables_read.Reading(self.fmt, self.encoding, self.null_values, self.kinds, self.partitions)
         for path, file_first in self.files:
-            chunks = tableread.read_chunks((path,), reading, self.chunk_rows, self.drop_label)
+            chunks = tables_read.read_chunks((path,), reading, self.chunk_rows, self.drop_label)
             for frame, offset, _ in chunks:
                 if file_first + offset >= end:
                     chunks.close()
@@ -101,7 +101,7 @@ def _rows_piece(
 class TableSource:
     """CSV or Parquet files, scanned once for their shape, schema and row count."""
 
-    scan: tables.TableScan
+    scan: tables_scan.TableScan
     chunk_rows: int
     fingerprint: str
     layout: str = "table"
@@ -141,16 +141,16 @@ def open_table(
     fmt: str,
     cfg: ConvertConfig,
     joins: Manifest | None,
-    scan_table: Callable[..., tables.TableScan] = tables.scan,
+    scan_table: Callable[..., tables_scan.TableScan] = tables_scan.scan,
     dest: str = "",
 ) -> TableSource:
     """Scans a table once for its shape, schema and row count.
 
     Args:
-      scan_table: the table's first pass, `tables.scan(src, fmt, TableOptions)` (the Beam
+      scan_table: the table's first pass, `tables_scan.scan(src, fmt, TableOptions)` (the Beam
         engine runs it on its workers).
     """
-    scan = scan_table(src, fmt, tables.TableOptions.of(cfg))
+    scan = scan_table(src, fmt, tables_scan.TableOptions.of(cfg))
     files = [relative(f, src) for f in scan.files]
     digest = hashlib.sha256(json.dumps([files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)

@@ -20,7 +20,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, jsonlfile, parquetfile
 from tfpipe.errors import DataError, TfpipeError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 # A column's kind as pandas reads it in the second pass; "null" is a column with no value at all.
 # Floats are read as text and typed by `values.floats`, as in the first pass: pandas' own

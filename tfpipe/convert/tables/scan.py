@@ -7,7 +7,7 @@ that do not fit that type or that float32 would change, finds nulls, and counts 
 every problem it finds at once, and everything that would fail the run fails it before anything
 is written. The second pass reads with the types fixed, so every chunk encodes alike.
 
-Reading the files (listing, chunks, what is missing in CSV) is `tableread`'s.
+Reading the files (listing, chunks, what is missing in CSV) is read.py's.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from tfpipe.convert.tables.read import (
     read_chunks,
 )
 from tfpipe.errors import ConfigError, DataError
-from tfpipe.manifest import SkippedInput
-from tfpipe.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
+from tfpipe.format.manifest import SkippedInput
+from tfpipe.format.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
 
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from tfpipe.codec import encode_example, packed_int64_lists
 from tfpipe.convert.encode import Encoded, EncodedPiece, Work
 from tfpipe.convert.text.ranges import Checkpoint
 from tfpipe.convert.text.reader import Doc, Raw, Reading, Span, parse, read_raw, where
 from tfpipe.convert.text.tally import TextTally
 from tfpipe.convert.text.tokenizers import Tokenizer, load_stored
 from tfpipe.errors import DataError
-from tfpipe.schema import VARIABLE, Field, Schema
-from tfpipe.tfrecord import frame_record
+from tfpipe.format.codec import encode_example, packed_int64_lists
+from tfpipe.format.schema import VARIABLE, Field, Schema
+from tfpipe.format.tfrecord import frame_record
 
 TOKENS = "tokens"
 LABEL = "label"
@@ -42,11 +42,11 @@ class TextTask(Work):
     the converting process. The worker decodes and parses them (the first pass checked them).
 
     Attributes:
-      raws: the documents as stored (`textfiles.Raw`: bytes, label, line, byte offset), or ().
+      raws: the documents as stored (`reader.Raw`: bytes, label, line, byte offset), or ().
       path, reading: their file and how it is read.
       class_names: text labels' class indices; empty when labels are numbers (or none).
       tokenizer, fingerprint: the dataset's stored tokenizer file and its fingerprint.
-      start, skip, count: without `raws`: the checkpoint to read from (`textranges`), the
+      start, skip, count: without `raws`: the checkpoint to read from (`ranges`), the
         documents after it to skip, and how many to encode.
       specials: the tokenizer's special ids, named roles included (`Tokenizer.specials`, worked
         out once by the converting process), noted where a document's tokens hold one.

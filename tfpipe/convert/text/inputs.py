@@ -2,7 +2,7 @@
 gets them as JSON and any engine cuts them alike.
 
 A piece is one file's consecutive documents, up to DOCS_PER_TASK of them or TEXT_PER_TASK bytes.
-Where the first pass marked checkpoints (`textranges`), a piece names where its documents are
+Where the first pass marked checkpoints (`ranges`), a piece names where its documents are
 and its worker reads them; the converting process reads nothing. A file without checkpoints
 (compressed, UTF-16/32, gs://, Parquet, Arrow) is read here, in order, and its documents' bytes
 go to the workers in the pieces (`_Cursor`). A shard's records do not depend on the pieces.
@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text import reader as text_reader
 from tfpipe.convert.text.encode import TextTask
 from tfpipe.convert.text.ranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
 from tfpipe.convert.text.reader import Raw, Reading
@@ -25,7 +25,7 @@ from tfpipe.errors import DataError
 
 File = tuple[str, int, Points]
 """A file holding documents of a shard: its path, the index in the plan of its first document,
-and the checkpoints the shard's documents need (`textranges.Points`; none: read in order by
+and the checkpoints the shard's documents need (`ranges.Points`; none: read in order by
 `Cursor`)."""
 
 
@@ -91,7 +91,7 @@ class Cursor:
             path, start = self.files[k]
             if k != self.file or first < self.at:
                 self.file, self.at = k, first
-                self.docs = textfiles.read_raw(path, self.reading, first - start)
+                self.docs = text_reader.read_raw(path, self.reading, first - start)
             doc = next(self.docs, None)
             while doc is not None and self.at < first:  # skip to `first` (a shard after one done)
                 self.at += 1

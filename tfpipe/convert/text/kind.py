@@ -17,8 +17,8 @@ from tfpipe.convert.text.source import TextSource, open_text
 from tfpipe.convert.text.tally import TextTally
 from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import DataError, ManifestError
-from tfpipe.manifest import Checksum
-from tfpipe.manifest_text import LengthsFile, lengths_name
+from tfpipe.format.manifest import Checksum
+from tfpipe.format.manifest_text import LengthsFile, lengths_name
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

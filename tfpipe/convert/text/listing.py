@@ -12,7 +12,7 @@ JSON Lines and text files may be compressed (gzip, bzip2, xz, a zip of one file)
 the kind (`c.jsonl.gz`), the content the compression. A folder's other files are listed as
 skipped; a subfolder is refused (its files would be left out), with a glob that names them. One
 file listed under two names (a symbolic link beside its target) is refused: it would be read
-twice. Reading the documents is `textfiles`'.
+twice. Reading the documents is reader.py's.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tfpipe import storage
 from tfpipe.convert.formats import hfsaved, textfile
 from tfpipe.convert.formats.textfile import UNREADABLE
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 SUFFIXES = {
     ".jsonl": "jsonl",

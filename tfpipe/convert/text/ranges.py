@@ -6,7 +6,7 @@
   text file that is one document, Parquet and Arrow).
 - It marks checkpoints as it reads: the document index, byte offset and line of a document,
   every DOCS_PER_TASK documents or TEXT_PER_TASK bytes. A checkpoint is where a piece of the
-  second pass starts: its worker seeks there and reads (`textfiles.read_raw` with a `Span`).
+  second pass starts: its worker seeks there and reads (`reader.read_raw` with a `Span`).
 - A file without checkpoints (compressed, UTF-16/32, gs://, Parquet, Arrow) cannot be
   entered in the middle: the converting process reads its documents in order and hands them
   to the workers (`text._Cursor`), as every file was read before. A text file that is one

@@ -1,5 +1,5 @@
 """Text corpus files: reading their documents, with where each one is (listing them is
-`textlist`'s).
+`listing`'s).
 
 The kinds of file:
 - JSON Lines (`.jsonl`, `.ndjson`, and `.json` holding JSON Lines, by its content, as
@@ -102,7 +102,7 @@ def read_documents(
 class Span(NamedTuple):
     """Where to start reading a plain UTF-8 file (uncompressed, local) of lines: the byte
     `offset` of a line's start and that line's number; `end`: the byte offset to stop before
-    (-1: the file's end). A worker reads its own documents from one (`textranges`)."""
+    (-1: the file's end). A worker reads its own documents from one (`ranges`)."""
 
     offset: int
     line: int
@@ -247,7 +247,7 @@ def _lines(path: str, start: int, jsonl: bool, span: Span | None = None) -> Iter
     index, offset, number, end = 0, 0, 0, -1
     if span is None:
         handle, codec = _open(path)
-    else:  # plain UTF-8, as the first pass found it (`textranges.plain_utf8`)
+    else:  # plain UTF-8, as the first pass found it (`ranges.plain_utf8`)
         handle, codec, (offset, number, end) = (
             storage.open_read(path),
             None,

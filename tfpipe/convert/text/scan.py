@@ -1,5 +1,5 @@
 """The first pass over a text corpus: every document read and checked before anything is written,
-in segments the conversion's workers read side by side (`textranges.segments`).
+in segments the conversion's workers read side by side (`text_ranges.segments`).
 
 Each segment's task (`scan_segment`) counts its documents and characters, checks them
 (invalid UTF-8, JSON lines that do not parse, missing or non-string fields, labels), and marks
@@ -20,13 +20,13 @@ from tfpipe import storage
 from tfpipe.convert.formats import hfsaved
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.problems import Problems
-from tfpipe.convert.text import listing as textlist
-from tfpipe.convert.text import ranges as textranges
-from tfpipe.convert.text import reader as textfiles
+from tfpipe.convert.text import listing as text_listing
+from tfpipe.convert.text import ranges as text_ranges
+from tfpipe.convert.text import reader as text_reader
 from tfpipe.convert.text.ranges import Marks, Points, Segment, packed, unpacked
 from tfpipe.convert.text.reader import Reading
 from tfpipe.errors import DataError
-from tfpipe.manifest import SkippedInput
+from tfpipe.format.manifest import SkippedInput
 
 _INT64 = 2**63
 
@@ -37,7 +37,7 @@ class TextScan:
 
     Attributes:
       files, file_docs, identities: each corpus file, its document count and its identity.
-      checkpoints: each file's checkpoints (`textranges`); none for a file the converting
+      checkpoints: each file's checkpoints (`text_ranges`); none for a file the converting
         process reads for the workers (compressed, UTF-16/32, gs://, Parquet, Arrow).
       chars: characters in all documents (for the size estimate).
       class_names: labels by class index when labels are text or a Parquet ClassLabel; empty
@@ -143,8 +143,8 @@ def scan_segment(task: SegmentTask) -> SegmentScan:
     seg, reading = task.segment, task.reading
     problems, out = Problems(), SegmentScan()
     marks = Marks(seg.ranged)
-    jsonl = textlist.read_as(seg.path) == "jsonl"
-    for raw in textfiles.read_raw(seg.path, reading, 0, seg.span):
+    jsonl = text_listing.read_as(seg.path) == "jsonl"
+    for raw in text_reader.read_raw(seg.path, reading, 0, seg.span):
         marks.see(out.docs, raw.offset, raw.line, len(raw.data or b""))
         out.docs += 1
         if out.docs > 1 and jsonl:
@@ -152,14 +152,14 @@ def scan_segment(task: SegmentTask) -> SegmentScan:
         out.first_line = out.first_line or raw.line
         out.last_line = raw.line
         try:
-            doc = textfiles.parse(raw, seg.path, reading)
+            doc = text_reader.parse(raw, seg.path, reading)
         except DataError as e:
             problems.add(str(e))
             continue
         out.chars += len(doc.text)
         out.textless += not doc.text.strip()
         if reading.label:
-            place = textfiles.where(seg.path, doc.line)
+            place = text_reader.where(seg.path, doc.line)
             out.labels.add(doc.label, place, problems, task.declared, task.known)
     out.problems, out.more = problems.found, problems.count - len(problems.found)
     out.checkpoints = packed(marks.points)
@@ -191,7 +191,7 @@ class _Totals:
         i = seg.file
         for p in unpacked(found.checkpoints):
             self.points[i].extend((self.docs[i] + p.doc, p.offset, p.line))
-        if found.docs and textlist.read_as(seg.path) == "jsonl":
+        if found.docs and text_listing.read_as(seg.path) == "jsonl":
             self.blank += found.blank + found.first_line - self.last_line[i] - 1
             self.last_line[i] = found.last_line
         self.docs[i] += found.docs
@@ -214,11 +214,11 @@ def scan(src: str, reading: Reading, known: tuple[str, ...] = (), workers: int =
     Raises:
       DataError: every problem found (up to `problems.PROBLEMS_SHOWN`), at once.
     """
-    listing = textlist.list_corpus(src)
+    listing = text_listing.list_corpus(src)
     files = listing.files
     declared = _file_labels(files, reading, listing.features)
     identities = tuple(storage.identity(p, checksum=not storage.is_gcs(p)) for p in files)
-    tasks = (SegmentTask(s, reading, declared[s.file], known) for s in textranges.segments(files, reading))
+    tasks = (SegmentTask(s, reading, declared[s.file], known) for s in text_ranges.segments(files, reading))
     totals = _Totals(len(files))
     for task, found in _scanned(tasks, workers):
         totals.add(task.segment, found)
@@ -257,7 +257,7 @@ def _check_documents(src: str, reading: Reading, files: Sequence[str], totals: _
             f"{len(files)} file(s), every one empty or whitespace only: nothing to tokenize."
             + (
                 f" Is the text in another field or column than {reading.text_field!r} (--text-field)?"
-                if any(textlist.read_as(p) != "txt" for p in files)
+                if any(text_listing.read_as(p) != "txt" for p in files)
                 else ""
             )
         )
@@ -276,14 +276,14 @@ def _file_labels(
     out: list[tuple[str, ...] | None] = []
     declared: tuple[str, ...] | None = None
     for path in files:
-        kind = textlist.read_as(path)
+        kind = text_listing.read_as(path)
         if reading.label and kind == "txt":
             raise DataError(
                 f"{path}: a .txt file holds no label. Received: label={reading.label!r} (--label); labels "
                 "come from a JSON Lines field or a Parquet column."
             )
-        if reading.label and kind in textlist.COLUMNS:
-            names = hfsaved.class_names(features, reading.label) or textfiles.declared_labels(
+        if reading.label and kind in text_listing.COLUMNS:
+            names = hfsaved.class_names(features, reading.label) or text_reader.declared_labels(
                 path, reading.label
             )
             if declared is not None and names != declared:

@@ -1,6 +1,6 @@
 """Text corpora as a conversion source: the first pass, the tokenizer, and each shard's documents.
 
-The first pass (`textscan`, on the conversion's workers) reads every document before anything
+The first pass (`text_scan`, on the conversion's workers) reads every document before anything
 is written: it counts them per file, checks them (invalid UTF-8, JSON lines that do not parse,
 missing or non-string fields, labels), reports every problem it finds at once, and marks where
 the workers will read from. The tokenizer is then read (`--tokenizer`), trained on the
@@ -21,9 +21,9 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.text import ranges as textranges
-from tfpipe.convert.text import reader as textfiles
-from tfpipe.convert.text import scan as textscan
+from tfpipe.convert.text import ranges as text_ranges
+from tfpipe.convert.text import reader as text_reader
+from tfpipe.convert.text import scan as text_scan
 from tfpipe.convert.text import specialtokens, tokenizers, tokenizertrain
 from tfpipe.convert.text.encode import text_schema
 from tfpipe.convert.text.inputs import Cursor, TextInputs, cut
@@ -31,9 +31,11 @@ from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
-from tfpipe.manifest import Manifest
-from tfpipe.manifest_text import TokenizerInfo
-from tfpipe.schema import Schema
+from tfpipe.format.codec import decode_example
+from tfpipe.format.manifest import Manifest
+from tfpipe.format.manifest_text import TokenizerInfo
+from tfpipe.format.schema import Schema
+from tfpipe.format.tfrecord import read_records
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
 
@@ -84,7 +86,7 @@ class TextSource:
                 (
                     path,
                     start,
-                    textranges.within(points.get(path, textranges.packed()), first - start, end - start),
+                    text_ranges.within(points.get(path, text_ranges.packed()), first - start, end - start),
                 )
             )
         tokenizer = storage.join(self.dest, self.tokenizer.file)
@@ -128,7 +130,7 @@ def open_text(src: str, cfg: ConvertConfig, joins: Manifest | None, dest: str) -
         )
     if stored is None and not (cfg.tokenizer or cfg.train_tokenizer):
         raise ConfigError(f"{src}: a text corpus needs a tokenizer. Pass {TOKENIZER_OPTIONS}.")
-    found = textscan.scan(src, reading, joins.class_names if joins is not None else (), cfg.n_workers)
+    found = text_scan.scan(src, reading, joins.class_names if joins is not None else (), cfg.n_workers)
     file = _tokenizer_file(src, cfg, stored, dest, found, reading)
     tok = tokenizers.load(file).named(_names(cfg, stored, dest))
     # A split joining a dataset keeps its tokenizer entry: its roles bind every split.
@@ -192,7 +194,7 @@ def _tokenizer_file(
 
 def _texts(found: TextScan, reading: Reading) -> Iterator[str]:
     for path in found.files:
-        for doc in textfiles.read_documents(path, reading):
+        for doc in text_reader.read_documents(path, reading):
             yield doc.text
 
 
@@ -218,9 +220,6 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
       DataError: the stored tokenizer is missing or is not the manifest's.
     """
     import gzip
-
-    from tfpipe.codec import decode_example
-    from tfpipe.tfrecord import read_records
 
     info = manifest.tokenizer
     if info is None:

@@ -12,8 +12,8 @@ import sys
 from typing import Any, ClassVar
 
 from tfpipe.errors import DataError
-from tfpipe.manifest import Checksum
-from tfpipe.manifest_text import LengthsFile, SplitText, length_bin
+from tfpipe.format.manifest import Checksum
+from tfpipe.format.manifest_text import LengthsFile, SplitText, length_bin
 
 _MAX_LENGTH = (1 << 32) - 1  # a uint32 of the lengths file
 

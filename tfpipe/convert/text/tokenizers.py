@@ -23,7 +23,7 @@ from tfpipe.convert.text import specialtokens
 from tfpipe.convert.text.specialtokens import ROLES as ROLES
 from tfpipe.convert.text.specialtokens import Roles
 from tfpipe.errors import DataError, MissingExtraError
-from tfpipe.manifest_text import TokenizerInfo
+from tfpipe.format.manifest_text import TokenizerInfo
 
 Kind = Literal["sentencepiece", "huggingface"]
 FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}

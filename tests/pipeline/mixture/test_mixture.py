@@ -1,0 +1,341 @@
+"""Weighted mixtures (issue 35 A) on real text: the standard library's docstrings (`text_ds`) and
+pydoc's topics, tokenized by one tokenizer. start_step=K equals the uninterrupted mixture byte for
+byte (one host and two), the realised token shares follow the weights, a small source repeats
+with its epoch a function of the step, and sources that differ are refused by name."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import tfpipe
+from tfpipe.errors import ConfigError
+from tfpipe.format.manifest import Manifest
+from tfpipe.pipeline import plan
+from tfpipe.pipeline.mixture import spec as mixture_spec
+from tfpipe.resume import Position
+
+tf = pytest.importorskip("tensorflow")
+
+B, L = 8, 128
+# Chunks of 40 documents: a start lands many chunks into the stream.
+SMALL = {"batch_size": B, "sequence_length": L, "seed": 3, "chunk": 40}
+
+
+@pytest.fixture(scope="module")
+def web(text_ds, tmp_path_factory):
+    """pydoc's topics (79 long documents) tokenized by `text_ds`'s own tokenizer, 2 shards."""
+    import pydoc_data.topics
+
+    from tfpipe.synthetic import text as corpus
+
+    tmp = tmp_path_factory.mktemp("web")
+    topics = pydoc_data.topics.topics
+    corpus.write_corpus(tmp / "corpus", [topics[k] for k in sorted(topics)], "jsonl", files=2)
+    info = Manifest.load(text_ds).tokenizer
+    dest = str(tmp / "web")
+    tfpipe.convert(
+        str(tmp / "corpus"), dest, num_shards=2, workers=1, tokenizer=os.path.join(text_ds, info.file)
+    )
+    return dest
+
+
+@pytest.fixture(scope="module")
+def more(text_ds, tmp_path_factory):
+    """The next 699 docstrings after `text_ds`'s, tokenized by its tokenizer, 2 shards."""
+    from tfpipe.synthetic import text as corpus
+
+    tmp = tmp_path_factory.mktemp("more")
+    corpus.write_corpus(tmp / "corpus", corpus.documents(1400)[701:], "jsonl", files=2)
+    info = Manifest.load(text_ds).tokenizer
+    dest = str(tmp / "more")
+    tfpipe.convert(
+        str(tmp / "corpus"), dest, num_shards=2, workers=1, tokenizer=os.path.join(text_ds, info.file)
+    )
+    return dest
+
+
+@pytest.fixture(scope="module")
+def text_copy(text_ds, tmp_path_factory):
+    """A copy of `text_ds` in another folder: other files holding the same bytes (a mixture
+    refuses one dataset under two names, not two datasets alike)."""
+    import shutil
+
+    return shutil.copytree(text_ds, tmp_path_factory.mktemp("copy") / "text")
+
+
+@pytest.fixture(scope="module")
+def table_copy(table_ds, tmp_path_factory):
+    import shutil
+
+    return shutil.copytree(table_ds, tmp_path_factory.mktemp("copy") / "table")
+
+
+def mix(web, code):
+    return {"web": web, "code": code}
+
+
+def flat(ds, n):
+    def value(t):
+        return t.numpy().tolist() if t.dtype == tf.string else t.numpy().tobytes()
+
+    return [[value(t) for t in tf.nest.flatten(e)] for e in ds.take(n)]
+
+
+@pytest.mark.slow
+def test_start_step_is_the_uninterrupted_mixture_from_k_on(web, text_ds):
+    data, kw = mix(web, text_ds), SMALL | {"weights": {"web": 0.7, "code": 0.3}}
+    whole = flat(tfpipe.build(data, **kw), 33)
+    for k in (7, 29):
+        assert flat(tfpipe.build(data, start_step=k, **kw), 33 - k) == whole[k:], k
+    position = Position(29)
+    assert flat(tfpipe.build(data, start_step=position, **kw), 4) == whole[29:33]
+
+
+@pytest.mark.slow
+def test_start_step_holds_on_each_of_two_hosts(web, text_ds):
+    data = mix(web, text_ds)
+    for i in range(2):
+        kw = SMALL | {"num_hosts": 2, "host_index": i, "batch_size": 2 * B}
+        whole = flat(tfpipe.build(data, **kw), 24)
+        assert flat(tfpipe.build(data, start_step=17, **kw), 7) == whole[17:], i
+
+
+@pytest.mark.slow
+def test_start_step_holds_on_the_tf_data_service(web, text_ds):
+    """The mixed stream from step K on a real dispatcher and worker (loopback) equals the
+    uninterrupted local mixture from K on."""
+    from tfpipe import service
+
+    data, kw = mix(web, text_ds), SMALL | {"weights": {"web": 0.7, "code": 0.3}}
+    whole = flat(tfpipe.build(data, **kw), 14)
+    with service.start_dispatcher(allow_remote=True) as d:
+        worker = service.start_worker(d.address, allow_remote=True)
+        try:
+            assert flat(tfpipe.build(data, start_step=9, service=d.target, **kw), 5) == whole[9:]
+        finally:
+            worker.stop()
+    with pytest.raises(ConfigError, match=r"start_step=position\.step"):
+        plan(data, start_step=Position(3), service="grpc://127.0.0.1:1", **kw)
+
+
+def source_of_pieces(p, roots):
+    """{(first 24 tokens, length) of every piece of every document: its source's index}."""
+    key = {}
+    for s, root in enumerate(roots):
+        for r in tf.data.TFRecordDataset(sorted(glob.glob(f"{root}/train-*"))):
+            t = tf.io.parse_single_example(r, {"tokens": tf.io.RaggedFeature(tf.int64)})["tokens"]
+            t = t.numpy().tolist()
+            for k in range(0, len(t), L):
+                key[(*t[k : k + L][:24], len(t[k : k + L]))] = s
+    return key
+
+
+def token_shares(p, roots, batches):
+    """Each batch's real tokens by source, every packed piece traced to its document: the
+    cumulative counts `[batches + 1, sources]`."""
+    key = source_of_pieces(p, roots)
+    counts = []
+    for batch in p.dataset().take(batches):
+        c = [0] * len(roots)
+        for row, seg in zip(batch["tokens"].numpy(), batch["segment_ids"].numpy(), strict=True):
+            for i in range(1, seg.max() + 1):
+                piece = row[seg == i].tolist()
+                c[key[(*piece[:24], len(piece))]] += len(piece)
+        counts.append(c)
+    return np.cumsum(np.vstack([[0] * len(roots), counts]), 0)
+
+
+@pytest.mark.slow
+def test_realised_token_shares_follow_the_weights(more, text_ds):
+    """Over the whole run and over every window of 100 batches (~1,400 documents). The choice is
+    per document, so a window's share varies with its documents' lengths: within 2 points here,
+    not the issue's 0.5 (see test_the_issue_target_with_pydoc_topics_as_a_source)."""
+    p = plan(
+        {"more": more, "code": text_ds},
+        weights={"more": 0.3, "code": 0.7},
+        batch_size=B,
+        sequence_length=L,
+        seed=5,
+    )
+    x = token_shares(p, (more, text_ds), 160)
+    assert abs(x[-1, 0] / x[-1].sum() - 0.3) < 0.01
+    window = x[100:] - x[:-100]
+    share = window[:, 0] / window.sum(1)
+    assert np.all(np.abs(share - 0.3) < 0.02), (share.min(), share.max())
+    assert p.mixture.shares() == pytest.approx([0.3, 0.7], abs=1e-3)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 35 A's 0.5 point needs the piece-level mixture (pipeline/mixture/pieces.py, not wired "
+    "into build() yet): a choice per document strays by points with pydoc's long topics",
+)
+def test_the_issue_target_with_pydoc_topics_as_a_source(web, text_ds):
+    """The issue's target on the real graph: every window of 100 batches within 0.5 point of
+    the weights, in real tokens, pydoc's topics (79 long documents) weighted 0.3."""
+    p = plan(mix(web, text_ds), weights={"web": 0.3, "code": 0.7}, batch_size=B, sequence_length=L, seed=5)
+    x = token_shares(p, (web, text_ds), 130)
+    window = x[100:] - x[:-100]
+    share = window[:, 0] / window.sum(1)
+    assert np.all(np.abs(share - 0.3) < 0.005), (share.min(), share.max())
+
+
+@pytest.mark.slow
+def test_each_source_count_and_epoch_is_a_function_of_the_position(web, text_ds):
+    p = plan(mix(web, text_ds), **SMALL)
+    spec = p.mixture
+    # The default weights are the sources' tokens; the quotas share each block by them.
+    tokens = [Manifest.load(r).split("train").text.tokens for r in (web, text_ds)]
+    assert spec.weights == pytest.approx([t / sum(tokens) for t in tokens])
+    assert sum(spec.quotas) == mixture_spec.BLOCK
+    g = 3 * mixture_spec.BLOCK + 1234
+    choices = [c for b in range(4) for c in mixture_spec.block_choices(spec, b)][:g]
+    assert mixture_spec.counts(spec, g) == [choices.count(0), choices.count(1)]
+    even = plan(mix(web, text_ds), weights={"web": 1, "code": 1}, **SMALL)
+    epochs = even.epochs_at(200)
+    counts = mixture_spec.counts(even.mixture, even.positions_at(200))
+    assert epochs == {"web": counts[0] // 79, "code": counts[1] // even.parts[1].order.examples}
+    assert epochs["code"] > epochs["web"]  # the smaller source (in tokens) repeats sooner
+    later = plan(mix(web, text_ds), weights={"web": 1, "code": 1}, start_step=200, **SMALL).describe()
+    assert "code: weight 0.500 (" in later and f"epoch {epochs['code']} at the start" in later
+
+
+def test_documents_weights_count_documents(web, text_ds):
+    p = plan(mix(web, text_ds), weights={"web": 1, "code": 3}, mix_by="documents", **SMALL)
+    assert p.mixture.quotas == (1024, 3072)
+
+
+@pytest.mark.slow
+def test_records_mix_tables_in_records_and_resume(table_ds, table_copy):
+    kw = {"batch_size": 4, "seed": 1, "weights": {"a": 0.25, "b": 0.75}}
+    data = {"a": table_ds, "b": str(table_copy)}
+    whole = flat(tfpipe.build(data, **kw), 12)
+    assert flat(tfpipe.build(data, start_step=5, **kw), 7) == whole[5:]
+    p = plan(data, **kw)
+    assert p.mixture.quotas == (1024, 3072) and p.mixture.mix_by == "records"
+
+
+def test_sources_that_differ_are_refused_by_name(text_ds, labeled_text_ds, table_ds, image_ds):
+    with pytest.raises(ConfigError, match=r"share a tokenizer .*'a'.*sha256.*'b'"):
+        plan({"a": text_ds, "b": labeled_text_ds}, batch_size=B, sequence_length=L, seed=1, output="packed")
+
+
+@pytest.mark.parametrize("text_first", [True, False])
+def test_sources_of_different_kinds_are_refused_naming_both(text_ds, image_ds, table_ds, text_first):
+    """Images and text were refused by the second source's preset, naming an option ("The text
+    preset needs sequence_length=L", "Unknown option(s) ['sequence_length'] for preset
+    'imagenet'"), not the mixture's two kinds of data."""
+    data = {"t": text_ds, "i": image_ds} if text_first else {"i": image_ds, "t": text_ds}
+    said = [f"'t' ({text_ds}) is text", f"'i' ({image_ds}) is images"]
+    for kw in ({"sequence_length": L}, {}):
+        with pytest.raises(ConfigError) as e:
+            plan(data, batch_size=4, seed=1, **kw)
+        message = str(e.value)
+        assert message.startswith(
+            "The sources of a mixture must be one kind of data (text, images or tables): "
+        )
+        assert ", ".join(said if text_first else said[::-1]) in message
+        assert "sequence_length" not in message
+    with pytest.raises(ConfigError, match=r"'a' \(.*\) is tables, 'b' \(.*\) is images"):
+        plan({"a": table_ds, "b": image_ds}, batch_size=4, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("weights", "mix_by", "words"),
+    [
+        ({"web": 1}, None, r"no weight for \['code'\]"),
+        ({"web": 1, "code": 1, "x": 1}, None, r"unknown \['x'\]"),
+        ({"web": -1, "code": 1}, None, r"weights\['web'\] must be a finite number > 0. Received: -1"),
+        ([0.5, 0.5], None, "must be a mapping"),
+        (None, "records", r"mix_by must be one of \['tokens', 'documents'\]"),
+        ({"web": 1e-6, "code": 1}, "documents", "less than one document in 4096"),
+    ],
+)
+def test_bad_weights_are_refused(text_ds, text_copy, weights, mix_by, words):
+    with pytest.raises(ConfigError, match=words):
+        plan({"web": text_ds, "code": str(text_copy)}, weights=weights, mix_by=mix_by, **SMALL)
+
+
+def test_weights_are_real_numbers_of_any_type_and_never_a_bool(text_ds, text_copy):
+    """np.float32(0.7) and np.int64(2) were refused as not "a finite number > 0" (batch sizes
+    took NumPy ints); they weigh as the Python numbers of the same value."""
+    data = {"web": text_ds, "code": str(text_copy)}
+    as_numpy = plan(data, weights={"web": np.float32(0.7), "code": np.int64(2)}, **SMALL).mixture
+    as_python = plan(data, weights={"web": float(np.float32(0.7)), "code": 2}, **SMALL).mixture
+    assert as_numpy == as_python and as_numpy.weights == pytest.approx((0.7 / 2.7, 2 / 2.7))
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(ConfigError, match=r"weights\['web'\] must be a finite number > 0. Received: "):
+            plan(data, weights={"web": flag, "code": 1}, **SMALL)
+
+
+@pytest.mark.parametrize(
+    "spell",
+    [lambda p: p, lambda p: p + "/", lambda p: os.path.relpath(p), lambda p: p + "/train-*"],
+    ids=["same", "slash", "relative", "glob"],
+)
+def test_one_dataset_under_two_names_is_refused_naming_both(text_ds, spell):
+    """It was mixed without a word: each document read under two names, twice as often as weighed."""
+    with pytest.raises(ConfigError) as e:
+        plan({"a": text_ds, "b": spell(os.path.abspath(text_ds))}, **SMALL)
+    message = str(e.value)
+    assert "must be different data: 'a' (" in message and "'b' (" in message
+    assert f"both read {os.path.realpath(os.path.join(text_ds, 'train-00000-of-00003'))}, " in message
+
+
+def test_weights_need_a_mapping_of_sources(text_ds):
+    with pytest.raises(ConfigError, match="pass data as a mapping of names"):
+        plan(text_ds, weights={"a": 1}, **SMALL)
+    with pytest.raises(ConfigError, match="at least two names"):
+        plan({"a": text_ds}, **SMALL)
+    with pytest.raises(ConfigError, match="training=False"):
+        plan({"a": text_ds, "b": text_ds}, training=False, **SMALL)
+
+
+@pytest.mark.slow  # converts two corpora and counts 3 x 1,000 batches by source
+def test_the_text_guide_states_the_shares_its_example_gives(tmp_path):
+    """docs/guides/text.md's figures are what its own example gives (they once said 8-11 points
+    where a user got 20-26): its corpus converted as the page converts it, pydoc's topics as its
+    block writes them, the shares counted by source (bench's count) over windows of 100
+    batches of the first 1,000, seeds 1-3, as benchmarks/mixture_windows.py measures them."""
+    import json
+    import pathlib
+    import pydoc_data.topics
+
+    from tfpipe.bench.measure import mixshare
+
+    from support.cli import cli_here
+    from support.docs_data import write_corpus
+
+    write_corpus(str(tmp_path))
+    corpus, topics = str(tmp_path / "data" / "corpus"), str(tmp_path / "data" / "topics")
+    code, _, err = cli_here(
+        "convert", tmp_path / "corpus", corpus, "--train-tokenizer", "bpe", "--vocab-size", "2000"
+    )
+    assert code == 0, err
+    with open(tmp_path / "topics.jsonl", "w") as f:
+        for text in pydoc_data.topics.topics.values():
+            f.write(json.dumps({"text": text}) + "\n")
+    tfpipe.convert(str(tmp_path / "topics.jsonl"), topics, tokenizer=os.path.join(corpus, "tokenizer.json"))
+    worst, mean = [], []
+    for seed in (1, 2, 3):
+        p = plan(
+            {"docs": corpus, "topics": topics},
+            weights={"docs": 0.7, "topics": 0.3},
+            batch_size=B,
+            sequence_length=L,
+            seed=seed,
+        )
+        off = 100 * np.abs(mixshare.window_shares(p, batches=1000, window=100)[:, 1] - 0.3)
+        worst.append(f"{off.max():.1f}")
+        mean.append(f"{off.mean():.1f}")
+    stated = (
+        f"stray from the weights by at most {worst[0]}, {worst[1]} and {worst[2]} points (seeds 1, 2 "
+        f"and 3), {mean[0]}, {mean[1]} and {mean[2]} points on average"
+    )
+    guide = (pathlib.Path(__file__).parents[3] / "docs" / "guides" / "text.md").read_text()
+    assert stated in " ".join(guide.split())

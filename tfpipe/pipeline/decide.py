@@ -1,0 +1,226 @@
+"""`plan()`'s second step for one dataset: every choice of the pipeline, as `Decisions`: the
+order, the config for this mode and storage, the preset bound to the data, the share of files,
+eval's static shape, the cache; each refusal of data that cannot work (fewer records than a
+batch) and each note saying what was done (warned too when a default changed the data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from typing import Any
+
+from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
+from tfpipe.packing.fill import epoch_rows
+from tfpipe.pipeline import checks
+from tfpipe.pipeline.config import DEFAULT_TRAINING_ORDER, PipelineConfig
+from tfpipe.pipeline.order import resumable
+from tfpipe.pipeline.read.resolve import ResolvedData
+from tfpipe.pipeline.read.sharding import FileShare, share_files
+from tfpipe.pipeline.read.skips import SkipCounter
+from tfpipe.pipeline.request import Request
+from tfpipe.pipeline.stages import padding
+from tfpipe.pipeline.text import stages as text_stages
+from tfpipe.plural import counted
+from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
+from tfpipe.presets.text import TextPacking
+
+# Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
+# prefetch and autotuned buffers that autotune.ram_budget also governs.
+CACHE_SHARE = 0.5
+# Serialized records expand about this much when a gzip shard is decompressed into the cache
+# (measured on tfpipe's table shards; JPEG records barely compress, so this overestimates).
+GZIP_EXPANSION = 3
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Decisions:
+    """What `plan()` chose for a request (its second step)."""
+
+    config: PipelineConfig  # mode, order and storage defaults filled in
+    preset: PresetLike
+    decoder: Decoder
+    share: FileShare
+    read_records: int | None
+    cache: str
+    counter: SkipCounter | None
+    notes: tuple[str, ...]
+    resumable: bool  # the resumable order (training only)
+    batches: int | None  # eval: the batches this pipeline yields, if known
+    padding_batches: int  # eval: whole batches of padding after its own (pad_remainder)
+
+
+def decide(r: Request) -> Decisions:
+    """Every choice of the pipeline: order, config, preset, file share, cache; each refusal of
+    data that cannot work (fewer records than a batch) and each note saying what was done."""
+    src, training = r.src, r.training
+    chosen, order_notes = resumable.decide(
+        r.config,
+        src,
+        default=DEFAULT_TRAINING_ORDER,
+        training=training,
+        service=r.service,
+        resuming=r.resuming,
+    )
+    cfg = r.config.for_mode(training, chosen)
+    is_resumable = chosen == "resumable"
+    if is_resumable and cfg.seed is None:
+        cfg = dataclasses.replace(cfg, seed=resumable.draw_seed())
+        order_notes += (
+            f"seed=None: the resumable order drew seed={cfg.seed}; pass it as seed= to repeat this run",
+        )
+    if training:
+        cfg = cfg.for_storage(src.on_gcs)
+    checks.check_cache_dir(cfg.cache)
+    preset_obj, decoder = _bind(r.preset, src, training, r.options)
+    share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
+    notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, is_resumable) + order_notes
+    if decoder.packing is not None:
+        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica, src, is_resumable)
+        for message in tiling:
+            _warn(message, TilingWarning)
+        notes += text_notes + tiling
+    _check_enough(r, decoder.packing, share, drop=bool(cfg.drop_remainder))
+    read_records, why_unknown = _known_length(share, cfg, r.service)
+    pad, batches, extra, eval_notes = padding.eval_shape(
+        cfg,
+        src,
+        decoder.packing,
+        training=training,
+        hosts=r.pipelines if r.hosts else 1,
+        why_unknown=why_unknown,
+        pipelines=r.pipelines,
+        index=r.index,
+        batch=r.per_replica,
+    )
+    cfg, notes = dataclasses.replace(cfg, pad_remainder=pad), notes + eval_notes
+    cache = _resolve_cache(cfg, src, _cache_bytes(share, src, is_resumable))
+    if is_resumable and cache == "memory" and cfg.cache == "auto" and cfg.skip_corrupt:
+        cache = "none"  # the resumable order's cache needs every listed record
+    counter = SkipCounter() if cfg.skip_corrupt else None
+    return Decisions(
+        cfg, preset_obj, decoder, share, read_records, cache, counter, notes, is_resumable, batches, extra
+    )
+
+
+def _check_enough(r: Request, pack: TextPacking | None, share: FileShare, *, drop: bool) -> None:
+    """Refuses a share of data smaller than one batch: its records, or a text pipeline's rows."""
+    src = r.src
+    count, unit = share.examples, "records"
+    if pack is not None and pack.histogram and share.examples is not None:
+        count, unit = _text_rows_of_share(pack, share.examples, src)
+    checks.check_enough(
+        count,
+        share.at_most,
+        r.per_replica,
+        training=r.training,
+        drop=drop,
+        where=src.where,
+        n=r.pipelines,
+        i=r.index,
+        unit=unit,
+    )
+
+
+def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) -> tuple[int, str]:
+    """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
+    (packed sequences), not records, so a text batch is checked against the rows an epoch
+    packs into (`packing.fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
+    total = sum(src.counts)
+    rows = epoch_rows(pack) * documents // total if total else 0
+    return rows, (
+        f"rows (packed sequences of {pack.sequence_length} tokens; {documents:,} documents, the "
+        "rows predicted from the length histogram)"
+    )
+
+
+def _bind(
+    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
+) -> tuple[PresetLike, Decoder]:
+    """The preset bound to this data, its keys checked and its data-changing defaults warned."""
+    preset_obj = get_preset(preset if preset is not None else _default_preset(src, options))
+    ctx = PresetContext(
+        manifest=src.manifest,
+        schema=src.schema,
+        keys=src.keys,
+        training=training,
+        where=src.where,
+        split=src.split,
+        suggested=src.tfds.preset_options if src.tfds is not None else {},
+    )
+    decoder = preset_obj.bind(ctx, options)
+    checks.check_keys(decoder, src, preset_obj.name)
+    for message in decoder.warnings:
+        _warn(message, DefaultWarning)
+    return preset_obj, decoder
+
+
+def _default_preset(src: ResolvedData, options: dict[str, Any]) -> str:
+    """The preset for the data: the manifest's layout's; imagenet for images (the imagenet_to_gcs
+    key, a TFDS dataset's image feature, or an `image_key` given)."""
+    if src.manifest is not None:
+        return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
+    if "image/encoded" in src.keys or "image_key" in options or (src.tfds and src.tfds.image_key):
+        return "imagenet"
+    raise ConfigError(
+        f"Cannot tell which preset reads {src.where}: there is no manifest and no image feature "
+        "(image/encoded, or a TFDS image). Pass preset='tabular' (with label=...), image_key=... "
+        f"for images, or your own preset. Features: {sorted(src.keys)}"
+    )
+
+
+def _sharding_notes(share: FileShare, n: int, resumable: bool) -> tuple[str, ...]:
+    """With record sharding, a warning (also kept as a note) saying what it costs."""
+    if share.shard_by != "record":
+        return ()
+    files = len(share.files)
+    message = (
+        f"{counted(files, 'file')} for {n} input pipelines: sharding by record instead "
+        f"of by file. Every pipeline reads all files and keeps one record in {n}, so "
+        f"reads cost {n}x"
+        + ("" if resumable else " and file order is not shuffled")
+        + f". Write at least {n} shards "
+        "(tfpipe convert --num-shards) to shard by file."
+    )
+    _warn(message, ShardingWarning)
+    return (message,)
+
+
+def _known_length(share: FileShare, cfg: PipelineConfig, service: str | None) -> tuple[int | None, str]:
+    """Records the interleave yields when known for sure (for assert_cardinality), else None
+    and why: skip_corrupt may drop records; tf.data service workers may each read part of the files."""
+    if share.examples is None:
+        return None, "records without a manifest have no count"
+    if cfg.skip_corrupt:
+        return None, "skip_corrupt=True may drop records"
+    if service is not None:
+        return None, "tf.data service workers split the files"
+    return share.read_records, ""
+
+
+def _cache_bytes(share: FileShare, src: ResolvedData, resumable: bool) -> int | None:
+    """Bytes this pipeline would cache: with record sharding the resumable order caches every
+    file (each pipeline orders the global stream), the shuffle buffer's order its share."""
+    if resumable and share.shard_by == "record":
+        return src.bytes
+    return share.cache_bytes
+
+
+def _resolve_cache(cfg: PipelineConfig, src: ResolvedData, cache_bytes: int | None) -> str:
+    """The cache setting, with "auto" resolved: memory when `cache_bytes` (serialized, as read
+    from the files) fit in CACHE_SHARE of the RAM budget once decompressed."""
+    if cfg.cache != "auto":
+        return cfg.cache
+    if cache_bytes is None:
+        return "none"
+    estimate = cache_bytes * (GZIP_EXPANSION if src.compression else 1)
+    return "memory" if estimate <= CACHE_SHARE * cfg.resolved_ram_budget() else "none"
+
+
+def _warn(message: str, category: type[Warning]) -> None:
+    """Warns at the caller's line, the first frame outside tfpipe (build() or plan())."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the frame that called _warn
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("tfpipe."):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

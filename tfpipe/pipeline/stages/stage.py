@@ -1,0 +1,139 @@
+"""`Stage`, one named step `tf.data.Dataset -> tf.data.Dataset`, and `StagePlan`, everything the
+stage factories read, as `plan()` decided it. The factories are by what they do: reading
+(stages/read.py), the preset's parse, decode, batch and map (stages/preset.py), text's chunk,
+pack and batch (text/stages.py), the final stages (stages/final.py); `make_stages`
+(stages/pipeline.py) puts them in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from tfpipe.pipeline.read import skips
+from tfpipe.pipeline.read.sharding import FileShare, ShardBy
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.order.resumable import OrderSpec
+    from tfpipe.pipeline.read.resolve import ResolvedData
+    from tfpipe.presets import Decoder
+
+StageName = Literal[
+    "list_files",
+    "shard",
+    "interleave",
+    "chunk",
+    "cache",
+    "shuffle",
+    "repeat",
+    "batch",
+    "parse",
+    "decode",
+    "pack",
+    "map",
+    "pad",
+    "service",
+    "prefetch",
+]
+Group = Literal["read", "parse", "decode", "pack", "batch", "final"]
+StageFn = Callable[[Any], Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stage:
+    """One named step `tf.data.Dataset -> tf.data.Dataset` (the first stage ignores its input).
+
+    Attributes:
+      name: the stage name (see the module docstring).
+      fn: the transformation.
+      group: the benchmark's prefix group: read, parse, decode, batch or final.
+      batches: from this stage on, elements are batches of the batch size.
+    """
+
+    name: StageName
+    fn: StageFn
+    group: Group
+    batches: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StagePlan:
+    """Everything the stage factories read, decided by `plan()`.
+
+    `source.files` are all the data's files, which "list_files" lists; `files` are the ones
+    this input pipeline reads (`share`: after file sharding).
+    """
+
+    source: ResolvedData
+    share: FileShare  # what this input pipeline reads of the source's files
+    read_records: int | None  # records the interleave yields, when known for sure
+    decoder: Decoder
+    config: PipelineConfig  # with deterministic and drop_remainder resolved
+    training: bool
+    batch_size: int  # per pipeline
+    num_shards: int  # input pipelines
+    shard_index: int
+    cache: str  # resolved: "none", "memory" or "disk:<path>"
+    shuffle_buffer: int
+    service: str | None
+    counter: skips.SkipCounter | None
+    order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
+    start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+    batches: int | None = None  # eval: the batches it yields, when known (its cardinality)
+    padding_batches: int = 0  # eval: whole batches of padding after its own (pad_remainder)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files this input pipeline reads (all of them with record sharding)."""
+        return tuple(self.source.files[j] for j in self.share.files)
+
+    @property
+    def shard_by(self) -> ShardBy:
+        return self.share.shard_by
+
+    @property
+    def read_files(self) -> int:
+        """Files this input pipeline reads."""
+        return len(self.share.files)
+
+    @property
+    def keyed(self) -> bool:
+        """Records carry their augmentation seed (resumable order, random per-record preset)."""
+        return self.order is not None and self.decoder.random and not self.decoder.batched
+
+    @property
+    def deterministic(self) -> bool:
+        return bool(self.config.deterministic)
+
+    @property
+    def ordered_read(self) -> bool:
+        """Record sharding needs every pipeline to see the same record order before the split."""
+        return self.shard_by == "record"
+
+    @property
+    def verify(self) -> bool:
+        """Check each shard was read to its end: needs a manifest count or an uncompressed size."""
+        return self.config.verify_shards and (
+            self.source.manifest is not None or self.source.compression == ""
+        )
+
+    @property
+    def parse_in_decode(self) -> bool:
+        """Per-record presets parse inside the decode map, so each record takes one map, as
+        in the baseline pipeline, and the decode map fuses with the batch (tf.data's
+        map_and_batch_fusion). skip_corrupt's filter needs parsed features before decode."""
+        counting = self.counter is not None and self.decoder.check is not None
+        return not self.decoder.batched and not counting
+
+    @property
+    def cycle(self) -> int:
+        return max(1, min(self.config.cycle_length, self.read_files))
+
+    @property
+    def reader_buffer(self) -> int:
+        """Read-ahead bytes per open file: the open files' buffers take at most 1/8 of the RAM budget."""
+        cfg = self.config
+        open_files = self.cycle if self.training else min(3, self.read_files)  # eval: one, plus two ahead
+        return max(64 << 10, min(cfg.reader_buffer, cfg.resolved_ram_budget() // (8 * open_files)))
