@@ -50,12 +50,57 @@ def test_verdict_words_give_the_interval_or_say_they_cannot_tell() -> None:
         "highly input-bound: 40% [37, 43] of step time waiting for input"
     )
     assert w.verdict_words(0.19, w.wait_interval(81.0, 100.0, 0.08)) == (
-        "cannot tell moderately from highly input-bound: 19% [13, 25] spans the 20% edge at this "
-        "run's spread (the producer's rate moved 8% between half-second pieces of its window)"
+        "cannot tell moderately from highly input-bound: 19% [13, 25] of step time waiting for "
+        "input: the interval spans the 20% edge at this run's spread (the producer's rate moved 8% "
+        "between half-second pieces of its window)"
     )
     wide = w.verdict_words(0.18, w.wait_interval(82.0, 100.0, 0.18))
-    assert wide.startswith("cannot tell not from highly input-bound: 18% [3, 33] spans the 5% and 20% edges")
+    assert wide.startswith(
+        "cannot tell not from highly input-bound: 18% [3, 33] of step time waiting for input: the "
+        "interval spans the 5% and 20% edges"
+    )
     assert w.verdict_words(0.123, None) == "moderately input-bound: 12.3% of step time waiting for input"
+
+
+def test_the_interval_spans_the_producers_windows() -> None:
+    # Issue 41's quiet run: one window at 0.664 of the consumer (33.6% predicted, [29, 38] from a
+    # 7% spread) while --simulate's consumer met 0.756 (24.4% measured). A second window at the
+    # simulation's rate widens the interval to hold it, and the run cannot tell.
+    one = w.wait_interval(66.4, 100.0, 0.07)
+    assert (one.low, one.high, one.certain, one.moved) == (
+        pytest.approx(1 - 66.4 * 1.07 / 100),
+        pytest.approx(1 - 66.4 * 0.93 / 100),
+        True,
+        0.0,
+    )
+    assert not one.low <= 0.244 <= one.high
+    two = w.wait_interval([66.4, 75.6], 100.0, 0.07)
+    # From the faster window 7% faster (19.1%) to the slower 7% slower (38.2%).
+    assert (two.low, two.high) == (pytest.approx(1 - 75.6 * 1.07 / 100), pytest.approx(1 - 66.4 * 0.93 / 100))
+    assert two.low <= 0.244 <= two.high
+    assert two.moved == pytest.approx(75.6 / 66.4 - 1)
+    assert two.bands == ("moderately_input_bound", "highly_input_bound") and not two.certain
+    assert w.verdict_words(0.29, two).endswith(
+        "(the producer's rate moved 7% between half-second pieces of its windows, and 14% between the two windows)"
+    )
+    with pytest.raises(ConfigError, match="producer_eps must be at least one window's rate"):
+        w.wait_interval([], 100.0, 0.07)
+
+
+def test_a_busy_host_is_never_certain_and_the_title_says_so() -> None:
+    busy = "the host was busy: other processes took 0.91 of 2 cores while the producer was timed"
+    i = w.wait_interval(60.0, 100.0, 0.05, busy=busy)
+    assert i.bands == ("highly_input_bound",) and not i.certain
+    assert w.verdict_title(0.4, i) == "Highly input-bound on this busy host (cannot tell)"
+    assert w.verdict_words(0.4, i) == (
+        "highly input-bound on this busy host (cannot tell): 40% [37, 43] of step time waiting for "
+        f"input: {busy}"
+    )
+    spans = w.wait_interval([81.0, 84.0], 100.0, 0.08, busy=busy)
+    assert w.verdict_title(0.19, spans) == "Cannot tell moderately from highly input-bound"
+    assert w.verdict_detail(0.19, spans).endswith(f"between the two windows); and {busy}")
+    assert w.verdict_title(0.4, w.wait_interval(60.0, 100.0, 0.05)) == "Highly input-bound"
+    assert w.verdict_title(0.03, None) == "Not input-bound"
 
 
 def test_a_prefix_slower_than_a_longer_one_carries_a_harness_cost_and_cpu_ranks() -> None:
