@@ -40,7 +40,8 @@ def write_plot(report: Report, path: str) -> str:
     if not math.isfinite(consumer):
         raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
-    fig.suptitle(_title(report), fontsize=13, fontweight="bold")
+    title = _title(report)
+    fig.suptitle(title, fontsize=13, fontweight="bold")
     _stage_panel(ax1, report)
     _scaling_panel(ax2, report)
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
@@ -55,7 +56,7 @@ def write_plot(report: Report, path: str) -> str:
         lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
-    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
+    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.95 - 0.02 * title.count("\n")))
     data = io.BytesIO()
     fig.savefig(data, format=fmt, dpi=110)
     storage.write_atomic(path, data.getvalue(), overwrite=True)
@@ -63,15 +64,22 @@ def write_plot(report: Report, path: str) -> str:
     return path
 
 
+# Characters in a line of the title at its font size: the figure is 13 inches wide.
+TITLE_WIDTH = 105
+
+
 def _title(report: Report) -> str:
     """The verdict as the terminal's headline says it, with the same doubt, and its figures."""
+    import textwrap
+
     from tfpipe.bench.present.render import headline
 
     i = report.predicted_input_wait_interval
     interval = "" if i is None else f" [{100 * i.low:.0f}, {100 * i.high:.0f}]"
-    title = (
+    title = textwrap.fill(
         f"{headline(report)}: predicted {report.predicted_input_wait:.0%}{interval} of step time "
-        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
+        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)",
+        TITLE_WIDTH,
     )
     if report.host is not None and report.host.busy:
         title += "\nthe host was busy while it was measured: these figures are unreliable for a quiet host"
@@ -213,12 +221,12 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     elif report.cores.cores is None:
         ax2.text(
             0.97,
-            0.5,
+            0.06,
             "cores needed: not extrapolated\n(the rate does not rise with cores)",
             color=_WORST,
             fontsize=10,
             ha="right",
-            va="center",
+            va="bottom",
             transform=ax2.transAxes,
         )
     ax2.set_xlim(0, x_max * 1.05)
