@@ -112,7 +112,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         ("Batch", batch),
         (
             "Producer",
-            f"{produced} steady state, {cost}, {p.cores_busy:.1f} cores busy; "
+            f"{produced} steady state{_windows(report)}, {cost}, {p.cores_busy:.1f} cores busy; "
             f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
         ),
         (
@@ -126,6 +126,16 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
+
+
+def _windows(report: Report) -> str:
+    """The producer's windows, when it has two: " over two windows (374/s and 735/s)"."""
+    if len(report.windows) < 2:
+        return ""
+    unit = "sequences" if report.text is not None else "examples"
+    return (
+        f" over two windows ({' and '.join(f'{rate(w.examples_per_sec)} {unit}/s' for w in report.windows)})"
+    )
 
 
 def backend_sentence(env: dict[str, Any]) -> str:
