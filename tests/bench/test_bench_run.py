@@ -1,5 +1,5 @@
 """A bench run as a whole: Ctrl-C at every stage ends it with exit 130 and no report file, and
-the scaling curve's point at the producer's own threadpool is the producer's window."""
+the scaling curve's point at the producer's own threadpool is the producer's rate."""
 
 import json
 import os
