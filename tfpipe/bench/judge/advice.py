@@ -223,7 +223,20 @@ def _cores_advice(
 ) -> list[Recommendation]:
     """Whether this host's cores can feed the consumer, and how well they scale."""
     out: list[Recommendation] = []
-    if not cores.enough:
+    if cores.cores is None:
+        out.append(
+            Recommendation(
+                "cpu_bound_beyond_host",
+                f"The pipeline makes {rate(producer_eps)} {unit}/s against the {rate(consumer_eps)} "
+                f"the consumer takes, and its rate did not rise from fewer cores to "
+                f"{cores.available} here, so how many cores would feed it cannot be told from "
+                "this curve (a busy host, or a serial stage).",
+                "Re-run on a quiet host; if the curve still does not rise, offload preprocessing to "
+                f"the tf.data service (`tfpipe serve worker --allow-remote` on {service.workers} "
+                f"machine(s) of {service.worker_cores} cores).",
+            )
+        )
+    elif not cores.enough:
         out.append(
             Recommendation(
                 "cpu_bound_beyond_host",

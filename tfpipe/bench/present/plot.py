@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, figure, percent, percent1, rate_short
+from tfpipe.bench.fmt import figure, percent, percent1, rate_short
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import rate_at
 from tfpipe.errors import ConfigError
@@ -40,7 +40,8 @@ def write_plot(report: Report, path: str) -> str:
     if not math.isfinite(consumer):
         raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
-    fig.suptitle(_title(report), fontsize=13, fontweight="bold")
+    title = _title(report)
+    fig.suptitle(title, fontsize=13, fontweight="bold")
     _stage_panel(ax1, report)
     _scaling_panel(ax2, report)
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
@@ -55,7 +56,7 @@ def write_plot(report: Report, path: str) -> str:
         lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
-    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
+    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.95 - 0.02 * title.count("\n")))
     data = io.BytesIO()
     fig.savefig(data, format=fmt, dpi=110)
     storage.write_atomic(path, data.getvalue(), overwrite=True)
@@ -63,11 +64,25 @@ def write_plot(report: Report, path: str) -> str:
     return path
 
 
+# Characters in a line of the title at its font size: the figure is 13 inches wide.
+TITLE_WIDTH = 105
+
+
 def _title(report: Report) -> str:
-    title = (
-        f"{VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
-        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
+    """The verdict as the terminal's headline says it, with the same doubt, and its figures."""
+    import textwrap
+
+    from tfpipe.bench.present.render import headline
+
+    i = report.predicted_input_wait_interval
+    interval = "" if i is None else f" [{100 * i.low:.0f}, {100 * i.high:.0f}]"
+    title = textwrap.fill(
+        f"{headline(report)}: predicted {report.predicted_input_wait:.0%}{interval} of step time "
+        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)",
+        TITLE_WIDTH,
     )
+    if report.host is not None and report.host.busy:
+        title += "\nthe host was busy while it was measured: these figures are unreliable for a quiet host"
     if report.measured_input_wait is not None:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
     if report.profile is not None:
@@ -176,7 +191,7 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     points = _scaling_points(report)
     cores = [c for c, _ in points] or [1]
     rates = [r for _, r in points] or [1.0]
-    needed = report.cores.cores
+    needed = report.cores.cores or 0
     shown = needed if needed <= max(32, 4 * max(cores)) else 4 * max(cores)
     x_max = max(max(cores), shown, 2)
     curve_top = max(max(rates), rate_at(x_max, points) if points else 0.0)
@@ -203,6 +218,17 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     )
     if needed:
         _cores_needed_note(ax2, report, shown, x_max)
+    elif report.cores.cores is None:
+        ax2.text(
+            0.97,
+            0.06,
+            "cores needed: not extrapolated\n(the rate does not rise with cores)",
+            color=_WORST,
+            fontsize=10,
+            ha="right",
+            va="bottom",
+            transform=ax2.transAxes,
+        )
     ax2.set_xlim(0, x_max * 1.05)
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     if log_y:
@@ -212,13 +238,21 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
         ax2.set_ylim(0, max(curve_top, consumer) * 1.2)
     ax2.set_xlabel("CPU cores (tf.data private threadpool)")
     ax2.set_ylabel(f"{_unit(report)} / second" + (" (log scale)" if log_y else ""))
-    ax2.set_title(
-        f"Scaling: {points[0][1] / points[0][0] if points else 0:,.0f}/s per core, "
-        f"{report.cores.efficiency:.0%} efficiency",
-        fontsize=10,
-    )
+    ax2.set_title(_scaling_title(report, points), fontsize=10)
     ax2.grid(alpha=0.3)
     ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
+
+
+def _scaling_title(report: Report, points: list[tuple[int, float]]) -> str:
+    """The per-core rate and efficiency of a curve that rises; what was measured of one that
+    does not, which nothing is extrapolated from."""
+    if not report.cores.rises and len(points) > 1:
+        measured = ", ".join(f"{rate_short(r)}/s on {c}" for c, r in points)
+        return f"Scaling: {measured} - does not rise, not extrapolated"
+    return (
+        f"Scaling: {points[0][1] / points[0][0] if points else 0:,.0f}/s per core, "
+        f"{report.cores.efficiency:.0%} efficiency"
+    )
 
 
 def _cores_needed_note(ax2: Any, report: Report, shown: int, x_max: float) -> None:

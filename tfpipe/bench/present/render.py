@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
 from tfpipe.bench.fmt import cores as fmt_cores
+from tfpipe.bench.fmt import figure, human_bytes, percent, percent1, rate
+from tfpipe.bench.judge.host import sentence as host_sentence
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.present.text import text_rows
 from tfpipe.bench.results import Simulation
-from tfpipe.bench.wait import verdict_words
+from tfpipe.bench.wait import verdict_detail, verdict_title
 from tfpipe.plural import counted
 
-# The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
+# The verdict's colour in the terminal (yellow when the run cannot tell); its words are wait's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
@@ -32,12 +33,13 @@ def renderables(report: Report) -> list[Any]:
         + ([("Backend", backend)] if backend else [])
         + _profile_rows(report)
         + _verdict_rows(report)
+        + _host_rows(report)
         + text_rows(report)
         + _check_rows(report)
     )
     for label, value in rows:
         summary.add_row(label, value)
-    color = _COLOR[report.verdict]
+    color = _color(report)
     return [
         Panel(summary, title="tfpipe bench", border_style=color),
         *_in_full(report),
@@ -110,7 +112,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
         ("Batch", batch),
         (
             "Producer",
-            f"{produced} steady state, {cost}, {p.cores_busy:.1f} cores busy; "
+            f"{produced} steady state{_windows(report)}, {cost}, {p.cores_busy:.1f} cores busy; "
             f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
         ),
         (
@@ -124,6 +126,16 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
+
+
+def _windows(report: Report) -> str:
+    """The producer's windows, when it has two: " over two windows (374/s and 735/s)"."""
+    if len(report.windows) < 2:
+        return ""
+    unit = "sequences" if report.text is not None else "examples"
+    return (
+        f" over two windows ({' and '.join(f'{rate(w.examples_per_sec)} {unit}/s' for w in report.windows)})"
+    )
 
 
 def backend_sentence(env: dict[str, Any]) -> str:
@@ -176,7 +188,7 @@ def profile_sentences(report: Report) -> tuple[str, str] | None:
     predicted = (
         f"tfpipe's pipeline on this host makes {rate(report.producer.examples_per_sec)}/s against the "
         f"{rate(report.consumer.examples_per_sec)}/s the accelerator takes when fed: predicted wait "
-        f"{percent(report.predicted_input_wait)} ({VERDICT_TITLE[report.verdict].lower()})."
+        f"{percent(report.predicted_input_wait)} ({_lower(headline(report))})."
     )
     return measured, predicted
 
@@ -221,13 +233,20 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
-def _predicted_words(report: Report) -> str:
-    """ "31% [24, 38] of step time waiting for input", or the verdict's "cannot tell" words
-    when the interval spans two bands."""
-    interval = report.predicted_input_wait_interval
-    if interval is not None and not interval.certain:
-        return verdict_words(report.predicted_input_wait, interval)
-    return verdict_words(report.predicted_input_wait, interval).split(": ", 1)[1]
+def _lower(title: str) -> str:
+    return title[0].lower() + title[1:]
+
+
+def _color(report: Report) -> str:
+    """The verdict's colour; yellow, the colour of doubt, when the run cannot tell."""
+    return _COLOR[report.verdict] if report.certain else "yellow"
+
+
+def headline(report: Report) -> str:
+    """The verdict's title, carrying the same doubt as the JSON's `certain`: "Highly
+    input-bound", "Cannot tell moderately from highly input-bound", "... on this busy host
+    (cannot tell)"."""
+    return verdict_title(report.predicted_input_wait, report.predicted_input_wait_interval)
 
 
 def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
@@ -260,22 +279,18 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     cost, and why they differ when they do) and tf.data service workers needed."""
     from rich.text import Text
 
-    color = _COLOR[report.verdict]
-    verdict = Text(VERDICT_TITLE[report.verdict].upper(), style=f"bold {color}")
-    verdict.append(f"  predicted {_predicted_words(report)}", style=color)
+    color = _color(report)
+    verdict = Text(headline(report).upper(), style=f"bold {color}")
+    detail = verdict_detail(report.predicted_input_wait, report.predicted_input_wait_interval)
+    verdict.append(f"  predicted {detail}", style=color)
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
-    b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
+    b, cpu, sv = report.bottleneck, report.cpu_cores, report.service
     unit = "example" if report.text is None else "sequence"
     rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
         ("Bottleneck", bottleneck_sentence(b, unit)),
-        (
-            "Cores needed",
-            f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
-            f"{rate(cores.per_core_eps)}/s per core, "
-            f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
-        ),
+        ("Cores needed", curve_cores_sentence(report)),
         (
             "",
             f"{fmt_cores(cpu.cores)} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per {unit} "
@@ -292,6 +307,41 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         )
     )
     return rows
+
+
+def curve_cores_sentence(report: Report) -> str:
+    """The cores the scaling curve says a host needs; what was measured instead, when the
+    curve does not rise and the consumer needs more than it reached."""
+    cores = report.cores
+    if cores.cores is None:
+        return (
+            f"not from the scaling curve: it does not rise with cores ({measured_curve(report)}), "
+            f"so it cannot be extrapolated to the {rate(report.consumer.examples_per_sec)}/s the consumer takes"
+        )
+    return (
+        f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
+        f"{rate(cores.per_core_eps)}/s per core, "
+        f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})"
+    )
+
+
+def measured_curve(report: Report) -> str:
+    """The scaling curve as measured: "972/s on 1 core, 565/s on 2"."""
+    return ", ".join(
+        f"{rate(p.examples_per_sec)}/s on {p.cores}" + (" core" if i == 0 and p.cores == 1 else "")
+        for i, p in enumerate(report.scaling)
+    )
+
+
+def _host_rows(report: Report) -> list[tuple[str, Any]]:
+    """The host's load beside the run, and whether it makes the figures unreliable."""
+    from rich.text import Text
+
+    if report.host is None:
+        return []
+    said = host_sentence(report.host)
+    style = "bold yellow" if report.host.busy else ("yellow" if report.host.simulation_busy else "")
+    return [("Host", Text(said, style=style))]
 
 
 # Measured for issue 34 (benchmarks/verdict_agreement.py --fit): small_cnn on this 2-core CPU
@@ -402,10 +452,16 @@ def _scaling_table(report: Report) -> Any:
     table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
     table.add_column("cores busy", justify="right")
     same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
+    captions = []
     if same:
-        table.caption = (
-            f"{same[0]} cores: the producer's own window (build()'s threadpool), the same measurement"
+        windows = "its two windows" if len(report.windows) > 1 else "the same measurement"
+        captions.append(f"{same[0]} cores: the producer's own rate (build()'s threadpool), {windows}")
+    if not report.cores.rises and len(report.scaling) > 1:
+        captions.append(
+            "The rate does not rise with cores here: what was measured, not a curve to extrapolate"
         )
+    if captions:
+        table.caption = "\n".join(captions)
     for i, pt in enumerate(report.scaling):
         eps, cost = pt.examples_per_sec, pt.cpu_ms_per_example
         if t is not None:  # text: real tokens
