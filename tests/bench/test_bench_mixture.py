@@ -98,7 +98,7 @@ def test_the_json_report_holds_the_mixture() -> None:
 
     obj = report().to_json()
     validate(obj)
-    assert obj["schema_minor_version"] == 3
+    assert obj["schema_minor_version"] == 4
     tps = obj["text"]["producer"]["real_tokens_per_sec"]
     web = {"name": "web", "weight": 0.7, "measured_share": 0.712, "epochs": 5}
     code = {"name": "code", "weight": 0.3, "measured_share": 0.288, "epochs": 1}

@@ -113,3 +113,47 @@ def test_each_epochs_figure_reaches_tensorboard(runs, tmp_path_factory):
         want = [e["input_wait"] for e in got["window"]["epochs"]]
         assert [s for _, s in sorted(scalars["epoch_input_wait"])] == pytest.approx(want, abs=1e-6)
         assert {"epoch_input_wait_low", "epoch_input_wait_high"} <= set(scalars)
+
+
+def _tiny_fit(monitor, ds, **fit) -> object:
+    import keras
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    return model.fit(ds, verbose=0, callbacks=[monitor], **fit)
+
+
+def test_a_dataset_fit_reads_unwatched_is_refused_by_name():
+    tf = pytest.importorskip("tensorflow")
+    import keras
+
+    import tfpipe
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("this process's Keras runs on another backend")
+    x = tf.zeros([8, 4])
+    ds = tf.data.Dataset.from_tensors((x, x[:, :1])).repeat()
+    monitor = tfpipe.monitor.InputWait(warmup_steps=2)
+    monitor.watch(ds)  # watched, but fit is given the dataset itself
+    with pytest.raises(tfpipe.ConfigError, match=r"model.fit\(monitor.watch\(ds\), callbacks=\[monitor\]\)"):
+        _tiny_fit(monitor, ds, steps_per_epoch=6)
+
+
+def test_the_result_after_fit_and_its_line(capsys):
+    tf = pytest.importorskip("tensorflow")
+    import keras
+
+    import tfpipe
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("this process's Keras runs on another backend")
+    x = tf.zeros([8, 4])
+    monitor = tfpipe.monitor.InputWait(warmup_steps=2)
+    ds = monitor.watch(tf.data.Dataset.from_tensors((x, x[:, :1])).repeat())
+    _tiny_fit(monitor, ds, steps_per_epoch=12, epochs=2)
+    got = monitor.result
+    assert (got.backend, got.method, got.lost_rows) == ("tensorflow", "window", 0)
+    assert got.host.steps == 22 and got.hosts == (got.host,) and got.job == got.host
+    assert [e.steps for e in got.epochs] == [10, 12]
+    assert 0 <= got.host.input_wait <= 1
+    assert capsys.readouterr().out.startswith("tfpipe.monitor: input wait ")

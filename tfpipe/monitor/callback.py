@@ -41,10 +41,12 @@ class InputWait(keras.callbacks.Callback):
         the epoch's logs, so in `History` and the progress bar;
       - `result` after fit: this host's figure, every host's and the job's (JAX processes).
 
-    Raises (at the start of fit, or at the first read of the timestamps):
-      ConfigError: a backend other than TensorFlow or JAX; `steps_per_execution` > 1 where a
-        step's wait cannot be told apart (JAX; TensorFlow with a strategy that prefetches to
-        its devices); a training dataset that was not `watch()`ed.
+    With `steps_per_execution` > 1 only each call's bounds are seen: its steps are taken to
+    compute equally long (tfpipe/monitor/timeline.py).
+
+    Raises:
+      ConfigError: a backend other than TensorFlow or JAX (when fit begins); a training
+        dataset that was not `watch()`ed (after the warm-up steps).
 
     Example:
       >>> monitor = tfpipe.monitor.InputWait()

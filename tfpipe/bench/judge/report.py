@@ -54,7 +54,7 @@ SCHEMA_VERSION = 5
 # keep working): 1 added environment.keras_backend, environment.keras and environment.jax.
 # 3 added `mixture` (a text mixture's sources: weight, measured share, tokens/s, epoch),
 # present in mixture reports only.
-SCHEMA_MINOR_VERSION = 3
+SCHEMA_MINOR_VERSION = 4
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
