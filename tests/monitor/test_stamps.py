@@ -68,7 +68,9 @@ def test_a_watched_stage_counts_what_the_ring_lost():
 
 
 def test_only_a_dataset_is_watched():
-    with pytest.raises(tfpipe.ConfigError, match=r"watch\(\) takes the tf.data.Dataset.*Received: builtins.list"):
+    with pytest.raises(
+        tfpipe.ConfigError, match=r"watch\(\) takes the tf.data.Dataset.*Received: builtins.list"
+    ):
         tfpipe.monitor.InputWait().watch([1, 2, 3])
 
 

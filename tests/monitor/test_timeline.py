@@ -68,7 +68,7 @@ def test_several_steps_a_call_compute_alike():
 
 def test_fetches_outside_a_call_belong_to_none():
     c = calls([0, 1], [0.9, 1.9])
-    avail, asked = window_batches(rows((-1.0, -0.5), (0.1, 0.2), (0.95, 0.99), (1.1, 1.3)), c, 1)
+    avail, _ = window_batches(rows((-1.0, -0.5), (0.1, 0.2), (0.95, 0.99), (1.1, 1.3)), c, 1)
     assert avail[:, 0].tolist() == [0.2, 1.3]
 
 
