@@ -134,3 +134,12 @@ def test_the_slowest_host_sets_each_step_of_the_job():
     assert p[:2].tolist() == [1.1, 1.0]
     with pytest.raises(ValueError, match="hosts"):
         job_series(waits[0], periods[0])
+
+
+def test_a_step_end_taken_late_is_bounded_by_the_next_ones():
+    # Keras's callback threads took step 0's end after step 1's: step 0 was done by then.
+    c = calls([0.0, 0.1, 0.2], [0.1, 0.2, 0.3], done=[2.5, 2.0, 3.0])
+    np.testing.assert_allclose(c.steps_done(), [2.0, 2.0, 3.0])
+    avail, asked = window_batches(rows((0.0, 0.05), (0.1, 0.15), (0.2, 0.25)), c, 1)
+    waits, periods, _ = waits_and_periods(c, avail, asked)
+    assert np.isfinite(waits[[0, 2]]).all() and np.isfinite(periods[[0, 2]]).all()

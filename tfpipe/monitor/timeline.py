@@ -62,14 +62,23 @@ class Calls:
     first: np.ndarray
     index: np.ndarray
 
+    def steps_done(self) -> np.ndarray:
+        """`done`, each no later than any later call's: the device runs the calls in order, so a
+        call's end taken after the next one's was taken late (its thread woke late)."""
+        done = self.done[::-1].copy()
+        known = np.isfinite(done)
+        done[known] = np.minimum.accumulate(done[known])
+        return done[::-1]
+
     def device_free(self) -> np.ndarray:
         """When the device was free for each call's first step."""
-        prev_done = np.concatenate([[np.nan], self.done[:-1]])
+        prev_done = np.concatenate([[np.nan], self.steps_done()[:-1]])
         return np.where(self.first | ~np.isfinite(prev_done), self.begin, prev_done)
 
     def end(self) -> np.ndarray:
         """When each call's last step was done."""
-        return np.where(np.isfinite(self.done), self.done, self.until)
+        done = self.steps_done()
+        return np.where(np.isfinite(done), done, self.until)
 
 
 def window_batches(fetches: np.ndarray, calls: Calls, steps: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,233 @@
+"""tfpipe.monitor against `tfpipe bench --fit`, and the monitor's own cost (issue 42).
+
+- agreement: per case (a bench pipeline and one of its models), `tfpipe bench --fit --json`
+  run as a user runs it (a child process), then the user's own training as a plain script
+  would run it: `tfpipe.build()` of the dataset bench used, the same model, `model.fit` with
+  `InputWait`. Both measure the wait the same way (the monitor), in separate processes minutes
+  apart; they should agree within 5 points. Beside them: bench's prediction, and --fit's
+  differential method (1 - synthetic / real step), which on a CPU also counts the model's
+  compute slowed by the pipeline's threads on the shared cores: the report's `contention`.
+- cost: steps/s of `model.fit` with and without the monitor on the same model and pipeline,
+  in alternating paired rounds (A B, then B A, ...), each round's ratio taken from two fits
+  seconds apart; the geometric mean ratio with its 95% interval (benchmarks/paired.py's t).
+  A step is timed from a batch's beginning to the epoch's end (after Keras's final sync on
+  JAX), so asynchronous dispatch cannot hide steps.
+- stage: the watched stage's own cost per element, on a pipeline that costs nothing (a batch
+  repeated from memory), taken the same paired way.
+
+    python -m benchmarks.monitor_agreement --agreement --runs 3
+    python -m benchmarks.monitor_agreement --cost --rounds 6
+    KERAS_BACKEND=jax /work/venv-jax/bin/python -m benchmarks.monitor_agreement --cost --rounds 6
+    python -m benchmarks.monitor_agreement --stage
+
+(from the worktree root, so the worktree's tfpipe is the one imported)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks.paired import t95
+
+# (bench pipeline, model): the bench's models that train on this 2-core CPU in seconds a step.
+CASES = [("imagenet", "small_cnn"), ("tabular", "mlp"), ("text", "small_transformer")]
+
+
+def bench_fit(pipeline: str, model: str, seconds: float) -> dict:
+    """`tfpipe bench --pipeline P --model M --fit --json` in a child process: its JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "report.json")
+        cmd = [sys.executable, "-m", "tfpipe", "bench", f"--pipeline={pipeline}", f"--model={model}", "--fit"]
+        cmd += ["--seconds", str(seconds), "--json", out]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def users_fit(report: dict, model_name: str, seconds: float) -> Any:
+    """The user's own training on the dataset bench used: build(), the model, fit + InputWait.
+    Returns the monitor's Figure (the same warm-up in steps as bench --fit's)."""
+    import keras
+
+    import tfpipe
+    from tfpipe.bench.measure import models
+
+    data, batch = report["dataset"]["path"], report["batch_size"]
+    ds = tfpipe.build(data, preset=report["pipeline"], batch_size=batch)
+    pipe = tfpipe.plan(data, preset=report["pipeline"], batch_size=batch)
+    model = models.build_model(model_name, ds.element_spec, models.outputs_for(pipe))
+    synthetic_ms = report["fit"]["synthetic_step_ms"]
+    warm = max(2, int(report["environment"]["warmup_seconds"] / max(synthetic_ms / 1000, 1e-3)))
+    steps = max(3, min(500, int(seconds / (report["fit"]["real_step_ms"] / 1000))))
+    monitor = tfpipe.monitor.InputWait(warmup_steps=warm, verbose=0)
+    keras.utils.set_random_seed(0)
+    model.fit(monitor.watch(ds), epochs=1, steps_per_epoch=warm + steps, verbose=0, callbacks=[monitor])
+    return monitor.result.host
+
+
+def agreement(runs: int, seconds: float) -> None:
+    print(
+        f"{'case':28} run  bench --fit [interval]   user's fit [interval]   diff   differential  "
+        "contention  predicted"
+    )
+    worst = 0.0
+    for pipeline, model in CASES:
+        for run in range(runs):
+            report = bench_fit(pipeline, model, seconds)
+            fit = report["fit"]
+            user = users_fit(report, model, seconds)
+            diff = user.input_wait - fit["measured_input_wait"]
+            worst = max(worst, abs(diff))
+            print(
+                f"{pipeline + ' ' + model:28} {run:3}  {fit['measured_input_wait']:.3f} "
+                f"{_pair(fit['input_wait_low'], fit['input_wait_high'])}  {user.input_wait:.3f} "
+                f"{_pair(user.low, user.high)}  {diff:+.3f}  {fit['differential_input_wait']:.3f}        "
+                f"{fit['contention']:+.3f}      {report['predicted_input_wait']:.3f}",
+                flush=True,
+            )
+    print(f"worst |bench --fit - user's fit|: {worst:.3f}")
+
+
+def _pair(low: float | None, high: float | None) -> str:
+    return "[  -  ,  -  ]" if low is None else f"[{low:.3f},{high:.3f}]"
+
+
+def _case_model(pipeline: str, model_name: str, data: str, batch: int) -> tuple[Any, Any]:
+    import tfpipe
+    from tfpipe.bench.measure import models
+
+    pipe = tfpipe.plan(data, preset=pipeline, batch_size=batch)
+    ds = pipe.dataset()
+    return models.build_model(model_name, ds.element_spec, models.outputs_for(pipe)), pipe
+
+
+def seconds_per_step(model: Any, ds: Any, steps: int, warm: int, callbacks: list) -> float:
+    """A fit's seconds per step from batch `warm`'s beginning to the epoch's end."""
+    import keras
+
+    class Clock(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            if batch == warm:
+                self.start = time.perf_counter()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            self.end = time.perf_counter()
+
+    clock = Clock()
+    model.fit(ds, epochs=1, steps_per_epoch=warm + steps, verbose=0, callbacks=[clock, *callbacks])
+    return (clock.end - clock.start) / steps
+
+
+def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
+    """Paired steps/s with and without the monitor, per case (see the module doc)."""
+    import keras
+
+    import tfpipe
+
+    print(f"Keras {keras.__version__} on {keras.backend.backend()}")
+    print(f"{'case':28} {'step ms (without)':>18} {'with/without steps/s':>22} {'95% interval':>18}  rounds")
+    for pipeline, model_name in CASES:
+        data = _dataset(pipeline, data_dir)
+        batch = {"imagenet": 128, "tabular": 1024, "text": 64}[pipeline]
+        model, pipe = _case_model(pipeline, model_name, data, batch)
+        warm = 5
+        first = seconds_per_step(model, pipe.dataset(), 3, 1, [])
+        steps = max(10, min(300, int(seconds / first)))
+        ratios, plain = [], []
+        for r in range(rounds):
+            order = ["without", "with"] if r % 2 == 0 else ["with", "without"]
+            got = {}
+            for which in order:
+                if which == "with":
+                    monitor = tfpipe.monitor.InputWait(warmup_steps=warm, verbose=0)
+                    got[which] = seconds_per_step(
+                        model, monitor.watch(pipe.dataset()), steps, warm, [monitor]
+                    )
+                else:
+                    got[which] = seconds_per_step(model, pipe.dataset(), steps, warm, [])
+            ratios.append(got["without"] / got["with"])  # steps/s with over without
+            plain.append(got["without"])
+        logs = [math.log(x) for x in ratios]
+        mean = statistics.fmean(logs)
+        half = (
+            t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+        )
+        print(
+            f"{pipeline + ' ' + model_name:28} {1000 * statistics.median(plain):18.1f} {math.exp(mean):22.4f} "
+            f"[{math.exp(mean - half):.4f}, {math.exp(mean + half):.4f}]  {rounds}",
+            flush=True,
+        )
+
+
+def _dataset(pipeline: str, data_dir: str | None) -> str:
+    """The dataset bench generates for `pipeline` (made on first use, in bench's cache)."""
+    from tfpipe.bench.config import BenchConfig
+    from tfpipe.bench.measure import data
+
+    cfg = BenchConfig(pipeline=pipeline, workdir=data_dir)
+    return data.resolve(cfg, lambda _m: None).path
+
+
+def stage(rounds: int) -> None:
+    """The watched stage's cost per element, paired (see the module doc)."""
+    import numpy as np
+    import tensorflow as tf
+
+    import tfpipe
+
+    x = np.zeros((128, 64), np.float32)
+    n = 20000
+
+    def per_element(ds: Any) -> float:
+        it = iter(ds)
+        for _ in range(100):
+            next(it)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            next(it)
+        return (time.perf_counter() - t0) / n
+
+    diffs = []
+    for r in range(rounds):
+        plain = tf.data.Dataset.from_tensors(x).repeat().prefetch(2)
+        watched = tfpipe.monitor.InputWait().watch(plain)
+        a, b = (per_element(plain), per_element(watched)) if r % 2 == 0 else (None, per_element(watched))
+        if a is None:
+            a = per_element(plain)
+        diffs.append(b - a)
+    mean = statistics.fmean(diffs)
+    half = t95(len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+    print(
+        f"watched stage: {1e6 * mean:.1f} us more per element [{1e6 * (mean - half):.1f}, {1e6 * (mean + half):.1f}]"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agreement", action="store_true")
+    parser.add_argument("--cost", action="store_true")
+    parser.add_argument("--stage", action="store_true")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--workdir", default=None, help="where bench's generated datasets are kept")
+    args = parser.parse_args()
+    if args.agreement:
+        agreement(args.runs, args.seconds)
+    if args.cost:
+        cost(args.rounds, args.seconds, args.workdir)
+    if args.stage:
+        stage(args.rounds)
+
+
+if __name__ == "__main__":
+    main()
