@@ -37,6 +37,7 @@ import time
 from typing import Any
 
 from benchmarks.paired import t95
+from tfpipe.bench.config import DEFAULT_BATCH
 
 # (bench pipeline, model): the bench's models that train on this 2-core CPU in seconds a step.
 CASES = [("imagenet", "small_cnn"), ("tabular", "mlp"), ("text", "small_transformer")]
@@ -53,24 +54,23 @@ def bench_fit(pipeline: str, model: str, seconds: float) -> dict:
             return json.load(f)
 
 
-def users_fit(report: dict, model_name: str, seconds: float) -> Any:
-    """The user's own training on the dataset bench used: build(), the model, fit + InputWait.
+def users_fit(report: dict, pipeline: str, model_name: str, seconds: float) -> Any:
+    """The user's own training on the dataset bench used: the pipeline bench planned (what
+    build() makes of it), the same model, `model.fit` with InputWait, in this process.
     Returns the monitor's Figure (the same warm-up in steps as bench --fit's)."""
     import keras
 
     import tfpipe
-    from tfpipe.bench.measure import models
 
-    data, batch = report["dataset"]["path"], report["batch_size"]
-    ds = tfpipe.build(data, preset=report["pipeline"], batch_size=batch)
-    pipe = tfpipe.plan(data, preset=report["pipeline"], batch_size=batch)
-    model = models.build_model(model_name, ds.element_spec, models.outputs_for(pipe))
+    model, pipe = _case_model(pipeline, model_name, report["dataset"]["path"], report["batch_size"])
     synthetic_ms = report["fit"]["synthetic_step_ms"]
     warm = max(2, int(report["environment"]["warmup_seconds"] / max(synthetic_ms / 1000, 1e-3)))
     steps = max(3, min(500, int(seconds / (report["fit"]["real_step_ms"] / 1000))))
     monitor = tfpipe.monitor.InputWait(warmup_steps=warm, verbose=0)
     keras.utils.set_random_seed(0)
-    model.fit(monitor.watch(ds), epochs=1, steps_per_epoch=warm + steps, verbose=0, callbacks=[monitor])
+    model.fit(
+        monitor.watch(pipe.dataset()), epochs=1, steps_per_epoch=warm + steps, verbose=0, callbacks=[monitor]
+    )
     return monitor.result.host
 
 
@@ -84,7 +84,7 @@ def agreement(runs: int, seconds: float) -> None:
         for run in range(runs):
             report = bench_fit(pipeline, model, seconds)
             fit = report["fit"]
-            user = users_fit(report, model, seconds)
+            user = users_fit(report, pipeline, model, seconds)
             diff = user.input_wait - fit["measured_input_wait"]
             worst = max(worst, abs(diff))
             print(
@@ -101,13 +101,18 @@ def _pair(low: float | None, high: float | None) -> str:
     return "[  -  ,  -  ]" if low is None else f"[{low:.3f},{high:.3f}]"
 
 
-def _case_model(pipeline: str, model_name: str, data: str, batch: int) -> tuple[Any, Any]:
-    import tfpipe
-    from tfpipe.bench.measure import models
+def _case_model(pipeline: str, model_name: str, data_path: str, batch: int) -> tuple[Any, Any]:
+    """The pipeline bench plans for `pipeline` on `data_path`, and its model as bench builds it."""
+    from tfpipe.bench.config import BenchConfig
+    from tfpipe.bench.measure import data, models
+    from tfpipe.bench.run import _plan
 
-    pipe = tfpipe.plan(data, preset=pipeline, batch_size=batch)
-    ds = pipe.dataset()
-    return models.build_model(model_name, ds.element_spec, models.outputs_for(pipe)), pipe
+    cfg = BenchConfig(pipeline=pipeline, data=data_path, batch_size=batch, model=model_name)
+    pipe = _plan(cfg, data.resolve(cfg, lambda _m: None), lambda _m: None)
+    pack = pipe.decoder.packing
+    spec = pipe.dataset().element_spec
+    vocab = pack.vocab_size if pack is not None else None
+    return models.build_model(model_name, spec, models.outputs_for(pipe), vocab), pipe
 
 
 def seconds_per_step(model: Any, ds: Any, steps: int, warm: int, callbacks: list) -> float:
@@ -136,9 +141,7 @@ def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
     print(f"Keras {keras.__version__} on {keras.backend.backend()}")
     print(f"{'case':28} {'step ms (without)':>18} {'with/without steps/s':>22} {'95% interval':>18}  rounds")
     for pipeline, model_name in CASES:
-        data = _dataset(pipeline, data_dir)
-        batch = {"imagenet": 128, "tabular": 1024, "text": 64}[pipeline]
-        model, pipe = _case_model(pipeline, model_name, data, batch)
+        model, pipe = _case_model(pipeline, model_name, _dataset(pipeline, data_dir), DEFAULT_BATCH[pipeline])
         warm = 5
         first = seconds_per_step(model, pipe.dataset(), 3, 1, [])
         steps = max(10, min(300, int(seconds / first)))

@@ -48,7 +48,8 @@ class Figure:
     step_ms: float
 
     def __str__(self) -> str:
-        interval = "" if self.low is None else f" [{100 * self.low:.1f}, {100 * self.high:.1f}]"  # type: ignore[operator]
+        low, high = self.low, self.high
+        interval = "" if low is None or high is None else f" [{100 * low:.1f}, {100 * high:.1f}]"
         return (
             f"input wait {100 * self.input_wait:.1f}%{interval} of step time: {self.wait_ms:.2f} ms of "
             f"{self.step_ms:.2f} ms per step over {self.steps} steps"

@@ -373,9 +373,8 @@ CPU_FIT_NOTE = (
 def fit_sentence(f: FitCheck, predicted: float) -> str:
     """--fit's row: the wait the monitor measured in model.fit, then the differential method
     and what separates them."""
-    interval = (
-        "" if f.input_wait_low is None else f" [{100 * f.input_wait_low:.0f}, {100 * f.input_wait_high:.0f}]"
-    )  # type: ignore[operator]
+    low, high = f.input_wait_low, f.input_wait_high
+    interval = "" if low is None or high is None else f" [{100 * low:.0f}, {100 * high:.0f}]"
     text = (
         f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline, {f.measured_input_wait:.1%}"
         f"{interval} of it waiting for its batch (measured in fit by tfpipe.monitor); bench predicted "
