@@ -101,13 +101,16 @@ def _pair(low: float | None, high: float | None) -> str:
     return "[  -  ,  -  ]" if low is None else f"[{low:.3f},{high:.3f}]"
 
 
-def _case_model(pipeline: str, model_name: str, data_path: str, batch: int) -> tuple[Any, Any]:
-    """The pipeline bench plans for `pipeline` on `data_path`, and its model as bench builds it."""
+def _case_model(
+    pipeline: str, model_name: str, data_path: str | None, batch: int, workdir: str | None = None
+) -> tuple[Any, Any]:
+    """The pipeline bench plans for `pipeline` on `data_path` (None: the dataset bench generates,
+    in `workdir`), and its model as bench builds it."""
     from tfpipe.bench.config import BenchConfig
     from tfpipe.bench.measure import data, models
     from tfpipe.bench.run import _plan
 
-    cfg = BenchConfig(pipeline=pipeline, data=data_path, batch_size=batch, model=model_name)
+    cfg = BenchConfig(pipeline=pipeline, data=data_path, batch_size=batch, model=model_name, workdir=workdir)
     pipe = _plan(cfg, data.resolve(cfg, lambda _m: None), lambda _m: None)
     pack = pipe.decoder.packing
     spec = pipe.dataset().element_spec
@@ -141,7 +144,7 @@ def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
     print(f"Keras {keras.__version__} on {keras.backend.backend()}")
     print(f"{'case':28} {'step ms (without)':>18} {'with/without steps/s':>22} {'95% interval':>18}  rounds")
     for pipeline, model_name in CASES:
-        model, pipe = _case_model(pipeline, model_name, _dataset(pipeline, data_dir), DEFAULT_BATCH[pipeline])
+        model, pipe = _case_model(pipeline, model_name, None, DEFAULT_BATCH[pipeline], data_dir)
         warm = 5
         first = seconds_per_step(model, pipe.dataset(), 3, 1, [])
         steps = max(10, min(300, int(seconds / first)))
@@ -169,15 +172,6 @@ def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
             f"[{math.exp(mean - half):.4f}, {math.exp(mean + half):.4f}]  {rounds}",
             flush=True,
         )
-
-
-def _dataset(pipeline: str, data_dir: str | None) -> str:
-    """The dataset bench generates for `pipeline` (made on first use, in bench's cache)."""
-    from tfpipe.bench.config import BenchConfig
-    from tfpipe.bench.measure import data
-
-    cfg = BenchConfig(pipeline=pipeline, workdir=data_dir)
-    return data.resolve(cfg, lambda _m: None).path
 
 
 def stage(rounds: int) -> None:
