@@ -120,7 +120,7 @@ def _tiny_fit(monitor, ds, **fit) -> object:
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
-    return model.fit(ds, verbose=0, callbacks=[monitor], **fit)
+    return model.fit(ds, verbose=0, shuffle=False, callbacks=[monitor], **fit)
 
 
 def test_a_dataset_fit_reads_unwatched_is_refused_by_name():

@@ -73,11 +73,13 @@ class InputWait(keras.callbacks.Callback):
         self.verbose = verbose
         self._stamps: Stamps | None = None
         self._fit: _Fit | None = None
+        self._writer: Any = None
         self.result: Result | None = None
 
     def watch(self, dataset: Any) -> Any:
         """`dataset`, its elements timestamped as the training step takes them (the elements
-        are unchanged). Pass the result to `model.fit`, with this callback."""
+        are unchanged). Pass the result to `model.fit`, with this callback. Watch the training
+        dataset only: batches taken from it outside fit's steps are not a step's."""
         if self._stamps is None:
             self._stamps = Stamps()
         return self._stamps.watch(dataset)
@@ -169,9 +171,11 @@ class InputWait(keras.callbacks.Callback):
         from tfpipe._tf import tf
 
         tf_ = tf()
-        count = hosts.process_count()
-        sub = "train" if count == 1 else f"train-host-{hosts.process_index()}"
-        writer = tf_.summary.create_file_writer(os.path.join(self.log_dir, sub))
+        if self._writer is None:  # one events file for the monitor's life, as Keras's own callback
+            count = hosts.process_count()
+            sub = "train" if count == 1 else f"train-host-{hosts.process_index()}"
+            self._writer = tf_.summary.create_file_writer(os.path.join(self.log_dir, sub))
+        writer = self._writer
         with writer.as_default():
             for name, got in figures.items():
                 if got is None:
