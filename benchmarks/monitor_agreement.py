@@ -15,7 +15,7 @@
 - stage: the watched stage's own cost per element, on a pipeline that costs nothing (a batch
   repeated from memory), taken the same paired way.
 
-    python -m benchmarks.monitor_agreement --agreement --runs 3
+    python -m benchmarks.monitor_agreement --agreement --runs 3 [--cases imagenet:small_cnn,...]
     python -m benchmarks.monitor_agreement --cost --rounds 6
     KERAS_BACKEND=jax /work/venv-jax/bin/python -m benchmarks.monitor_agreement --cost --rounds 6
     python -m benchmarks.monitor_agreement --stage
@@ -74,13 +74,13 @@ def users_fit(report: dict, pipeline: str, model_name: str, seconds: float) -> A
     return monitor.result.host
 
 
-def agreement(runs: int, seconds: float) -> None:
+def agreement(runs: int, seconds: float, cases: list[tuple[str, str]]) -> None:
     print(
         f"{'case':28} run  bench --fit [interval]   user's fit [interval]   diff   differential  "
         "contention  predicted"
     )
     worst = 0.0
-    for pipeline, model in CASES:
+    for pipeline, model in cases:
         for run in range(runs):
             report = bench_fit(pipeline, model, seconds)
             fit = report["fit"]
@@ -135,7 +135,7 @@ def seconds_per_step(model: Any, ds: Any, steps: int, warm: int, callbacks: list
     return (clock.end - clock.start) / steps
 
 
-def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
+def cost(rounds: int, seconds: float, data_dir: str | None, cases: list[tuple[str, str]]) -> None:
     """Paired steps/s with and without the monitor, per case (see the module doc)."""
     import keras
 
@@ -143,7 +143,7 @@ def cost(rounds: int, seconds: float, data_dir: str | None) -> None:
 
     print(f"Keras {keras.__version__} on {keras.backend.backend()}")
     print(f"{'case':28} {'step ms (without)':>18} {'with/without steps/s':>22} {'95% interval':>18}  rounds")
-    for pipeline, model_name in CASES:
+    for pipeline, model_name in cases:
         model, pipe = _case_model(pipeline, model_name, None, DEFAULT_BATCH[pipeline], data_dir)
         warm = 5
         first = seconds_per_step(model, pipe.dataset(), 3, 1, [])
@@ -217,11 +217,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--workdir", default=None, help="where bench's generated datasets are kept")
+    parser.add_argument(
+        "--cases", default=",".join(f"{p}:{m}" for p, m in CASES), help="pipeline:model,... (default: all)"
+    )
     args = parser.parse_args()
+    cases = [(c.split(":")[0], c.split(":")[1]) for c in args.cases.split(",")]
     if args.agreement:
-        agreement(args.runs, args.seconds)
+        agreement(args.runs, args.seconds, cases)
     if args.cost:
-        cost(args.rounds, args.seconds, args.workdir)
+        cost(args.rounds, args.seconds, args.workdir, cases)
     if args.stage:
         stage(args.rounds)
 
