@@ -8,10 +8,12 @@
   differential method (1 - synthetic / real step), which on a CPU also counts the model's
   compute slowed by the pipeline's threads on the shared cores: the report's `contention`.
 - cost: steps/s of `model.fit` with and without the monitor on the same model and pipeline,
-  in alternating paired rounds (A B, then B A, ...), each round's ratio taken from two fits
-  seconds apart; the geometric mean ratio with its 95% interval (benchmarks/paired.py's t).
-  A step is timed from a batch's beginning to the epoch's end (after Keras's final sync on
-  JAX), so asynchronous dispatch cannot hide steps.
+  and the process's CPU seconds per step (all threads; a neighbour taking the cores barely
+  moves it, where it moves steps/s by tens of percent), in alternating paired rounds (A B,
+  then B A, ...), each round's ratio taken from two fits seconds apart; the geometric mean
+  ratio with its 95% interval (benchmarks/paired.py's t). A step is timed from a batch's
+  beginning to the epoch's end (after Keras's final sync on JAX), so asynchronous dispatch
+  cannot hide steps.
 - stage: the watched stage's own cost per element, on a pipeline that costs nothing (a batch
   repeated from memory), taken the same paired way.
 
@@ -29,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -118,41 +121,59 @@ def _case_model(
     return models.build_model(model_name, spec, models.outputs_for(pipe), vocab), pipe
 
 
-def seconds_per_step(model: Any, ds: Any, steps: int, warm: int, callbacks: list) -> float:
-    """A fit's seconds per step from batch `warm`'s beginning to the epoch's end."""
+def seconds_per_step(model: Any, ds: Any, steps: int, warm: int, callbacks: list) -> tuple[float, float]:
+    """A fit's (wall seconds, CPU seconds of the process) per step, from batch `warm`'s
+    beginning to the epoch's end."""
     import keras
 
     class Clock(keras.callbacks.Callback):
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
             if batch == warm:
-                self.start = time.perf_counter()
+                self.start, self.cpu = time.perf_counter(), _cpu()
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            self.end = time.perf_counter()
+            self.end, self.cpu_end = time.perf_counter(), _cpu()
 
     clock = Clock()
     model.fit(ds, epochs=1, steps_per_epoch=warm + steps, verbose=0, callbacks=[clock, *callbacks])
-    return (clock.end - clock.start) / steps
+    return (clock.end - clock.start) / steps, (clock.cpu_end - clock.cpu) / steps
+
+
+def _cpu() -> float:
+    """User and system CPU seconds of this process, every thread (barely moved by load)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _ratio(values: list[float]) -> str:
+    """The geometric mean of per-round ratios with its 95% interval."""
+    logs = [math.log(x) for x in values]
+    mean = statistics.fmean(logs)
+    half = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
+    return f"{math.exp(mean):.4f} [{math.exp(mean - half):.4f}, {math.exp(mean + half):.4f}]"
 
 
 def cost(rounds: int, seconds: float, data_dir: str | None, cases: list[tuple[str, str]]) -> None:
-    """Paired steps/s with and without the monitor, per case (see the module doc)."""
+    """Paired steps/s and CPU per step with and without the monitor, per case (see the module
+    doc)."""
     import keras
 
     import tfpipe
 
     print(f"Keras {keras.__version__} on {keras.backend.backend()}")
-    print(f"{'case':28} {'step ms (without)':>18} {'with/without steps/s':>22} {'95% interval':>18}  rounds")
+    print(
+        f"{'case':26} {'step ms':>8} {'CPU ms/step':>11}  {'steps/s with / without [95%]':>31}  "
+        f"{'CPU per step with / without [95%]':>35}  rounds"
+    )
     for pipeline, model_name in cases:
         model, pipe = _case_model(pipeline, model_name, None, DEFAULT_BATCH[pipeline], data_dir)
         warm = 5
-        first = seconds_per_step(model, pipe.dataset(), 3, 1, [])
+        first, _ = seconds_per_step(model, pipe.dataset(), 3, 1, [])
         steps = max(10, min(300, int(seconds / first)))
-        ratios, plain = [], []
+        speed, cpu, plain, plain_cpu = [], [], [], []
         for r in range(rounds):
-            order = ["without", "with"] if r % 2 == 0 else ["with", "without"]
             got = {}
-            for which in order:
+            for which in ["without", "with"] if r % 2 == 0 else ["with", "without"]:
                 if which == "with":
                     monitor = tfpipe.monitor.InputWait(warmup_steps=warm, verbose=0)
                     got[which] = seconds_per_step(
@@ -160,16 +181,13 @@ def cost(rounds: int, seconds: float, data_dir: str | None, cases: list[tuple[st
                     )
                 else:
                     got[which] = seconds_per_step(model, pipe.dataset(), steps, warm, [])
-            ratios.append(got["without"] / got["with"])  # steps/s with over without
-            plain.append(got["without"])
-        logs = [math.log(x) for x in ratios]
-        mean = statistics.fmean(logs)
-        half = (
-            t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else math.inf
-        )
+            speed.append(got["without"][0] / got["with"][0])  # steps/s with over without
+            cpu.append(got["with"][1] / got["without"][1])
+            plain.append(got["without"][0])
+            plain_cpu.append(got["without"][1])
         print(
-            f"{pipeline + ' ' + model_name:28} {1000 * statistics.median(plain):18.1f} {math.exp(mean):22.4f} "
-            f"[{math.exp(mean - half):.4f}, {math.exp(mean + half):.4f}]  {rounds}",
+            f"{pipeline + ' ' + model_name:26} {1000 * statistics.median(plain):8.1f} "
+            f"{1000 * statistics.median(plain_cpu):11.1f}  {_ratio(speed):>31}  {_ratio(cpu):>35}  {rounds}",
             flush=True,
         )
 
