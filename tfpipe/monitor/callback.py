@@ -214,22 +214,21 @@ def _method(model: Any, backend: str) -> Method:
 
 @dataclasses.dataclass
 class _Fit:
-    """One fit's timestamps and what has been settled of them."""
+    """One fit's timestamps: the epoch's under way, and what earlier epochs came to."""
 
     method: Method
     backend: str
     spe: int
     warmup_calls: int
-    begins: list[float] = dataclasses.field(default_factory=list)
-    firsts: list[bool] = dataclasses.field(default_factory=list)
-    done: dict[int, float] = dataclasses.field(default_factory=dict)
     epoch_figures: list[Figure | None] = dataclasses.field(default_factory=list)
     rows_read: int = 0
+    _before: int = 0  # calls in the epochs settled
+    _begins: list[float] = dataclasses.field(default_factory=list)  # this epoch's calls
+    _done: dict[int, float] = dataclasses.field(default_factory=dict)  # by this epoch's call
+    _by_batch: dict[int, int] = dataclasses.field(default_factory=dict)
+    _loop_end: float = math.nan
     _rows: list[np.ndarray] = dataclasses.field(default_factory=list)
     _deliveries: Deliveries = dataclasses.field(default_factory=Deliveries)
-    _by_batch: dict[int, int] = dataclasses.field(default_factory=dict)
-    _epoch_start: int = 0
-    _loop_end: float = math.nan
     _waits: list[np.ndarray] = dataclasses.field(default_factory=list)
     _periods: list[np.ndarray] = dataclasses.field(default_factory=list)
     _steps: list[np.ndarray] = dataclasses.field(default_factory=list)
@@ -247,21 +246,20 @@ class _Fit:
         return max(1, CAPACITY // (4 * self.spe))
 
     def epoch_begins(self, epoch: int) -> None:
-        self._epoch_start = len(self.begins)
-        self._by_batch = {}
+        self._before += len(self._begins)
+        self._begins, self._done, self._by_batch = [], {}, {}
         self._loop_end = math.nan
 
     def call_begins(self, batch: int, at: float) -> int:
-        j = len(self.begins)
-        self.begins.append(at)
-        self.firsts.append(j == self._epoch_start)
-        self._by_batch[batch + self.spe - 1] = j
-        return j
+        """Records a call's beginning; returns its number since fit began."""
+        self._by_batch[batch + self.spe - 1] = len(self._begins)
+        self._begins.append(at)
+        return self._before + len(self._begins) - 1
 
     def call_done(self, batch: int, at: float) -> None:
-        j = self._by_batch.get(batch)
-        if j is not None:
-            self.done[j] = at
+        i = self._by_batch.get(batch)
+        if i is not None:
+            self._done[i] = at
 
     def loop_ends(self, at: float) -> None:
         if not math.isfinite(self._loop_end):
@@ -276,16 +274,17 @@ class _Fit:
 
     def settle_epoch(self) -> Figure | None:
         """This epoch's calls measured; the epoch's figure."""
-        s, n = self._epoch_start, len(self.begins)
-        if n == s:
+        n = len(self._begins)
+        if n == 0:
             self.epoch_figures.append(None)
             return None
-        begin = np.array(self.begins[s:n])
+        begin = np.array(self._begins)
         until = np.append(begin[1:], self._loop_end)
         # TensorFlow's calls are synchronous: each ends by the next one's beginning.
         jax = self.backend == "jax"
-        done = np.array([self.done.get(j, math.nan) if jax else math.nan for j in range(s, n)])
-        calls = Calls(begin, until, done, np.array(self.firsts[s:n]), np.arange(s, n))
+        done = np.array([self._done.get(i, math.nan) if jax else math.nan for i in range(n)])
+        index = self._before + np.arange(n)
+        calls = Calls(begin, until, done, np.arange(n) == 0, index)
         if self.method == "window":
             rows = np.concatenate(self._rows) if self._rows else np.zeros((0, 3))
             avail, asked = window_batches(rows, calls, self.spe)
@@ -295,7 +294,7 @@ class _Fit:
             self._deliveries.forget_before(begin[-1])
         self._rows = []
         waits, periods, steps = waits_and_periods(calls, avail, asked)
-        measured = np.arange(s, n) >= self.warmup_calls
+        measured = index >= self.warmup_calls
         waits, periods = np.where(measured, waits, np.nan), np.where(measured, periods, np.nan)
         self._waits.append(waits)
         self._periods.append(periods)
