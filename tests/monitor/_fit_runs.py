@@ -35,12 +35,12 @@ import time
 
 import numpy as np
 
-STEP_S = 0.1
+STEP_S = 0.15
 # A step takes its hold and a rest of about REST_S (measured here: 2-4 ms); a producer 1/0.6
 # times slower than that makes 40% of each step wait.
 REST_S = 0.003
 PRODUCER_S = (STEP_S + REST_S) / 0.6
-STEPS, BATCH, WARMUP = 25, 16, 5
+STEPS, BATCH, WARMUP = 24, 16, 5
 
 
 def _hold(keras, holds: list) -> object:
