@@ -569,4 +569,10 @@ def test_the_fit_row_gives_the_monitors_wait_and_the_differential_method_beside_
         "input 618.0 ms/step: the differential method reads 52.8%, of which 4.6 points are the model "
         "computing slower on the cores the pipeline shares"
     ) in text
+    from _report_schema import validate
+
+    obj = report.to_json()
+    validate(obj)
+    validate(obj, use_jsonschema=False)
+    assert obj["fit"]["input_wait_low"] == 0.451 and obj["fit"]["contention"] == 0.046
     assert " ".join(CPU_FIT_NOTE.split()) in text
