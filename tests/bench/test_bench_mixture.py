@@ -152,7 +152,7 @@ def test_the_json_report_holds_the_mixture() -> None:
 
     obj = report().to_json()
     validate(obj)
-    assert obj["schema_minor_version"] == 5
+    assert obj["schema_minor_version"] == 6
     tps = obj["text"]["producer"]["real_tokens_per_sec"]
     alone = [
         {

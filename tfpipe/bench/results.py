@@ -208,15 +208,23 @@ class Simulation:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FitCheck:
-    """`model.fit` on the real pipeline against the same model on on-device synthetic input.
+    """`model.fit` on the real pipeline, measured by `tfpipe.monitor.InputWait`, beside the same
+    model on on-device synthetic input.
 
     Attributes:
       model: the Keras model name.
       device: where it trained.
-      steps: timed steps per run (after warm-up steps).
-      real_step_ms: mean step time with the real pipeline.
+      steps: steps measured on the real pipeline (after warm-up steps).
+      real_step_ms: mean step time with the real pipeline (the monitor's).
       synthetic_step_ms: mean step time with synthetic input already on the device.
-      measured_input_wait: max(0, 1 - synthetic / real).
+      measured_input_wait: the share of the real steps' time spent waiting for their batch, as
+        the monitor measured it (the ground truth).
+      input_wait_low, input_wait_high: its 95% interval (None: too few steps).
+      differential_input_wait: max(0, 1 - synthetic / real), the differential method
+        (DS-Analyzer's): the wait, plus the model's compute slowed by sharing the host's
+        cores with the pipeline, which synthetic input does not.
+      contention: differential_input_wait - measured_input_wait: that slowdown's share of the
+        real step (about 0 on an accelerator, whose compute takes no host cores).
     """
 
     model: str
@@ -225,6 +233,10 @@ class FitCheck:
     real_step_ms: float
     synthetic_step_ms: float
     measured_input_wait: float
+    input_wait_low: float | None = None
+    input_wait_high: float | None = None
+    differential_input_wait: float | None = None
+    contention: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

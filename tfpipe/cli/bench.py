@@ -203,7 +203,10 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
         help="also run against a consumer sleeping the step time; measure input wait",
     )
     g.add_argument(
-        "--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input"
+        "--fit",
+        action="store_true",
+        help="also run model.fit of --model on the pipeline (its input wait measured by tfpipe.monitor) "
+        "and on synthetic input",
     )
     g.add_argument(
         "--compare",

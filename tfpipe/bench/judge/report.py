@@ -63,7 +63,9 @@ SCHEMA_VERSION = 5
 # producer.windows (the whole pipeline timed twice, tens of seconds apart), the interval's
 # `moved` and `busy`, simulation.host, cores_needed.rises, and cores_needed.cores null when a
 # curve that does not rise would have to be extrapolated.
-SCHEMA_MINOR_VERSION = 5
+# 6 measured fit.measured_input_wait with tfpipe.monitor and added fit.input_wait_low,
+# input_wait_high, differential_input_wait and contention.
+SCHEMA_MINOR_VERSION = 6
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

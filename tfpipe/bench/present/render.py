@@ -10,7 +10,7 @@ from tfpipe.bench.judge.host import sentence as host_sentence
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.present.text import text_rows
-from tfpipe.bench.results import Simulation
+from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import verdict_detail, verdict_title
 from tfpipe.plural import counted
 
@@ -353,6 +353,25 @@ CPU_FIT_NOTE = (
 )
 
 
+def fit_sentence(f: FitCheck, predicted: float) -> str:
+    """--fit's row: the wait the monitor measured in model.fit, then the differential method
+    and what separates them."""
+    low, high = f.input_wait_low, f.input_wait_high
+    interval = "" if low is None or high is None else f" [{100 * low:.0f}, {100 * high:.0f}]"
+    text = (
+        f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline, {f.measured_input_wait:.1%}"
+        f"{interval} of it waiting for its batch (measured in fit by tfpipe.monitor); bench predicted "
+        f"{predicted:.1%} for this consumer"
+    )
+    if f.differential_input_wait is None:  # a report written before schema_minor_version 6
+        return text
+    return (
+        f"{text}. On synthetic input {f.synthetic_step_ms:.1f} ms/step: the differential method reads "
+        f"{f.differential_input_wait:.1%}, of which {100 * (f.contention or 0.0):.1f} points are the model "
+        "computing slower on the cores the pipeline shares"
+    )
+
+
 def short_step_sentence(s: Simulation) -> str:
     """Why a simulation whose consumer could not keep its step checks no prediction."""
     return (
@@ -381,17 +400,8 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
         if not s.holds_step:
             rows.append(("", Text(short_step_sentence(s), style="yellow")))
     if report.fit is not None:
-        f = report.fit
-        rows.append(
-            (
-                "model.fit",
-                f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
-                f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting "
-                f"(the differential method); bench predicted {report.predicted_input_wait:.1%} for this "
-                "consumer",
-            )
-        )
-        if f.device == "CPU":
+        rows.append(("model.fit", fit_sentence(report.fit, report.predicted_input_wait)))
+        if report.fit.device == "CPU":
             rows.append(("", Text(CPU_FIT_NOTE, style="yellow")))
     if report.comparison is not None:
         cmp = report.comparison
