@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from tfpipe.beam import tablescan
-from tfpipe.convert.tables import read as tables_read
-from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
+from tfpipe.modalities.tables.convert import read as tables_read
+from tfpipe.modalities.tables.convert import scan as tables_scan
 
 
 def folder(tmp_path, frames):

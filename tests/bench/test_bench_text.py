@@ -16,10 +16,10 @@ import pytest
 from tfpipe.bench import reference
 from tfpipe.bench.fmt import percent1
 from tfpipe.bench.judge.advice import padding_sentence, text_advice
-from tfpipe.bench.judge.tokens import figures
 from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate, TextMeasure
 from tfpipe.cli import main
+from tfpipe.modalities.text.bench.figures import figures
 
 from support.bench_once import handing, run_cli_handed
 
@@ -323,10 +323,10 @@ def test_a_disagreeing_fill_is_said(capsys) -> None:
 def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, monkeypatch) -> None:
     import types
 
-    from tfpipe.bench.measure import textmeasure
-    from tfpipe.convert.text import tokenizers
     from tfpipe.errors import MissingExtraError
     from tfpipe.format.manifest import Manifest
+    from tfpipe.modalities.text.bench import measure as textmeasure
+    from tfpipe.modalities.text.convert import tokenizers
 
     def missing(path, fingerprint):
         raise MissingExtraError(

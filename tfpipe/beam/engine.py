@@ -27,10 +27,10 @@ from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.plan import ConvertPlan
 from tfpipe.convert.progress import Tick
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables.read import list_table
-from tfpipe.convert.tables.scan import TableOptions, TableScan, check_options
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, PipelineFailed, TfpipeError
+from tfpipe.modalities.tables.convert.read import list_table
+from tfpipe.modalities.tables.convert.scan import TableOptions, TableScan, check_options
 
 _UPLOADS = 16  # task files written or removed at once: GCS requests are latency-bound
 

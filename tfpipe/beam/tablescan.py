@@ -15,9 +15,9 @@ from typing import Any
 
 from tfpipe.convert.formats import parquetfile
 from tfpipe.convert.problems import Problems
-from tfpipe.convert.tables import scan as tables_scan
-from tfpipe.convert.tables.infer import Column
 from tfpipe.errors import DataError
+from tfpipe.modalities.tables.convert import scan as tables_scan
+from tfpipe.modalities.tables.convert.infer import Column
 
 _NUMBERS = ("int", "float")
 _TEXT = ("string", "category")

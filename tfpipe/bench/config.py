@@ -96,7 +96,7 @@ class BenchConfig:
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
       fit: also run `model.fit` of `model` on the real pipeline and on synthetic input.
       profile: directory for a TensorFlow profiler trace of the full pipeline's window.
-      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.bench.measure.recipe`)
+      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.modalities.images.bench.recipe`)
         on the same data and report the ratio.
       hosts: hosts training together; the producer measured here is one host's.
       workdir: where the synthetic dataset is cached; None uses the user cache directory.
@@ -242,7 +242,7 @@ def _warmup(name: str, value: object) -> object:
 
 
 def _sequence_length(name: str, value: object) -> object:
-    from tfpipe.presets.text import MAX_SEQUENCE_LENGTH
+    from tfpipe.modalities.text.preset import MAX_SEQUENCE_LENGTH
 
     return check_int(name, value, 2, MAX_SEQUENCE_LENGTH, optional=True)
 

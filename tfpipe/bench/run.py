@@ -206,15 +206,15 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     before anything is timed; None for other pipelines."""
     if cfg.pipeline != "text":
         return None
-    from tfpipe.bench.measure import textmeasure
+    from tfpipe.modalities.text.bench import measure as bench_measure
 
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
     # rule, on `fill.epoch_rows`, the count reported here).
-    text = textmeasure.measure(pipe, seconds=cfg.seconds)
+    text = bench_measure.measure(pipe, seconds=cfg.seconds)
     if getattr(pipe, "mixture", None) is None:
         return text
-    from tfpipe.bench.measure import mixshare
+    from tfpipe.modalities.text.bench import mixshare
 
     say(f"Counting the mixture's real tokens by source over the same {text.batches:,} batches")
     documents, tokens = mixshare.totals(pipe)  # type: ignore[arg-type]
@@ -403,7 +403,7 @@ def _compare(
     epoch, which small data turns into most of the time. Its file list is repeated instead, so
     one epoch outlasts the warm-up and the window, as training on full ImageNet would.
     """
-    from tfpipe.bench.measure.recipe import recipe_dataset
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
     say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
     files = list(pipe.files)

@@ -285,7 +285,7 @@ def _pairs(flag: str, values: list[str]) -> list[tuple[str, str]]:
 
 def _text_options(args: argparse.Namespace) -> dict[str, object]:
     """--special-tokens as convert() takes it (a mapping of roles to tokens)."""
-    from tfpipe.convert.text.specialtokens import parse
+    from tfpipe.modalities.text.convert.specialtokens import parse
 
     return {"special_tokens": parse(args.special_tokens)} if args.special_tokens else {}
 

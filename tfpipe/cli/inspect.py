@@ -7,9 +7,9 @@ import argparse
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
-from tfpipe.convert.text.source import sample
 from tfpipe.errors import TfpipeError
 from tfpipe.format.manifest import Manifest
+from tfpipe.modalities.text.convert.source import sample
 from tfpipe.packing.fill import predict_fill
 from tfpipe.plural import counted
 

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from tfpipe.convert.text.specialtokens import check_named
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.modalities.text.convert.specialtokens import check_named
 from tfpipe.validation import as_int, check_choice, check_int
 
 Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"]

@@ -18,12 +18,12 @@ import stat
 from tfpipe import storage
 from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.formats import hfsaved, jsonlfile, textfile
-from tfpipe.convert.images import folders
-from tfpipe.convert.images.labels import SYNSET_RE
-from tfpipe.convert.tables.read import TABLE_SUFFIXES, list_table
-from tfpipe.convert.text import listing as text_listing
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.manifest import Manifest
+from tfpipe.modalities.images.convert import folders
+from tfpipe.modalities.images.convert.labels import SYNSET_RE
+from tfpipe.modalities.tables.convert.read import TABLE_SUFFIXES, list_table
+from tfpipe.modalities.text.convert import listing as text_listing
 
 _PARTITION_RE = re.compile(r"^[^=]+=[^=]*$")  # a Hive partition folder: key=value
 

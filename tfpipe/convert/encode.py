@@ -14,10 +14,10 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.kind import Tally
-from tfpipe.convert.tables.infer import null_value_error
 from tfpipe.errors import CredentialsError, DataError
 from tfpipe.format.codec import encode_columns, encode_example
 from tfpipe.format.schema import IMAGE_SCHEMA, Schema
+from tfpipe.modalities.tables.convert.infer import null_value_error
 
 
 class Work:
@@ -90,7 +90,7 @@ def encode_images(task: ImageTask) -> list[Encoded]:
       StorageError: a file could not be read (missing, permissions, a gs:// outage after
         the retries): that fails the run, which `--resume` continues, instead of dropping it.
     """
-    from tfpipe.convert.images.decode import UndecodableImage, normalize_image, trusted_passthrough
+    from tfpipe.modalities.images.convert.decode import UndecodableImage, normalize_image, trusted_passthrough
 
     out = []
     for item in task.items:
@@ -218,7 +218,7 @@ def copy_images(work: ImageTask, shard: int, first: int) -> EncodedPiece | None:
     reads it again from the page cache: the copy itself runs in the writing process, so the
     bytes never cross a pipe.
     """
-    from tfpipe.convert.images.decode import trusted_passthrough
+    from tfpipe.modalities.images.convert.decode import trusted_passthrough
 
     if work.check != "header":
         return None

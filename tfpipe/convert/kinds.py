@@ -19,9 +19,9 @@ from typing import Any
 from tfpipe.convert.config import ConvertConfig, check_applies
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables.scan import TableScan, scan
 from tfpipe.errors import ConfigError
 from tfpipe.format.manifest import Manifest
+from tfpipe.modalities.tables.convert.scan import TableScan, scan
 
 _REGISTRY: dict[str, Kind] = {}
 
@@ -108,9 +108,9 @@ def open_source(
 def _load_builtins() -> None:
     if "images" in _REGISTRY:
         return
-    from tfpipe.convert.images.kind import IMAGES
-    from tfpipe.convert.tables.kind import TABLES
-    from tfpipe.convert.text.kind import TEXT
+    from tfpipe.modalities.images.convert.kind import IMAGES
+    from tfpipe.modalities.tables.convert.kind import TABLES
+    from tfpipe.modalities.text.convert.kind import TEXT
 
     for kind in (IMAGES, TABLES, TEXT):
         _REGISTRY.setdefault(kind.name, kind)

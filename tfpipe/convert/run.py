@@ -36,8 +36,6 @@ from tfpipe.convert.plan import (
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
 from tfpipe.convert.sources import Source, joining
-from tfpipe.convert.tables import scan as tables_scan
-from tfpipe.convert.tables.scan import TableScan
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
     ConfigError,
@@ -48,6 +46,8 @@ from tfpipe.errors import (
 )
 from tfpipe.format import commit_markers
 from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.modalities.tables.convert import scan as tables_scan
+from tfpipe.modalities.tables.convert.scan import TableScan
 from tfpipe.validation import check_choice
 
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}

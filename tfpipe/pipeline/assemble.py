@@ -4,6 +4,7 @@ where it starts, as a `Pipeline`.
 
 from __future__ import annotations
 
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.decide import Decisions
 from tfpipe.pipeline.order import resumable
@@ -12,7 +13,6 @@ from tfpipe.pipeline.read.shard import verify_group
 from tfpipe.pipeline.request import Request
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.stage import StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 
 # Share of ram_budget the shuffle buffer may take.
 SHUFFLE_SHARE = 0.25

@@ -12,6 +12,8 @@ import warnings
 from typing import Any
 
 from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
+from tfpipe.modalities.text import stages as text_stages
+from tfpipe.modalities.text.preset import TextPacking
 from tfpipe.packing.fill import epoch_rows
 from tfpipe.pipeline import checks
 from tfpipe.pipeline.config import DEFAULT_TRAINING_ORDER, PipelineConfig
@@ -21,10 +23,8 @@ from tfpipe.pipeline.read.sharding import FileShare, share_files
 from tfpipe.pipeline.read.skips import SkipCounter
 from tfpipe.pipeline.request import Request
 from tfpipe.pipeline.stages import padding
-from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.presets.text import TextPacking
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.

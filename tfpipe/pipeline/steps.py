@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
+from tfpipe.modalities.text.preset import TextOptions, plan_packing
 from tfpipe.packing.fill import epoch_rows
 from tfpipe.pipeline.read.resolve import ResolvedData, resolve
 from tfpipe.presets import PresetContext, options_of
-from tfpipe.presets.text import TextOptions, plan_packing
 from tfpipe.validation import check_batch_size, check_bool
 
 

@@ -14,8 +14,8 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (tfpipe/presets/imagenet.py), "tabular"
-(tfpipe/presets/tabular.py) and "text" (tfpipe/presets/text.py). `preset=None` picks one from the
+Built-in presets: "imagenet" (tfpipe/modalities/images/preset.py), "tabular"
+(tfpipe/modalities/tables/preset.py) and "text" (tfpipe/modalities/text/preset.py). `preset=None` picks one from the
 manifest's layout. The types a
 preset is made of are in tfpipe/presets/base.py (which the built-ins import, so that no preset
 module imports the registry that loads it); this module is the registry.
@@ -86,9 +86,9 @@ def preset_names() -> list[str]:
 def _load_builtins() -> None:
     if "imagenet" in _REGISTRY:
         return
-    from tfpipe.presets.imagenet import IMAGENET
-    from tfpipe.presets.tabular import TABULAR
-    from tfpipe.presets.text import TEXT
+    from tfpipe.modalities.images.preset import IMAGENET
+    from tfpipe.modalities.tables.preset import TABULAR
+    from tfpipe.modalities.text.preset import TEXT
 
     _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
     _REGISTRY.setdefault(TABULAR.name, TABULAR)

@@ -199,7 +199,7 @@ def test_header_check_copies_whole_jpegs_and_still_catches_truncation(tf, imagen
 
 
 def test_trusted_passthrough_structure_rules():
-    from tfpipe.convert.images.decode import normalize_image, trusted_passthrough
+    from tfpipe.modalities.images.convert.decode import normalize_image, trusted_passthrough
 
     rgb = fake_data.encode_jpeg(np.full((30, 40, 3), 128, np.uint8))
     out = trusted_passthrough(rgb)

@@ -1,4 +1,4 @@
-"""tfpipe.convert.images.decode: every input becomes an RGB JPEG that TensorFlow decodes, or a reason."""
+"""tfpipe.modalities.images.convert.decode: every input becomes an RGB JPEG that TensorFlow decodes, or a reason."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFile
 
-from tfpipe.convert.images.decode import (
+from tfpipe.errors import ConfigError, DataError
+from tfpipe.modalities.images.convert.decode import (
     IMAGE_EXTENSIONS,
     MAX_PIXELS,
     EncodedImage,
@@ -19,7 +20,6 @@ from tfpipe.convert.images.decode import (
     resized_dims,
     sniff_format,
 )
-from tfpipe.errors import ConfigError, DataError
 from tfpipe.testing.fake_data import to_cmyk
 
 H, W = 75, 101  # odd sizes, so chroma subsampling and rounding edges show

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 import tfpipe
-from tfpipe.convert.images.decode import normalize_image
 from tfpipe.errors import DataError
+from tfpipe.modalities.images.convert.decode import normalize_image
 from tfpipe.testing import fake_data
 
 from support.cli import run_cli

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import tfpipe
-from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.errors import ConfigError, DataError
+from tfpipe.modalities.tables.convert import scan as tables_scan
 
 from support.cli import main_cli, run_cli
 from support.records import column, nothing_written, records

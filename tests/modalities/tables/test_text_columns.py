@@ -220,7 +220,7 @@ def test_int64_range_is_exact_at_nineteen_digits():
     # The check compares digit strings, not floats: the last unit on each side decides.
     import pandas as pd
 
-    from tfpipe.convert.tables.values import beyond_int64_text
+    from tfpipe.modalities.tables.convert.values import beyond_int64_text
 
     fits = [str(2**63 - 1), str(-(2**63)), "+0009223372036854775807", " 42 ", "-0"]
     assert beyond_int64_text(pd.Series(fits, dtype="string")) is None

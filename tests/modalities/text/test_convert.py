@@ -11,9 +11,9 @@ import struct
 import pytest
 
 import tfpipe
-from tfpipe.convert.text import tokenizers
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.manifest_text import length_bin
+from tfpipe.modalities.text.convert import tokenizers
 from tfpipe.synthetic.text import write_corpus
 
 from support.records import nothing_written, records

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tfpipe.convert.text import tokenizers
 from tfpipe.format.manifest import Manifest
+from tfpipe.modalities.text.convert import tokenizers
 
 from support.cli import cli_here as cli
 from support.records import nothing_written, records

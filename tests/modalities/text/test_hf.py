@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tfpipe.convert.text import tokenizers
+from tfpipe.modalities.text.convert import tokenizers
 
 from support.records import nothing_written, records
 from support.text_data import convert, docs, token_lists, tokenizer_path, trained

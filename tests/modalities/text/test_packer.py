@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 
 import tfpipe
+from tfpipe.modalities.text import packer
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.packing import KEYS, MODES, fill, reference, spec
 from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
-from tfpipe.pipeline.text import packer
-from tfpipe.pipeline.text import stages as text_stages
 
 _graph_pack = tf.function(
     tf.autograph.experimental.do_not_convert(

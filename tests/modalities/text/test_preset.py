@@ -12,10 +12,10 @@ import tensorflow as tf
 
 import tfpipe
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.packing import reference
 from tfpipe.packing.spec import DEFAULT_CHUNK, MAX_CHUNK, chunk_documents
 from tfpipe.pipeline import TilingWarning, plan
-from tfpipe.pipeline.text import stages as text_stages
 
 B, L = 8, 128
 
@@ -185,7 +185,7 @@ def test_refusals_name_the_option(text_ds):
 
 def test_classifier_without_cls_and_sep_frames_with_bos_and_eos(spm_text):
     """SentencePiece's default ids give <s> and </s>, no CLS or SEP: framed as RoBERTa frames a
-    sequence, and said (a tokenizer with neither is refused: tests/convert/text/test_special_tokens.py)."""
+    sequence, and said (a tokenizer with neither is refused: tests/modalities/text/test_special_tokens.py)."""
     pipe = plan(
         spm_text[0], batch_size=B, sequence_length=L, output="keras_classifier", label="tokens", truncate=True
     )

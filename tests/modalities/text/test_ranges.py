@@ -9,10 +9,10 @@ import os
 import pytest
 
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.text import ranges as text_ranges
-from tfpipe.convert.text import scan as text_scan
-from tfpipe.convert.text.reader import Reading
-from tfpipe.convert.text.source import open_text
+from tfpipe.modalities.text.convert import ranges as text_ranges
+from tfpipe.modalities.text.convert import scan as text_scan
+from tfpipe.modalities.text.convert.reader import Reading
+from tfpipe.modalities.text.convert.source import open_text
 
 from support.records import nothing_written
 from support.text_data import convert, docs, tokenizer_path

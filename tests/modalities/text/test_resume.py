@@ -19,11 +19,11 @@ import pytest
 
 import tfpipe
 from tfpipe import storage
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.packing import reference
 from tfpipe.pipeline import plan
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order import stream as order_stream
-from tfpipe.pipeline.text import stages as text_stages
 
 tf = pytest.importorskip("tensorflow")
 

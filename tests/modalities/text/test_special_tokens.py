@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import tfpipe
-from tfpipe.convert.text import specialtokens, tokenizers
 from tfpipe.errors import ConfigError, ManifestError
 from tfpipe.format.manifest_text import TokenizerInfo
+from tfpipe.modalities.text.convert import specialtokens, tokenizers
 
 from support.records import nothing_written, records
 from support.text_data import convert, docs, trained

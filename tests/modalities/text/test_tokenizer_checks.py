@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tfpipe.convert.text import tokenizers, tokenizertrain
+from tfpipe.modalities.text.convert import tokenizers, tokenizertrain
 
 from support.records import nothing_written, records
 from support.text_data import convert, docs, token_lists, tokenizer_path

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from tfpipe.convert.text import tokenizers, tokenizertrain
 from tfpipe.errors import DataError
+from tfpipe.modalities.text.convert import tokenizers, tokenizertrain
 
 from support.text_data import docs, trained
 from support.without import run_without

@@ -12,10 +12,10 @@ import math
 
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.fmt import figure, percent, percent1, rate
-from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, ServiceEstimate
 from tfpipe.bench.results import Storage, TextMeasure
 from tfpipe.bench.wait import Band, band
+from tfpipe.modalities.text.bench.figures import TextFigures
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe.bench import results, wait
-from tfpipe.bench.judge import advice, tokens, verdict
+from tfpipe.bench.judge import advice, verdict
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.profiles.analysis import Profile
+from tfpipe.modalities.text.bench import figures as text_figures
 from tfpipe.storage import is_gcs
 
 
@@ -81,9 +82,9 @@ def _text(
     stages: tuple[results.StageRate, ...],
     scaling: tuple[results.ScalingPoint, ...],
     storage: results.Storage | None,
-) -> tokens.TextFigures:
+) -> text_figures.TextFigures:
     """A text pipeline's figures in tokens."""
-    return tokens.figures(
+    return text_figures.figures(
         text,
         producer=producer,
         consumer_eps=consumer.examples_per_sec,
@@ -113,7 +114,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: tokens.TextFigures | None = None,
+    text: text_figures.TextFigures | None = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
     When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:

@@ -22,7 +22,6 @@ from typing import Any
 
 from tfpipe._version import __version__
 from tfpipe.bench.judge.advice import Recommendation
-from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.results import (
@@ -37,6 +36,7 @@ from tfpipe.bench.results import (
     Storage,
 )
 from tfpipe.bench.wait import Band, WaitInterval
+from tfpipe.modalities.text.bench.figures import TextFigures
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and

@@ -19,11 +19,11 @@ from tfpipe import storage
 from tfpipe.bench.config import BenchConfig, pipeline_of
 from tfpipe.bench.measure import synthetic
 from tfpipe.bench.results import DatasetInfo
-from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
-from tfpipe.convert.tables.scan import TABLE_SUFFIXES
-from tfpipe.convert.text.reader import kind_of
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.modalities.images.convert.decode import IMAGE_EXTENSIONS
+from tfpipe.modalities.tables.convert.scan import TABLE_SUFFIXES
+from tfpipe.modalities.text.convert.reader import kind_of
 from tfpipe.pipeline.read import tfds_info
 from tfpipe.pipeline.read.resolve import DataPath, data_path
 

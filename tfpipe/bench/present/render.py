@@ -8,9 +8,9 @@ from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percen
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import Bottleneck
-from tfpipe.bench.present.text import text_rows
 from tfpipe.bench.results import Simulation
 from tfpipe.bench.wait import verdict_words
+from tfpipe.modalities.text.bench.present import text_rows
 from tfpipe.plural import counted
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.

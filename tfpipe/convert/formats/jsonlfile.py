@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert.text import listing as text_listing
-from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
+from tfpipe.modalities.text.convert import listing as text_listing
+from tfpipe.modalities.text.convert import reader as text_reader
 
 SUFFIXES = (".jsonl", ".ndjson")
 _INT64 = 1 << 63

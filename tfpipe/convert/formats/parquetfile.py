@@ -81,7 +81,7 @@ def to_frame(batch: Any) -> Any:
     nullable with a NaN kept as a value apart from a null (to_pandas() makes both NaN)."""
     import pyarrow as pa
 
-    from tfpipe.convert.tables.values import float_series
+    from tfpipe.modalities.tables.convert.values import float_series
 
     frame = batch.to_pandas(types_mapper=arrow_to_pandas, ignore_metadata=True)
     for i, field in enumerate(batch.schema):

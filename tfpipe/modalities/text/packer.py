@@ -1,7 +1,7 @@
 """The text packer in TensorFlow ops: one chunk of parsed documents -> rows `[R, L]`.
 
 The algorithm and its modes are described in tfpipe/packing/reference.py, whose `pack` gives
-exactly the rows this module gives (tests/pipeline/text/test_packer.py checks it on real text).
+exactly the rows this module gives (tests/modalities/text/test_packer.py checks it on real text).
 Everything runs inside a tf.data map, with no `py_function`. first_fit loops once per round,
 never per document: a round places a piece in many rows at once with an argsort, a few
 searchsorted and scatters (20 to 90 rounds for a chunk of 512 rows of real text).

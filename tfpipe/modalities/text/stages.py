@@ -30,6 +30,7 @@ from typing import Any
 
 from tfpipe._tf import plain, tf
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import packer
 from tfpipe.packing import reference
 from tfpipe.packing.fill import epoch_rows, predicted_fill
 from tfpipe.packing.spec import added_tokens, chunk_size
@@ -37,7 +38,6 @@ from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.order.resumable import KEY_ROWS, MAX_POSITION, domain_key
 from tfpipe.pipeline.read import raw
 from tfpipe.pipeline.read.sharding import share_files
-from tfpipe.pipeline.text import packer
 
 TOKENS = "tokens"
 

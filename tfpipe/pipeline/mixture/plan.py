@@ -16,6 +16,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, TfpipeError
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
@@ -25,7 +26,6 @@ from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.read.resolve import resolve
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.read import read_calls, shard_reader
-from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
 
 

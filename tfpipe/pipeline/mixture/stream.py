@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
-from tfpipe.pipeline.text import stages as text_stages
 
 _FOREVER = (1 << 63) - 1
 

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.read.sharding import share_files
-from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
+    from tfpipe.modalities.text.preset import TextPacking
     from tfpipe.pipeline.config import PipelineConfig
     from tfpipe.pipeline.read.resolve import ResolvedData
-    from tfpipe.presets.text import TextPacking
 
 
 def batches(examples: int, batch: int, drop: bool) -> int:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe._tf import Dataset
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.order.resumable import ORDER_VERSION, OrderSpec
 from tfpipe.pipeline.read.resolve import ResolvedData
@@ -48,7 +49,6 @@ from tfpipe.pipeline.stages.read import (
     shuffle_stage,
 )
 from tfpipe.pipeline.stages.stage import Stage, StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetLike
 

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.read import raw
 from tfpipe.pipeline.read.generation import Generation
 from tfpipe.pipeline.read.shard import read_shard, verify_group
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 
 
 def list_files_stage(p: StagePlan) -> StageFn:

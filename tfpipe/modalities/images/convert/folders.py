@@ -27,10 +27,10 @@ from typing import NamedTuple
 
 from tfpipe import storage
 from tfpipe.convert.encode import ImageItem
-from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
-from tfpipe.convert.images.labels import read_labels
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
+from tfpipe.modalities.images.convert.decode import IMAGE_EXTENSIONS
+from tfpipe.modalities.images.convert.labels import read_labels
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

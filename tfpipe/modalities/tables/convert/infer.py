@@ -18,9 +18,9 @@ import dataclasses
 import shlex
 from typing import Any
 
-from tfpipe.convert.tables import values
 from tfpipe.errors import DataError
 from tfpipe.format.schema import kind_for_pandas
+from tfpipe.modalities.tables.convert import values
 
 KIND_NAMES = {
     "int": "integers",

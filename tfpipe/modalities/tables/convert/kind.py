@@ -13,11 +13,11 @@ from tfpipe.convert.config import TABLE_FORMATS, ConvertConfig
 from tfpipe.convert.encode import Piece, TableTask
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
-from tfpipe.convert.tables import read as tables_read
-from tfpipe.convert.tables import scan as tables_scan
 from tfpipe.convert.writer import files_holding
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.schema import Schema
+from tfpipe.modalities.tables.convert import read as tables_read
+from tfpipe.modalities.tables.convert import scan as tables_scan
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

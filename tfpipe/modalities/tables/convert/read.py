@@ -215,7 +215,7 @@ def _csv_frames(path: str, reading: Reading, chunk_rows: int, header: list[str] 
     """A CSV file's chunks: text in the first pass (`kinds` None), else typed as `kinds` says."""
     import pandas as pd
 
-    from tfpipe.convert.tables import values
+    from tfpipe.modalities.tables.convert import values
 
     names = header if reading.kinds is None else list(reading.kinds)
     dtype = (
@@ -251,7 +251,7 @@ def _with_partition(
     """The frame with its file's partition values as columns: text, or typed as `kinds` says."""
     import pandas as pd
 
-    from tfpipe.convert.tables import values
+    from tfpipe.modalities.tables.convert import values
 
     clash = sorted(set(partition) & {str(c) for c in frame.columns})
     if clash:

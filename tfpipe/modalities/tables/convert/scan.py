@@ -20,9 +20,14 @@ from tfpipe import storage
 from tfpipe.convert.config import ALL_COLUMNS
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
 from tfpipe.convert.problems import Problems
-from tfpipe.convert.tables.infer import Column, null_value_error
-from tfpipe.convert.tables.read import TABLE_SUFFIXES as TABLE_SUFFIXES  # where bench.data finds it
-from tfpipe.convert.tables.read import (
+from tfpipe.errors import ConfigError, DataError
+from tfpipe.format.manifest import SkippedInput
+from tfpipe.format.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
+from tfpipe.modalities.tables.convert.infer import Column, null_value_error
+from tfpipe.modalities.tables.convert.read import (
+    TABLE_SUFFIXES as TABLE_SUFFIXES,  # where bench.data finds it
+)
+from tfpipe.modalities.tables.convert.read import (
     TYPED_FORMATS,
     NullValues,
     Reading,
@@ -30,9 +35,6 @@ from tfpipe.convert.tables.read import (
     list_table,
     read_chunks,
 )
-from tfpipe.errors import ConfigError, DataError
-from tfpipe.format.manifest import SkippedInput
-from tfpipe.format.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
 
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
 

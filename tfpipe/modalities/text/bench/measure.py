@@ -272,7 +272,7 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[list[float]
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.convert.text.tokenizers import load_checked
+        from tfpipe.modalities.text.convert.tokenizers import load_checked
 
         tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
+from tfpipe.modalities.text import packer
+from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
-from tfpipe.pipeline.text import packer
-from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.mixture.plan import MixturePipeline

@@ -10,8 +10,8 @@ from rich.text import Text
 from tfpipe.bench.fmt import figure, percent1, rate
 from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
 from tfpipe.bench.judge.report import Report
-from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.results import TextMeasure
+from tfpipe.modalities.text.bench.figures import TextFigures
 
 
 def text_rows(report: Report) -> list[tuple[str, Any]]:

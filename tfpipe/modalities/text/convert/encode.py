@@ -16,14 +16,14 @@ import dataclasses
 import itertools
 
 from tfpipe.convert.encode import Encoded, EncodedPiece, Work
-from tfpipe.convert.text.ranges import Checkpoint
-from tfpipe.convert.text.reader import Doc, Raw, Reading, Span, parse, read_raw, where
-from tfpipe.convert.text.tally import TextTally
-from tfpipe.convert.text.tokenizers import Tokenizer, load_stored
 from tfpipe.errors import DataError
 from tfpipe.format.codec import encode_example, packed_int64_lists
 from tfpipe.format.schema import VARIABLE, Field, Schema
 from tfpipe.format.tfrecord import frame_record
+from tfpipe.modalities.text.convert.ranges import Checkpoint
+from tfpipe.modalities.text.convert.reader import Doc, Raw, Reading, Span, parse, read_raw, where
+from tfpipe.modalities.text.convert.tally import TextTally
+from tfpipe.modalities.text.convert.tokenizers import Tokenizer, load_stored
 
 TOKENS = "tokens"
 LABEL = "label"

@@ -17,11 +17,18 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.text import reader as text_reader
-from tfpipe.convert.text.encode import TextTask
-from tfpipe.convert.text.ranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
-from tfpipe.convert.text.reader import Raw, Reading
 from tfpipe.errors import DataError
+from tfpipe.modalities.text.convert import reader as text_reader
+from tfpipe.modalities.text.convert.encode import TextTask
+from tfpipe.modalities.text.convert.ranges import (
+    DOCS_PER_TASK,
+    TEXT_PER_TASK,
+    Checkpoint,
+    Points,
+    cuts,
+    within,
+)
+from tfpipe.modalities.text.convert.reader import Raw, Reading
 
 File = tuple[str, int, Points]
 """A file holding documents of a shard: its path, the index in the plan of its first document,

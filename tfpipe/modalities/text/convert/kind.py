@@ -12,13 +12,13 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.config import NOT_TEXT_OPTIONS
 from tfpipe.convert.kind import Kind
-from tfpipe.convert.text.inputs import TextInputs
-from tfpipe.convert.text.source import TextSource, open_text
-from tfpipe.convert.text.tally import TextTally
 from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Checksum
 from tfpipe.format.manifest_text import LengthsFile, lengths_name
+from tfpipe.modalities.text.convert.inputs import TextInputs
+from tfpipe.modalities.text.convert.source import TextSource, open_text
+from tfpipe.modalities.text.convert.tally import TextTally
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 from tfpipe import storage
 from tfpipe.convert.formats import textfile
-from tfpipe.convert.text.listing import read_as
-from tfpipe.convert.text.reader import Reading, Span
+from tfpipe.modalities.text.convert.listing import read_as
+from tfpipe.modalities.text.convert.reader import Reading, Span
 
 DOCS_PER_TASK = 256
 TEXT_PER_TASK = 1 << 18

@@ -36,8 +36,8 @@ from typing import Any, BinaryIO, NamedTuple
 from tfpipe import storage
 from tfpipe.convert.formats import textcolumns, textfile
 from tfpipe.convert.formats.textfile import UNREADABLE, strip_bom
-from tfpipe.convert.text.listing import COLUMNS, kind_of, read_as
 from tfpipe.errors import DataError
+from tfpipe.modalities.text.convert.listing import COLUMNS, kind_of, read_as
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

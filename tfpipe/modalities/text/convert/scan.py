@@ -20,13 +20,13 @@ from tfpipe import storage
 from tfpipe.convert.formats import hfsaved
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.convert.problems import Problems
-from tfpipe.convert.text import listing as text_listing
-from tfpipe.convert.text import ranges as text_ranges
-from tfpipe.convert.text import reader as text_reader
-from tfpipe.convert.text.ranges import Marks, Points, Segment, packed, unpacked
-from tfpipe.convert.text.reader import Reading
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
+from tfpipe.modalities.text.convert import listing as text_listing
+from tfpipe.modalities.text.convert import ranges as text_ranges
+from tfpipe.modalities.text.convert import reader as text_reader
+from tfpipe.modalities.text.convert.ranges import Marks, Points, Segment, packed, unpacked
+from tfpipe.modalities.text.convert.reader import Reading
 
 _INT64 = 2**63
 

@@ -21,14 +21,6 @@ from typing import Any
 from tfpipe import storage
 from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.text import ranges as text_ranges
-from tfpipe.convert.text import reader as text_reader
-from tfpipe.convert.text import scan as text_scan
-from tfpipe.convert.text import specialtokens, tokenizers, tokenizertrain
-from tfpipe.convert.text.encode import text_schema
-from tfpipe.convert.text.inputs import Cursor, TextInputs, cut
-from tfpipe.convert.text.reader import Reading
-from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
 from tfpipe.format.codec import decode_example
@@ -36,6 +28,14 @@ from tfpipe.format.manifest import Manifest
 from tfpipe.format.manifest_text import TokenizerInfo
 from tfpipe.format.schema import Schema
 from tfpipe.format.tfrecord import read_records
+from tfpipe.modalities.text.convert import ranges as text_ranges
+from tfpipe.modalities.text.convert import reader as text_reader
+from tfpipe.modalities.text.convert import scan as text_scan
+from tfpipe.modalities.text.convert import specialtokens, tokenizers, tokenizertrain
+from tfpipe.modalities.text.convert.encode import text_schema
+from tfpipe.modalities.text.convert.inputs import Cursor, TextInputs, cut
+from tfpipe.modalities.text.convert.reader import Reading
+from tfpipe.modalities.text.convert.scan import TextScan
 
 _SAMPLE_DOCS = 256  # documents tokenized to estimate the output size
 

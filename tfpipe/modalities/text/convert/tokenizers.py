@@ -19,11 +19,11 @@ import json
 from typing import Any, Literal
 
 from tfpipe import storage
-from tfpipe.convert.text import specialtokens
-from tfpipe.convert.text.specialtokens import ROLES as ROLES
-from tfpipe.convert.text.specialtokens import Roles
 from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.format.manifest_text import TokenizerInfo
+from tfpipe.modalities.text.convert import specialtokens
+from tfpipe.modalities.text.convert.specialtokens import ROLES as ROLES
+from tfpipe.modalities.text.convert.specialtokens import Roles
 
 Kind = Literal["sentencepiece", "huggingface"]
 FILE_NAMES: dict[str, str] = {"sentencepiece": "tokenizer.model", "huggingface": "tokenizer.json"}

@@ -11,8 +11,8 @@ import io
 import re
 from collections.abc import Callable, Iterable, Iterator
 
-from tfpipe.convert.text.tokenizers import TokenizerFile, require
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text.convert.tokenizers import TokenizerFile, require
 
 SPM_TRAIN_THREADS = 4
 """Threads SentencePiece trains with, fixed: its result depends on the thread count (measured:
