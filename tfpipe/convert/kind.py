@@ -93,8 +93,7 @@ class Kind:
       rereads_inputs: the engine reads inputs again after the first pass (tables, text): the
         run refuses to commit if one changed meanwhile.
       missing_applies: the `missing` option is recorded in the manifest (tables).
-      default_preset: the preset `build()` uses for its datasets.
-      bench_hook: what the bench measures for it (a name it looks up).
+      layouts: the manifest layouts its sources write (`Source.layout`); () means its formats.
     """
 
     name: str
@@ -108,5 +107,4 @@ class Kind:
     options_left_out: tuple[str, ...] = TEXT_OPTIONS
     rereads_inputs: bool = False
     missing_applies: bool = False
-    default_preset: str = ""
-    bench_hook: str = ""
+    layouts: tuple[str, ...] = ()

@@ -127,6 +127,4 @@ IMAGES = Kind(
     open=open_images,
     inputs_from_json=ImageInputs.from_json,
     committed=warn_emptied_classes,
-    default_preset="imagenet",
-    bench_hook="images",
 )

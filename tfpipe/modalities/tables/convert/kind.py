@@ -42,7 +42,7 @@ class TableRows:
     drop_label: str | None
     null_values: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     partitions: dict[str, dict[str, str | None]] = dataclasses.field(default_factory=dict)
-    kind: ClassVar[str] = "table"
+    kind: ClassVar[str] = "tables"
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"schema": self.schema.to_json()}
@@ -107,7 +107,7 @@ class TableSource:
     layout: str = "table"
     unit: str = "rows"
     label_offset: int = 0
-    kind = "table"
+    kind = "tables"
     attachments = ()
 
     schema = property(lambda self: self.scan.schema)
@@ -157,12 +157,11 @@ def open_table(
 
 
 TABLES = Kind(
-    name="table",
+    name="tables",
     formats=TABLE_FORMATS,
     open=open_table,
     inputs_from_json=TableRows.from_json,
     rereads_inputs=True,
     missing_applies=True,
-    default_preset="tabular",
-    bench_hook="table",
+    layouts=("table",),
 )

@@ -124,6 +124,4 @@ TEXT = Kind(
     manifest_fields=_manifest_fields,
     options_left_out=NOT_TEXT_OPTIONS,
     rereads_inputs=True,
-    default_preset="text",
-    bench_hook="text",
 )
