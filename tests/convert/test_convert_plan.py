@@ -7,12 +7,12 @@ import pickle
 import pytest
 
 from tfpipe.convert.config import ConvertConfig, ShardConfig
-from tfpipe.convert.encode import ImageItem, ImageTask
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan
 from tfpipe.convert.writer import JournalState, ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Manifest, ShardInfo, SkippedInput, Split
 from tfpipe.format.schema import IMAGE_SCHEMA
+from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
 from tfpipe.modalities.images.convert.folders import ImageScan
 from tfpipe.modalities.images.convert.kind import IMAGES_PER_TASK, ImageSource
 

@@ -202,7 +202,7 @@ def test_fifo_among_the_images_is_refused_not_read(tree, tmp_path):
 
 
 def test_fifo_swapped_in_after_listing_is_refused_by_the_reader(tmp_path):
-    from tfpipe.convert.encode import ImageItem, ImageTask, encode_images
+    from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask, encode_images
     from tfpipe.storage import StorageError
 
     os.mkfifo(tmp_path / "late.JPEG")

@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from tfpipe import storage
-from tfpipe.convert.encode import ImageItem
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
 from tfpipe.modalities.images.convert.decode import IMAGE_EXTENSIONS
+from tfpipe.modalities.images.convert.encode import ImageItem
 from tfpipe.modalities.images.convert.labels import read_labels
 
 

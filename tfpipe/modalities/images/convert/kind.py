@@ -11,13 +11,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from tfpipe.convert.config import ConvertConfig
-from tfpipe.convert.encode import ImageItem, ImageTask, Piece
+from tfpipe.convert.encode import Piece
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning
 from tfpipe.format.manifest import Manifest, Split
 from tfpipe.format.schema import IMAGE_SCHEMA, Schema
 from tfpipe.modalities.images.convert import folders
+from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
 
 IMAGES_PER_TASK = 16
 """Images per worker task: large enough that IPC is <1% of the encode time of a ~110 KB JPEG,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from tfpipe.convert.config import TABLE_FORMATS, ConvertConfig
-from tfpipe.convert.encode import Piece, TableTask
+from tfpipe.convert.encode import Piece
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.convert.writer import files_holding
@@ -18,6 +18,7 @@ from tfpipe.format.manifest import Manifest
 from tfpipe.format.schema import Schema
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
+from tfpipe.modalities.tables.convert.encode import TableTask
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

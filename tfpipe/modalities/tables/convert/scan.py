@@ -465,7 +465,7 @@ def _check_mask_names(
 
 def _estimate_bytes(scan: TableScan) -> int:
     """Encodes the first chunk (<= 1000 rows) and scales its size to all rows."""
-    from tfpipe.convert.encode import TableTask, encode_table
+    from tfpipe.modalities.tables.convert.encode import TableTask, encode_table
 
     chunk, _, path = next(scan.chunks(min(1000, scan.rows)))
     records = encode_table(TableTask(chunk, 0, scan.schema, path))
