@@ -172,7 +172,7 @@ def test_the_plan_type_is_frozen():
 
 
 def table_plan(tmp_path, sizes=(5, 7, 4), num_shards=3, **options):
-    from tfpipe.convert.kinds import open_source
+    from tfpipe.convert.run import open_source
 
     folder = tmp_path / "t"
     folder.mkdir(exist_ok=True)

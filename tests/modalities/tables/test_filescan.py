@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tfpipe.beam import tablescan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import DataError
+from tfpipe.modalities.tables.convert import filescan
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 
@@ -23,8 +23,8 @@ def folder(tmp_path, frames):
 def by_files(src, chunk_rows=4, label=None, missing="fill", missing_label="error"):
     listing = tables_read.list_table(src, "csv")
     options = tables_scan.TableOptions(chunk_rows, label, missing, missing_label)
-    scans = [tablescan.scan_file(f, "csv", options, f == listing.files[0]) for f in listing.files]
-    scan = tablescan.merge(src, "csv", listing, scans, options)
+    scans = [filescan.scan_file(f, "csv", options, f == listing.files[0]) for f in listing.files]
+    scan = filescan.merge(src, "csv", listing, scans, options)
     return scan, scans
 
 

@@ -29,6 +29,12 @@ _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "
 looks_like = text_listing.looks_like_json_lines
 
 
+def named(path: str) -> bool:
+    """Whether the name is a JSON Lines file's (`t.jsonl`, `t.ndjson`, also compressed:
+    `t.jsonl.gz`)."""
+    return text_listing.kind_of(path) == "jsonl"
+
+
 def first_object(path: str) -> dict[str, Any] | None:
     """The first record of a JSON Lines file, or None when its first line is not one."""
     try:

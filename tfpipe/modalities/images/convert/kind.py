@@ -17,7 +17,7 @@ from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning
 from tfpipe.format.manifest import Manifest, Split
 from tfpipe.format.schema import IMAGE_SCHEMA, Schema
-from tfpipe.modalities.images.convert import folders
+from tfpipe.modalities.images.convert import detect, folders
 from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
 
 IMAGES_PER_TASK = 16
@@ -87,7 +87,7 @@ class ImageSource:
 
 
 def open_images(
-    src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None, scan_table: Any = None, dest: str = ""
+    src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None, dest: str = "", on_workers: Any = None
 ) -> ImageSource:
     """Lists image class folders (or a flat folder with a labels file) and shuffles them."""
     offset = cfg.label_offset if cfg.label_offset is not None else (1 if fmt == "imagenet" else 0)
@@ -122,10 +122,32 @@ def _emptied_classes(source: ImageSource, split: Split) -> list[tuple[str, int]]
     return [(source.class_names[label - offset], n) for label, n in sorted(listed.items()) if not kept[label]]
 
 
+def unused(cfg: ConvertConfig) -> dict[str, str]:
+    """A flat folder with --labels keeps its sorted order: the seed shuffles nothing."""
+    if cfg.labels_file is None:
+        return {}
+    return {"seed": "class-folder trees (a flat folder with --labels keeps its sorted order)"}
+
+
 IMAGES = Kind(
     name="images",
     formats=("imagenet", "images"),
     open=open_images,
     inputs_from_json=ImageInputs.from_json,
     committed=warn_emptied_classes,
+    options={
+        "resize_shorter": (),
+        "quality": (),
+        "check": (),
+        "strict": (),
+        "labels_file": (),
+        "label_offset": (),
+        "seed": (),  # it shuffles a class-folder tree's files (a labelled flat folder keeps its order)
+    },
+    sources={("imagenet", "images"): "image folders"},
+    nouns={"imagenet": "an image folder", "images": "an image folder"},
+    unused=unused,
+    signs=((30, detect.class_folders), (50, detect.labelled_flat_folder)),
+    expects=detect.EXPECTS,
+    split_folder=detect.split_folder,
 )

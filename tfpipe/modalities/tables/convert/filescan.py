@@ -1,4 +1,5 @@
-"""The first pass over a table, one file per worker: types, nulls, dropped rows and row counts.
+"""The first pass over a table, one file per worker: types, nulls, dropped rows and row counts
+(`scan_on`, when an engine runs work on its workers: the Beam engine's `on_workers`).
 
 Each worker scans one file from a fresh start and returns what it learned as plain JSON. The
 driver folds the files' results in file order. Where that fold provably equals the local
@@ -11,11 +12,14 @@ sequential scan in the driver, so the error (or result) is exactly the local eng
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from tfpipe.convert.formats import parquetfile
+from tfpipe.convert.kind import OnWorkers
 from tfpipe.convert.problems import Problems
 from tfpipe.errors import DataError
+from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 from tfpipe.modalities.tables.convert.infer import Column
 
@@ -53,6 +57,26 @@ class FileScan:
             tuple(obj["notes"]),
             obj["identity"],
         )
+
+
+def scan_on(
+    on_workers: OnWorkers, src: str, fmt: str, options: tables_scan.TableOptions
+) -> tables_scan.TableScan:
+    """`tables_scan.scan` as a stage of the engine's, one file per worker, with each file's rows
+    to write, folded here in file order."""
+    listing = tables_read.list_table(src, fmt)
+    tables_scan.check_options(src, fmt, options, listing)
+    files = listing.files
+    scan_one = functools.partial(_scan_json, fmt=fmt, options=options, first=files[0])
+    results = on_workers("scan", scan_one, [(f, listing.partition(i)) for i, f in enumerate(files)])
+    return merge(src, fmt, listing, [FileScan.from_json(r) for r in results], options)
+
+
+def _scan_json(
+    item: tuple[str, dict[str, str | None] | None], fmt: str, options: tables_scan.TableOptions, first: str
+) -> dict[str, Any]:
+    path, partition = item
+    return scan_file(path, fmt, options, path == first, partition).to_json()
 
 
 def scan_file(

@@ -6,16 +6,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from tfpipe.convert.config import TABLE_FORMATS, ConvertConfig
+from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.kind import Kind
+from tfpipe.convert.kind import Kind, OnWorkers
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.convert.writer import files_holding
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.schema import Schema
+from tfpipe.modalities.tables.convert import detect, filescan
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 from tfpipe.modalities.tables.convert.encode import TableTask
@@ -142,20 +143,22 @@ def open_table(
     fmt: str,
     cfg: ConvertConfig,
     joins: Manifest | None,
-    scan_table: Callable[..., tables_scan.TableScan] = tables_scan.scan,
     dest: str = "",
+    on_workers: OnWorkers | None = None,
 ) -> TableSource:
-    """Scans a table once for its shape, schema and row count.
-
-    Args:
-      scan_table: the table's first pass, `tables_scan.scan(src, fmt, TableOptions)` (the Beam
-        engine runs it on its workers).
-    """
-    scan = scan_table(src, fmt, tables_scan.TableOptions.of(cfg))
+    """Scans a table once for its shape, schema and row count: in this process, or a file at a
+    time on the engine's workers (`on_workers`, the Beam engine's), folded in file order."""
+    options = tables_scan.TableOptions.of(cfg)
+    if on_workers is None:
+        scan = tables_scan.scan(src, fmt, options)
+    else:
+        scan = filescan.scan_on(on_workers, src, fmt, options)
     files = [relative(f, src) for f in scan.files]
     digest = hashlib.sha256(json.dumps([files, scan.rows, scan.kinds]).encode()).hexdigest()
     return TableSource(scan, cfg.chunk_rows, digest)
 
+
+TABLE_FORMATS = ("csv", "parquet", "arrow", "jsonl")
 
 TABLES = Kind(
     name="tables",
@@ -165,4 +168,24 @@ TABLES = Kind(
     rereads_inputs=True,
     missing_applies=True,
     layouts=("table",),
+    options={
+        "label": (),
+        "missing": (),
+        "missing_label": (),
+        "chunk_rows": (),
+        "column_types": (),  # in Parquet, of Hive partition columns (`tables_scan.check_options`)
+        "encoding": ("csv",),
+        "null_values": ("csv",),
+    },
+    sources={TABLE_FORMATS: "tables", ("csv",): "CSV files"},
+    nouns={
+        "csv": "a CSV table",
+        "parquet": "a Parquet table",
+        "arrow": "an Arrow IPC table",
+        "jsonl": "a JSON Lines table",
+    },
+    detect_file=detect.detect_file,
+    signs=((10, detect.saved_dataset), (20, detect.partitions), (40, detect.table_files)),
+    check_auto=detect.check_auto,
+    expects=detect.EXPECTS,
 )

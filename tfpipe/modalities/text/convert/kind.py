@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.config import NOT_TEXT_OPTIONS
 from tfpipe.convert.kind import Kind
 from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Checksum
 from tfpipe.format.manifest_text import LengthsFile, lengths_name
+from tfpipe.modalities.text.convert import detect
 from tfpipe.modalities.text.convert.inputs import TextInputs
 from tfpipe.modalities.text.convert.source import TextSource, open_text
 from tfpipe.modalities.text.convert.tally import TextTally
@@ -110,7 +110,7 @@ def _manifest_fields(source: TextSource) -> dict[str, Any]:
     return {"tokenizer": source.tokenizer}
 
 
-def _open(src: str, fmt: str, cfg: Any, joins: Any, scan_table: Any, dest: str) -> TextSource:
+def _open(src: str, fmt: str, cfg: Any, joins: Any, dest: str, on_workers: Any = None) -> TextSource:
     return open_text(src, cfg, joins, dest)
 
 
@@ -122,6 +122,20 @@ TEXT = Kind(
     tally_from_json=TextTally.from_json,
     finish=finish_text,
     manifest_fields=_manifest_fields,
-    options_left_out=NOT_TEXT_OPTIONS,
+    options={
+        "label": (),
+        "text_field": (),
+        "lines": (),
+        "tokenizer": (),
+        "train_tokenizer": (),
+        "vocab_size": (),
+        "special_tokens": (),
+    },
+    own_options_only=True,
+    split_files=lambda split: (lengths_name(split),),
+    claims=detect.claims,
+    explains=detect.explains,
+    sources={("text",): "text corpora"},
+    nouns={"text": "a text corpus"},
     rereads_inputs=True,
 )
