@@ -123,7 +123,7 @@ def test_the_mixture_is_said_beside_the_weights() -> None:
 def test_lengths_padding_and_fill_are_said_per_source_not_mixed() -> None:
     """The Lengths line once gave the first source's percentiles and count longer than L "of"
     both sources' documents, and the padding line the first source's prediction alone."""
-    from tfpipe.bench.judge.advice import fill_sentence, padding_sentence, text_advice
+    from tfpipe.modalities.text.bench.advice import fill_sentence, padding_sentence, text_advice
     from tfpipe.modalities.text.bench.present import length_lines
 
     t = report().text

@@ -131,6 +131,11 @@ class Kind:
       split_files: `split_files(split) -> names`: the files its `finish` commits beside a split's
         shards (text: the lengths file), which an interrupted run may leave behind.
 
+    On the command line (`tfpipe convert`):
+      add_flags: `add_flags(group)`: adds its options' flags to the argparse group of its name.
+      flag_options: `flag_options(args) -> dict`: the options its flags give `convert()` in
+        another form than one flag each (tables: --null-values, --column-type).
+
     How `--format auto` finds it (convert/detect.py weighs every kind's answers):
       claims: `claims(src, cfg, joins) -> reason | None`: it reads the source whatever it holds
         (text: a tokenizer option was given, or the dataset joined is text).
@@ -166,6 +171,8 @@ class Kind:
     nouns: Mapping[str, str] = dataclasses.field(default_factory=dict)
     unused: Callable[[Any], Mapping[str, str]] = lambda cfg: {}
     split_files: Callable[[str], tuple[str, ...]] = lambda split: ()
+    add_flags: Callable[[Any], None] = lambda group: None
+    flag_options: Callable[[Any], dict[str, Any]] = lambda args: {}
     claims: Callable[[str, Any, Any], str | None] = lambda src, cfg, joins: None
     detect_file: Callable[[str], FormatChoice | None] = lambda src: None
     signs: tuple[Sign, ...] = ()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, check_applies, split_options
+from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.detect import choose_format, refuse_split_folders
 from tfpipe.convert.engine import run_local
 from tfpipe.convert.kind import OnWorkers, SplitExtras
@@ -35,7 +35,7 @@ from tfpipe.convert.plan import (
     refuse_finished,
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
-from tfpipe.convert.sources import Source, joining
+from tfpipe.convert.sources import Source, joining, open_source
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
     ConfigError,
@@ -274,31 +274,6 @@ def _convert_locked(
     journal.clear()
     kind.committed(source, manifest, plan.split)
     return manifest
-
-
-def open_source(
-    src: str,
-    fmt: str,
-    cfg: ConvertConfig,
-    joins: Manifest | None,
-    dest: str = "",
-    on_workers: OnWorkers | None = None,
-) -> Source:
-    """Lists (and for tables and text, scans) the source, by the convert half of the modality
-    that reads `fmt`.
-
-    Args:
-      joins: the dataset the new split joins, whose classes it keeps; None if none.
-      dest: the dataset directory (a text corpus's tokenizer is stored there).
-      on_workers: the engine's way to run a first pass a file at a time on its workers.
-
-    Raises:
-      DataError: the source does not fit the rules, naming the file, column and row.
-      ConfigError: an option of another modality's sources.
-    """
-    check_applies(cfg, fmt)
-    source: Source = modality_of_format(fmt).convert.open(src, fmt, cfg, joins, dest, on_workers)
-    return source
 
 
 def _commit_extras(src: str, dest: str, extras: SplitExtras | None) -> SplitExtras | None:

@@ -82,19 +82,14 @@ class Synthetic:
 
 @dataclasses.dataclass(frozen=True)
 class Units:
-    """The words of a modality's rates in a report: what a batch holds (`example`, `sequence`)
-    and what its plot counts (`example`, `real token`)."""
+    """The words of a modality's rates in its advice: what a batch holds ("example",
+    "sequence")."""
 
     example: str = "example"
-    plotted: str = "example"
 
     @property
     def examples(self) -> str:
         return self.example + "s"
-
-    @property
-    def plotted_plural(self) -> str:
-        return self.plotted + "s"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +102,8 @@ class BenchHalf:
       models: the Keras models `--model` builds for it (bench/measure/models.py).
       max_consumer_rate: the most per host any accelerator takes in, in `rate_unit`s a second.
       rate_unit: what that rate counts ("examples", "slot tokens").
-      slots: `slots(cfg) -> int`: `rate_unit`s an example is (text: the sequence length).
+      slots: `slots(sequence_length) -> int`: `rate_unit`s an example is (text: the sequence
+        length given, or its default).
       options: the BenchConfig fields only it takes (text: sequence_length, packing, truncate);
         given, they pick it.
       row_length: `row_length(cfg) -> int | None`: the tokens of a row (text), else None.
@@ -145,9 +141,11 @@ class BenchHalf:
         about its own bottleneck stage (images: decode).
       advice: `advice(figures) -> list[Recommendation]`: advice that follows from its section,
         whatever the verdict.
-      units_words: the words of its rates.
-      rows: `rows(report) -> list`: its rows of the report's table (present).
-      plot: `plot(report) -> PlotView | None`: its plot in its own units, or None (examples).
+      units_words: the words of its rates (advice).
+      section_json: `section_json(figures) -> dict`: its section of the report's JSON (text's
+        `text` object), {} for none.
+      view: `view(report) -> ReportView | None`: the report as the table and plot show it in its
+        own units, with its section's rows (present); None: in examples.
     """
 
     default_batch: int
@@ -156,7 +154,7 @@ class BenchHalf:
     synthetic: Synthetic
     noun: str
     rate_unit: str = "examples"
-    slots: Callable[[Any], int] = lambda cfg: 1
+    slots: Callable[[int | None], int] = lambda sequence_length: 1
     options: tuple[str, ...] = ()
     row_length: Callable[[Any], int | None] = lambda cfg: None
     plan_options: Callable[[Any], dict[str, Any]] = lambda cfg: {}
@@ -177,8 +175,8 @@ class BenchHalf:
     stage_advice: Callable[[str, str, bool], Any] = lambda stage, share, on_gcs: None
     advice: Callable[[Any], list[Any]] = lambda figures: []
     units_words: Units = Units()
-    rows: Callable[[Any], list[Any]] = lambda report: []
-    plot: Callable[[Any], Any] = lambda report: None
+    section_json: Callable[[Any], dict[str, Any]] = lambda figures: {}
+    view: Callable[[Any], Any] = lambda report: None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -78,10 +78,7 @@ def decide(r: Request) -> Decisions:
     batching = batching_of(decoder)
     share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, is_resumable) + order_notes
-    batching_notes, tiling = batching.notes(r.per_replica, src, is_resumable)
-    for message in tiling:
-        _warn(message, TilingWarning)
-    notes += batching_notes + tiling
+    notes += _batching_notes(batching, r, is_resumable)
     _check_enough(r, batching, share, drop=bool(cfg.drop_remainder))
     read_records, why_unknown = _known_length(share, cfg, r.service)
     pad, batches, extra, eval_notes = padding.eval_shape(
@@ -114,6 +111,15 @@ def decide(r: Request) -> Decisions:
         batches,
         extra,
     )
+
+
+def _batching_notes(batching: Batching, r: Request, resumable: bool) -> tuple[str, ...]:
+    """What the batching decided (text: its chunks, the predicted fill), and its warnings (text:
+    a shape off a TPU's tiles), warned too."""
+    notes, warned = batching.notes(r.per_replica, r.src, resumable)
+    for message in warned:
+        _warn(message, TilingWarning)
+    return notes + warned
 
 
 def _check_enough(r: Request, batching: Batching, share: FileShare, *, drop: bool) -> None:

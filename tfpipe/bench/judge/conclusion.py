@@ -13,7 +13,7 @@ from tfpipe.bench import results, wait
 from tfpipe.bench.judge import advice, verdict
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.profiles.analysis import Profile
-from tfpipe.modalities.text.bench import figures as text_figures
+from tfpipe.modalities import modality_of_preset
 from tfpipe.storage import is_gcs
 
 
@@ -36,11 +36,12 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: results.TextMeasure | None = None,
+    text: Any = None,
 ) -> Report:
-    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
-    for text, the figures in tokens: the fill, padding, tokens/s)."""
-    figures = None if text is None else _text(text, producer, consumer, stages, scaling, storage)
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice, and the
+    section of the pipeline's modality (`BenchHalf.figures`: for text, the figures in tokens:
+    the fill, padding, tokens/s), from what it measured first (`text`)."""
+    figures = modality_of_preset(pipeline).bench.figures(text, producer, consumer, stages, scaling, storage)
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -75,25 +76,6 @@ def conclude(
     )
 
 
-def _text(
-    text: results.TextMeasure,
-    producer: results.Rate,
-    consumer: results.Consumer,
-    stages: tuple[results.StageRate, ...],
-    scaling: tuple[results.ScalingPoint, ...],
-    storage: results.Storage | None,
-) -> text_figures.TextFigures:
-    """A text pipeline's figures in tokens."""
-    return text_figures.figures(
-        text,
-        producer=producer,
-        consumer_eps=consumer.examples_per_sec,
-        stages=stages,
-        scaling=scaling,
-        storage=storage,
-    )
-
-
 def _bottleneck(stages: tuple[results.StageRate, ...], storage_bound: bool) -> verdict.Bottleneck:
     """The read stage when the storage cannot feed the consumer; else the costliest stage, by
     time per example, or by CPU per example where throughput disagrees."""
@@ -114,7 +96,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: text_figures.TextFigures | None = None,
+    text: Any = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
     When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:

@@ -211,5 +211,5 @@ def resolve(
     row = (
         reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)
     )
-    packing = pipeline.decoder.packing.mode if pipeline.decoder.packing is not None else None
-    return from_reference(row, config.host_batch, sequence_length=L, packing=packing), None
+    shape = config.modality.bench.reference_shape(pipeline)  # text: its packing mode
+    return from_reference(row, config.host_batch, sequence_length=L, packing=shape.get("packing")), None

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tfpipe.modalities.images.bench import compare, data
+from tfpipe.bench.measure.models import IMAGE_MODELS
+from tfpipe.modalities.images.bench import advice, compare, data
 from tfpipe.modalities.images.convert.kind import IMAGES
 from tfpipe.modalities.images.preset import IMAGENET
 from tfpipe.modalities.modality import BenchHalf, Modality
-
-# Keras models `--model` builds with random weights (nothing is downloaded).
-MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
 
 
 def recognizes(keys: Mapping[str, str], tfds: Any, options: Mapping[str, Any]) -> bool:
@@ -25,7 +23,7 @@ def recognizes(keys: Mapping[str, str], tfds: Any, options: Mapping[str, Any]) -
 BENCH = BenchHalf(
     # A common per-accelerator batch for image models.
     default_batch=128,
-    models=MODELS,
+    models=IMAGE_MODELS,
     # A million 224x224x3 uint8 images a second is ~150 GB/s, beyond a host's memory bandwidth
     # (the fastest reference row is 13,800 images/s per TPU v4 host).
     max_consumer_rate=1e6,
@@ -36,6 +34,7 @@ BENCH = BenchHalf(
     raw=data.raw,
     convert_advice=data.convert_advice,
     baseline=compare.compare,
+    stage_advice=advice.stage_advice,
 )
 
 MODALITY = Modality(name=IMAGES.name, convert=IMAGES, preset=IMAGENET, bench=BENCH, recognizes=recognizes)

@@ -4,19 +4,17 @@ batch at a time), benched on a synthetic mixed-type table (bench/)."""
 
 from __future__ import annotations
 
+from tfpipe.bench.measure.models import TABLE_MODELS
 from tfpipe.modalities.modality import BenchHalf, Modality
 from tfpipe.modalities.tables import summary
 from tfpipe.modalities.tables.bench import data
 from tfpipe.modalities.tables.convert.kind import TABLES
 from tfpipe.modalities.tables.preset import TABULAR
 
-# Keras models `--model` builds with random weights.
-MODELS = ("mlp", "small_mlp")
-
 BENCH = BenchHalf(
     # A common per-accelerator batch for table models.
     default_batch=1024,
-    models=MODELS,
+    models=TABLE_MODELS,
     # A billion table rows a second is ~150 GB/s, beyond a host's memory bandwidth.
     max_consumer_rate=1e9,
     synthetic=data.SYNTHETIC,

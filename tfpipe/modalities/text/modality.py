@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.modalities.modality import BenchHalf, Modality
+from tfpipe.bench.measure.models import TEXT_MODELS
+from tfpipe.modalities.modality import BenchHalf, Modality, Units
 from tfpipe.modalities.text import epoch, summary
-from tfpipe.modalities.text.bench import data
+from tfpipe.modalities.text.bench import advice, counts, data, figures, present, section
 from tfpipe.modalities.text.convert.kind import TEXT
 from tfpipe.modalities.text.preset import TEXT as TEXT_PRESET
 
-# Keras models `--model` builds with random weights.
-MODELS = ("small_transformer",)
 # Tokens in a text row when none is given: BERT-large's, as the default reference row trained.
 DEFAULT_SEQUENCE_LENGTH = 512
 
@@ -27,12 +26,12 @@ def row_length(cfg: Any) -> int:
 BENCH = BenchHalf(
     # Sequences a batch: a multiple of 8, a TPU core's rows per tile.
     default_batch=64,
-    models=MODELS,
+    models=TEXT_MODELS,
     # Text counts slot tokens (sequences x sequence length): a billion a second is 3,000x the
     # fastest text row (297,114 per TPU v4 host).
     max_consumer_rate=1e9,
     rate_unit="slot tokens",
-    slots=row_length,
+    slots=lambda sequence_length: sequence_length or DEFAULT_SEQUENCE_LENGTH,
     synthetic=data.SYNTHETIC,
     noun="a tokenized text corpus",
     options=("sequence_length", "packing", "truncate"),
@@ -49,6 +48,16 @@ BENCH = BenchHalf(
     raw=data.raw,
     raw_precedence=2,
     convert_advice=data.convert_advice,
+    measure=counts.count,
+    units=counts.units,
+    storage_examples=counts.storage_examples,
+    reference_shape=counts.reference_shape,
+    figures=figures.section,
+    stage_advice=advice.stage_advice,
+    advice=lambda text: advice.text_advice(text) if text is not None else [],
+    units_words=Units(example="sequence"),
+    section_json=section.section_json,
+    view=present.view,
 )
 
 MODALITY = Modality(

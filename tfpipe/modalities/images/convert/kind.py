@@ -17,7 +17,7 @@ from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning
 from tfpipe.format.manifest import Manifest, Split
 from tfpipe.format.schema import IMAGE_SCHEMA, Schema
-from tfpipe.modalities.images.convert import detect, folders
+from tfpipe.modalities.images.convert import detect, flags, folders
 from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
 
 IMAGES_PER_TASK = 16
@@ -150,4 +150,5 @@ IMAGES = Kind(
     signs=((30, detect.class_folders), (50, detect.labelled_flat_folder)),
     expects=detect.EXPECTS,
     split_folder=detect.split_folder,
+    add_flags=flags.add_flags,
 )

@@ -16,7 +16,7 @@ from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.convert.writer import files_holding
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.schema import Schema
-from tfpipe.modalities.tables.convert import detect, filescan
+from tfpipe.modalities.tables.convert import detect, filescan, flags
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 from tfpipe.modalities.tables.convert.encode import TableTask
@@ -188,4 +188,6 @@ TABLES = Kind(
     signs=((10, detect.saved_dataset), (20, detect.partitions), (40, detect.table_files)),
     check_auto=detect.check_auto,
     expects=detect.EXPECTS,
+    add_flags=flags.add_flags,
+    flag_options=flags.flag_options,
 )

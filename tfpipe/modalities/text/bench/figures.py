@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate, Storage, TextMeasure
 
@@ -243,3 +244,22 @@ def _per_token(
     """(real tokens/s, CPU ms per 1,000 real tokens) from a rate and cost in sequences."""
     per_1k = 1000.0 / per_sequence if per_sequence > 0 else math.nan
     return sequences_per_sec * per_sequence, cpu_ms_per_sequence * per_1k
+
+
+def section(
+    text: TextMeasure,
+    producer: Rate,
+    consumer: Any,
+    stages: Sequence[StageRate],
+    scaling: Sequence[ScalingPoint],
+    storage: Storage | None,
+) -> TextFigures:
+    """The report's text section (`BenchHalf.figures`): a text pipeline's figures in tokens."""
+    return figures(
+        text,
+        producer=producer,
+        consumer_eps=consumer.examples_per_sec,
+        stages=stages,
+        scaling=scaling,
+        storage=storage,
+    )

@@ -1,5 +1,6 @@
-"""The text section of a bench report: padding and fill, the documents' lengths against L (each
-source's, for a mixture), the tokenizer's cost and a mixture's shares."""
+"""A text bench report as the table and the plot show it (`view`: in sequences and real
+tokens), with its section: padding and fill, the documents' lengths against L (each source's,
+for a mixture), the tokenizer's cost and a mixture's shares."""
 
 from __future__ import annotations
 
@@ -8,10 +9,54 @@ from typing import Any
 from rich.text import Text
 
 from tfpipe.bench.fmt import figure, percent1, rate
-from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
 from tfpipe.bench.judge.report import Report
+from tfpipe.bench.present.view import ReportView
 from tfpipe.bench.results import TextMeasure
+from tfpipe.modalities.text.bench.advice import fill_sentence, padding_sentence
 from tfpipe.modalities.text.bench.figures import TextFigures
+from tfpipe.plural import counted
+
+
+def view(report: Report) -> ReportView | None:
+    """The report in sequences (the summary) and real tokens (the rates, the plot); None without
+    its text section (a report made from given figures)."""
+    t = report.text
+    if t is None:
+        return None
+    ds, c = report.dataset, report.consumer
+    return ReportView(
+        unit="real tokens",
+        per="token",
+        example="sequence",
+        consumer=t.consumer_useful_tokens_per_sec,
+        stages=[s.real_tokens_per_sec for s in t.stages],
+        stage_costs=[s.cpu_ms_per_1k_tokens for s in t.stages],
+        scaling=[(p.cores, p.real_tokens_per_sec, p.cpu_ms_per_1k_tokens) for p in t.scaling],
+        storage=t.storage_real_tokens_per_sec,
+        rate_header="real\ntokens/s",
+        cost_header="CPU ms\n/1k tok",
+        scaling_rate="real tokens/s",
+        scaling_cost="CPU ms/1k tokens",
+        data=f"{counted(ds.examples, 'document')}, {counted(t.measure.tokens, 'token')}",
+        made=", built in: this Python's docstrings, tokenized by a BPE trained on them",
+        batch=f" sequences of {t.sequence_length:,} tokens, packing {t.packing}",
+        produced=(
+            f"{rate(t.sequences_per_sec)} sequences/s = {rate(t.real_tokens_per_sec)} real tokens/s "
+            f"({rate(t.slot_tokens_per_sec)} slot tokens/s at a {percent1(t.fill)} fill)"
+        ),
+        cost=f"{t.stages[-1].cpu_ms_per_1k_tokens:.3f} CPU ms per 1,000 tokens",
+        consumed=(
+            f"{rate(c.examples_per_sec)} sequences/s = {rate(t.consumer_slot_tokens_per_sec)} slot tokens/s, "
+            f"{rate(t.consumer_useful_tokens_per_sec)} of them real tokens at this fill"
+        ),
+        consumer_label=" (real tokens at this fill)",
+        title=(
+            f"{percent1(t.padding)} of the accelerator's token slots are padding (packing={t.packing}, "
+            f"L={t.sequence_length:,})",
+        ),
+        footer=(padding_sentence(t), fill_sentence(t)),
+        rows=tuple(text_rows(report)),
+    )
 
 
 def text_rows(report: Report) -> list[tuple[str, Any]]:

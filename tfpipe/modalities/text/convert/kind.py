@@ -15,7 +15,7 @@ from tfpipe.convert.writer import ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Checksum
 from tfpipe.format.manifest_text import LengthsFile, lengths_name
-from tfpipe.modalities.text.convert import detect
+from tfpipe.modalities.text.convert import detect, flags
 from tfpipe.modalities.text.convert.inputs import TextInputs
 from tfpipe.modalities.text.convert.source import TextSource, open_text
 from tfpipe.modalities.text.convert.tally import TextTally
@@ -138,4 +138,6 @@ TEXT = Kind(
     sources={("text",): "text corpora"},
     nouns={"text": "a text corpus"},
     rereads_inputs=True,
+    add_flags=flags.add_flags,
+    flag_options=flags.flag_options,
 )
