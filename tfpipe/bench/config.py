@@ -151,7 +151,7 @@ class BenchConfig:
             self.step_time_ms,
             self.global_batch,
             self.hosts,
-            self.pipeline,
+            self.modality.preset.name,
             what=f"step_time_ms={self.step_time_ms:g} (--step-time-ms)",
             received=f"step_time_ms={self.step_time_ms!r}",
             sequence_length=self.rows_length,

@@ -122,7 +122,7 @@ def _measured(
         )
     sim, fit = _ground_truth(pipe, cfg, consumer, device, num_classes, say)
     return conclude(
-        pipeline=cfg.pipeline,
+        pipeline=cfg.modality.preset.name,
         dataset=source.info,
         batch_size=cfg.global_batch,
         hosts=cfg.hosts,

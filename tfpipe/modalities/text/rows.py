@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpipe.errors import ConfigError
 from tfpipe.modalities.text import stages as text_stages
@@ -157,7 +157,7 @@ class TextMixing:
 
     rows: TextRows
 
-    by = ("tokens", "documents")
+    by: ClassVar[tuple[str, ...]] = ("tokens", "documents")
     by_words = "text (weights in tokens, or documents)"
     unit = "documents"
 

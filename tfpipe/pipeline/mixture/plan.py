@@ -42,9 +42,14 @@ class Mixing(Protocol):
       unit: what a position of the mixed stream is ("records", "documents").
     """
 
-    by: tuple[str, ...]
-    by_words: str
-    unit: str
+    @property
+    def by(self) -> tuple[str, ...]: ...
+
+    @property
+    def by_words(self) -> str: ...
+
+    @property
+    def unit(self) -> str: ...
 
     def size(self, p: Pipeline, by: str) -> float:
         """A source's size in `by` (its default weight)."""
@@ -85,7 +90,7 @@ class Mixing(Protocol):
 class RecordMixing:
     """A mixture of records (images, tables): weights in records, one record a position."""
 
-    by = ("records",)
+    by: tuple[str, ...] = ("records",)
     by_words = "records (images, tables)"
     unit = "records"
 
@@ -127,11 +132,14 @@ class RecordMixing:
         return False
 
 
+RECORD_MIXING: Mixing = RecordMixing()
+
+
 def mixing_of(decoder: Decoder) -> Mixing:
     """How a mixture of the decoder's datasets is weighed and streamed: its batching's, or by
     records."""
     mixing: Mixing | None = batching_of(decoder).mixing
-    return mixing if mixing is not None else RecordMixing()
+    return mixing if mixing is not None else RECORD_MIXING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,7 +305,7 @@ def _mix_by(mix_by: Any, mixing: Mixing) -> mixture_spec.MixBy:
         raise ConfigError(
             f"mix_by must be one of {list(mixing.by)} for {mixing.by_words}. Received: mix_by={mix_by!r}"
         )
-    return mix_by  # type: ignore[no-any-return]
+    return mix_by
 
 
 def _check_one_kind(names: list[str], data: Mapping[str, Any], split: Any, training: Any) -> None:

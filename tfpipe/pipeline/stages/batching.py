@@ -38,7 +38,7 @@ class Records:
         return p.order is not None and p.decoder.batched
 
     def ordered(self, p: StagePlan, read: Callable[..., Any], parallelism: int) -> Any:
-        assert p.order is not None
+        assert p.order is not None and p.start is not None
         return order_stream.stream(
             p.order,
             read,
