@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.modalities import modalities, modality_of_layout, modality_of_preset, preset_names
-from tfpipe.packing.spec import MODES, Mode
+from tfpipe.packing.spec import MAX_SEQUENCE_LENGTH, MODES, Mode
 from tfpipe.pipeline.mixture.spec import check_weights
 from tfpipe.pipeline.read.resolve import data_path
 from tfpipe.validation import (
@@ -238,8 +238,6 @@ def _warmup(name: str, value: object) -> object:
 
 
 def _sequence_length(name: str, value: object) -> object:
-    from tfpipe.modalities.text.preset import MAX_SEQUENCE_LENGTH
-
     return check_int(name, value, 2, MAX_SEQUENCE_LENGTH, optional=True)
 
 

@@ -30,15 +30,13 @@ from typing import Any, Literal
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.modalities.text.rows import TextPacking, TextRows
-from tfpipe.packing.spec import MODES, Mode
+from tfpipe.packing.spec import MAX_SEQUENCE_LENGTH, MODES, Mode
 from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import check_bool, check_choice, check_int, check_str
 
 Output = Literal["packed", "causal_lm", "keras_causal_lm", "keras_classifier"]
 OUTPUTS: tuple[str, ...] = ("packed", "causal_lm", "keras_causal_lm", "keras_classifier")
 TOKENS = "tokens"
-# Sequence lengths up to this many tokens; the packer's int32 outputs and row keys fit it.
-MAX_SEQUENCE_LENGTH = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
 if TYPE_CHECKING:
     from tfpipe.format.manifest import Manifest
-    from tfpipe.pipeline import Pipeline
+    from tfpipe.pipeline.stages.pipeline import Pipeline
 
 
 def compare(

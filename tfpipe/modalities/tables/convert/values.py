@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfpipe.convert.formats.parquetfile import float_series
+
 _SPACE = r"[ \t]*"
 INT_TEXT = rf"{_SPACE}[+-]?(?:0|[1-9][0-9]*){_SPACE}"
 """An integer as a program writes one: no leading zero."""
@@ -112,17 +114,6 @@ def floats(text: Any) -> Any:
         number = pc.cast(pc.utf8_trim(arr, " \t"), pa.float64())
     null = number.is_null().to_numpy(zero_copy_only=False)
     return float_series(number.fill_null(0.0).to_numpy(zero_copy_only=False), null, text.index, text.name)
-
-
-def float_series(values: Any, null: Any, index: Any = None, name: Any = None) -> Any:
-    """Float values and their null mask as a nullable Float64 series that keeps NaN apart from
-    null (a NaN where `null` is False is a value)."""
-    import numpy as np
-    import pandas as pd
-
-    data = np.asarray(values)
-    data = data.astype(np.float32 if data.dtype == np.float16 else data.dtype, copy=False)
-    return pd.Series(pd.arrays.FloatingArray(data, np.asarray(null, dtype=bool)), index=index, name=name)
 
 
 _BOOLS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False, "false": False}

@@ -31,7 +31,7 @@ from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline import Pipeline
+    from tfpipe.pipeline.stages.pipeline import Pipeline
 
 # Length percentiles reported; the suggested length holds p99's documents whole.
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}

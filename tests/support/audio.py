@@ -1,31 +1,43 @@
-"""A fourth modality, added without touching convert's core: a test kind of audio clips (files
-of bytes, `*.wav`), registered as the built-in kinds are and converted by the real engine, its
-plan, writer, journal and manifest, end to end."""
+"""A fifth kind of data, whole, as a user would add one: audio clips (files of bytes, `*.wav`),
+a `Modality` registered by name with its three halves and nothing of tfpipe's edited.
+
+- convert: the clips listed and found by `--format auto` (a folder of `.wav` files), two a
+  piece of encoding work, each one record (`audio/bytes`, `audio/length`); their tally (clips,
+  bytes) added up per shard and written beside the split, a split of empty clips refused.
+- read: the `audio` preset: a clip's first `SAMPLES` bytes as float32 samples (zero-padded),
+  its label its length's parity; decoded one record at a time (the default batching, records).
+- bench: made-up clips as its synthetic data, no model of its own, a step time as its consumer.
+
+`registered()` registers it for the length of a block (a test's own).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-import pytest
-
-import tfpipe
 from tfpipe import storage
 from tfpipe.convert.encode import Encoded, EncodedPiece, Piece, Work, read_input
-from tfpipe.convert.kind import Kind
-from tfpipe.convert.kinds import kind_of_format, register_kind, unregister_kind
+from tfpipe.convert.kind import Folder, FormatChoice, Kind
 from tfpipe.convert.writer import ShardDone
-from tfpipe.errors import ConfigError, DataError
+from tfpipe.errors import DataError
 from tfpipe.format.codec import encode_example
-from tfpipe.format.manifest import Manifest
 from tfpipe.format.schema import Field, Schema
+from tfpipe.modalities import register_modality, unregister_modality
+from tfpipe.modalities.modality import BenchHalf, Modality, Synthetic
+from tfpipe.presets import Decoder, PresetContext
 
 SCHEMA = Schema((Field("audio/bytes", "bytes"), Field("audio/length", "int64")))
+SAMPLES = 32  # the samples of a clip the preset keeps
+
+
+# ---- convert ----
 
 
 @dataclasses.dataclass(slots=True)
@@ -58,11 +70,8 @@ class ClipTask(Work):
         for path in self.paths:
             data = read_input(path)
             tally.merge(ClipTally(1, len(data)))
-            out.append(
-                Encoded(
-                    encode_example({"audio/bytes": data, "audio/length": len(data)}, SCHEMA), None, len(data)
-                )
-            )
+            record = encode_example({"audio/bytes": data, "audio/length": len(data)}, SCHEMA)
+            out.append(Encoded(record, None, len(data)))
         return EncodedPiece(shard, first, out, tally)
 
 
@@ -146,11 +155,18 @@ def finish(plan: Any, done: Sequence[ShardDone], tally_of: Any) -> ClipSplit:
     return ClipSplit(total, path, ((f"{plan.split}.clips.json", path),))
 
 
-def open_clips(src: str, fmt: str, cfg: Any, joins: Any, scan_table: Any, dest: str) -> ClipSource:
+def open_clips(src: str, fmt: str, cfg: Any, joins: Any, dest: str, on_workers: Any = None) -> ClipSource:
     return ClipSource(tuple(sorted(storage.join(src, n) for n in storage.listdir(src) if n.endswith(".wav"))))
 
 
-AUDIO = Kind(
+def wav_folder(folder: Folder) -> FormatChoice | None:
+    """`--format auto`: a folder of .wav files and nothing else."""
+    if folder.files and not folder.dirs and all(n.endswith(".wav") for n in folder.files):
+        return FormatChoice("wav", f"a folder of {len(folder.files)} .wav clips")
+    return None
+
+
+KIND = Kind(
     name="audio",
     formats=("wav",),
     open=open_clips,
@@ -158,62 +174,75 @@ AUDIO = Kind(
     tally_from_json=ClipTally.from_json,
     finish=finish,
     rereads_inputs=True,
-    default_preset="audio",
-    bench_hook="audio",
+    sources={("wav",): "audio clips"},
+    nouns={"wav": "a folder of clips"},
+    split_files=lambda split: (f"{split}.clips.json",),
+    signs=((60, wav_folder),),
+    expects="a folder of .wav clips",
 )
 
 
-@pytest.fixture
-def audio_kind():
-    register_kind(AUDIO)
-    yield AUDIO
-    unregister_kind(AUDIO.name)
+# ---- read ----
 
 
-def clips(folder, sizes):
-    folder.mkdir()
+class ClipPreset:
+    """`preset="audio"`: a clip's first SAMPLES bytes as float32 samples, its label the parity
+    of its length."""
+
+    name = "audio"
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
+        from tfpipe._tf import tf
+
+        tf_ = tf()
+        spec = {
+            "audio/bytes": tf_.io.FixedLenFeature([], tf_.string),
+            "audio/length": tf_.io.FixedLenFeature([], tf_.int64),
+        }
+
+        def decode(features: Any, seed: Any, source: Any) -> Any:
+            raw = tf_.io.decode_raw(features["audio/bytes"], tf_.uint8)[:SAMPLES]
+            samples = tf_.pad(tf_.cast(raw, tf_.float32), [[0, SAMPLES - tf_.shape(raw)[0]]])
+            label = tf_.cast(features["audio/length"] % 2, tf_.int32)
+            return tf_.ensure_shape(samples, [SAMPLES]), label
+
+        return Decoder(spec=spec, required=tuple(spec), decode=decode, batched=False)
+
+
+# ---- bench ----
+
+
+def generate(spec: Any, raw: str) -> str:
+    """`spec.examples` clips of 1..100 bytes, made from the seed."""
+    sizes = [1 + (spec.seed + 37 * i) % 100 for i in range(spec.examples)]
+    return str(clips(raw, sizes))
+
+
+BENCH = BenchHalf(
+    default_batch=4,
+    models=(),
+    max_consumer_rate=1e9,
+    synthetic=Synthetic(examples=40, shards=2, generate=generate, describe=lambda spec: ("Making", "clips")),
+    noun="an audio dataset",
+)
+
+AUDIO = Modality(name="audio", convert=KIND, preset=ClipPreset(), bench=BENCH)
+
+
+@contextlib.contextmanager
+def registered() -> Iterator[Modality]:
+    """The audio modality registered for the block."""
+    register_modality(AUDIO)
+    try:
+        yield AUDIO
+    finally:
+        unregister_modality(AUDIO.name)
+
+
+def clips(folder: Any, sizes: Sequence[int]) -> Any:
+    """A folder of `clip<i>.wav` files of these sizes (bytes counting from i)."""
+    os.makedirs(folder, exist_ok=True)
     for i, n in enumerate(sizes):
-        (folder / f"clip{i}.wav").write_bytes(bytes((i + j) % 256 for j in range(n)))
+        with open(os.path.join(folder, f"clip{i}.wav"), "wb") as f:
+            f.write(bytes((i + j) % 256 for j in range(n)))
     return folder
-
-
-def test_a_new_kind_is_converted_by_the_real_engine(tmp_path, audio_kind):
-    src = clips(tmp_path / "src", [5, 0, 300, 17, 64])
-    m = tfpipe.convert(str(src), str(tmp_path / "out"), format="wav", num_shards=2, workers=1)
-    assert (m.layout, m.splits["train"].examples) == ("wav", 5)
-    assert m.splits["train"].notes == ("5 clips of 386 bytes",)
-    assert json.loads((tmp_path / "out" / "train.clips.json").read_text()) == {"clips": 5, "bytes": 386}
-    assert (
-        tmp_path / "out" / "clips.txt"
-    ).read_text() == "clip0.wav\nclip1.wav\nclip2.wav\nclip3.wav\nclip4.wav"
-    again = Manifest.load(str(tmp_path / "out"))
-    assert again.schema == SCHEMA and again.split("train").options["format"] == "wav"
-    import tensorflow as tf
-
-    got = []
-    for path in again.shard_paths("train"):
-        for raw in tf.data.TFRecordDataset(path):
-            ex = tf.io.parse_single_example(
-                raw,
-                {
-                    "audio/bytes": tf.io.FixedLenFeature([], tf.string),
-                    "audio/length": tf.io.FixedLenFeature([], tf.int64),
-                },
-            )
-            got.append((ex["audio/bytes"].numpy(), int(ex["audio/length"])))
-    assert got == [((src / f"clip{i}.wav").read_bytes(), n) for i, n in enumerate([5, 0, 300, 17, 64])]
-
-
-def test_a_new_kinds_refusal_stops_the_commit(tmp_path, audio_kind):
-    src = clips(tmp_path / "src", [0, 0])
-    with pytest.raises(DataError, match=r"expected clips that hold sound\. Received: 2 empty clips"):
-        tfpipe.convert(str(src), str(tmp_path / "out"), format="wav", workers=1)
-    assert not (tmp_path / "out" / "tfpipe.json").exists()
-
-
-def test_a_format_no_kind_reads_is_refused_by_name(tmp_path):
-    with pytest.raises(ConfigError, match=r"format must be one of \[.*'text'.*\]. Received: 'wav'"):
-        kind_of_format("wav")
-    with pytest.raises(ConfigError, match="format must be one of"):
-        tfpipe.convert(str(tmp_path), str(tmp_path / "out"), format="wav")
-    assert not (tmp_path / "out").exists()
