@@ -56,7 +56,7 @@ class TextOptions:
         token id (an int). None: True for the causal outputs, which refuse a tokenizer that
         declares no EOS (pass eos=False to pack documents with no separator).
       label: the label feature for "keras_classifier". None: the manifest's label.
-      chunk: documents packed together (see pipeline/text/stages.py). None: about 512 rows'
+      chunk: documents packed together (see stages.py). None: about 512 rows'
         worth at the split's mean length.
     """
 

@@ -68,7 +68,7 @@ class Column:
     """What the first pass knows of one column so far (mutable: it is filled chunk by chunk).
 
     Its fields are plain values, so a Beam worker's scan of one file travels as JSON
-    (`beam.tablescan`).
+    (`filescan`, a file at a time on an engine's workers).
     """
 
     name: str
