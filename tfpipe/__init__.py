@@ -34,7 +34,7 @@ _EXPORTS = {
     "PipelineConfig": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
-    "attention_mask": "tfpipe.presets.text",
+    "attention_mask": "tfpipe.modalities.text.preset",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "strategy": "tfpipe.devices",
@@ -118,9 +118,9 @@ if TYPE_CHECKING:
     )
     from tfpipe.format.manifest import Manifest
     from tfpipe.format.schema import Field, Schema
+    from tfpipe.modalities.text.preset import attention_mask
     from tfpipe.pipeline import Pipeline, PipelineConfig, SkipCounts, build, plan, skipped, steps_per_epoch
     from tfpipe.presets import Preset, register_preset
-    from tfpipe.presets.text import attention_mask
 
 
 def __getattr__(name: str) -> Any:

@@ -241,7 +241,7 @@ class FitCheck:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.measure.recipe`) and tfpipe's, on
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.modalities.images.bench.recipe`) and tfpipe's, on
     the same data, measured the same way."""
 
     tfpipe_examples_per_sec: float

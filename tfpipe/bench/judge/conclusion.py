@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe.bench import results, wait
-from tfpipe.bench.judge import advice, host, tokens, verdict
+from tfpipe.bench.judge import advice, host, verdict
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.profiles.analysis import Profile
+from tfpipe.modalities import modality_of_preset
 from tfpipe.storage import is_gcs
 
 
@@ -35,13 +36,14 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: results.TextMeasure | None = None,
+    text: Any = None,
     windows: tuple[results.Rate, ...] = (),
     timed: tuple[results.Rate, ...] = (),
     load_average: tuple[float | None, float | None] = (None, None),
 ) -> Report:
-    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
-    for text, the figures in tokens: the fill, padding, tokens/s).
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice, and the
+    section of the pipeline's modality (`BenchHalf.figures`: for text, the figures in tokens:
+    the fill, padding, tokens/s), from what it measured first (`text`).
 
     `producer` is the producer's rate; `windows` the whole pipeline's windows it pools (their
     rates bound its interval; none: `producer` alone). `timed` are the other timed windows,
@@ -50,7 +52,7 @@ def conclude(
 
     Long: its keyword arguments are every measurement a report holds, one a line.
     """
-    figures = None if text is None else _text(text, producer, consumer, stages, scaling, storage)
+    figures = modality_of_preset(pipeline).bench.figures(text, producer, consumer, stages, scaling, storage)
     load = host.figures(
         [w.host for w in windows or (producer,)],
         run=[r.host for r in timed],
@@ -107,25 +109,6 @@ def _interval(
     return wait.wait_interval(rates, consumer.examples_per_sec, spread or 0.0, busy=busy)
 
 
-def _text(
-    text: results.TextMeasure,
-    producer: results.Rate,
-    consumer: results.Consumer,
-    stages: tuple[results.StageRate, ...],
-    scaling: tuple[results.ScalingPoint, ...],
-    storage: results.Storage | None,
-) -> tokens.TextFigures:
-    """A text pipeline's figures in tokens."""
-    return tokens.figures(
-        text,
-        producer=producer,
-        consumer_eps=consumer.examples_per_sec,
-        stages=stages,
-        scaling=scaling,
-        storage=storage,
-    )
-
-
 def _bottleneck(stages: tuple[results.StageRate, ...], storage_bound: bool) -> verdict.Bottleneck:
     """The read stage when the storage cannot feed the consumer; else the costliest stage, by
     time per example, or by CPU per example where throughput disagrees."""
@@ -146,7 +129,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: tokens.TextFigures | None = None,
+    text: Any = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
     When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:

@@ -23,7 +23,6 @@ from typing import Any
 from tfpipe._version import __version__
 from tfpipe.bench.judge.advice import Recommendation
 from tfpipe.bench.judge.host import BUSY_SHARE, HostFigures
-from tfpipe.bench.judge.tokens import TextFigures
 from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.results import (
@@ -39,6 +38,7 @@ from tfpipe.bench.results import (
     Storage,
 )
 from tfpipe.bench.wait import Band, WaitInterval
+from tfpipe.modalities import modality_of_preset
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
@@ -105,7 +105,7 @@ class Report:
     profile: Profile | None = None
     storage: Storage | None = None
     first_epoch_predicted_input_wait: float | None = None
-    text: TextFigures | None = None
+    text: Any = None
     predicted_input_wait_interval: WaitInterval | None = None
     host: HostFigures | None = None
     windows: tuple[Rate, ...] = ()
@@ -139,8 +139,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON object described by `report.schema.json`."""
-        text: dict[str, Any] = {} if self.text is None else {"text": text_json(self.text)}
-        text |= {"mixture": mixture_json(self.text)} if self.text is not None and self.text.mixture else {}
+        text = modality_of_preset(self.pipeline).bench.section_json(self.text)  # text's `text` object
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -304,7 +303,7 @@ def storage_json(s: Storage, first_epoch_wait: float | None) -> dict[str, Any]:
     )
 
 
-def text_json(t: TextFigures) -> dict[str, Any]:
+def text_json(t: Any) -> dict[str, Any]:
     """The `text` object of the JSON: a text bench in tokens."""
     m = t.measure
     return {
@@ -365,7 +364,7 @@ def text_json(t: TextFigures) -> dict[str, Any]:
     }
 
 
-def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
+def mixture_json(t: Any) -> list[dict[str, Any]]:
     """The `mixture` list of the JSON: each source's weight beside its measured share, and its
     own figures alone (its manifest's)."""
     alone = {s.name: s for s in t.measure.sources}
@@ -392,7 +391,7 @@ def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
     return out
 
 
-def _alternative_json(t: TextFigures) -> dict[str, Any] | None:
+def _alternative_json(t: Any) -> dict[str, Any] | None:
     """The packing mode the text verdict names beside the pipeline's."""
     if t.alternative is None:
         return None

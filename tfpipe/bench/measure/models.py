@@ -15,8 +15,13 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import devices
-from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, TEXT_MODELS
 from tfpipe.errors import ConfigError
+
+# The Keras models `--model` builds with random weights (nothing is downloaded), by the batches
+# they take; each modality's bench half names those of its own (`BenchHalf.models`).
+IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
+TABLE_MODELS = ("mlp", "small_mlp")
+TEXT_MODELS = ("small_transformer",)
 
 # At most this many steps are measured in a monitored fit (as many as `fit_step_seconds` times).
 MAX_MONITORED_STEPS = 500

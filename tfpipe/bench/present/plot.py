@@ -1,13 +1,15 @@
-"""The bench picture: stage throughputs against the consumer, and the scaling curve."""
+"""The bench picture: stage throughputs against the consumer, and the scaling curve, in the
+unit of the report's view (`view.ReportView`: examples, or text's real tokens)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import figure, percent, percent1, rate_short
+from tfpipe.bench.fmt import figure, percent, rate_short
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import rate_at
+from tfpipe.bench.present.view import view
 from tfpipe.errors import ConfigError
 
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
@@ -50,10 +52,7 @@ def write_plot(report: Report, path: str) -> str:
         from tfpipe.bench.present.render import profile_sentences
 
         lines = [*(profile_sentences(report) or ()), *lines]
-    if report.text is not None:
-        from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
-
-        lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
+    lines = [*view(report).footer, *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
     fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.95 - 0.02 * title.count("\n")))
@@ -87,42 +86,30 @@ def _title(report: Report) -> str:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
     if report.profile is not None:
         title += f"\nyour profiled run waited {percent(report.profile.input_wait)} (measured by the Profiler)"
-    if report.text is not None:
-        t = report.text
-        title += (
-            f"\n{percent1(t.padding)} of the accelerator's token slots are padding (packing={t.packing}, "
-            f"L={t.sequence_length:,})"
-        )
-    return title
+    return "".join([title, *(f"\n{line}" for line in view(report).title)])
 
 
 def _consumer_label(report: Report) -> str:
     label = "accelerator when fed (profile)" if report.consumer.source == "profile" else "consumer"
-    return label + (" (real tokens at this fill)" if report.text is not None else "")
+    return label + view(report).consumer_label
 
 
 def _unit(report: Report) -> str:
-    return "examples" if report.text is None else "real tokens"
+    return view(report).unit
 
 
 def _consumer_rate(report: Report) -> float:
-    """The consumer line: examples/s, or for text the real tokens/s it takes at the fill."""
-    t = report.text
-    return report.consumer.examples_per_sec if t is None else t.consumer_useful_tokens_per_sec
+    """The consumer line: examples/s, or in the modality's unit (text: the real tokens/s it
+    takes at the fill)."""
+    return view(report).consumer
 
 
 def _stage_rates(report: Report) -> list[float]:
-    t = report.text
-    if t is None:
-        return [s.rate.examples_per_sec for s in report.stages]
-    return [s.real_tokens_per_sec for s in t.stages]
+    return view(report).stages
 
 
 def _scaling_points(report: Report) -> list[tuple[int, float]]:
-    t = report.text
-    if t is None:
-        return [(p.cores, p.examples_per_sec) for p in report.scaling]
-    return [(p.cores, p.real_tokens_per_sec) for p in t.scaling]
+    return [(cores, eps) for cores, eps, _ in view(report).scaling]
 
 
 def _stage_panel(ax1: Any, report: Report) -> None:
@@ -132,7 +119,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     st = report.storage
     if st is not None and st.cached:
         # The read prefix below reads the cache; this bar is what the storage itself gives.
-        read = st.examples_per_sec if report.text is None else report.text.storage_real_tokens_per_sec or 0.0
+        read = view(report).storage or 0.0
         labels.append(f"storage\nread without the {st.cache} cache")
         values.append(read)
         colors.append(_OK if read >= consumer else _SLOW)
@@ -173,7 +160,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     ax1.set_xlabel(f"{_unit(report)} / second" + (" (log scale)" if log else ""))
     ax1.set_title(
         f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage or 'too noisy to name'} "
-        f"({report.bottleneck.share:.0%} of time per {'example' if report.text is None else 'token'})",
+        f"({report.bottleneck.share:.0%} of time per {view(report).per})",
         fontsize=10,
     )
     ax1.grid(axis="x", alpha=0.3)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe.bench.fmt import cores as fmt_cores
-from tfpipe.bench.fmt import figure, human_bytes, percent, percent1, rate
+from tfpipe.bench.fmt import figure, human_bytes, percent, rate
 from tfpipe.bench.judge.host import sentence as host_sentence
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import Bottleneck
-from tfpipe.bench.present.text import text_rows
+from tfpipe.bench.present.view import view
 from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import verdict_detail, verdict_title
 from tfpipe.plural import counted
@@ -34,7 +34,7 @@ def renderables(report: Report) -> list[Any]:
         + _profile_rows(report)
         + _verdict_rows(report)
         + _host_rows(report)
-        + text_rows(report)
+        + list(view(report).rows)  # the section of the report's modality (text's)
         + _check_rows(report)
     )
     for label, value in rows:
@@ -72,41 +72,24 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     from rich.markup import escape
     from rich.text import Text
 
-    ds, t = report.dataset, report.text
-    what = (
-        counted(ds.examples, "example")
-        if t is None
-        else f"{counted(ds.examples, 'document')}, {counted(t.measure.tokens, 'token')}"
-    )
-    made = (
-        ", synthetic"
-        if t is None
-        else ", built in: this Python's docstrings, tokenized by a BPE trained on them"
-    )
+    ds, v = report.dataset, view(report)
     data = (
-        f"{escape(ds.path)} ({what}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
-        + (made if ds.synthetic else "")
+        f"{escape(ds.path)} ({v.data}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
+        + (v.made if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")"
     )
-    batch = f"{report.batch_size}" + (
-        f" global = {report.per_host_batch_size} per host x {report.hosts} hosts" if report.hosts > 1 else ""
+    batch = (
+        f"{report.batch_size}"
+        + (
+            f" global = {report.per_host_batch_size} per host x {report.hosts} hosts"
+            if report.hosts > 1
+            else ""
+        )
+        + v.batch
     )
     p, c = report.producer, report.consumer
-    produced = f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s)"
-    cost = f"{p.cpu_ms_per_example:.3f} CPU ms per example"
-    consumed = f"{rate(c.examples_per_sec)} examples/s"
-    if t is not None:
-        batch += f" sequences of {t.sequence_length:,} tokens, packing {t.packing}"
-        produced = (
-            f"{rate(t.sequences_per_sec)} sequences/s = {rate(t.real_tokens_per_sec)} real tokens/s "
-            f"({rate(t.slot_tokens_per_sec)} slot tokens/s at a {percent1(t.fill)} fill)"
-        )
-        cost = f"{t.stages[-1].cpu_ms_per_1k_tokens:.3f} CPU ms per 1,000 tokens"
-        consumed = (
-            f"{rate(c.examples_per_sec)} sequences/s = {rate(t.consumer_slot_tokens_per_sec)} slot tokens/s, "
-            f"{rate(t.consumer_useful_tokens_per_sec)} of them real tokens at this fill"
-        )
+    produced, cost, consumed = v.produced, v.cost, v.consumed
     rows: list[tuple[str, Any]] = [
         ("Data", data),
         ("Batch", batch),
@@ -132,7 +115,7 @@ def _windows(report: Report) -> str:
     """The producer's windows, when it has two: " over two windows (374/s and 735/s)"."""
     if len(report.windows) < 2:
         return ""
-    unit = "sequences" if report.text is not None else "examples"
+    unit = f"{view(report).example}s"
     return (
         f" over two windows ({' and '.join(f'{rate(w.examples_per_sec)} {unit}/s' for w in report.windows)})"
     )
@@ -156,7 +139,7 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
     s = report.storage
     assert s is not None
     where = "gs://" if s.location == "gcs" else "local files"
-    unit = "examples" if report.text is None else "sequences"
+    unit = view(report).example + "s"  # text: sequences
     text = f"{where}, read without a cache: {rate(s.examples_per_sec)} {unit}/s"
     if s.mb_per_sec is not None:
         text += f" = {figure(s.mb_per_sec)} MB/s"
@@ -286,7 +269,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cpu, sv = report.bottleneck, report.cpu_cores, report.service
-    unit = "example" if report.text is None else "sequence"
+    unit = view(report).example  # text: sequence
     rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
         ("Bottleneck", bottleneck_sentence(b, unit)),
@@ -421,22 +404,16 @@ def _stage_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
-    t = report.text
+    v = view(report)
     table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
     # Headers of two short lines, figures that never wrap, and stage names that wrap at their
     # commas (or fold, never cut): the table reads whole in an 80-column terminal.
     table.add_column("prefix", no_wrap=True)
     table.add_column("adds stages", overflow="fold", ratio=1)
-    rate_header, cost_header = (
-        ("examples\n/s", "CPU\nms/ex") if t is None else ("real\ntokens/s", "CPU ms\n/1k tok")
-    )
-    for header in (rate_header, "vs\nconsumer", cost_header, "cores\nbusy", "first\nelement"):
+    for header in (v.rate_header, "vs\nconsumer", v.cost_header, "cores\nbusy", "first\nelement"):
         table.add_column(header, justify="right", no_wrap=True)
     consumer = report.consumer.examples_per_sec
-    for i, s in enumerate(report.stages):
-        eps, cost = s.rate.examples_per_sec, s.rate.cpu_ms_per_example
-        if t is not None:
-            eps, cost = t.stages[i].real_tokens_per_sec, t.stages[i].cpu_ms_per_1k_tokens
+    for s, eps, cost in zip(report.stages, v.stages, v.stage_costs, strict=True):
         table.add_row(
             s.name,
             ", ".join(s.stages),
@@ -454,12 +431,12 @@ def _scaling_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
-    t = report.text
+    v = view(report)
     table = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
     table.add_column("cores", justify="right")
-    table.add_column("examples/s" if t is None else "real tokens/s", justify="right")
+    table.add_column(v.scaling_rate, justify="right")
     table.add_column("per core", justify="right")
-    table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
+    table.add_column(v.scaling_cost, justify="right")
     table.add_column("cores busy", justify="right")
     same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
     captions = []
@@ -472,10 +449,7 @@ def _scaling_table(report: Report) -> Any:
         )
     if captions:
         table.caption = "\n".join(captions)
-    for i, pt in enumerate(report.scaling):
-        eps, cost = pt.examples_per_sec, pt.cpu_ms_per_example
-        if t is not None:  # text: real tokens
-            eps, cost = t.scaling[i].real_tokens_per_sec, t.scaling[i].cpu_ms_per_1k_tokens
+    for pt, (_, eps, cost) in zip(report.scaling, v.scaling, strict=True):
         table.add_row(str(pt.cores), rate(eps), rate(eps / pt.cores), f"{cost:.3f}", f"{pt.cores_busy:.1f}")
     return table
 
