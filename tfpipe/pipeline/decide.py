@@ -13,6 +13,7 @@ from typing import Any
 
 from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
 from tfpipe.packing.fill import epoch_rows
+from tfpipe.packing.spec import TextPacking
 from tfpipe.pipeline import checks
 from tfpipe.pipeline.config import DEFAULT_TRAINING_ORDER, PipelineConfig
 from tfpipe.pipeline.order import resumable
@@ -24,7 +25,6 @@ from tfpipe.pipeline.stages import padding
 from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.presets.text import TextPacking
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.

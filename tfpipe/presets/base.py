@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tfpipe.errors import ConfigError
+from tfpipe.packing.spec import TextPacking
 
 if TYPE_CHECKING:
     from tfpipe.format.manifest import Manifest
@@ -62,7 +63,7 @@ class Decoder:
       notes: what the preset decided for this data, for `Pipeline.describe()`.
       warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
         records without a manifest): `plan()` warns them.
-      packing: text only: how documents are packed into rows (a `presets.text.TextPacking`);
+      packing: text only: how documents are packed into rows;
         the pipeline then chunks, parses, packs and batches rows instead of decoding records.
     """
 
@@ -77,7 +78,7 @@ class Decoder:
     describe: Callable[[Any], list[Any]] | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    packing: Any = None
+    packing: TextPacking | None = None
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.packing.spec import MODES, Mode
+from tfpipe.packing.spec import MODES, Mode, TextPacking
 from tfpipe.presets.base import Decoder, PresetContext, options_of
 from tfpipe.validation import check_bool, check_choice, check_int, check_str
 
@@ -85,46 +85,6 @@ class TextOptions:
             check_int("eos", self.eos, 0, 2**31 - 1, what="True, False, None or a token id (an int >= 0)")
         check_str("label", self.label, optional=True)
         check_int("chunk", self.chunk, 1, 1 << 24, optional=True)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TextPacking:
-    """What the pipeline's chunk, pack and batch stages do for this preset.
-
-    Attributes:
-      sequence_length: L.
-      mode: "first_fit", "none" or "concat".
-      truncate: keep only each document's first L tokens.
-      eos: the id appended to every document, or None.
-      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
-      label: the label feature (classify).
-      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
-      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
-      histogram: the split's length histogram from the manifest, or None.
-      chunk: documents per chunk, or None: chosen from the mean length.
-    """
-
-    sequence_length: int
-    mode: Mode
-    truncate: bool = False
-    eos: int | None = None
-    classify: bool = False
-    cls: int | None = None
-    sep: int | None = None
-    label: str | None = None
-    vocab_size: int | None = None
-    mean_tokens: float | None = None
-    histogram: Mapping[str, list[int]] | None = None
-    chunk: int | None = None
-
-    def identity(self) -> dict[str, Any]:
-        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
-        return {
-            "sequence_length": self.sequence_length,
-            "packing": self.mode,
-            "truncate": self.truncate,
-            "eos": self.eos,
-        }
 
 
 class TextPreset:

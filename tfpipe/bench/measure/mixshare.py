@@ -130,6 +130,7 @@ def _tagged_rows(pipe: MixturePipeline) -> Any:
 
     tf_ = tf()
     pack = pipe.decoder.packing
+    assert pack is not None  # a text mixture: measure() checked it
     sources = len(pipe.mixture.quotas)  # type: ignore[union-attr]
     key = domain_key(int(pipe.config.seed or 0), KEY_ROWS)
     L = pack.sequence_length

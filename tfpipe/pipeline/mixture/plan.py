@@ -225,7 +225,7 @@ def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
     out = []
     for p in parts:
         text, pack = _split_text(p), p.decoder.packing
-        out.append(text.tokens / text.documents + added_tokens(pack))
+        out.append(text.tokens / text.documents + (added_tokens(pack) if pack is not None else 0))
     return out
 
 
