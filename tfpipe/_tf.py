@@ -37,6 +37,8 @@ from tfpipe.errors import (
 # (`def pack(ds: Dataset, length: Tensor) -> Dataset`); values of tfpipe's own types keep them.
 Tensor: TypeAlias = Any  # a tf.Tensor, or a tf.Variable where a helper reads one
 Dataset: TypeAlias = Any  # a tf.data.Dataset
+Feature: TypeAlias = Any  # a tf.io parse spec's entry: FixedLenFeature, RaggedFeature, ...
+Nest: TypeAlias = Any  # a tf.data element: a Tensor, or a tuple or dict of them (tf.nest)
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the
 # newest TPU build (tensorflow-tpu has no 2.21), 2.21 the newest release.

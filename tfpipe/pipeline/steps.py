@@ -11,8 +11,8 @@ from typing import Any
 from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.packing.fill import epoch_rows
 from tfpipe.pipeline.read.resolve import ResolvedData, resolve
-from tfpipe.presets import PresetContext, options_of
-from tfpipe.presets.text import TextOptions, plan_packing
+from tfpipe.presets import PresetContext, Text, with_options
+from tfpipe.presets.text import plan_packing
 from tfpipe.validation import check_batch_size, check_bool
 
 
@@ -92,8 +92,6 @@ def _units(
 
 def _text_rows(src: ResolvedData, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:
     """The rows one epoch of the text split `src` packs into, as build() would pack it."""
-    opts = options_of(
-        TextOptions, {"sequence_length": sequence_length, "packing": packing, **options}, "text"
-    )
+    opts = with_options(Text(), {"sequence_length": sequence_length, "packing": packing, **options})
     ctx = PresetContext(src.manifest, src.manifest.schema, {}, True, src.where, src.split)
     return epoch_rows(plan_packing(ctx, opts)[0])

@@ -14,31 +14,40 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (tfpipe/presets/imagenet.py), "tabular"
-(tfpipe/presets/tabular.py) and "text" (tfpipe/presets/text.py). `preset=None` picks one from the
-manifest's layout. The types a
-preset is made of are in tfpipe/presets/base.py (which the built-ins import, so that no preset
-module imports the registry that loads it); this module is the registry.
+Built-in presets: "imagenet" (`ImageNet`, tfpipe/presets/imagenet.py), "tabular" (`Tabular`,
+tfpipe/presets/tabular.py) and "text" (`Text`, tfpipe/presets/text.py), each a frozen object
+that carries its options: `build(data, preset=Text(sequence_length=512))`, or by name with the
+options as keywords, `build(data, preset="text", sequence_length=512)`. `preset=None` picks one
+from the manifest's layout. The types a preset is made of are in tfpipe/presets/base.py (which
+the built-ins import, so that no preset module imports this registry); this module is the
+registry, and `tfpipe.presets` the public home of the preset objects.
 """
 
 from __future__ import annotations
 
 from tfpipe.errors import ConfigError
-from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, options_of
+from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, declared_options, with_options
+from tfpipe.presets.imagenet import IMAGENET, ImageNet
+from tfpipe.presets.tabular import TABULAR, Tabular
+from tfpipe.presets.text import TEXT, Text
 
 __all__ = [
     "Decoder",
+    "ImageNet",
     "Preset",
     "PresetContext",
     "PresetLike",
+    "Tabular",
+    "Text",
+    "declared_options",
     "get_preset",
-    "options_of",
     "preset_names",
     "register_preset",
+    "with_options",
 ]
 
 
-_REGISTRY: dict[str, PresetLike] = {}
+_REGISTRY: dict[str, PresetLike] = {p.name: p for p in (IMAGENET, TABULAR, TEXT)}
 
 
 def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLike:
@@ -52,7 +61,6 @@ def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLik
             "register_preset expects a Preset (name, spec, map_fn) or an object with `name` and "
             f"`bind(ctx, options)`. Received: {type(preset).__name__}"
         )
-    _load_builtins()
     if preset.name in _REGISTRY and not overwrite:
         raise ConfigError(
             f"A preset named {preset.name!r} is already registered; pass overwrite=True to replace it."
@@ -67,9 +75,13 @@ def get_preset(name: str | PresetLike) -> PresetLike:
     Raises:
       ConfigError: no preset has that name; lists the registered names.
     """
+    if isinstance(name, type):
+        raise ConfigError(
+            f"preset must be a preset object or a name; {name.__name__} is a class: pass an instance, "
+            f"e.g. preset={name.__name__}(...). Received: preset={name!r}"
+        )
     if isinstance(name, PresetLike):
         return name
-    _load_builtins()
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
@@ -79,17 +91,4 @@ def get_preset(name: str | PresetLike) -> PresetLike:
 
 
 def preset_names() -> list[str]:
-    _load_builtins()
     return sorted(_REGISTRY)
-
-
-def _load_builtins() -> None:
-    if "imagenet" in _REGISTRY:
-        return
-    from tfpipe.presets.imagenet import IMAGENET
-    from tfpipe.presets.tabular import TABULAR
-    from tfpipe.presets.text import TEXT
-
-    _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
-    _REGISTRY.setdefault(TABULAR.name, TABULAR)
-    _REGISTRY.setdefault(TEXT.name, TEXT)
