@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import warnings
-from typing import Any
+from collections.abc import Mapping
 
 from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
 from tfpipe.packing.fill import epoch_rows
@@ -136,7 +136,7 @@ def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) ->
 
 
 def _bind(
-    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
+    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: Mapping[str, object]
 ) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src, options))
@@ -156,7 +156,7 @@ def _bind(
     return preset_obj, decoder
 
 
-def _default_preset(src: ResolvedData, options: dict[str, Any]) -> str:
+def _default_preset(src: ResolvedData, options: Mapping[str, object]) -> str:
     """The preset for the data: the manifest's layout's; imagenet for images (the imagenet_to_gcs
     key, a TFDS dataset's image feature, or an `image_key` given)."""
     if src.manifest is not None:

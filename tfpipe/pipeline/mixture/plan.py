@@ -11,8 +11,8 @@ pack, batch, map) is the first source's, which the agreement makes every source'
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, TfpipeError
@@ -27,6 +27,9 @@ from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.read import read_calls, shard_reader
 from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,12 +112,12 @@ class MixturePipeline(Pipeline):
 
 
 def plan_mixture(
-    data: Mapping[str, Any],
+    data: Mapping[str, str | Sequence[str]],
     *,
-    weights: Any,
-    mix_by: Any,
+    weights: Mapping[str, float] | None,
+    mix_by: str | None,
     plan_one: Callable[..., Pipeline],
-    start_step: Any,
+    start_step: int | Position,
     **kwargs: Any,
 ) -> MixturePipeline:
     """Plans a mixture: each source planned by `plan_one` (build.plan for one dataset), checked
