@@ -38,6 +38,7 @@ API_GROUPS = (
 )
 # Public submodules (outside `tfpipe.__all__`, loaded on first use) and the names to document.
 SUBMODULES = {
+    "tfpipe.presets": ("Text", "ImageNet", "Tabular"),
     "tfpipe.resume": ("Position", "KerasCallback"),
     "tfpipe.service": ("distribute",),
     "tfpipe.beam.write": ("WriteDataset",),  # tfpipe.beam loads it lazily: griffe needs its home
