@@ -18,11 +18,20 @@ import itertools
 import math
 import numbers
 import struct
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.schema import Field, Schema
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where it is used: a worker that encodes rows one by one needs none
+
+# A feature's value as the wire holds it: bytes (BytesList), a float (FloatList), an int (Int64List).
+Value = bytes | float | int
+# A table's column as `encode_columns` takes it: a sequence of values, or a 1-D numpy array.
+Column: TypeAlias = "Sequence[object] | np.ndarray"
+S = TypeVar("S", bound=Sized)
 
 
 def _varint_slow(n: int) -> bytes:
@@ -52,13 +61,13 @@ def _len_delimited(tag: int, payload: bytes) -> bytes:
     return bytes((tag,)) + _varint(len(payload)) + payload
 
 
-def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
+def _feature_pieces(dtype: str, values: Sequence[Value] | PackedInt64) -> tuple[list[bytes], int]:
     """A Feature message as pieces to join once, and its length. Big bytes values are never
     copied while nesting: a 100 KB JPEG is copied once, by the final join."""
     if dtype == "bytes":
         pieces: list[bytes] = []
         inner = 0
-        for v in values:
+        for v in cast(Sequence[bytes], values):
             head = b"\x0a" + _varint(len(v))
             pieces += (head, v)
             inner += len(head) + len(v)
@@ -69,7 +78,7 @@ def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
     elif dtype == "float32":
         packed = struct.pack(f"<{len(values)}f", *values)
     else:
-        packed = b"".join(_varint(int(v)) for v in values)
+        packed = b"".join(_varint(int(v)) for v in cast(Sequence[int], values))
     inner = _len_delimited(0x0A, packed) if values else b""
     whole = _len_delimited(0x12 if dtype == "float32" else 0x1A, inner)
     return [whole], len(whole)
@@ -88,7 +97,7 @@ class PackedInt64:
         return self.count
 
 
-def _varint_array(values: Any) -> tuple[Any, Any]:
+def _varint_array(values: np.ndarray | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 array of the packed varints, each value's byte width) of a 1-D integer array:
     the bytes `_varint` gives one value at a time (two's complement for negatives), at once."""
     import numpy as np
@@ -108,7 +117,7 @@ def _varint_array(values: Any) -> tuple[Any, Any]:
     return out, widths
 
 
-def varints(values: Any) -> bytes:
+def varints(values: np.ndarray | Sequence[int]) -> bytes:
     """A 1-D integer array as packed protobuf varints."""
     return _varint_array(values)[0].tobytes()
 
@@ -137,7 +146,7 @@ def packed_int64_lists(lists: Sequence[Sequence[int]]) -> list[PackedInt64]:
     return [PackedInt64(raw[a:b], n) for a, b, n in zip(byte_ends, byte_ends[1:], counts, strict=False)]
 
 
-def _packed_int64(name: str, value: Any) -> PackedInt64 | None:
+def _packed_int64(name: str, value: Any) -> PackedInt64 | None:  # any value a row holds
     """A numpy integer array for an int64 list, encoded at once; None for anything else (which
     takes the checked path one value at a time)."""
     if isinstance(value, PackedInt64):
@@ -155,7 +164,7 @@ _FLOAT32_INF_AT = (2 - 2**-24) * 2.0**127
 """The smallest magnitude that float32 rounds to inf (half an ulp above its largest value)."""
 
 
-def _received(v: Any) -> str:
+def _received(v: object) -> str:
     return f"{type(v).__name__} {str(v)[:60]!r}"
 
 
@@ -163,7 +172,7 @@ def _feature(name: str, row: int | None) -> str:
     return f"Feature {name!r}" + ("" if row is None else f", row {row}")
 
 
-def _bytes_value(name: str, v: Any, row: int | None = None) -> bytes:
+def _bytes_value(name: str, v: object, row: int | None = None) -> bytes:
     if isinstance(v, str):
         return v.encode("utf-8")
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -172,7 +181,7 @@ def _bytes_value(name: str, v: Any, row: int | None = None) -> bytes:
     raise DataError(f"{_feature(name, row)}: expected bytes or str. Received: {_received(v)}")
 
 
-def _float_value(name: str, v: Any, row: int | None = None) -> float:
+def _float_value(name: str, v: object, row: int | None = None) -> float:
     if isinstance(v, (str, bytes)) or not isinstance(v, numbers.Real):
         raise DataError(f"{_feature(name, row)}: expected a float32 number. Received: {_received(v)}")
     f = float(v)
@@ -184,7 +193,7 @@ def _float_value(name: str, v: Any, row: int | None = None) -> float:
     return f
 
 
-def _int_value(name: str, v: Any, row: int | None = None) -> int:
+def _int_value(name: str, v: object, row: int | None = None) -> int:
     if isinstance(v, numbers.Integral):
         iv = int(v)
     elif isinstance(v, numbers.Real) and not isinstance(v, (str, bytes)) and float(v).is_integer():
@@ -196,18 +205,19 @@ def _int_value(name: str, v: Any, row: int | None = None) -> int:
     return iv
 
 
-def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
+def _as_list(name: str, dtype: str, value: Any) -> list[Value]:  # any value a row holds
     if isinstance(value, (bytes, bytearray, memoryview, str, int, float)) or not hasattr(value, "__len__"):
         values = [value.item() if hasattr(value, "item") and not isinstance(value, (bytes, str)) else value]
     else:
         import numpy as np
 
         values = np.asarray(value, dtype=object if dtype == "bytes" else None).ravel().tolist()
-    convert = {"bytes": _bytes_value, "float32": _float_value}.get(dtype, _int_value)
+    converters: dict[str, Callable[[str, object], Value]] = {"bytes": _bytes_value, "float32": _float_value}
+    convert = converters.get(dtype, _int_value)
     return [convert(name, v) for v in values]
 
 
-def _check_count(field: Field, values: Any) -> Any:
+def _check_count(field: Field, values: S) -> S:
     if field.variable:
         return values
     want = math.prod(field.shape)  # type: ignore[arg-type]
@@ -219,7 +229,7 @@ def _check_count(field: Field, values: Any) -> Any:
     return values
 
 
-def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
+def encode_example(row: Mapping[str, object], schema: Schema) -> bytes:
     """Serializes one record as `tf.train.Example` bytes.
 
     Args:
@@ -271,7 +281,7 @@ def _entry_prefix(key: bytes, feature_prefix: bytes, payload_len: int) -> bytes:
     return b"\x0a" + _varint(inner_len) + key + b"\x12" + _varint(feature_len) + feature_prefix
 
 
-def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
+def _fixed_width_entries(prefix: bytes, payload: np.ndarray) -> list[bytes]:
     """prefix + each row of a (n, w) uint8 array, as n bytes objects, without a per-row numpy call."""
     import numpy as np
 
@@ -283,12 +293,12 @@ def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
     return [flat[i : i + step] for i in range(0, n * step, step)]
 
 
-def _items(values: Any, a: Any) -> list[Any]:
+def _items(values: Column, a: np.ndarray) -> list[object]:
     """The values one by one as given: np.asarray([1.0, "x"]) would have made 1.0 a string."""
     return a.tolist() if hasattr(values, "dtype") else list(values)
 
 
-def _float32_array(name: str, values: Any) -> Any:
+def _float32_array(name: str, values: Column) -> np.ndarray:
     """A column as little-endian float32, refusing what `_float_value` refuses, by row."""
     import numpy as np
 
@@ -305,7 +315,7 @@ def _float32_array(name: str, values: Any) -> Any:
     return out
 
 
-def _int64_array(name: str, values: Any) -> Any:
+def _int64_array(name: str, values: Column) -> np.ndarray:
     """A column as int64, refusing what `_int_value` refuses (fractions, beyond int64), by row."""
     import numpy as np
 
@@ -320,7 +330,7 @@ def _int64_array(name: str, values: Any) -> Any:
     return np.array([_int_value(name, v, i) for i, v in enumerate(_items(values, a))], dtype=np.int64)
 
 
-def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
+def _scalar_column(name: str, dtype: str, values: Column) -> list[bytes]:
     """The encoded map entries of one scalar column, one per row, vectorised with numpy."""
     import numpy as np
 
@@ -366,7 +376,7 @@ def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
     return out
 
 
-def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
+def encode_columns(schema: Schema, columns: Mapping[str, Column]) -> list[bytes]:
     """Serializes many rows at once, column by column: the same bytes as `encode_example`.
 
     Args:
@@ -422,7 +432,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
+def _fields(buf: bytes) -> Iterator[tuple[int, int, bytes | int]]:
     pos = 0
     while pos < len(buf):
         key, pos = _read_varint(buf, pos)
@@ -447,7 +457,7 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def decode_example(data: bytes) -> dict[str, list[Any]]:
+def decode_example(data: bytes) -> dict[str, list[Value]]:
     """Parses `tf.train.Example` bytes into {name: list of values} (bytes, float or int).
 
     Raises:
@@ -459,31 +469,41 @@ def decode_example(data: bytes) -> dict[str, list[Any]]:
         raise DataError(f"Malformed Example bytes: expected a tf.train.Example. Received: {e}") from None
 
 
-def _decode_example(data: bytes) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for _, _, features in _fields(data):
-        for _, _, entry in _fields(features):
+def _messages(buf: bytes) -> Iterator[tuple[int, bytes]]:
+    """(field number, bytes) of each field of a message whose fields are messages or strings."""
+    for number, _, value in _fields(buf):
+        if not isinstance(value, bytes):
+            raise DataError(
+                f"Expected a length-delimited field {number} in Example bytes. Received: a varint"
+            )
+        yield number, value
+
+
+def _decode_example(data: bytes) -> dict[str, list[Value]]:
+    out: dict[str, list[Value]] = {}
+    for _, features in _messages(data):
+        for _, entry in _messages(features):
             name, feature = "", b""
-            for number, _, value in _fields(entry):
+            for number, value in _messages(entry):
                 if number == 1:
                     name = value.decode("utf-8")
                 elif number == 2:
                     feature = value
-            values: list[Any] = []
-            for kind, _, lst in _fields(feature):
+            values: list[Value] = []
+            for kind, lst in _messages(feature):
                 for _, wire, v in _fields(lst):
-                    if kind == 1:
+                    if isinstance(v, int):  # one unpacked varint
+                        values.append(_signed(v))
+                    elif kind == 1:
                         values.append(bytes(v))
                     elif kind == 2:
                         values.extend(
                             struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v)
                         )
-                    elif wire == 2:
+                    else:
                         pos = 0
                         while pos < len(v):
                             x, pos = _read_varint(v, pos)
                             values.append(_signed(x))
-                    else:
-                        values.append(_signed(v))
             out[name] = values
     return out
