@@ -196,7 +196,7 @@ def first_float32_overflow(series: pd.Series) -> tuple[int, object] | None:
     return _first(series, np.isfinite(x) & np.isinf(_as_float32(x)))
 
 
-def float32_underflow(series: pd.Series) -> tuple[int, int, object] | None:
+def float32_underflow(series: pd.Series) -> tuple[int, int, float] | None:
     """(count, first row, first value) of the values float32 would store as 0.0 or with fewer
     digits than its usual 24 bits: non-zero and below its smallest normal number, and not
     already a float32 value (a float32 source column is stored as it is)."""
@@ -209,16 +209,17 @@ def float32_underflow(series: pd.Series) -> tuple[int, int, object] | None:
     if not count:
         return None
     row, value = _first(series, mask)  # type: ignore[misc]
-    return count, row, value
+    return count, row, float(value)  # type: ignore[arg-type]  # a float column's value
 
 
-def first_inexact_whole_float(series: pd.Series) -> tuple[int, object] | None:
+def first_inexact_whole_float(series: pd.Series) -> tuple[int, float] | None:
     """A whole number up to 2**53 that float32 cannot hold exactly."""
     import numpy as np
 
     x = _floats(series)
     with np.errstate(invalid="ignore"):
-        return _first(series, (x == np.floor(x)) & (np.abs(x) <= _EXACT_IN_FLOAT64) & (_as_float32(x) != x))
+        hit = _first(series, (x == np.floor(x)) & (np.abs(x) <= _EXACT_IN_FLOAT64) & (_as_float32(x) != x))
+    return None if hit is None else (hit[0], float(hit[1]))  # type: ignore[arg-type]  # a float column's value
 
 
 def first_fraction(series: pd.Series) -> tuple[int, object] | None:
@@ -238,7 +239,7 @@ def first_beyond_int64(series: pd.Series) -> tuple[int, object] | None:
     return _first(series, series.to_numpy(dtype="uint64") > INT64_MAX)
 
 
-def first_inexact_int(series: pd.Series) -> tuple[int, object] | None:
+def first_inexact_int(series: pd.Series) -> tuple[int, int] | None:
     """An integer that float32 cannot hold exactly (so the column must not become float)."""
     import numpy as np
 
