@@ -39,6 +39,7 @@ Tensor: TypeAlias = Any  # a tf.Tensor, or a tf.Variable where a helper reads on
 Dataset: TypeAlias = Any  # a tf.data.Dataset
 Feature: TypeAlias = Any  # a tf.io parse spec's entry: FixedLenFeature, RaggedFeature, ...
 Nest: TypeAlias = Any  # a tf.data element: a Tensor, or a tuple or dict of them (tf.nest)
+Options: TypeAlias = Any  # a tf.data.Options
 F = TypeVar("F", bound=Callable[..., Any])
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the

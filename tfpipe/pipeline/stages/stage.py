@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from tfpipe._tf import Dataset, Tensor
 from tfpipe.pipeline.read import skips
 from tfpipe.pipeline.read.sharding import FileShare, ShardBy
 
@@ -38,7 +39,7 @@ StageName = Literal[
     "prefetch",
 ]
 Group = Literal["read", "parse", "decode", "pack", "batch", "final"]
-StageFn = Callable[[Any], Any]
+StageFn = Callable[[Dataset], Dataset]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ class StagePlan:
     service: str | None
     counter: skips.SkipCounter | None
     order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
-    start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+    start: Callable[[], Tensor] | None = None  # its start position (read when an iterator starts)
     batches: int | None = None  # eval: the batches it yields, when known (its cardinality)
     padding_batches: int = 0  # eval: whole batches of padding after its own (pad_remainder)
 
