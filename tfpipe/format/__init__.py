@@ -6,7 +6,8 @@
 - `tfrecord`: the TFRecord framing, read and written without TensorFlow;
 - `schema` and `codec`: the features of a record and the `tf.train.Example` that holds them;
 - `commit_markers`: the markers that say a split on gs:// was committed;
-- `verify`: every shard read and checked against the manifest (`tfpipe inspect --verify`).
+- `verify`: every shard read and checked against the manifest (`tfpipe inspect --verify`);
+- `jsonobject`: the type of a JSON object as its `to_json`/`from_json` pass one.
 
 It stands on storage, errors and the lazy TensorFlow import alone: convert writes it, and the
 pipeline, bench and the command line read it.

@@ -19,6 +19,7 @@ from typing import Any
 from tfpipe.convert.text import listing as text_listing
 from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 
 SUFFIXES = (".jsonl", ".ndjson")
 _INT64 = 1 << 63
@@ -29,7 +30,7 @@ _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "
 looks_like = text_listing.looks_like_json_lines
 
 
-def first_object(path: str) -> dict[str, Any] | None:
+def first_object(path: str) -> JsonObject | None:
     """The first record of a JSON Lines file, or None when its first line is not one."""
     try:
         for _, obj in text_reader.json_objects(path):
@@ -47,7 +48,7 @@ def frames(path: str, chunk_rows: int, kinds: dict[str, str] | None = None) -> I
       DataError: a line that does not parse or breaks the rules above, named by line.
     """
     names = list(kinds) if kinds is not None else None
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     lines: list[int] = []
     for number, obj in text_reader.json_objects(path):
         rows.append(obj)
@@ -63,7 +64,7 @@ def frames(path: str, chunk_rows: int, kinds: dict[str, str] | None = None) -> I
 
 def _frame(
     path: str,
-    rows: list[dict[str, Any]],
+    rows: list[JsonObject],
     lines: list[int],
     names: list[str] | None,
     kinds: dict[str, str] | None,

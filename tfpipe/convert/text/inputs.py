@@ -14,7 +14,7 @@ import array
 import bisect
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.text import reader as text_reader
@@ -22,6 +22,7 @@ from tfpipe.convert.text.encode import TextTask
 from tfpipe.convert.text.ranges import DOCS_PER_TASK, TEXT_PER_TASK, Checkpoint, Points, cuts, within
 from tfpipe.convert.text.reader import Raw, Reading
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 
 File = tuple[str, int, Points]
 """A file holding documents of a shard: its path, the index in the plan of its first document,
@@ -52,13 +53,13 @@ class TextInputs:
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         yield from cut(self, shard, first, count, Cursor(self.files, self.reading))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = dataclasses.asdict(self)
         out["files"] = [(path, start, list(points)) for path, start, points in self.files]
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> TextInputs:
+    def from_json(cls, obj: JsonObject) -> TextInputs:
         return cls(
             files=tuple(
                 (str(p), int(i), array.array("q", map(int, points))) for p, i, points in obj["files"]
