@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
+from tfpipe._tf import Dataset, Tensor
 from tfpipe.errors import ConfigError, TfpipeError
 from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline.mixture import spec as mixture_spec
@@ -29,7 +30,12 @@ from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
+    from tfpipe.format.manifest_text import SplitText
+    from tfpipe.pipeline.config import PipelineConfig
     from tfpipe.pipeline.order.position import Position  # imports TensorFlow
+    from tfpipe.pipeline.order.resumable import OrderSpec
+    from tfpipe.pipeline.stages.stage import StagePlan
+    from tfpipe.presets import Decoder
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +174,9 @@ def plan_mixture(
     return _assemble(mix, parts, position, step, int(seed), service)
 
 
-def _check_service(service: str | None, position: Any, config: Any, mode: Any) -> None:
+def _check_service(
+    service: str | None, position: Position | None, config: PipelineConfig | None, mode: str | None
+) -> None:
     """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
     in this process) and sharding modes that split the stream (its order is the mixture's)."""
     if service is None:
@@ -191,7 +199,7 @@ def _check_service(service: str | None, position: Any, config: Any, mode: Any) -
         )
 
 
-def _names(data: Mapping[str, Any]) -> list[str]:
+def _names(data: Mapping[str, str | Sequence[str]]) -> list[str]:
     names = list(data)
     if len(names) < 2 or not all(isinstance(n, str) and n for n in names):
         raise ConfigError(
@@ -201,14 +209,15 @@ def _names(data: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def _mix_by(mix_by: Any, text: bool) -> mixture_spec.MixBy:
-    allowed = ("tokens", "documents") if text else ("records",)
+def _mix_by(mix_by: str | None, text: bool) -> mixture_spec.MixBy:
+    allowed: tuple[mixture_spec.MixBy, ...] = ("tokens", "documents") if text else ("records",)
     if mix_by is None:
-        return allowed[0]  # type: ignore[return-value]
-    if mix_by not in allowed:
-        kind = "text (weights in tokens, or documents)" if text else "records (images, tables)"
-        raise ConfigError(f"mix_by must be one of {list(allowed)} for {kind}. Received: mix_by={mix_by!r}")
-    return mix_by
+        return allowed[0]
+    for by in allowed:
+        if mix_by == by:
+            return by
+    kind = "text (weights in tokens, or documents)" if text else "records (images, tables)"
+    raise ConfigError(f"mix_by must be one of {list(allowed)} for {kind}. Received: mix_by={mix_by!r}")
 
 
 def _sizes(names: list[str], parts: tuple[Pipeline, ...], by: str) -> dict[str, float]:
@@ -228,16 +237,19 @@ def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
     out = []
     for p in parts:
         text, pack = _split_text(p), p.decoder.packing
-        out.append(text.tokens / text.documents + (added_tokens(pack) if pack is not None else 0))
+        assert text is not None and pack is not None  # mix_by="tokens" is text's
+        out.append(text.tokens / text.documents + added_tokens(pack))
     return out
 
 
-def _split_text(p: Pipeline) -> Any:
+def _split_text(p: Pipeline) -> SplitText | None:
     src = p.source
     return src.manifest.split(src.split).text if src.manifest is not None and src.split is not None else None
 
 
-def _check_one_kind(names: list[str], data: Mapping[str, Any], split: Any, training: Any) -> None:
+def _check_one_kind(
+    names: list[str], data: Mapping[str, str | Sequence[str]], split: str | None, training: bool
+) -> None:
     """Refuses sources of different kinds (text, images, tables) by name before each is planned:
     planned one by one, the second would refuse the first's options (sequence_length for
     images), naming an option rather than the mixture's sources."""
@@ -299,18 +311,18 @@ def _check_agree(names: list[str], parts: tuple[Pipeline, ...]) -> None:
                 )
 
 
-def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
-    def tok(p: Pipeline) -> Any:
+def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, object, object]]:
+    def tok(p: Pipeline) -> str | None:
         m = p.source.manifest
         return m.tokenizer.fingerprint if m is not None and m.tokenizer is not None else None
 
-    def schema(p: Pipeline) -> Any:
+    def schema(p: Pipeline) -> object:
         s = p.source.schema
         return (
             None if s is None else ([(f.name, str(f.dtype), tuple(f.shape or ())) for f in s.fields], s.label)
         )
 
-    def packing(p: Pipeline) -> Any:
+    def packing(p: Pipeline) -> object:
         return None if p.decoder.packing is None else p.decoder.packing.identity()
 
     return [
@@ -322,7 +334,12 @@ def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
 
 
 def _assemble(
-    mix: MixSpec, parts: tuple[Pipeline, ...], position: Any, step: int, seed: int, service: str | None
+    mix: MixSpec,
+    parts: tuple[Pipeline, ...],
+    position: Position | None,
+    step: int,
+    seed: int,
+    service: str | None,
 ) -> MixturePipeline:
     """The mixture's Pipeline: the first source's stages with the mixed stream as its read."""
     first = parts[0]
@@ -393,8 +410,14 @@ def _notes(
 
 
 def _mixed_read(
-    mix: MixSpec, reads: Any, p0: Any, decoder: Any, start: Any, size: int, per_step: int
-) -> Callable[[Any], Any]:
+    mix: MixSpec,
+    reads: tuple[mixture_stream.SourceRead, ...],
+    p0: StagePlan,
+    decoder: Decoder,
+    start: Callable[[], Tensor],
+    size: int,
+    per_step: int,
+) -> Callable[[Dataset | None], Dataset]:
     """The mixture's "interleave" stage: text chunks, or records (batched for batched presets)."""
     if decoder.packing is not None:
         return lambda _: mixture_stream.text_chunks(
@@ -439,7 +462,7 @@ def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
     )
 
 
-def _check_resumable(o: Any, per_replica: int) -> None:
+def _check_resumable(o: OrderSpec, per_replica: int) -> None:
     """A start needs each input pipeline to consume the same whole batches a step."""
     if o.pipelines > 1 and (o.global_batch % o.pipelines or (o.global_batch // o.pipelines) % per_replica):
         raise ConfigError(
@@ -449,7 +472,9 @@ def _check_resumable(o: Any, per_replica: int) -> None:
         )
 
 
-def _start_fn(position: Any, step: int, identity: dict[str, Any], per_step: int) -> Callable[[], Any]:
+def _start_fn(
+    position: Position | None, step: int, identity: dict[str, Any], per_step: int
+) -> Callable[[], Tensor]:
     """The step the mixture starts at: fixed, or the Position's (read when an iterator starts)."""
     from tfpipe._tf import tf
 
@@ -466,7 +491,7 @@ def _start_fn(position: Any, step: int, identity: dict[str, Any], per_step: int)
         return fixed
     position.bind(identity)
 
-    def start() -> Any:
+    def start() -> Tensor:
         value = tf_.cast(position.read(), tf_.int64)
         check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64))
         with tf_.control_dependencies([check]):
