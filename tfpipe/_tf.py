@@ -40,6 +40,7 @@ Dataset: TypeAlias = Any  # a tf.data.Dataset
 Feature: TypeAlias = Any  # a tf.io parse spec's entry: FixedLenFeature, RaggedFeature, ...
 Nest: TypeAlias = Any  # a tf.data element: a Tensor, or a tuple or dict of them (tf.nest)
 Options: TypeAlias = Any  # a tf.data.Options
+DType: TypeAlias = Any  # a tf.DType
 F = TypeVar("F", bound=Callable[..., Any])
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the

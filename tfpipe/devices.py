@@ -19,10 +19,14 @@ import glob
 import math
 import os
 import sys
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
 from tfpipe.errors import TpuBatchWarning as TpuBatchWarning  # raised by bench.consumer; its old home
 from tfpipe.errors import TpuUnavailableError
+
+if TYPE_CHECKING:
+    import tensorflow as tf  # seconds to import: tfpipe._tf.tf() where a strategy is made
 
 # A TPU core's matrix units multiply 128x128 tiles (v2 to v5): a batch per core that is a
 # multiple of 128 fills them, a smaller remainder pads a tile with zeros.
@@ -47,7 +51,7 @@ class Choice:
 
     kind: Literal["TPU", "GPU", "CPU"]
     name: str
-    strategy: Any
+    strategy: tf.distribute.Strategy
     replicas: int
     why: str
 
@@ -94,7 +98,7 @@ def choose(*, tpu: str | None = None) -> Choice:
     return Choice("CPU", "CPU", tf_.distribute.get_strategy(), 1, f"{no_tpu} and no GPU")
 
 
-def _tpu(tf_: Any, name: str, signs: list[str]) -> Choice:
+def _tpu(tf_: ModuleType, name: str, signs: list[str]) -> Choice:
     """Connects to the TPU as tensorflow/tpu's scripts do."""
     try:
         resolver = tf_.distribute.cluster_resolver.TPUClusterResolver(tpu=name)
@@ -112,7 +116,7 @@ def _tpu(tf_: Any, name: str, signs: list[str]) -> Choice:
     return Choice("TPU", f"{cores} TPU cores", strategy, cores, f"a TPU is attached ({', '.join(signs)})")
 
 
-def strategy(*, tpu: str | None = None, verbose: bool = True) -> Any:
+def strategy(*, tpu: str | None = None, verbose: bool = True) -> tf.distribute.Strategy:
     """The `tf.distribute.Strategy` for this machine's accelerator.
 
     A TPUStrategy when a TPU is attached, else a MirroredStrategy over the local GPUs, else the

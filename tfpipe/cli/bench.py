@@ -6,10 +6,15 @@ import argparse
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.cli import add_common
 from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfpipe.bench import BenchConfig, Report
 
 EXAMPLES = """examples:
   tfpipe bench --pipeline=imagenet                     # generated data vs a TPU v4 host
@@ -268,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
+def _measure(config: BenchConfig, out: Console, interrupt: _Interrupt) -> Report:
     """`tfpipe.bench`, its progress shown; a Ctrl-C is raised again as each stage starts."""
     from tfpipe.bench import bench
 
@@ -288,7 +293,7 @@ def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
     return bench(config, progress=say)
 
 
-def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
+def _show_and_write(report: Report, args: argparse.Namespace, out: Console, interrupt: _Interrupt) -> None:
     from tfpipe.bench.present.render import WholeLine, renderables
 
     for item in renderables(report):
@@ -346,7 +351,7 @@ class _Interrupt:
         self.hit = True
         raise KeyboardInterrupt
 
-    def _unraisable(self, unraisable: Any) -> None:
+    def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             self.hit = True  # raised again at the next check, not printed
             return
@@ -357,7 +362,7 @@ class _Interrupt:
             raise KeyboardInterrupt
 
 
-def _config(args: argparse.Namespace) -> object:
+def _config(args: argparse.Namespace) -> BenchConfig:
     """The BenchConfig the flags ask for."""
     from tfpipe.bench import BenchConfig
 

@@ -12,9 +12,9 @@ tf.train.Example list types, and the maps below say how each is spelled as a `tf
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from tfpipe._tf import Feature, tf
+from tfpipe._tf import DType, Feature, tf
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.jsonobject import JsonObject
 
@@ -40,12 +40,12 @@ KIND_DTYPES: dict[str, Dtype] = {
 }
 
 
-def tf_dtype(dtype: Dtype) -> Any:
+def tf_dtype(dtype: Dtype) -> DType:
     """The `tf.DType` a dtype parses to."""
     return getattr(tf(), TF_DTYPE_NAMES[dtype])
 
 
-def dtype_of_tf(tf_dtype: Any) -> Dtype | None:
+def dtype_of_tf(tf_dtype: object) -> Dtype | None:
     """The dtype of a `tf.DType` (or its name); None for a tf.DType no Example list holds."""
     name = getattr(tf_dtype, "name", tf_dtype)
     return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)
@@ -220,7 +220,7 @@ IMAGE_SCHEMA = Schema(
 """The tensorflow/tpu `imagenet_to_gcs.py` layout, shared by the imagenet and images formats."""
 
 
-def kind_for_pandas(column: str, dtype: Any) -> ColumnKind:
+def kind_for_pandas(column: str, dtype: object) -> ColumnKind:
     """The column kind of a pandas dtype (written as `KIND_DTYPES[kind]`): ints, bools, floats,
     strings and categoricals. Anything else is refused by column name.
 
