@@ -22,11 +22,12 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Literal
 
+from tfpipe._tf import tf
 from tfpipe.errors import TpuBatchWarning as TpuBatchWarning  # raised by bench.consumer; its old home
 from tfpipe.errors import TpuUnavailableError
 
 if TYPE_CHECKING:
-    import tensorflow as tf  # seconds to import: tfpipe._tf.tf() where a strategy is made
+    import tensorflow  # seconds to import: tfpipe._tf.tf() where a strategy is made
 
 # A TPU core's matrix units multiply 128x128 tiles (v2 to v5): a batch per core that is a
 # multiple of 128 fills them, a smaller remainder pads a tile with zeros.
@@ -44,14 +45,14 @@ class Choice:
     Attributes:
       kind: "TPU", "GPU" or "CPU".
       name: e.g. "TPU (8 cores)", "2 GPUs", "CPU".
-      strategy: the `tf.distribute.Strategy`.
+      strategy: the `tensorflow.distribute.Strategy`.
       replicas: the strategy's `num_replicas_in_sync`.
       why: how it was chosen, in words (which signs of a TPU were found, or not).
     """
 
     kind: Literal["TPU", "GPU", "CPU"]
     name: str
-    strategy: tf.distribute.Strategy
+    strategy: tensorflow.distribute.Strategy
     replicas: int
     why: str
 
@@ -83,8 +84,6 @@ def choose(*, tpu: str | None = None) -> Choice:
       TpuUnavailableError: a TPU is named or its device files are present, but TensorFlow
         could not connect to it (another process may hold it).
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     signs = [f"tpu={tpu!r}"] if tpu else tpu_signs()
     if signs:
@@ -116,8 +115,8 @@ def _tpu(tf_: ModuleType, name: str, signs: list[str]) -> Choice:
     return Choice("TPU", f"{cores} TPU cores", strategy, cores, f"a TPU is attached ({', '.join(signs)})")
 
 
-def strategy(*, tpu: str | None = None, verbose: bool = True) -> tf.distribute.Strategy:
-    """The `tf.distribute.Strategy` for this machine's accelerator.
+def strategy(*, tpu: str | None = None, verbose: bool = True) -> tensorflow.distribute.Strategy:
+    """The `tensorflow.distribute.Strategy` for this machine's accelerator.
 
     A TPUStrategy when a TPU is attached, else a MirroredStrategy over the local GPUs, else the
     default strategy. A TPU is looked for only where a TPU VM's device files or `TPU_NAME` /

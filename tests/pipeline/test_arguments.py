@@ -44,9 +44,15 @@ def test_no_built_in_preset_claims_a_short_form():
     [
         ({"seed": 7, "cycle_length": 2}, {"order": tfpipe.Order(seed=7, cycle_length=2)}),
         ({"order": "shuffle_buffer", "seed": 7}, {"order": tfpipe.Order(order="shuffle_buffer", seed=7)}),
-        ({"cache": "none", "prefetch": 2, **SEED}, {"tuning": tfpipe.Tuning(cache="none", prefetch=2), **SEED}),
+        (
+            {"cache": "none", "prefetch": 2, **SEED},
+            {"tuning": tfpipe.Tuning(cache="none", prefetch=2), **SEED},
+        ),
         ({"skip_corrupt": True, **SEED}, {"integrity": tfpipe.Integrity(skip_corrupt=True), **SEED}),
-        ({"num_hosts": 2, "host_index": 1, **SEED}, {"hosts": tfpipe.Hosts(num_hosts=2, host_index=1), **SEED}),
+        (
+            {"num_hosts": 2, "host_index": 1, **SEED},
+            {"hosts": tfpipe.Hosts(num_hosts=2, host_index=1), **SEED},
+        ),
     ],
     ids=["order", "order-kind", "tuning", "integrity", "hosts"],
 )
@@ -73,7 +79,9 @@ def test_config_is_a_base_the_keywords_override(table_ds):
     cfg = PipelineConfig(seed=5, cache="none", cycle_length=2)
     p = plan(table_ds, batch_size=8, config=cfg, seed=9, split="train")
     assert (p.config.seed, p.config.cache, p.config.cycle_length) == (9, "none", 2)
-    with pytest.raises(ConfigError, match=r"config= holds every option .* Order would set some of them again"):
+    with pytest.raises(
+        ConfigError, match=r"config= holds every option .* Order would set some of them again"
+    ):
         plan(table_ds, batch_size=8, config=cfg, order=tfpipe.Order(seed=1))
 
 
@@ -84,7 +92,9 @@ def test_a_field_said_twice_is_refused_naming_both(table_ds, text_ds):
         plan(table_ds, batch_size=8, cache="none", tuning=tfpipe.Tuning())
     with pytest.raises(ConfigError, match=r"host_index= says what hosts= says"):
         plan(table_ds, batch_size=8, num_hosts=2, host_index=0, hosts=tfpipe.Hosts(num_hosts=2, host_index=0))
-    with pytest.raises(ConfigError, match=r"output= set options of the preset object .*preset=Text\(\.\.\., output="):
+    with pytest.raises(
+        ConfigError, match=r"output= set options of the preset object .*preset=Text\(\.\.\., output="
+    ):
         plan(text_ds, batch_size=4, preset=tfpipe.presets.Text(sequence_length=64), output="packed")
     with pytest.raises(ConfigError, match=r"weights= is Mixture.weights, and the data is a tfpipe.Mixture"):
         plan(tfpipe.Mixture({"a": table_ds, "b": text_ds}), batch_size=8, weights={"a": 1, "b": 1})
@@ -125,10 +135,16 @@ def test_option_objects_check_their_own_values():
         (lambda: tfpipe.Tuning(cache="ram"), r"cache must be one of .* Received: cache='ram'"),
         (lambda: tfpipe.Tuning(prefetch=0), r"prefetch must be AUTOTUNE \(-1\) or an int in \[1, 1024\]"),
         (lambda: tfpipe.Remainder(drop_remainder=True, pad_remainder=True), "pass one"),
-        (lambda: tfpipe.Integrity(skip_corrupt=True, verify_shards=False), "skip_corrupt=True needs verify_shards"),
+        (
+            lambda: tfpipe.Integrity(skip_corrupt=True, verify_shards=False),
+            "skip_corrupt=True needs verify_shards",
+        ),
         (lambda: tfpipe.DataService("localhost:5050"), "dispatcher address like 'grpc://host:port'"),
         (lambda: tfpipe.DataService("grpc://d:1", job_name=""), r"Received: job_name=''"),
-        (lambda: tfpipe.Hosts(num_hosts=2, host_index=2), r"host_index must be an int in \[0, num_hosts - 1 = 1\]"),
+        (
+            lambda: tfpipe.Hosts(num_hosts=2, host_index=2),
+            r"host_index must be an int in \[0, num_hosts - 1 = 1\]",
+        ),
         (lambda: tfpipe.Mixture({"a": "p"}), "at least two names"),
         (lambda: tfpipe.Mixture({"a": "p", "b": "q"}, weights={"a": 1}), r"no weight for \['b'\]"),
         (lambda: tfpipe.Mixture({"a": "p", "b": "q"}, by="bytes"), "by must be one of"),
@@ -146,7 +162,9 @@ def test_arguments_of_the_wrong_kind_are_refused(table_ds):
         plan(table_ds, batch_size=8, order={"seed": 1})
     with pytest.raises(ConfigError, match=r"preset=Text\(\.\.\.\)"):
         plan(table_ds, batch_size=8, preset=tfpipe.presets.Text)
-    with pytest.raises(ConfigError, match=r"job_name= set options of the tf.data service job, but no service"):
+    with pytest.raises(
+        ConfigError, match=r"job_name= set options of the tf.data service job, but no service"
+    ):
         plan(table_ds, batch_size=8, job_name="x")
     with pytest.raises(ConfigError, match=r"Unknown option\(s\) \['colour'\] for preset 'tabular'"):
         plan(table_ds, batch_size=8, colour="red")
@@ -159,7 +177,8 @@ def test_a_mixture_object_plans_what_its_mapping_plans(text_ds, tmp_path):
     kw = {"batch_size": 4, "sequence_length": 64, "seed": 3, "chunk": 40}
     short = plan({"web": text_ds, "code": str(copy)}, weights={"web": 1, "code": 3}, mix_by="documents", **kw)
     typed = plan(
-        tfpipe.Mixture({"web": text_ds, "code": str(copy)}, weights={"web": 1, "code": 3}, by="documents"), **kw
+        tfpipe.Mixture({"web": text_ds, "code": str(copy)}, weights={"web": 1, "code": 3}, by="documents"),
+        **kw,
     )
     assert short.mixture == typed.mixture and short.describe() == typed.describe()
     with pytest.raises(ConfigError, match="a mixture has no epoch"):

@@ -71,7 +71,9 @@ def test_hosts_of_a_context_are_what_input_context_gives(table_ds):
     a = plan(table_ds, batch_size=8, input_context=ctx, **STREAMED)
     b = plan(table_ds, batch_size=8, hosts=hosts, **STREAMED)
     assert (a.files, a.batch_size, a.order.identity()) == (b.files, b.batch_size, b.order.identity())
-    with pytest.raises(ConfigError, match=r"input_context must be a tf.distribute.InputContext.*Received: object"):
+    with pytest.raises(
+        ConfigError, match=r"input_context must be a tf.distribute.InputContext.*Received: object"
+    ):
         tfpipe.Hosts.from_context(object())
 
 

@@ -127,7 +127,9 @@ def resume(keras, tfpipe, table: str, hosts, workdir: str) -> list:
 
     def run(callbacks) -> object:
         position = tfpipe.resume.Position()
-        ds = tfpipe.build(table, batch_size=GLOBAL_BATCH, start_step=position, hosts=hosts, **FEATURES, **ORDER)
+        ds = tfpipe.build(
+            table, batch_size=GLOBAL_BATCH, start_step=position, hosts=hosts, **FEATURES, **ORDER
+        )
         model = make_model(keras, ds.element_spec[0])
         keep = [
             keras.callbacks.BackupAndRestore(backup, save_freq=SAVE_FREQ),

@@ -17,14 +17,18 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import results
+from tfpipe._tf import tf
+from tfpipe.bench import profiles, results
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.judge.conclusion import conclude
 from tfpipe.bench.judge.report import Report
-from tfpipe.bench.measure import data, producer, reading
+from tfpipe.bench.measure import data, mixshare, producer, reading, textmeasure
+from tfpipe.bench.measure.recipe import recipe_dataset
+from tfpipe.bench.measure.simulate import fit_check, simulate
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import Manifest
+from tfpipe.pipeline import plan
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
@@ -83,8 +87,6 @@ def _data_errors(where: str) -> Iterator[None]:
     """A TensorFlow error out of the pipeline while it is timed (a corrupt shard, a record that
     does not parse) as a DataError in its own words: what build() says of it, where it names
     the shard and the way out, and not a traceback."""
-    from tfpipe._tf import tf
-
     try:
         yield
     except tf().errors.OpError as e:
@@ -165,7 +167,7 @@ def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, P
     should cost seconds, not a bench), and `cfg` with the profiled run's batch."""
     if cfg.from_profile is None:
         return cfg, None
-    from tfpipe.bench import profiles
+    # The consumer's modules (~20 ms) on first use: `import tfpipe` imports this one.
     from tfpipe.bench.measure.consumer import config_for_profile
 
     say(f"Reading the profile {cfg.from_profile}")
@@ -178,8 +180,6 @@ def _plan(
 ) -> Pipeline:
     """The pipeline build() would make for this host, from the data `source` names (with
     `cache` in place of the config's, when given)."""
-    from tfpipe.pipeline import plan
-
     if cache is None:
         say(f"Planning the {cfg.pipeline} pipeline")
     rows: dict[str, Any] = {}
@@ -206,7 +206,6 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     before anything is timed; None for other pipelines."""
     if cfg.pipeline != "text":
         return None
-    from tfpipe.bench.measure import textmeasure
 
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
@@ -214,7 +213,6 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     text = textmeasure.measure(pipe, seconds=cfg.seconds)
     if getattr(pipe, "mixture", None) is None:
         return text
-    from tfpipe.bench.measure import mixshare
 
     say(f"Counting the mixture's real tokens by source over the same {text.batches:,} batches")
     documents, tokens = mixshare.totals(pipe)  # type: ignore[arg-type]
@@ -337,8 +335,6 @@ def _ground_truth(
     say: StatusCallback,
 ) -> tuple[results.Simulation | None, results.FitCheck | None]:
     """The optional checks of the prediction: --simulate and --fit."""
-    from tfpipe.bench.measure.simulate import fit_check, simulate
-
     sim = fit = None
     if cfg.simulate:
         say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
@@ -357,8 +353,6 @@ def _ground_truth(
 
 
 def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
-    from tfpipe._tf import tf
-
     return {
         "tensorflow": tf().__version__,
         **keras_environment(),
@@ -403,8 +397,6 @@ def _compare(
     epoch, which small data turns into most of the time. Its file list is repeated instead, so
     one epoch outlasts the warm-up and the window, as training on full ImageNet would.
     """
-    from tfpipe.bench.measure.recipe import recipe_dataset
-
     say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
     files = list(pipe.files)
     compression = manifest.tf_compression if manifest is not None else ""

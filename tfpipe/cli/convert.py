@@ -9,10 +9,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, get_args
 
+from tfpipe import storage
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
-from tfpipe.cli.render import console
+from tfpipe.cli.render import ConvertProgressBar, console
+from tfpipe.convert import convert
 from tfpipe.convert.config import TokenizerTraining
+from tfpipe.convert.text.specialtokens import parse
 from tfpipe.plural import counted
 
 if TYPE_CHECKING:
@@ -285,8 +288,6 @@ def _pairs(flag: str, values: list[str]) -> list[tuple[str, str]]:
 
 def _text_options(args: argparse.Namespace) -> dict[str, object]:
     """--special-tokens as convert() takes it (a mapping of roles to tokens)."""
-    from tfpipe.convert.text.specialtokens import parse
-
     return {"special_tokens": parse(args.special_tokens)} if args.special_tokens else {}
 
 
@@ -302,9 +303,6 @@ def _table_options(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe import storage
-    from tfpipe.convert import convert
-
     signal.signal(signal.SIGTERM, _terminated)
     retried_before = storage.retries()
     out = console(args.quiet)
@@ -325,8 +323,6 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet or not out.is_terminal:
         manifest = convert_with(_progress_lines(out))
     else:
-        from tfpipe.cli.render import ConvertProgressBar
-
         with ConvertProgressBar(out) as bar:
             manifest = convert_with(bar.update)
     _print_summary(out, manifest, args.split)

@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any
 
 from tfpipe import storage
+from tfpipe.convert.images.decode import UndecodableImage, normalize_image, trusted_passthrough
 from tfpipe.convert.kind import Tally
 from tfpipe.convert.tables.infer import null_value_error
 from tfpipe.errors import CredentialsError, DataError
@@ -90,8 +91,6 @@ def encode_images(task: ImageTask) -> list[Encoded]:
       StorageError: a file could not be read (missing, permissions, a gs:// outage after
         the retries): that fails the run, which `--resume` continues, instead of dropping it.
     """
-    from tfpipe.convert.images.decode import UndecodableImage, normalize_image, trusted_passthrough
-
     out = []
     for item in task.items:
         data = read_input(item.path)
@@ -218,8 +217,6 @@ def copy_images(work: ImageTask, shard: int, first: int) -> EncodedPiece | None:
     reads it again from the page cache: the copy itself runs in the writing process, so the
     bytes never cross a pipe.
     """
-    from tfpipe.convert.images.decode import trusted_passthrough
-
     if work.check != "header":
         return None
     out = []

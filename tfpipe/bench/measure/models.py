@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import devices
+from tfpipe._tf import tf
 from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, TEXT_MODELS
 from tfpipe.errors import ConfigError
 
@@ -303,8 +304,6 @@ def model_on_device(
     name: str, pipeline: Pipeline, *, num_classes: int, device: Device | None = None
 ) -> ModelOnDevice:
     """Builds `name` for `pipeline`'s batches on `device` (the best local one when None)."""
-    from tfpipe._tf import tf
-
     device = device or discover_device()
     real = pipeline.dataset()
     batch = next(iter(real.take(1)))

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tfpipe import storage
+from tfpipe._tf import tf
 from tfpipe.bench import wait
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate
 from tfpipe.errors import ConfigError, DataError, field_error
@@ -77,8 +79,6 @@ TRANSPORT_BATCH = 256
 def transport(ds: Any) -> Any:
     """Batches single elements for timing: a plain batch when every shape is static, else a
     ragged batch (variable-size images, for example)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     static = all(
         getattr(spec, "shape", None) is not None and spec.shape.is_fully_defined()
@@ -314,11 +314,7 @@ def measure_scaling(
 
 def _profiler(logdir: str) -> Callable[[bool], None]:
     def toggle(start: bool) -> None:
-        from tfpipe._tf import tf
-
         if start:
-            from tfpipe import storage
-
             if not storage.is_gcs(logdir) and not os.path.isdir(logdir):
                 os.mkdir(logdir)  # its parent was checked up front; tfpipe makes no parents
             tf().profiler.experimental.start(logdir)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from tfpipe._tf import tf
 from tfpipe.bench.measure import models
 from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import predicted_wait
@@ -94,8 +95,6 @@ def simulate(pipeline: Pipeline, *, step_time_ms: float, seconds: float, warmup:
 
 def _taker() -> Any:
     """A tf.function that takes one element and returns the seconds GetNext blocked."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
 
     @tf_.function

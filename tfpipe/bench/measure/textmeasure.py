@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tfpipe import storage
+from tfpipe._tf import tf
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import SourceText, TextMeasure
-from tfpipe.errors import DataError
+from tfpipe.convert.text.tokenizers import load_checked
+from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, TextPacking, added_tokens, chunk_size
 
@@ -216,8 +219,6 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
     """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
     the standard deviation of a batch's fill, batches, the first batches' documents as token
     lists, for the tokenizer's timing)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     ds = pipe.dataset(_prefix(pipe, "batch")).map(
         lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
@@ -275,16 +276,11 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[list[float]
     TOKENIZE_ROUNDS rounds after an untimed one: documents of the first batches decoded, then
     encoded again, timed in this thread's CPU time (the process's would count the pipeline's
     threads still busy beside it). (None, why) when it cannot run here."""
-    from tfpipe import storage
-    from tfpipe.errors import MissingExtraError
-
     manifest = pipe.source.manifest
     info = manifest.tokenizer if manifest is not None else None
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.convert.text.tokenizers import load_checked
-
         tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
         return None, str(e)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from tfpipe import storage
 from tfpipe.bench.fmt import VERDICT_TITLE, figure, percent, percent1, rate_short
+from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import rate_at
+from tfpipe.bench.present.output import plot_format
+from tfpipe.bench.present.render import profile_sentences
 from tfpipe.errors import ConfigError
 
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
@@ -32,9 +36,6 @@ def write_plot(report: Report, path: str) -> str:
     matplotlib.use("Agg", force=False)
     from matplotlib import pyplot as plt
 
-    from tfpipe import storage
-    from tfpipe.bench.present.output import plot_format
-
     fmt = plot_format(path)
     consumer = report.consumer.examples_per_sec
     if not math.isfinite(consumer):
@@ -46,12 +47,8 @@ def write_plot(report: Report, path: str) -> str:
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
     lines = [textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ...")]
     if report.profile is not None:
-        from tfpipe.bench.present.render import profile_sentences
-
         lines = [*(profile_sentences(report) or ()), *lines]
     if report.text is not None:
-        from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
-
         lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.convert.config import ALL_COLUMNS, ConvertConfig
+from tfpipe.convert.encode import TableTask, encode_table
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
 from tfpipe.convert.problems import Problems
 from tfpipe.convert.tables.infer import Column, null_value_error
@@ -468,8 +469,6 @@ def _check_mask_names(
 
 def _estimate_bytes(scan: TableScan) -> int:
     """Encodes the first chunk (<= 1000 rows) and scales its size to all rows."""
-    from tfpipe.convert.encode import TableTask, encode_table
-
     chunk, _, path = next(scan.chunks(min(1000, scan.rows)))
     records = encode_table(TableTask(chunk, 0, scan.schema, path))
     per_row = sum(len(r.record or b"") + 16 for r in records) / max(len(records), 1)

@@ -15,9 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
-from tfpipe._tf import Dataset, Tensor
+from tfpipe._tf import Dataset, Tensor, tf
 from tfpipe.errors import ConfigError, TfpipeError
 from tfpipe.packing.spec import added_tokens, chunk_size
+from tfpipe.pipeline import checks
+from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
@@ -65,7 +67,6 @@ class MixturePipeline(Pipeline):
             return step * per_step
         if step == 0:
             return 0
-        from tfpipe._tf import tf
 
         tf_ = tf()
         first, _ = mixture_stream.chunk_of(
@@ -181,8 +182,6 @@ def _check_service(
     in this process) and sharding modes that split the stream (its order is the mixture's)."""
     if service is None:
         return
-    from tfpipe.pipeline import checks
-    from tfpipe.pipeline.config import PipelineConfig
 
     checks.check_service(service, config or PipelineConfig())
     if position is not None:
@@ -476,8 +475,6 @@ def _start_fn(
     position: Position | None, step: int, identity: dict[str, Any], per_step: int
 ) -> Callable[[], Tensor]:
     """The step the mixture starts at: fixed, or the Position's (read when an iterator starts)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     limit = resumable.MAX_POSITION // per_step
     if position is None:
