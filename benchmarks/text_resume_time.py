@@ -122,6 +122,7 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> 
     import tensorflow as tf
 
     from tfpipe.pipeline import plan
+    from tfpipe.pipeline.text import lengths as text_lengths
     from tfpipe.pipeline.text import stages as text_stages
 
     p = plan(root, start_step=1, **KW)
@@ -130,7 +131,7 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> 
     cpus: dict[int, list[float]] = {n: [] for n in epochs}
     for _ in range(repeats):
         for n in epochs:
-            counts = text_stages.ordered_lengths(spec, text_stages.lengths_file(p.plan.source), size)
+            counts = text_lengths.ordered_lengths(spec, text_lengths.lengths_file(p.plan.source), size)
             counts = counts.take(n * spec.examples // size).map(lambda c, _: text_stages.rows_of(pack, c))
             cpu = cpu_seconds()
             counts.reduce(tf.constant(0, tf.int64), lambda a, b: a + b).numpy()

@@ -120,55 +120,46 @@ def build(
 
     Args:
       data: a dataset directory with `tfpipe.json` (local or gs://), a glob such as
-        `gs://b/imagenet/train-*`, or a list of TFRecord files. Files beside a manifest that
-        lists them are read through it; part of a sharded set is refused. Or a
-        `tfpipe.Mixture` of datasets (a mapping of names to datasets is its short form).
-      batch_size: the global batch. With `hosts`, each host yields `batch_size / num_hosts`
-        (from a tf.distribute InputContext: `batch_size / replicas`, per replica).
-      preset: "imagenet", "tabular", "text", a registered name, or a preset object carrying its
-        options (`tfpipe.presets.Text(sequence_length=512)`, your own `Preset`); None picks one
-        from the manifest's layout (or "imagenet" for records with `image/encoded`).
-      training: shuffle, repeat and drop the remainder (True); or yield every record exactly
-        once in source order, with the cardinality set when the manifest knows it (False).
-      split: the manifest split to read. None: "train" when training; in eval "validation",
-        else "test", else the only split.
-      hosts: a `tfpipe.Hosts`: the input pipelines reading the data and this one's index
-        (`Hosts.from_jax()`, `Hosts.from_context(input_context)`); each reads its share of the
-        files. None: this process reads everything.
-      order: a `tfpipe.Order`: the training order, its seed, buffer and interleave.
-      tuning: a `tfpipe.Tuning`: the cache, the threads and the buffers (speed and memory).
-      remainder: a `tfpipe.Remainder`: the last partial batch dropped, kept or padded.
-      integrity: a `tfpipe.Integrity`: a corrupt shard raised (default) or skipped and counted.
+        `gs://b/imagenet/train-*`, or a list of TFRecord files (part of a sharded set is
+        refused); or a `tfpipe.Mixture` of datasets (a mapping of names to datasets is its
+        short form).
+      batch_size: the global batch; with `hosts`, each yields `batch_size / num_hosts` (from a
+        tf.distribute InputContext: per replica).
+      preset: a name ("imagenet", "tabular", "text", yours) or a preset object with its options
+        (`tfpipe.presets.Text(sequence_length=512)`); None: the one the data's layout calls for.
+      training: shuffle, repeat and drop the remainder (True); or every record once in source
+        order, with the cardinality set when the manifest knows it (False).
+      split: the manifest split. None: "train" when training; in eval "validation", "test",
+        else the only one.
+      hosts: a `tfpipe.Hosts` (`Hosts.from_jax()`, `Hosts.from_context(ctx)`): the input
+        pipelines sharing the files and this one. None: this process reads everything.
+      order, tuning, remainder, integrity: the options by topic, a `tfpipe.Order` (the training
+        order), `Tuning` (cache, threads, buffers), `Remainder` (the last partial batch),
+        `Integrity` (corrupt shards).
       service: a tf.data service dispatcher, "grpc://host:port", or a `tfpipe.DataService`.
-      start_step: the first training step: an int, or a `tfpipe.resume.Position` whose step is
-        read when the dataset's iterator starts (restored by a checkpoint or the Keras callback
-        of `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
-        with the same data, batch_size and seed yields from that step on (resumable order).
-      config: every option at once as a `PipelineConfig` (e.g. a Pipeline's `.config`), with
-        the short keywords over it; not with the topic objects.
-      **short: the short forms, each mapped onto its object's field (docs/reference/api.md
-        lists them): `seed=7` is `Order.seed`, `cache="none"` `Tuning.cache`,
-        `num_hosts`/`host_index` `Hosts`, `input_context` `Hosts.from_context`, `weights`/
-        `mix_by` the Mixture's; any other keyword is an option of the preset
-        (`sequence_length=512` is `Text.sequence_length`, `image_size=` `ImageNet`'s).
+      start_step: the first training step: an int, or a `tfpipe.resume.Position` read when the
+        iterator starts; the dataset then yields what an uninterrupted run with the same data,
+        batch_size and seed yields from that step on.
+      config: every option at once as a `PipelineConfig`, the short keywords over it.
+      **short: the short forms, each one field of an object (`seed=7` is `Order.seed`,
+        `num_hosts`/`host_index` are `Hosts`, `weights` the Mixture's); any other keyword is
+        the preset's option (`sequence_length=512`). docs/reference/api.md lists them.
 
     Returns:
       A `tf.data.Dataset` of `(features, labels)`.
 
     Raises:
-      ConfigError: a bad option, batch size or preset name; a field given twice (a keyword
-        beside the object that holds it), or a name both a short form and the preset claim.
+      ConfigError: a bad option, batch size or preset name; a field given twice, or a name
+        both a short form and the preset claim.
       DataError / ManifestError: missing manifest, files or features, a partial set of
         shards, shards of the wrong size, fewer records than a training batch; naming them.
       StorageError: gs:// refused a request.
 
     While iterating, a corrupt shard, a shard holding other records than listed, or a read
-    that kept failing raise `tf.errors.InvalidArgumentError` naming the shard; a network error
-    that outlasts the retries is raised as TensorFlow raised it.
+    that kept failing raise `tf.errors.InvalidArgumentError` naming the shard.
 
     Example:
       >>> ds = tfpipe.build("gs://bucket/imagenet", batch_size=1024, hosts=tfpipe.Hosts.from_jax())
-      >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
 
     Long: the docstring is the public contract of tfpipe's main entry point; the body is one call.
     """

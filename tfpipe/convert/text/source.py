@@ -31,7 +31,7 @@ from tfpipe.convert.text.reader import Reading
 from tfpipe.convert.text.scan import TextScan
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
-from tfpipe.format.codec import decode_example
+from tfpipe.format.decode import decode_example
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.manifest_text import TokenizerInfo
 from tfpipe.format.schema import Schema

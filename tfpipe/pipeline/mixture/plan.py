@@ -28,7 +28,7 @@ from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.read.resolve import resolve
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.read import read_calls, shard_reader
-from tfpipe.pipeline.text import stages as text_stages
+from tfpipe.pipeline.text import lengths as text_lengths
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
@@ -446,7 +446,7 @@ def _mean_tokens(p: Pipeline) -> float:
 
 def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
     read = shard_reader(p.plan)
-    lengths = text_stages.lengths_file(p.source) if text else None
+    lengths = text_lengths.lengths_file(p.source) if text else None
     if text and lengths is None:
         raise ConfigError(
             f"A text mixture counts each source's rows from its lengths file; {p.source.where} has "

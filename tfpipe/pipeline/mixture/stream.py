@@ -21,6 +21,7 @@ from typing import Any
 from tfpipe._tf import plain, tf
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.text import lengths as text_lengths
 from tfpipe.pipeline.text import stages as text_stages
 
 _FOREVER = (1 << 63) - 1
@@ -166,7 +167,7 @@ def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> t
         mix,
         tf_.constant(0, tf_.int64),
         lambda _, __: [
-            text_stages.ordered_lengths(s.spec, s.lengths, n)
+            text_lengths.ordered_lengths(s.spec, s.lengths, n)
             for s, n in zip(sources, mix.quotas, strict=True)
         ],
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.read.sharding import share_files
-from tfpipe.pipeline.text import stages as text_stages
+from tfpipe.pipeline.text import lengths as text_lengths
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
@@ -149,7 +149,7 @@ def eval_shape(
         return False, None, 0, ()
     examples = None
     if not why_unknown and pack is not None:
-        examples = text_stages.pipeline_rows(pack, src, pipelines)
+        examples = text_lengths.pipeline_rows(pack, src, pipelines)
         if examples is None:
             why_unknown = "the text split has no lengths file to count its rows from (convert it again)"
     elif not why_unknown:
