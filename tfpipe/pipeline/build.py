@@ -133,13 +133,13 @@ def build(
         else the only one.
       hosts: a `tfpipe.Hosts` (`Hosts.from_jax()`, `Hosts.from_context(ctx)`): the input
         pipelines sharing the files and this one. None: this process reads everything.
-      order, tuning, remainder, integrity: the options by topic, a `tfpipe.Order` (the training
-        order), `Tuning` (cache, threads, buffers), `Remainder` (the last partial batch),
-        `Integrity` (corrupt shards).
+      order: a `tfpipe.Order`: the training order, its seed, buffer and interleave.
+      tuning: a `tfpipe.Tuning`: the cache, threads and buffers (speed and memory).
+      remainder: a `tfpipe.Remainder`: the last partial batch dropped, kept or padded.
+      integrity: a `tfpipe.Integrity`: a corrupt shard raised, or skipped and counted.
       service: a tf.data service dispatcher, "grpc://host:port", or a `tfpipe.DataService`.
-      start_step: the first training step: an int, or a `tfpipe.resume.Position` read when the
-        iterator starts; the dataset then yields what an uninterrupted run with the same data,
-        batch_size and seed yields from that step on.
+      start_step: the first training step, an int or a `tfpipe.resume.Position` (read when the
+        iterator starts): the batches an uninterrupted run with the same seed yields from there.
       config: every option at once as a `PipelineConfig`, the short keywords over it.
       **short: the short forms, each one field of an object (`seed=7` is `Order.seed`,
         `num_hosts`/`host_index` are `Hosts`, `weights` the Mixture's); any other keyword is
