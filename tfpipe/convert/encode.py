@@ -10,7 +10,7 @@ same task gives the same bytes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.convert.images.decode import UndecodableImage, normalize_image, trusted_passthrough
@@ -18,7 +18,11 @@ from tfpipe.convert.kind import Tally
 from tfpipe.convert.tables.infer import null_value_error
 from tfpipe.errors import CredentialsError, DataError
 from tfpipe.format.codec import encode_columns, encode_example
-from tfpipe.format.schema import IMAGE_SCHEMA, Schema
+from tfpipe.format.schema import IMAGE_SCHEMA, Field, Schema
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd  # a table's workers import it where they read
 
 
 class Work:
@@ -139,7 +143,7 @@ class TableTask(Work):
     """A chunk of rows (a pandas DataFrame indexed by row number within its file `where`),
     and the index of its first row among all rows written."""
 
-    frame: Any
+    frame: pd.DataFrame
     first_row: int
     schema: Schema
     where: str
@@ -148,7 +152,9 @@ class TableTask(Work):
         return EncodedPiece(shard, first, encode_table(self))
 
 
-def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[Any, Any]:
+def column_values(
+    frame: pd.DataFrame, field: Field, first_row: int, where: str
+) -> tuple[list[bytes] | np.ndarray, np.ndarray | None]:
     """A column as plain Python values, nulls filled with a default, plus the null mask.
 
     Raises:
@@ -168,7 +174,7 @@ def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[A
 
 
 def encode_table(task: TableTask) -> list[Encoded]:
-    columns: dict[str, Any] = {}
+    columns: dict[str, list[bytes] | np.ndarray] = {}
     for field in task.schema.fields:
         columns[field.name], mask = column_values(task.frame, field, task.first_row, task.where)
         if mask is not None:

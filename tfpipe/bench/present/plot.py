@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.bench.fmt import VERDICT_TITLE, figure, percent, percent1, rate_short
@@ -13,6 +13,9 @@ from tfpipe.bench.judge.verdict import rate_at
 from tfpipe.bench.present.output import plot_format
 from tfpipe.bench.present.render import profile_sentences
 from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes  # matplotlib is imported where a plot is drawn
 
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
 
@@ -107,7 +110,7 @@ def _scaling_points(report: Report) -> list[tuple[int, float]]:
     return [(p.cores, p.real_tokens_per_sec) for p in t.scaling]
 
 
-def _stage_panel(ax1: Any, report: Report) -> None:
+def _stage_panel(ax1: Axes, report: Report) -> None:
     """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
     consumer = _consumer_rate(report)
     labels, values, colors, notes = [], [], [], []
@@ -165,7 +168,7 @@ def _mb(mb_per_sec: float | None) -> str:
     return "" if mb_per_sec is None else f" ({figure(mb_per_sec)} MB/s)"
 
 
-def _scaling_panel(ax2: Any, report: Report) -> None:
+def _scaling_panel(ax2: Axes, report: Report) -> None:
     """Throughput against cores, extended to where the extrapolation meets the consumer."""
     from matplotlib.ticker import MaxNLocator
 
@@ -218,7 +221,7 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
 
 
-def _cores_needed_note(ax2: Any, report: Report, shown: int, x_max: float) -> None:
+def _cores_needed_note(ax2: Axes, report: Report, shown: int, x_max: float) -> None:
     """Marks the cores needed at x = needed, or says it lies off the chart (past `shown`)."""
     needed = report.cores.cores
     note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")

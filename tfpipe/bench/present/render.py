@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
 from tfpipe.bench.fmt import cores as fmt_cores
@@ -11,13 +11,18 @@ from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.present.text import text_rows
 from tfpipe.bench.results import Simulation
 from tfpipe.bench.wait import verdict_words
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.plural import counted
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType  # rich is imported where a table is built
+    from rich.table import Table
 
 # The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
-def renderables(report: Report) -> list[Any]:
+def renderables(report: Report) -> list[RenderableType]:
     """The terminal view: summary, stage prefixes, scaling, and recommendations."""
     from rich import box
     from rich.panel import Panel
@@ -65,7 +70,7 @@ def _in_full(report: Report) -> list[WholeLine]:
     return [WholeLine(f"{what}: {value}") for what, value in named if len(value) > _LONG]
 
 
-def _measured_rows(report: Report) -> list[tuple[str, Any]]:
+def _measured_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: the data, the batch, the producer and the consumer."""
     from rich.markup import escape
     from rich.text import Text
@@ -105,7 +110,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
             f"{rate(c.examples_per_sec)} sequences/s = {rate(t.consumer_slot_tokens_per_sec)} slot tokens/s, "
             f"{rate(t.consumer_useful_tokens_per_sec)} of them real tokens at this fill"
         )
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Data", data),
         ("Batch", batch),
         (
@@ -126,7 +131,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
-def backend_sentence(env: dict[str, Any]) -> str:
+def backend_sentence(env: JsonObject) -> str:
     """Which Keras backend a model runs on and which TensorFlow runs tf.data ("" when the report
     does not say: written before schema_minor_version 1)."""
     backend = env.get("keras_backend")
@@ -139,7 +144,7 @@ def backend_sentence(env: dict[str, Any]) -> str:
     return f"Keras {env.get('keras')} on {on}; tf.data on {tf}"
 
 
-def _storage_rows(report: Report) -> list[tuple[str, Any]]:
+def _storage_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: what reading without a cache gives, and the first epoch's rate."""
     s = report.storage
     assert s is not None
@@ -152,7 +157,7 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
         text += f", ~{figure(s.requests_per_sec)} requests/s (estimated: one GET per 64 MiB block)"
     if s.needed_mb_per_sec is not None:
         text += f"; the consumer needs {figure(s.needed_mb_per_sec)} MB/s"
-    rows: list[tuple[str, Any]] = [("Storage", text)]
+    rows: list[tuple[str, RenderableType]] = [("Storage", text)]
     if s.first_epoch_examples_per_sec is not None:
         rows.append(
             (
@@ -181,7 +186,7 @@ def profile_sentences(report: Report) -> tuple[str, str] | None:
     return measured, predicted
 
 
-def _profile_rows(report: Report) -> list[tuple[str, Any]]:
+def _profile_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows for --from-profile: the Profiler's figures and the prediction beside them."""
     from rich.markup import escape
     from rich.text import Text
@@ -200,7 +205,7 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
         f"({p.step_time_min_ms:,.1f}-{p.step_time_max_ms:,.1f} ms, sd {p.step_time_std_ms:,.1f}); "
         f"{escape(p.format)}; {where}"
     )
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Profiled run", Text(sentences[0], style="bold")),
         ("", detail),
     ]
@@ -255,7 +260,7 @@ def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
     )
 
 
-def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
+def _verdict_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: the verdict, the bottleneck, cores (from the scaling curve and from CPU
     cost, and why they differ when they do) and tf.data service workers needed."""
     from rich.text import Text
@@ -267,7 +272,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
     unit = "example" if report.text is None else "sequence"
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Verdict", verdict),
         ("Bottleneck", bottleneck_sentence(b, unit)),
         (
@@ -313,11 +318,11 @@ def short_step_sentence(s: Simulation) -> str:
     )
 
 
-def _check_rows(report: Report) -> list[tuple[str, Any]]:
+def _check_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows for the optional runs: --simulate, --fit, --compare, --profile."""
     from rich.text import Text
 
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, RenderableType]] = []
     if report.simulation is not None:
         s = report.simulation
         rows.append(
@@ -357,7 +362,7 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
-def _stage_table(report: Report) -> Any:
+def _stage_table(report: Report) -> Table:
     from rich import box
     from rich.table import Table
 
@@ -390,7 +395,7 @@ def _stage_table(report: Report) -> Any:
     return table
 
 
-def _scaling_table(report: Report) -> Any:
+def _scaling_table(report: Report) -> Table:
     from rich import box
     from rich.table import Table
 
@@ -414,7 +419,7 @@ def _scaling_table(report: Report) -> Any:
     return table
 
 
-def _recommendations(report: Report) -> Any:
+def _recommendations(report: Report) -> RenderableType:
     from rich import box
     from rich.markup import escape
     from rich.table import Table

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
 
 from tfpipe import storage
 from tfpipe.errors import DataError
@@ -55,7 +54,7 @@ class SavedDataset:
         return f"{kind}({feature['dtype']!r})" if "dtype" in feature else str(kind)
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> object:
     try:
         return json.loads(storage.read_bytes(path))
     except ValueError as e:

@@ -14,12 +14,16 @@ have no value for it).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.convert.text import listing as text_listing
 from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
 from tfpipe.format.jsonobject import JsonObject
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a file is read
+
 
 SUFFIXES = (".jsonl", ".ndjson")
 _INT64 = 1 << 63
@@ -68,7 +72,7 @@ def _frame(
     lines: list[int],
     names: list[str] | None,
     kinds: dict[str, str] | None,
-) -> Any:
+) -> pd.DataFrame:
     import pandas as pd
 
     if names is None:  # the first chunk: every field, in the order lines first name them
@@ -91,7 +95,9 @@ def _frame(
     return pd.DataFrame(columns, index=pd.RangeIndex(len(rows)))
 
 
-def _column(path: str, name: str, values: list[Any], lines: list[int], kind: str | None) -> Any:
+def _column(
+    path: str, name: str, values: list[Any], lines: list[int], kind: str | None
+) -> pd.api.extensions.ExtensionArray:
     """One field's values as a nullable pandas array of its JSON type (or of `kind`)."""
     import numpy as np
     import pandas as pd
