@@ -10,7 +10,7 @@ import pytest
 
 import tfpipe
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import plan
+from tfpipe.pipeline import arguments, plan
 from tfpipe.pipeline.arguments import SHORT_FORMS
 from tfpipe.pipeline.config import TOPIC_OF, PipelineConfig
 from tfpipe.presets import declared_options, preset_names
@@ -83,6 +83,14 @@ def test_config_is_a_base_the_keywords_override(table_ds):
         ConfigError, match=r"config= holds every option .* Order would set some of them again"
     ):
         plan(table_ds, batch_size=8, config=cfg, order=tfpipe.Order(seed=1))
+    # A keyword sets its one field: the config's other service fields stay as they were.
+    served = PipelineConfig(job_name="a", service_peer_timeout=None)
+    none = dict.fromkeys(("preset", "split", "hosts", "order", "tuning", "remainder", "integrity"))
+    args = arguments.read(
+        table_ds, **none, service="grpc://127.0.0.1:1", config=served, short={"processing_mode": "dynamic"}
+    )
+    got = (args.config.job_name, args.config.service_peer_timeout, args.config.processing_mode, args.service)
+    assert got == ("a", None, "dynamic", "grpc://127.0.0.1:1")
 
 
 def test_a_field_said_twice_is_refused_naming_both(table_ds, text_ds):

@@ -114,9 +114,11 @@ def read(
     by_topic: dict[type, dict[str, Any]] = {}
     for name, value in forms.items():
         by_topic.setdefault(SHORT_FORMS[name][0], {})[name] = value
-    address, service_options = _service(service, by_topic.pop(DataService, {}))
+    service_forms = by_topic.pop(DataService, {})
+    address, service_options = _service(service, service_forms)
     if config is not None:
-        cfg = _over_config(config, split, given, by_topic, service_options)
+        objects = [*given.values(), service if isinstance(service, DataService) else None]
+        cfg = _over_config(config, split, objects, {**by_topic, DataService: service_forms})
     else:
         topics = [_topic(cls, obj, by_topic.get(cls, {})) for cls, obj in given.items()]
         cfg = PipelineConfig.of(split, *topics, *([service_options] if service_options else []))
@@ -201,23 +203,20 @@ def _topic(cls: type[Topic], given: Topic | None, forms: dict[str, Any]) -> Topi
 def _over_config(
     config: PipelineConfig,
     split: str | None,
-    given: dict[type, Topic | None],
+    objects: list[Topic | None],
     by_topic: dict[type, dict[str, Any]],
-    service_options: DataService | None,
 ) -> PipelineConfig:
-    """`config` with the short forms over it; a topic object beside it is refused (config= holds
-    every option)."""
-    objects = [type(t).__name__ for t in given.values() if t is not None]
-    if objects:
+    """`config` with the short forms over it, each keyword its one field; a topic object beside
+    it is refused (config= holds every option)."""
+    named = [type(t).__name__ for t in objects if t is not None]
+    if named:
         raise ConfigError(
-            f"config= holds every option of the pipeline, and {', '.join(objects)} would set some of them "
+            f"config= holds every option of the pipeline, and {', '.join(named)} would set some of them "
             "again: pass config= alone (with keywords over it), or the topic objects without it."
         )
     fields: dict[str, Any] = {}
-    for cls in (Order, Tuning, Remainder, Integrity):
-        fields |= by_topic.get(cls, {})
-    if service_options is not None:
-        fields |= {name: getattr(service_options, name) for name, t in TOPIC_OF.items() if t is DataService}
+    for cls in (Order, Tuning, Remainder, Integrity, DataService):
+        fields |= by_topic.get(cls, {})  # a keyword is the config field of its own name
     if split is not None:
         fields["split"] = split
     return dataclasses.replace(config, **fields)
