@@ -133,7 +133,7 @@ def strategy(*, tpu: str | None = None, verbose: bool = True) -> tensorflow.dist
     Example:
       >>> strategy = tfpipe.strategy()
       >>> dist = strategy.distribute_datasets_from_function(
-      ...     lambda ctx: tfpipe.build(data, batch_size=1024, input_context=ctx))
+      ...     lambda ctx: tfpipe.build(data, batch_size=1024, hosts=tfpipe.Hosts.from_context(ctx)))
     """
     choice = choose(tpu=tpu)
     if verbose:

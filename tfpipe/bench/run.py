@@ -28,7 +28,7 @@ from tfpipe.bench.measure.simulate import fit_check, simulate
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import Manifest
-from tfpipe.pipeline import plan
+from tfpipe.pipeline import Hosts, Tuning, plan
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def _plan(
     if cfg.pipeline == "text":
         rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
     # One input pipeline per host (the first host's share), as each host of a job reads.
-    hosts: dict[str, Any] = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
+    hosts = Hosts(num_hosts=cfg.hosts, host_index=0) if cfg.hosts > 1 else None
     if source.sources is not None:  # a mixture, weighted as build() weighs it
         rows["weights"] = cfg.weights
     return plan(
@@ -195,8 +195,8 @@ def _plan(
         batch_size=cfg.global_batch,
         training=True,
         split=source.split,
-        cache=cfg.cache if cache is None else cache,
-        **hosts,
+        hosts=hosts,
+        tuning=Tuning(cache=cfg.cache if cache is None else cache),
         **rows,
     )
 
