@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 
 import tfpipe
-from tfpipe.bench.measure import mixshare
+from tfpipe.modalities.text.bench import mixshare
 
 
 @dataclasses.dataclass(frozen=True)

@@ -41,7 +41,7 @@ _EXPORTS = {
     "Mixture": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
-    "attention_mask": "tfpipe.presets.text",
+    "attention_mask": "tfpipe.modalities.text.preset",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "strategy": "tfpipe.devices",
@@ -88,12 +88,14 @@ __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 # Public submodules loaded on first use, outside __all__ (some import TensorFlow or an extra):
 # `tfpipe.presets` (the preset objects Text, ImageNet, Tabular), `tfpipe.resume` (Position, the
-# Keras callback), `tfpipe.service` (distribute, the servers), `tfpipe.beam` (WriteDataset; the
-# beam extra), `tfpipe.testing` (LocalGCS, fake_data).
-_SUBMODULES = ("presets", "resume", "service", "beam", "testing")
+# Keras callback), `tfpipe.monitor` (InputWait, the Keras callback that measures input wait in
+# fit), `tfpipe.service` (distribute, the servers), `tfpipe.beam` (WriteDataset; the beam extra),
+# `tfpipe.testing` (LocalGCS, fake_data).
+_SUBMODULES = ("presets", "resume", "monitor", "service", "beam", "testing")
 
 if TYPE_CHECKING:
-    from tfpipe import presets, resume, service, testing  # not beam: only Beam imports it (test_imports)
+    # not beam: only Beam imports it (test_imports)
+    from tfpipe import monitor, presets, resume, service, testing
     from tfpipe.bench import BenchConfig, Report
     from tfpipe.convert import ConvertConfig, ShardConfig, Tick
     from tfpipe.devices import strategy
@@ -125,6 +127,7 @@ if TYPE_CHECKING:
     )
     from tfpipe.format.manifest import Manifest
     from tfpipe.format.schema import Field, Schema
+    from tfpipe.modalities.text.preset import attention_mask
     from tfpipe.pipeline import (
         DataService,
         Hosts,
@@ -142,7 +145,6 @@ if TYPE_CHECKING:
         steps_per_epoch,
     )
     from tfpipe.presets import Preset, register_preset
-    from tfpipe.presets.text import attention_mask
 
 
 def __getattr__(name: str) -> Any:

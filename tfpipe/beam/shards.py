@@ -21,10 +21,10 @@ import os
 
 from tfpipe import storage
 from tfpipe.convert.engine import write_shard
-from tfpipe.convert.kinds import get_kind
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
 from tfpipe.format.jsonobject import JsonObject
+from tfpipe.modalities import get_modality
 
 
 def task_to_json(task: ShardTask) -> JsonObject:
@@ -36,7 +36,7 @@ def task_to_json(task: ShardTask) -> JsonObject:
 def task_from_json(obj: JsonObject) -> ShardTask:
     """The task back from `task_to_json`; its inputs by their kind's `inputs_from_json`."""
     body = dict(obj["inputs"])
-    inputs = get_kind(body.pop("kind")).inputs_from_json(body)
+    inputs = get_modality(body.pop("kind")).convert.inputs_from_json(body)
     return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.bench import BenchConfig, bench, reference
-from tfpipe.bench.config import MIN_STEP_TIME_MS, MODELS, PIPELINES, check_step_time_ms
+from tfpipe.bench.config import MIN_STEP_TIME_MS, check_step_time_ms, models, pipelines
 from tfpipe.bench.present.output import check_json_name, check_writable, plot_format
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
@@ -88,7 +88,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--pipeline",
-        choices=PIPELINES,
+        choices=pipelines(),
         help="the preset (default: the one --data's manifest calls for, as build() picks it; else imagenet)",
     )
     g.add_argument(
@@ -171,7 +171,7 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
     )
     who.add_argument(
         "--model",
-        choices=MODELS,
+        choices=models(),
         help="consumer: time this Keras model's train step on the best local device",
     )
     who.add_argument(
@@ -206,7 +206,10 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
         help="also run against a consumer sleeping the step time; measure input wait",
     )
     g.add_argument(
-        "--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input"
+        "--fit",
+        action="store_true",
+        help="also run model.fit of --model on the pipeline (its input wait measured by tfpipe.monitor) "
+        "and on synthetic input",
     )
     g.add_argument(
         "--compare",

@@ -1,15 +1,12 @@
 """How documents are packed into rows of L tokens: the modes and their names, the output keys,
-how one pipeline packs (`TextPacking`, what the text preset decides), the tokens added to each
-document and the documents packed together (a chunk).
+the tokens added to each document and the documents packed together (a chunk).
 
-Plain Python: the text preset checks its options against it and decides a `TextPacking`, and the
-graph packer (pipeline/text/packer.py), the text stages, `describe()` and bench all take their
-numbers from it.
+Plain Python: the text preset checks its options against it, and the graph packer
+(modalities/text/packer.py), the text stages, `describe()` and bench all take their numbers from it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, get_args
 
@@ -20,6 +17,9 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 # The three outputs of packed rows, all int32 [rows, L]: the field's layout (seqio, Grain).
 KEYS = ("tokens", "segment_ids", "positions")
+
+# Sequence lengths up to this many tokens; the packer's int32 outputs and row keys fit it.
+MAX_SEQUENCE_LENGTH = 1 << 20
 
 # A chunk holds about this many rows' worth of tokens: its last rows are the only ones packing
 # leaves short, so a chunk of 512 rows loses about 0.1% of the slots to them. Memory: 512 * L
@@ -61,46 +61,6 @@ class Spec(Protocol):
     def mean_tokens(self) -> float | None: ...
     @property
     def histogram(self) -> Mapping[str, Sequence[int]] | None: ...
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TextPacking:
-    """How one pipeline packs: what its chunk, pack and batch stages do (the text preset decides it).
-
-    Attributes:
-      sequence_length: L.
-      mode: "first_fit", "none" or "concat".
-      truncate: keep only each document's first L tokens.
-      eos: the id appended to every document, or None.
-      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
-      label: the label feature (classify).
-      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
-      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
-      histogram: the split's length histogram from the manifest, or None.
-      chunk: documents per chunk, or None: chosen from the mean length.
-    """
-
-    sequence_length: int
-    mode: Mode
-    truncate: bool = False
-    eos: int | None = None
-    classify: bool = False
-    cls: int | None = None
-    sep: int | None = None
-    label: str | None = None
-    vocab_size: int | None = None
-    mean_tokens: float | None = None
-    histogram: Mapping[str, list[int]] | None = None
-    chunk: int | None = None
-
-    def identity(self) -> dict[str, int | str | bool | None]:
-        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
-        return {
-            "sequence_length": self.sequence_length,
-            "packing": self.mode,
-            "truncate": self.truncate,
-            "eos": self.eos,
-        }
 
 
 def added_tokens(spec: Spec) -> int:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.schema import dtype_of_tf
-from tfpipe.pipeline.config import check_address
+from tfpipe.pipeline.config import PipelineConfig, check_address
 from tfpipe.pipeline.read.sharding import RECORD_FRAMING
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
     from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.presets import Decoder
 
@@ -117,3 +117,25 @@ def check_cache_dir(cache: str) -> None:
     why = storage.write_problem(parent)
     if why:
         raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable ({why}).")
+
+
+def check_mixture_service(
+    service: str | None, position: Position | None, config: PipelineConfig | None, mode: str | None
+) -> None:
+    """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
+    in this process) and sharding modes that split the stream (its order is the mixture's)."""
+    if service is None:
+        return
+    check_service(service, config or PipelineConfig())
+    if position is not None:
+        raise ConfigError(
+            "A mixture on the tf.data service starts at an int start_step: a Position's variable "
+            "lives in this process, and the service's workers cannot read it. Pass "
+            "start_step=position.step. Received: start_step=Position"
+        )
+    mode = mode or getattr(config, "processing_mode", "parallel_epochs")
+    if mode != "parallel_epochs":
+        raise ConfigError(
+            "A mixture on the tf.data service runs whole on each worker (processing_mode="
+            f"'parallel_epochs'), so its order holds. Received: processing_mode={mode!r}"
+        )

@@ -1,5 +1,6 @@
-"""`steps_per_epoch()`: the batches in one pass over a split, from the manifest's counts (a text
-split's rows predicted from its length histogram), without reading data.
+"""`steps_per_epoch()`: the batches in one pass over a split, from the manifest's counts, in
+what a batch of the split's modality counts (`Modality.epoch`: records; a text split's rows,
+predicted from its length histogram), without reading data.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfpipe.errors import ConfigError, DataError, ManifestError
-from tfpipe.packing.fill import epoch_rows
+from tfpipe.modalities import modality_of_records
+from tfpipe.modalities.modality import records_in_epoch
 from tfpipe.pipeline.mixture.sources import Mixture, SourceData
-from tfpipe.pipeline.read.resolve import ResolvedData, resolve
-from tfpipe.presets import PresetContext, PresetLike, Text, get_preset, with_options
-from tfpipe.presets.text import TEXT, plan_packing
+from tfpipe.pipeline.read.resolve import resolve
+from tfpipe.presets import PresetLike, get_preset
 from tfpipe.validation import check_batch_size, check_bool
 
 
@@ -52,7 +53,7 @@ def steps_per_epoch(
         )
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
-    text = _text_options(preset, preset_options)
+    options = _preset_options(preset, preset_options)
     src = resolve(data, split=split, training=True)
     if src.examples is None:
         raise ManifestError(
@@ -60,7 +61,9 @@ def steps_per_epoch(
             "tfpipe.json, or its shards) or of a TFDS dataset (its version folder, with "
             f"dataset_info.json). Received: {data!r}, files without either."
         )
-    examples, what = _units(src, batch_size, text, given=isinstance(preset, Text) or bool(preset_options))
+    modality = modality_of_records(src.manifest, {}, src.tfds)
+    epoch = modality.epoch if modality is not None else records_in_epoch
+    examples, what = epoch(src, batch_size, options)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(
@@ -69,56 +72,24 @@ def steps_per_epoch(
     return steps
 
 
-def _text_options(preset: str | PresetLike | None, options: Mapping[str, Any]) -> Text:
-    """The text preset's options `steps_per_epoch` was given: a Text object, or its keywords
-    over the named preset's (a keyword beside a Text object is refused, as build() does)."""
-    chosen = get_preset(preset) if preset is not None else TEXT
-    if not isinstance(chosen, Text):
-        if options:
-            raise ConfigError(
-                "steps_per_epoch counts records, or a text split's rows: the text preset's are the only "
-                f"options that change the count. Received: preset={preset!r}, {sorted(options)}"
-            )
-        return TEXT
-    if options and not isinstance(preset, (str, type(None))):
+def _preset_options(preset: str | PresetLike | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset options `steps_per_epoch` was given: keywords over a named preset's, or a
+    preset object's own (those not at their defaults; a keyword beside it is refused, as build()
+    does)."""
+    if preset is None or isinstance(preset, str):
+        if preset is not None:
+            get_preset(preset)  # a name no preset has is refused
+        return dict(options)
+    chosen = get_preset(preset)
+    if options:
         raise ConfigError(
             f"{', '.join(f'{k}=' for k in sorted(options))} set options of the preset object given "
             f"as preset=, which carries its own: set them there. Received: preset={preset!r}"
         )
-    return with_options(chosen, options)
-
-
-def _units(src: ResolvedData, batch_size: int, text: Text, *, given: bool) -> tuple[int, str]:
-    """(what one pass over the split `src` holds in units of a batch, and how to name it): its
-    records, or a text split's rows as build() packs them with the options `text` (`given`:
-    the caller passed text options)."""
-    manifest = src.manifest
-    split_text = manifest.split(src.split).text if manifest is not None and src.split is not None else None
-    if manifest is not None and manifest.layout == "text" and split_text is not None:
-        if text.sequence_length is None:
-            raise ConfigError(
-                f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
-                "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
-                "sequence_length=None"
-            )
-        rows = _text_rows(src, text)
-        return rows, (
-            f"{split_text.documents:,} records (documents) that pack into {rows:,} rows of "
-            f"{text.sequence_length} tokens"
-        )
-    if given:
-        set_ = {f.name: getattr(text, f.name) for f in dataclasses.fields(text)}
-        raise ConfigError(
-            f"sequence_length, packing and the text options count the rows of a text split; "
-            f"{src.where} is {manifest.layout if manifest is not None else 'TFDS'!r} data. Received: "
-            + ", ".join(f"{k}={v!r}" for k, v in set_.items() if v not in (None, False))
-        )
-    assert src.examples is not None
-    return src.examples, f"{src.examples} records"
-
-
-def _text_rows(src: ResolvedData, text: Text) -> int:
-    """The rows one epoch of the text split `src` packs into, as build() would pack it."""
-    assert src.manifest is not None
-    ctx = PresetContext(src.manifest, src.manifest.schema, {}, True, src.where, src.split)
-    return epoch_rows(plan_packing(ctx, text)[0])
+    if not dataclasses.is_dataclass(chosen):
+        return {}
+    return {
+        f.name: getattr(chosen, f.name)
+        for f in dataclasses.fields(chosen)
+        if getattr(chosen, f.name) != f.default
+    }

@@ -14,22 +14,21 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (`ImageNet`, tfpipe/presets/imagenet.py), "tabular" (`Tabular`,
-tfpipe/presets/tabular.py) and "text" (`Text`, tfpipe/presets/text.py), each a frozen object
-that carries its options: `build(data, preset=Text(sequence_length=512))`, or by name with the
-options as keywords, `build(data, preset="text", sequence_length=512)`. `preset=None` picks one
-from the manifest's layout. The types a preset is made of are in tfpipe/presets/base.py (which
-the built-ins import, so that no preset module imports this registry); this module is the
-registry, and `tfpipe.presets` the public home of the preset objects.
+Each modality's preset is registered with it (tfpipe/modalities/: "imagenet", "tabular" and
+"text" are the built-in modalities', each in its folder's preset.py); `preset=None` picks the
+manifest's modality's. A built-in preset is a frozen object that carries its options, and its
+class is here by name (`tfpipe.presets.Text`, `ImageNet`, `Tabular`, found through the registry
+on first use): `build(data, preset=tfpipe.presets.Text(sequence_length=512))`, or by name with
+the options as keywords, `build(data, preset="text", sequence_length=512)`. The types a preset is
+made of are in tfpipe/presets/base.py (which the modalities' presets import, so that no preset
+imports the registry that finds it); this module is the registry.
 """
 
 from __future__ import annotations
 
 from tfpipe.errors import ConfigError
+from tfpipe.modalities import modalities
 from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, declared_options, with_options
-from tfpipe.presets.imagenet import IMAGENET, ImageNet
-from tfpipe.presets.tabular import TABULAR, Tabular
-from tfpipe.presets.text import TEXT, Text
 
 __all__ = [
     "Decoder",
@@ -47,7 +46,7 @@ __all__ = [
 ]
 
 
-_REGISTRY: dict[str, PresetLike] = {p.name: p for p in (IMAGENET, TABULAR, TEXT)}
+_REGISTRY: dict[str, PresetLike] = {}
 
 
 def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLike:
@@ -61,7 +60,7 @@ def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLik
             "register_preset expects a Preset (name, spec, map_fn) or an object with `name` and "
             f"`bind(ctx, options)`. Received: {type(preset).__name__}"
         )
-    if preset.name in _REGISTRY and not overwrite:
+    if preset.name in _presets() and not overwrite:
         raise ConfigError(
             f"A preset named {preset.name!r} is already registered; pass overwrite=True to replace it."
         )
@@ -82,13 +81,29 @@ def get_preset(name: str | PresetLike) -> PresetLike:
         )
     if isinstance(name, PresetLike):
         return name
+    presets = _presets()
     try:
-        return _REGISTRY[name]
+        return presets[name]
     except (KeyError, TypeError):
         raise ConfigError(
-            f"preset must be one of {sorted(_REGISTRY)} or a Preset object. Received: preset={name!r}"
+            f"preset must be one of {sorted(presets)} or a Preset object. Received: preset={name!r}"
         ) from None
 
 
 def preset_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(_presets())
+
+
+def _presets() -> dict[str, PresetLike]:
+    """The registered presets: the modalities' own, and those registered here (which replace a
+    modality's of the same name only with overwrite=True)."""
+    return {m.preset.name: m.preset for m in modalities()} | _REGISTRY
+
+
+def __getattr__(name: str) -> type:
+    """A registered modality's preset class by its name (`tfpipe.presets.Text`, `ImageNet`,
+    `Tabular`: the built-ins'), found through the registry, which loads the modalities by name."""
+    for m in modalities():
+        if type(m.preset).__name__ == name:
+            return type(m.preset)
+    raise AttributeError(f"module 'tfpipe.presets' has no attribute {name!r}")

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from tfpipe._tf import Feature, Nest, Tensor
 from tfpipe.errors import ConfigError
-from tfpipe.packing.spec import TextPacking
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -76,8 +75,12 @@ class Decoder:
       notes: what the preset decided for this data, for `Pipeline.describe()`.
       warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
         records without a manifest): `plan()` warns them.
-      packing: text only: how documents are packed into rows;
-        the pipeline then chunks, parses, packs and batches rows instead of decoding records.
+      packing: how documents are packed into rows (the text modality's `TextPacking`), or
+        None; read by the modality's own stages.
+      batching: how the records become batches (`pipeline.stages.stage.Batching`: the stages
+        between reading and the final ones, where a resumed run starts, what a batch counts);
+        None: a record is an example (`pipeline.stages.batching.Records`). Text packs documents
+        into rows (`modalities.text.rows.TextRows`).
     """
 
     spec: Mapping[str, Feature]
@@ -91,7 +94,8 @@ class Decoder:
     describe: Callable[[Mapping[str, Tensor]], list[Tensor]] | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    packing: TextPacking | None = None
+    packing: Any = None
+    batching: Any = None
 
 
 @runtime_checkable

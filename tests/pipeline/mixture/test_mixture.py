@@ -306,7 +306,7 @@ def test_the_text_guide_states_the_shares_its_example_gives(tmp_path):
     import pathlib
     import pydoc_data.topics
 
-    from tfpipe.bench.measure import mixshare
+    from tfpipe.modalities.text.bench import mixshare
 
     from support.cli import cli_here
     from support.docs_data import write_corpus

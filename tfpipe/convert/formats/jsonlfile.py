@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.convert.text import listing as text_listing
-from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
 from tfpipe.format.jsonobject import JsonObject
+from tfpipe.modalities.text.convert import listing as text_listing
+from tfpipe.modalities.text.convert import reader as text_reader
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a file is read
@@ -32,6 +32,12 @@ _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "
 
 
 looks_like = text_listing.looks_like_json_lines
+
+
+def named(path: str) -> bool:
+    """Whether the name is a JSON Lines file's (`t.jsonl`, `t.ndjson`, also compressed:
+    `t.jsonl.gz`)."""
+    return text_listing.kind_of(path) == "jsonl"
 
 
 def first_object(path: str) -> JsonObject | None:

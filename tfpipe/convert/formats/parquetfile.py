@@ -21,11 +21,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from tfpipe import storage
-from tfpipe.convert.tables.values import float_series
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
     import pyarrow as pa  # each imported where used: a CSV conversion needs none
     import pyarrow.dataset as ds
@@ -82,6 +82,19 @@ def batches(pf: pq.ParquetFile, chunk_rows: int) -> Iterator[pd.DataFrame]:
     would turn a stored index back into an index, is not applied)."""
     for batch in pf.iter_batches(batch_size=chunk_rows):
         yield to_frame(batch)
+
+
+def float_series(
+    values: np.ndarray, null: np.ndarray, index: pd.Index | None = None, name: object = None
+) -> pd.Series:
+    """Float values and their null mask as a nullable Float64 series that keeps NaN apart from
+    null (a NaN where `null` is False is a value)."""
+    import numpy as np
+    import pandas as pd
+
+    data = np.asarray(values)
+    data = data.astype(np.float32 if data.dtype == np.float16 else data.dtype, copy=False)
+    return pd.Series(pd.arrays.FloatingArray(data, np.asarray(null, dtype=bool)), index=index, name=name)
 
 
 def to_frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:

@@ -12,32 +12,142 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tfpipe import storage
-from tfpipe._tf import Dataset, Tensor, tf
+from tfpipe._tf import Tensor, tf
 from tfpipe.errors import ConfigError, TfpipeError
-from tfpipe.packing.spec import added_tokens, chunk_size
+from tfpipe.modalities import modality_of_records
 from tfpipe.pipeline import checks
-from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.read.resolve import resolve
+from tfpipe.pipeline.stages.batching import batching_of
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.read import read_calls, shard_reader
-from tfpipe.pipeline.text import lengths as text_lengths
+from tfpipe.pipeline.stages.stage import StageFn, StagePlan
+from tfpipe.presets.base import Decoder
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
-    from tfpipe.format.manifest_text import SplitText
-    from tfpipe.pipeline.config import PipelineConfig
     from tfpipe.pipeline.order.position import Position  # imports TensorFlow
     from tfpipe.pipeline.order.resumable import OrderSpec
     from tfpipe.pipeline.stages.stage import StagePlan
     from tfpipe.presets import Decoder
+
+
+class Mixing(Protocol):
+    """How a mixture of datasets read with one batching (`Batching.mixing`) is weighed and
+    streamed: by records (`RecordMixing`, the default) or in a modality's own units (text:
+    tokens or documents, its documents chunked and packed across the sources).
+
+    Attributes:
+      by: what the weights may share, the default first (`mix_by`).
+      by_words: those, for a refusal.
+      unit: what a position of the mixed stream is ("records", "documents").
+    """
+
+    @property
+    def by(self) -> tuple[str, ...]: ...
+
+    @property
+    def by_words(self) -> str: ...
+
+    @property
+    def unit(self) -> str: ...
+
+    def size(self, p: Pipeline, by: str) -> float:
+        """A source's size in `by` (its default weight)."""
+        ...
+
+    def weight_unit(self, p: Pipeline, by: str) -> float:
+        """`by`s a position of a source's stream holds (a document's mean tokens), else 1."""
+        ...
+
+    def source_extra(self, p: Pipeline) -> Any:
+        """What the mixed stream needs of a source besides its order (`SourceRead.lengths`)."""
+        ...
+
+    def mixed(
+        self, decoder: Decoder, parts: Sequence[Pipeline], quotas: Sequence[int]
+    ) -> tuple[Decoder, int, dict[str, Any]]:
+        """(the mixture's decoder, positions a chunk of its stream or 0, what a resumed run must
+        share of it)."""
+        ...
+
+    def read(
+        self, mix: MixSpec, reads: Sequence[Any], p0: StagePlan, start: Any, size: int, per_step: int
+    ) -> StageFn:
+        """The mixture's "interleave" stage, from the step `start()` gives."""
+        ...
+
+    def position(self, pipe: Any, step: int, per_step: int) -> int:
+        """The mixed stream's position where this input pipeline's step `step` begins."""
+        ...
+
+    def notes(self, size: int) -> tuple[str, ...]: ...
+
+    def replaces(self, note: str) -> bool:
+        """A source's note the mixture's own replace."""
+        ...
+
+
+class RecordMixing:
+    """A mixture of records (images, tables): weights in records, one record a position."""
+
+    by: tuple[str, ...] = ("records",)
+    by_words = "records (images, tables)"
+    unit = "records"
+
+    def size(self, p: Pipeline, by: str) -> float:
+        return float(p.source.examples or 0)
+
+    def weight_unit(self, p: Pipeline, by: str) -> float:
+        return 1.0
+
+    def source_extra(self, p: Pipeline) -> Any:
+        return None
+
+    def mixed(
+        self, decoder: Decoder, parts: Sequence[Pipeline], quotas: Sequence[int]
+    ) -> tuple[Decoder, int, dict[str, Any]]:
+        return decoder, 0, {}
+
+    def read(
+        self, mix: MixSpec, reads: Sequence[Any], p0: StagePlan, start: Any, size: int, per_step: int
+    ) -> StageFn:
+        """The mixed records (batched for batched presets)."""
+        return lambda _: mixture_stream.records(
+            mix,
+            list(reads),
+            start,
+            positions_per_step=per_step,
+            keys=p0.keyed,
+            needs_source=p0.decoder.needs_source,
+            batch=p0.batch_size if p0.decoder.batched else None,
+        )
+
+    def position(self, pipe: Any, step: int, per_step: int) -> int:
+        return step * per_step
+
+    def notes(self, size: int) -> tuple[str, ...]:
+        return ()
+
+    def replaces(self, note: str) -> bool:
+        return False
+
+
+RECORD_MIXING: Mixing = RecordMixing()
+
+
+def mixing_of(decoder: Decoder) -> Mixing:
+    """How a mixture of the decoder's datasets is weighed and streamed: its batching's, or by
+    records."""
+    mixing: Mixing | None = batching_of(decoder).mixing
+    return mixing if mixing is not None else RECORD_MIXING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,21 +172,7 @@ class MixturePipeline(Pipeline):
         the step's first row (found by walking the chunks before it, lengths only)."""
         o = self.parts[0].order
         assert o is not None and self.mixture is not None
-        per_step = o.global_batch // o.pipelines
-        if self.decoder.packing is None:
-            return step * per_step
-        if step == 0:
-            return 0
-
-        tf_ = tf()
-        first, _ = mixture_stream.chunk_of(
-            self.mixture,
-            self.reads,
-            self.decoder.packing,
-            self.chunk,
-            tf_.constant(step * per_step, tf_.int64),
-        )
-        return int(first) * self.chunk
+        return mixing_of(self.plan.decoder).position(self, step, o.global_batch // o.pipelines)
 
     def epochs_at(self, step: int) -> dict[str, int]:
         """Each source's epoch (passes over its data begun, from 0) at training step `step`:
@@ -105,7 +201,7 @@ class MixturePipeline(Pipeline):
         for s, (name, part) in enumerate(zip(mix.names, self.parts, strict=True)):
             o = part.order
             assert o is not None
-            what = "documents" if self.decoder.packing is not None else "records"
+            what = mixing_of(self.decoder).unit
             lines.append(
                 f"  {name}: weight {mix.weights[s]:.3f} ({mix.quotas[s]} of every {BLOCK} positions, "
                 f"expected share {mix.shares()[s]:.3f}), {part.source.where}, {o.examples:,} {what} an "
@@ -157,7 +253,7 @@ def plan_mixture(
     if as_int(seed) is None:
         raise ConfigError(f"seed must be an int. Received: {seed!r}")
     service = kwargs.pop("service", None)
-    _check_service(service, position, config, kwargs.get("processing_mode"))
+    checks.check_mixture_service(service, position, config, kwargs.get("processing_mode"))
     _check_one_kind(
         names, data, kwargs.get("split", getattr(config, "split", None)), kwargs.get("training", True)
     )
@@ -169,33 +265,12 @@ def plan_mixture(
     )
     _check_distinct(names, parts)
     _check_agree(names, parts)
-    text = parts[0].decoder.packing is not None
-    by = _mix_by(mix_by, text)
-    mix = mixture_spec.make(names, given or _sizes(names, parts, by), by, _units(parts, by), int(seed))
+    mixing = mixing_of(parts[0].decoder)
+    by = _mix_by(mix_by, mixing)
+    sizes = {n: mixing.size(p, by) for n, p in zip(names, parts, strict=True)}
+    units = [mixing.weight_unit(p, by) for p in parts]
+    mix = mixture_spec.make(names, given or sizes, by, units, int(seed))
     return _assemble(mix, parts, position, step, int(seed), service)
-
-
-def _check_service(
-    service: str | None, position: Position | None, config: PipelineConfig | None, mode: str | None
-) -> None:
-    """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
-    in this process) and sharding modes that split the stream (its order is the mixture's)."""
-    if service is None:
-        return
-
-    checks.check_service(service, config or PipelineConfig())
-    if position is not None:
-        raise ConfigError(
-            "A mixture on the tf.data service starts at an int start_step: a Position's variable "
-            "lives in this process, and the service's workers cannot read it. Pass "
-            "start_step=position.step. Received: start_step=Position"
-        )
-    mode = mode or getattr(config, "processing_mode", "parallel_epochs")
-    if mode != "parallel_epochs":
-        raise ConfigError(
-            "A mixture on the tf.data service runs whole on each worker (processing_mode="
-            f"'parallel_epochs'), so its order holds. Received: processing_mode={mode!r}"
-        )
 
 
 def _names(data: Mapping[str, str | Sequence[str]]) -> list[str]:
@@ -208,57 +283,30 @@ def _names(data: Mapping[str, str | Sequence[str]]) -> list[str]:
     return names
 
 
-def _mix_by(mix_by: str | None, text: bool) -> mixture_spec.MixBy:
-    allowed: tuple[mixture_spec.MixBy, ...] = ("tokens", "documents") if text else ("records",)
+def _mix_by(mix_by: Any, mixing: Mixing) -> mixture_spec.MixBy:
     if mix_by is None:
-        return allowed[0]
-    for by in allowed:
-        if mix_by == by:
-            return by
-    kind = "text (weights in tokens, or documents)" if text else "records (images, tables)"
-    raise ConfigError(f"mix_by must be one of {list(allowed)} for {kind}. Received: mix_by={mix_by!r}")
-
-
-def _sizes(names: list[str], parts: tuple[Pipeline, ...], by: str) -> dict[str, float]:
-    """The default weights: each source's size (tokens, documents or records of its split)."""
-    out = {}
-    for name, p in zip(names, parts, strict=True):
-        text = _split_text(p)
-        size = text.tokens if by == "tokens" and text is not None else p.source.examples
-        out[name] = float(size or 0)
-    return out
-
-
-def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
-    """Mean tokens a document as packed (with the EOS added) for mix_by="tokens", else 1s."""
-    if by != "tokens":
-        return [1.0] * len(parts)
-    out = []
-    for p in parts:
-        text, pack = _split_text(p), p.decoder.packing
-        assert text is not None and pack is not None  # mix_by="tokens" is text's
-        out.append(text.tokens / text.documents + added_tokens(pack))
-    return out
-
-
-def _split_text(p: Pipeline) -> SplitText | None:
-    src = p.source
-    return src.manifest.split(src.split).text if src.manifest is not None and src.split is not None else None
+        return mixing.by[0]  # type: ignore[return-value]
+    if mix_by not in mixing.by:
+        raise ConfigError(
+            f"mix_by must be one of {list(mixing.by)} for {mixing.by_words}. Received: mix_by={mix_by!r}"
+        )
+    return mix_by
 
 
 def _check_one_kind(
     names: list[str], data: Mapping[str, str | Sequence[str]], split: str | None, training: bool
 ) -> None:
-    """Refuses sources of different kinds (text, images, tables) by name before each is planned:
-    planned one by one, the second would refuse the first's options (sequence_length for
-    images), naming an option rather than the mixture's sources."""
+    """Refuses sources of different modalities (text, images, tables) by name before each is
+    planned: planned one by one, the second would refuse the first's options (sequence_length
+    for images), naming an option rather than the mixture's sources."""
     kinds = []
     for n in names:
         try:
             src = resolve(data[n], split=split, training=training)
         except (TfpipeError, TypeError, ValueError):
             return  # planning the source names what is wrong with it
-        kinds.append((n, src.where, _kind(src)))
+        modality = modality_of_records(src.manifest, src.keys, src.tfds)
+        kinds.append((n, src.where, modality.name if modality is not None else None))
     known = [k for k in kinds if k[2] is not None]
     for n, where, kind in known[1:]:
         if kind != known[0][2]:
@@ -268,16 +316,6 @@ def _check_one_kind(
                 f"{a[0]!r} ({a[1]}) is {a[2]}, {n!r} ({where}) is {kind}. Mix datasets of one kind, "
                 "or train on them separately."
             )
-
-
-def _kind(src: Any) -> str | None:
-    """A resolved source's kind of data, from its manifest's layout or its image feature; None
-    when its records do not say (foreign files without images)."""
-    if src.manifest is not None:
-        return {"table": "tables", "text": "text"}.get(src.manifest.layout, "images")
-    if "image/encoded" in src.keys or (src.tfds is not None and src.tfds.image_key):
-        return "images"
-    return None
 
 
 def _check_distinct(names: list[str], parts: tuple[Pipeline, ...]) -> None:
@@ -322,7 +360,7 @@ def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, object, object]]:
         )
 
     def packing(p: Pipeline) -> object:
-        return None if p.decoder.packing is None else p.decoder.packing.identity()
+        return batching_of(p.decoder).identity()
 
     return [
         ("a preset", a.preset.name, b.preset.name),
@@ -344,11 +382,11 @@ def _assemble(
     first = parts[0]
     p0, o0 = first.plan, first.order
     assert o0 is not None
-    pack = p0.decoder.packing
+    mixing = mixing_of(p0.decoder)
     per_step = o0.global_batch // o0.pipelines
     if position is not None or step > 0:
         _check_resumable(o0, p0.batch_size)
-    reads = tuple(_source_read(p, pack is not None) for p in parts)
+    reads = tuple(_source_read(p, mixing) for p in parts)
     identity: dict[str, Any] = {
         "order_version": ORDER_VERSION,
         "data": [p.order.identity()["data"] for p in parts],  # type: ignore[union-attr]
@@ -358,19 +396,17 @@ def _assemble(
         "mixture": mix.identity(),
         "sources": [p.order.identity() for p in parts],  # type: ignore[union-attr]
     }
-    size, decoder = 0, p0.decoder
-    if pack is not None:
-        mean = sum(n * _mean_tokens(p) for n, p in zip(mix.quotas, parts, strict=True)) / BLOCK
-        mixed_pack = dataclasses.replace(pack, mean_tokens=mean, histogram=None)
-        size = chunk_size(mixed_pack)
-        decoder = dataclasses.replace(decoder, packing=mixed_pack)
-        identity |= mixed_pack.identity() | {"chunk": size}
+    decoder, size, shared = mixing.mixed(p0.decoder, parts, mix.quotas)
+    identity |= shared
     start = _start_fn(position, step, identity, per_step)
-    make = _mixed_read(mix, reads, p0, decoder, start, size, per_step)
     config = dataclasses.replace(p0.config, seed=seed)
-    plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config, service=service)
+    batching = batching_of(decoder)
+    plan = dataclasses.replace(
+        p0, decoder=decoder, batching=batching, start=start, config=config, service=service
+    )
+    make = mixing.read(mix, reads, plan, start, size, per_step)
     made = tuple(dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in make_stages(plan))
-    notes = _notes(mix, parts, size if pack is not None else None, service)
+    notes = _notes(mix, parts, mixing, size, service)
     return MixturePipeline(
         stages=made,
         plan=plan,
@@ -387,18 +423,17 @@ def _assemble(
 
 
 def _notes(
-    mix: MixSpec, parts: tuple[Pipeline, ...], chunk: int | None, service: str | None
+    mix: MixSpec, parts: tuple[Pipeline, ...], mixing: Mixing, size: int, service: str | None
 ) -> tuple[str, ...]:
-    """Each source's notes by name (its own chunking left out: the mixture chunks its stream),
-    with the mixture's chunks and service."""
+    """Each source's notes by name (but those the mixture's replace: its own chunking), with
+    the mixture's own and its service."""
     notes = tuple(
         f"{n}: {note}"
         for n, p in zip(mix.names, parts, strict=True)
         for note in p.notes
-        if not note.startswith("text: chunks of")
+        if not mixing.replaces(note)
     )
-    if chunk is not None:
-        notes = (f"text: chunks of {chunk} documents of the mixed stream, each packed on its own", *notes)
+    notes = (*mixing.notes(size), *notes)
     if service is not None:
         notes += (
             f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
@@ -408,56 +443,14 @@ def _notes(
     return notes
 
 
-def _mixed_read(
-    mix: MixSpec,
-    reads: tuple[mixture_stream.SourceRead, ...],
-    p0: StagePlan,
-    decoder: Decoder,
-    start: Callable[[], Tensor],
-    size: int,
-    per_step: int,
-) -> Callable[[Dataset | None], Dataset]:
-    """The mixture's "interleave" stage: text chunks, or records (batched for batched presets)."""
-    if decoder.packing is not None:
-        return lambda _: mixture_stream.text_chunks(
-            mix,
-            list(reads),
-            decoder.packing,
-            start,
-            size=size,
-            rows_per_step=per_step,
-            needs_source=decoder.needs_source,
-        )
-    return lambda _: mixture_stream.records(
-        mix,
-        list(reads),
-        start,
-        positions_per_step=per_step,
-        keys=p0.keyed,
-        needs_source=decoder.needs_source,
-        batch=p0.batch_size if decoder.batched else None,
-    )
-
-
-def _mean_tokens(p: Pipeline) -> float:
-    text = _split_text(p)
-    return text.tokens / text.documents if text is not None and text.documents else 0.0
-
-
-def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
+def _source_read(p: Pipeline, mixing: Mixing) -> mixture_stream.SourceRead:
     read = shard_reader(p.plan)
-    lengths = text_lengths.lengths_file(p.source) if text else None
-    if text and lengths is None:
-        raise ConfigError(
-            f"A text mixture counts each source's rows from its lengths file; {p.source.where} has "
-            "none (converted before tfpipe wrote one). Convert the split again."
-        )
     return mixture_stream.SourceRead(
         spec=p.order,
         read=lambda path, size, count: read(path, size, count, grouped=True),
         cached=p.cache == "memory",
         parallelism=read_calls(p.plan),
-        lengths=lengths,
+        lengths=mixing.source_extra(p),
     )
 
 

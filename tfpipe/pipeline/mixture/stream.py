@@ -7,8 +7,9 @@ A choice per element (`choose_from_datasets`) gave the same stream at 1.2x the C
 - text: the mixed stream is of documents, cut into chunks and packed, so documents of every
   source share rows. A start at step K finds the chunk holding its first row by counting the
   rows of every chunk before it from the sources' lengths files (each source's order applied to
-  its lengths, mixed by the same choices), as one source's text pipeline does
-  (text_stages.resumable_chunks), then starts every source at its count before that chunk.
+  its lengths, mixed by the same choices), as one source's text pipeline does (its
+  `resumable_chunks`), then starts every source at its count before that chunk. The rows are
+  counted by the pipeline's batching (`rows`: text's `TextRows`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from typing import Any
 from tfpipe._tf import plain, tf
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
-from tfpipe.pipeline.text import lengths as text_lengths
-from tfpipe.pipeline.text import stages as text_stages
 
 _FOREVER = (1 << 63) - 1
 
@@ -134,7 +133,7 @@ def records(
 def text_chunks(
     mix: MixSpec,
     sources: list[SourceRead],
-    pack: Any,
+    rows: Any,
     start: Callable[[], Any],
     *,
     size: int,
@@ -147,34 +146,33 @@ def text_chunks(
     streams = record_streams(mix, sources, keys=False, needs_source=needs_source)
 
     def find(target: Any) -> Any:
-        return chunk_of(mix, sources, pack, size, target)
+        return chunk_of(mix, sources, rows, size, target)
 
     def from_step(_: Any) -> Any:
-        first, skips = text_stages.first_chunk(tf_, start, rows_per_step, find)
+        first, skips = rows.first_chunk(tf_, start, rows_per_step, find)
         docs = mixed(tf_, mix, first * size, streams).rebatch(size, drop_remainder=True)
         return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
 
 
-def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> tuple[Any, Any]:
+def chunk_of(mix: MixSpec, sources: Any, rows: Any, size: int, target: Any) -> tuple[Any, Any]:
     """(chunk, rows before it) of the chunk holding row `target` of this input pipeline's mixed
     stream: the sources' lengths in their orders, mixed by the same choices, in chunks, each
-    chunk's rows counted as `pack` places them."""
+    chunk's rows counted as the batching `rows` places them."""
     tf_ = tf()
     lengths = mixed(
         tf_,
         mix,
         tf_.constant(0, tf_.int64),
         lambda _, __: [
-            text_lengths.ordered_lengths(s.spec, s.lengths, n)
-            for s, n in zip(sources, mix.quotas, strict=True)
+            rows.ordered_lengths(s.spec, s.lengths, n) for s, n in zip(sources, mix.quotas, strict=True)
         ],
     )
     counts = (
         lengths.map(plain(lambda n, _: n))
         .rebatch(size, drop_remainder=True)
-        .map(plain(lambda chunk: text_stages.rows_of(pack, chunk)))
+        .map(plain(lambda chunk: rows.chunk_rows(chunk)))
     )
     spans = counts.scan(
         tf_.constant(0, tf_.int64), plain(lambda before, n: (before + n, tf_.stack([before, before + n])))
