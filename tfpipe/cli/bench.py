@@ -12,8 +12,7 @@ from tfpipe import storage
 from tfpipe.bench import BenchConfig, bench, reference
 from tfpipe.bench.config import MIN_STEP_TIME_MS, check_step_time_ms, models, pipelines
 from tfpipe.bench.present.output import check_json_name, check_writable, plot_format
-from tfpipe.cli import add_common
-from tfpipe.cli.render import console
+from tfpipe.cli import add_common, render  # render.console is read when a bench runs
 from tfpipe.errors import ConfigError
 from tfpipe.packing import MODES
 
@@ -245,7 +244,7 @@ def _add_output_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = console(args.quiet)
+    out = render.console(args.quiet)
     if args.list_accelerators:
         _list_accelerators(out)
         return 0
