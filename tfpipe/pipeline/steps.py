@@ -5,26 +5,28 @@ predicted from its length histogram), without reading data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from tfpipe.errors import DataError, ManifestError
+from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.modalities import modality_of_records
 from tfpipe.modalities.modality import records_in_epoch
+from tfpipe.pipeline.mixture.sources import Mixture, SourceData
 from tfpipe.pipeline.read.resolve import resolve
+from tfpipe.presets import PresetLike, get_preset
 from tfpipe.validation import check_batch_size, check_bool
 
 
 def steps_per_epoch(
-    data: str | Sequence[str],
+    data: SourceData | Mixture | Mapping[str, SourceData],
     batch_size: int,
     *,
+    preset: str | PresetLike | None = None,
     split: str | None = None,
     drop_remainder: bool = True,
-    sequence_length: int | None = None,
-    packing: str | None = None,
-    **text_options: Any,
+    **preset_options: Any,
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
@@ -32,16 +34,26 @@ def steps_per_epoch(
     the shards of one of its splits. A text split's batches are rows (packed sequences of
     `sequence_length` tokens), not its records (documents): their count is predicted from the
     manifest's length histogram as `build()` packs them (`packing.fill.epoch_rows`), without reading
-    data. `packing` and `text_options` (output, eos, truncate, chunk, label) are those `build()`
-    gets: they change the rows.
+    data. The text preset's options change the rows: pass those `build()` gets, as a
+    `preset=tfpipe.presets.Text(...)` or as keywords (sequence_length, packing, output, eos,
+    truncate, chunk, label).
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
-      ConfigError: a text split without `sequence_length`, or text options for other data.
+      ConfigError: a mixture (it has no epoch), a text split without `sequence_length`, or text
+        options for other data.
       DataError: fewer records (text: rows) than one batch with drop_remainder.
     """
+    if isinstance(data, (Mixture, Mapping)):
+        raise ConfigError(
+            "steps_per_epoch counts one pass over one dataset; a mixture has no epoch (each source "
+            "repeats at its own rate, and Pipeline.describe() says each one's epoch at a step). Count "
+            "each source's steps, or choose the steps of an epoch yourself. Received: a mixture of "
+            f"{sorted(data.names if isinstance(data, Mixture) else data)}"
+        )
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
+    options = _preset_options(preset, preset_options)
     src = resolve(data, split=split, training=True)
     if src.examples is None:
         raise ManifestError(
@@ -51,7 +63,6 @@ def steps_per_epoch(
         )
     modality = modality_of_records(src.manifest, {}, src.tfds)
     epoch = modality.epoch if modality is not None else records_in_epoch
-    options = {"sequence_length": sequence_length, "packing": packing, **text_options}
     examples, what = epoch(src, batch_size, options)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
@@ -59,3 +70,26 @@ def steps_per_epoch(
             f"Split {src.split!r} of {src.where} has {what}, fewer than one batch of {batch_size}."
         )
     return steps
+
+
+def _preset_options(preset: str | PresetLike | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset options `steps_per_epoch` was given: keywords over a named preset's, or a
+    preset object's own (those not at their defaults; a keyword beside it is refused, as build()
+    does)."""
+    if preset is None or isinstance(preset, str):
+        if preset is not None:
+            get_preset(preset)  # a name no preset has is refused
+        return dict(options)
+    chosen = get_preset(preset)
+    if options:
+        raise ConfigError(
+            f"{', '.join(f'{k}=' for k in sorted(options))} set options of the preset object given "
+            f"as preset=, which carries its own: set them there. Received: preset={preset!r}"
+        )
+    if not dataclasses.is_dataclass(chosen):
+        return {}
+    return {
+        f.name: getattr(chosen, f.name)
+        for f in dataclasses.fields(chosen)
+        if getattr(chosen, f.name) != f.default
+    }

@@ -11,13 +11,15 @@ a pipeline is text.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import lengths as text_lengths
 from tfpipe.modalities.text import stages as text_stages
+from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.fill import epoch_rows
-from tfpipe.packing.spec import Mode, added_tokens, chunk_size
+from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.stages.preset import parse_stage
@@ -27,46 +29,6 @@ if TYPE_CHECKING:
     from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.pipeline.stages.pipeline import Pipeline
     from tfpipe.presets.base import Decoder
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TextPacking:
-    """What the pipeline's chunk, pack and batch stages do for this preset.
-
-    Attributes:
-      sequence_length: L.
-      mode: "first_fit", "none" or "concat".
-      truncate: keep only each document's first L tokens.
-      eos: the id appended to every document, or None.
-      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
-      label: the label feature (classify).
-      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
-      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
-      histogram: the split's length histogram from the manifest, or None.
-      chunk: documents per chunk, or None: chosen from the mean length.
-    """
-
-    sequence_length: int
-    mode: Mode
-    truncate: bool = False
-    eos: int | None = None
-    classify: bool = False
-    cls: int | None = None
-    sep: int | None = None
-    label: str | None = None
-    vocab_size: int | None = None
-    mean_tokens: float | None = None
-    histogram: Mapping[str, list[int]] | None = None
-    chunk: int | None = None
-
-    def identity(self) -> dict[str, Any]:
-        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
-        return {
-            "sequence_length": self.sequence_length,
-            "packing": self.mode,
-            "truncate": self.truncate,
-            "eos": self.eos,
-        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +83,7 @@ class TextRows:
         )
 
     def eval_counts(self, src: ResolvedData, pipelines: int) -> tuple[list[int] | None, str]:
-        rows = text_stages.pipeline_rows(self.pack, src, pipelines)
+        rows = text_lengths.pipeline_rows(self.pack, src, pipelines)
         if rows is None:
             return None, "the text split has no lengths file to count its rows from (convert it again)"
         return rows, ""
@@ -136,7 +98,7 @@ class TextRows:
         return text_stages.rows_of(self.pack, lengths)
 
     def ordered_lengths(self, spec: Any, lengths: Any, size: int) -> Any:
-        return text_stages.ordered_lengths(spec, lengths, size)
+        return text_lengths.ordered_lengths(spec, lengths, size)
 
     def first_chunk(
         self, tf_: Any, start: Callable[[], Any], rows_per_step: int, find: Callable[[Any], Any]
@@ -179,7 +141,7 @@ class TextMixing:
         Raises:
           ConfigError: the split has none (converted before tfpipe wrote one).
         """
-        lengths = text_stages.lengths_file(p.source)
+        lengths = text_lengths.lengths_file(p.source)
         if lengths is None:
             raise ConfigError(
                 f"A text mixture counts each source's rows from its lengths file; {p.source.where} has "

@@ -26,7 +26,7 @@ benchmarks/mixture_shares.py). Three steps bound it:
    of the chunk's rows then holds each source's tokens in the chunk's proportion, within a row.
 
 What wiring it into the graph takes (the order of work): each source's piece lengths in its
-order (`text_stages.ordered_lengths`, cut as `packing.pieces` cuts) with their finish, carried
+order (`text_lengths.ordered_lengths`, cut as `packing.pieces` cuts) with their finish, carried
 across batches by a scan, give each piece's chunk; each source's records, zipped with their
 pieces' chunks, are grouped by chunk (a record whose pieces straddle two chunks goes to both,
 with its piece range); a chunk is the sources' groups concatenated, parsed, EOS added, cut into

@@ -28,6 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from tfpipe._tf import tf
 from tfpipe.errors import ConfigError
 from tfpipe.pipeline.order.resumable import KEY_FILES, domain_key
 from tfpipe.pipeline.order.stream import permutation
@@ -166,8 +167,6 @@ def make(
 def block_choices(spec: MixSpec, block: int) -> list[int]:
     """The sources of block `block`'s positions, in plain Python (`order_stream.permutation`
     run eagerly): what the graph computes, for tests and `counts`."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     perm = permutation(tf_, BLOCK, tf_.constant([spec.key, block], tf_.int64)).numpy()
     base = spec.base

@@ -24,13 +24,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tfpipe import storage
+from tfpipe._tf import tf
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import SourceText, TextMeasure
-from tfpipe.errors import DataError
+from tfpipe.errors import DataError, MissingExtraError
+from tfpipe.modalities.text.convert.tokenizers import load_checked
+from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
 
 if TYPE_CHECKING:
+    from tfpipe.format.manifest_text import SplitText
     from tfpipe.pipeline.stages.pipeline import Pipeline
 
 # Length percentiles reported; the suggested length holds p99's documents whole.
@@ -62,7 +67,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     """
     text = _split_text(pipe)
     hist = dict(text.length_histogram)
-    pack = pipe.decoder.packing
+    pack = packing_of(pipe)
     if not pack.histogram:
         # A mixture packs without one histogram of its own: its first source's stands in (the
         # bench guide says so), as for the length percentiles below.
@@ -107,13 +112,13 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     )
 
 
-def _mean_as_packed(pipe: Pipeline, pack: Any) -> float:
+def _mean_as_packed(pipe: Pipeline, pack: TextPacking) -> float:
     """A document's mean tokens as packed: its split's, or for a mixture each source's weighed
     by its share of the mixed stream's documents (its quota of a block)."""
     parts, mix = getattr(pipe, "parts", ()), getattr(pipe, "mixture", None)
     if not parts or mix is None:
         return float(packed_lengths(pack).mean())
-    means = [float(packed_lengths(p.decoder.packing).mean()) for p in parts]
+    means = [float(packed_lengths(packing_of(p)).mean()) for p in parts]
     return sum(q * m for q, m in zip(mix.quotas, means, strict=True)) / sum(mix.quotas)
 
 
@@ -125,7 +130,7 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
         return ()
     out = []
     for name, part in zip(mix.names, parts, strict=True):
-        text, pack = _split_text(part), part.decoder.packing
+        text, pack = _split_text(part), packing_of(part)
         lengths = _percentiles(text.length_histogram, pack.sequence_length - (2 if pack.classify else 0))
         suggested = _suggested_length(lengths["p99"] + added_tokens(pack))
         out.append(
@@ -143,10 +148,20 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
     return tuple(out)
 
 
-def _split_text(pipe: Pipeline) -> Any:
-    """The split's SplitText (documents, tokens, length histogram) from the manifest."""
+def packing_of(pipe: Pipeline) -> TextPacking:
+    """How the text pipeline `pipe` packs.
+
+    Raises:
+      DataError: `pipe` packs no text.
+    """
     if pipe.decoder.packing is None:
         raise DataError(f"Expected a text pipeline (preset 'text'). Received: preset {pipe.preset.name!r}")
+    return pipe.decoder.packing
+
+
+def _split_text(pipe: Pipeline) -> SplitText:
+    """The split's SplitText (documents, tokens, length histogram) from the manifest."""
+    packing_of(pipe)
     src = pipe.source
     split = src.manifest.splits.get(src.split) if src.manifest is not None and src.split else None
     text = split.text if split is not None else None
@@ -161,10 +176,10 @@ def _split_text(pipe: Pipeline) -> Any:
 
 def pack_chunk(pipe: Pipeline) -> int:
     """Documents the pipeline packs together."""
-    return chunk_size(pipe.decoder.packing)
+    return chunk_size(packing_of(pipe))
 
 
-def _modes(pack: Any) -> tuple[Mode, ...]:
+def _modes(pack: TextPacking) -> tuple[Mode, ...]:
     """The packing modes this pipeline could use: a classifier's row holds one document."""
     return ("none",) if pack.classify else MODES
 
@@ -173,7 +188,7 @@ def predict(pipe: Pipeline, L: int, mode: Mode) -> float:
     """The fill of `mode` at `L`, predicted from the manifest's histogram as this pipeline packs
     (`packing.fill.predicted_fill`, what `describe()` says): its chunk, its EOS or [CLS]/[SEP]
     added to each document, its truncation."""
-    return predicted_fill(pipe.decoder.packing, L, mode)
+    return predicted_fill(packing_of(pipe), L, mode)
 
 
 def _percentiles(histogram: Mapping[str, Any], L: int) -> dict[str, int]:
@@ -205,13 +220,11 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
     """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
     the standard deviation of a batch's fill, batches, the first batches' documents as token
     lists, for the tokenizer's timing)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     ds = pipe.dataset(_prefix(pipe, "batch")).map(
         lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
     )
-    slots = pipe.batch_size * pipe.decoder.packing.sequence_length
+    slots = pipe.batch_size * packing_of(pipe).sequence_length
     n, real, squares, sampled = 0, 0, 0.0, 0
     sample: list[list[int]] = []
     start = time.monotonic()
@@ -264,16 +277,11 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[list[float]
     TOKENIZE_ROUNDS rounds after an untimed one: documents of the first batches decoded, then
     encoded again, timed in this thread's CPU time (the process's would count the pipeline's
     threads still busy beside it). (None, why) when it cannot run here."""
-    from tfpipe import storage
-    from tfpipe.errors import MissingExtraError
-
     manifest = pipe.source.manifest
     info = manifest.tokenizer if manifest is not None else None
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.modalities.text.convert.tokenizers import load_checked
-
         tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
         return None, str(e)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tfpipe._tf import plain, tf
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
 from tfpipe.modalities.text import packer
@@ -57,8 +58,6 @@ def by_row(pipe: MixturePipeline, *, rows: int) -> Any:
       DataError: a row's real tokens by source do not sum to the pipeline's own row's.
     """
     import numpy as np
-
-    from tfpipe._tf import tf
 
     assert pipe.mixture is not None and pipe.decoder.packing is not None
     tf_ = tf()
@@ -126,10 +125,9 @@ def _source_ids(tf_: Any, pipe: MixturePipeline) -> Any:
 
 def _tagged_rows(pipe: MixturePipeline) -> Any:
     """The pipeline's packed rows as `[sources]` real tokens by source, one row an element."""
-    from tfpipe._tf import plain, tf
-
     tf_ = tf()
     pack = pipe.decoder.packing
+    assert pack is not None  # a text mixture: measure() checked it
     sources = len(pipe.mixture.quotas)  # type: ignore[union-attr]
     key = domain_key(int(pipe.config.seed or 0), KEY_ROWS)
     L = pack.sequence_length
