@@ -42,23 +42,15 @@ def conclude(
     load_average: tuple[float | None, float | None] = (None, None),
 ) -> Report:
     """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice, and the
-    section of the pipeline's modality (`BenchHalf.figures`: for text, the figures in tokens:
-    the fill, padding, tokens/s), from what it measured first (`text`).
-
-    `producer` is the producer's rate; `windows` the whole pipeline's windows it pools (their
-    rates bound its interval; none: `producer` alone). `timed` are the other timed windows,
-    for the host's load over the whole bench, and `load_average` the host's 1-minute load
-    average as the bench started and ended.
+    section of the pipeline's modality (`BenchHalf.figures`: for text, the figures in tokens),
+    from what it measured first (`text`). `producer` is the producer's rate, `windows` the
+    whole pipeline's windows it pools; `timed` and `load_average` are for the host's load
+    (`_host`).
 
     Long: its keyword arguments are every measurement a report holds, one a line.
     """
     figures = modality_of_preset(pipeline).bench.figures(text, producer, consumer, stages, scaling, storage)
-    load = host.figures(
-        [w.host for w in windows or (producer,)],
-        run=[r.host for r in timed],
-        simulation=None if simulation is None else simulation.host,
-        load_average=load_average,
-    )
+    load = _host(producer, windows, timed, simulation, load_average)
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -93,6 +85,24 @@ def conclude(
             storage,
             figures,
         ),
+    )
+
+
+def _host(
+    producer: results.Rate,
+    windows: tuple[results.Rate, ...],
+    timed: tuple[results.Rate, ...],
+    simulation: results.Simulation | None,
+    load_average: tuple[float | None, float | None],
+) -> host.HostFigures:
+    """The host's load beside the producer's windows (none: `producer`'s own), over the bench's
+    other timed windows (`timed`) and the simulation, and its 1-minute load average as the bench
+    started and ended."""
+    return host.figures(
+        [w.host for w in windows or (producer,)],
+        run=[r.host for r in timed],
+        simulation=None if simulation is None else simulation.host,
+        load_average=load_average,
     )
 
 
