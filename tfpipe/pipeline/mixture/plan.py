@@ -16,10 +16,14 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, TfpipeError
+from tfpipe.packing import fill
+from tfpipe.packing.fill import packed_lengths
 from tfpipe.packing.spec import added_tokens, chunk_size
+from tfpipe.pipeline.mixture import numbers
+from tfpipe.pipeline.mixture import pack as mixture_pack
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
-from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
+from tfpipe.pipeline.mixture.spec import BLOCK, MIXTURE_VERSION, MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.read.resolve import resolve
@@ -34,78 +38,135 @@ class MixturePipeline(Pipeline):
     """A planned mixture: the `Pipeline` of the mixed stream, with its sources' own pipelines.
 
     Attributes:
-      mixture: the choice function's spec (names, weights, quotas, seed).
+      mixture: the choice function's spec (names, weights, rates, seed).
       parts: each source's own Pipeline (its order, files, notes), in `mixture.names` order.
-      chunk: documents per chunk (text), else 0.
+      chunk: documents per chunk (text by documents), else 0.
       reads: how each source is streamed (its order, reader, cache, lengths file).
+      cut: how text by tokens cuts its documents (L, the chunk's span), else None.
+      texts: each text source as the mixture weighs it (its histogram, tokens, documents).
     """
 
     mixture: MixSpec | None = None
     parts: tuple[Pipeline, ...] = ()
     chunk: int = 0
     reads: tuple[mixture_stream.SourceRead, ...] = ()
+    cut: mixture_stream.TextCut | None = None
+    texts: tuple[numbers.SourceText, ...] = ()
 
-    def positions_at(self, step: int) -> int:
-        """The mixed stream's position (documents for text, records otherwise) where this
-        input pipeline's step `step` begins; for text, the first document of the chunk holding
-        the step's first row (found by walking the chunks before it, lengths only)."""
+    @property
+    def mix(self) -> MixSpec:
+        assert self.mixture is not None
+        return self.mixture
+
+    def starts_at(self, step: int) -> list[int]:
+        """Each source's items (documents for text, records otherwise) of this input pipeline
+        before training step `step`: for text, before the chunk holding the step's first row
+        (found by walking the chunks before it, lengths only)."""
         o = self.parts[0].order
-        assert o is not None and self.mixture is not None
+        assert o is not None
         per_step = o.global_batch // o.pipelines
         if self.decoder.packing is None:
-            return step * per_step
+            return mixture_spec.counts(self.mix.rates, (step * per_step // BLOCK) * BLOCK)
         if step == 0:
-            return 0
+            return [0] * len(self.parts)
         from tfpipe._tf import tf
 
         tf_ = tf()
-        first, _ = mixture_stream.chunk_of(
-            self.mixture,
-            self.reads,
+        chunk, _, at = mixture_stream.find_start(
+            self.mix,
+            list(self.reads),
             self.decoder.packing,
+            self.cut,
             self.chunk,
             tf_.constant(step * per_step, tf_.int64),
         )
-        return int(first) * self.chunk
+        if self.cut is None:  # by documents: the chunk's first position, counted in closed form
+            return mixture_spec.counts(self.mix.rates, int(chunk) * self.chunk)
+        return [int(x) for x in at.numpy()[:, 0]]
 
     def epochs_at(self, step: int) -> dict[str, int]:
         """Each source's epoch (passes over its data begun, from 0) at training step `step`:
-        its count of the mixed stream's positions before the step over its records an epoch."""
-        g = self.positions_at(step)
-        mix = self.mixture
-        assert mix is not None
+        its items before the step over its items an epoch."""
         return {
-            name: c * part.order.pipelines // part.order.examples  # type: ignore[union-attr]
-            if part.order.by_record  # type: ignore[union-attr]
-            else c // part.order.examples  # type: ignore[union-attr]
-            for name, c, part in zip(mix.names, mixture_spec.counts(mix, g), self.parts, strict=True)
+            name: count // _examples(part)
+            for name, count, part in zip(self.mix.names, self.starts_at(step), self.parts, strict=True)
         }
 
+    def predicted_fill(self, sequence_length: int | None = None, mode: Any = None) -> float:
+        """The mixture's fill (real tokens / slots) predicted from the mix (mixture/numbers.py),
+        at another L or mode when given; 0.0 for records."""
+        pack = self.decoder.packing
+        if pack is None:
+            return 0.0
+        L = pack.sequence_length if sequence_length is None else sequence_length
+        mode = pack.mode if mode is None else mode
+        if self.mix.mix_by == "documents":
+            return fill.predicted_fill(pack, L, mode)
+        return numbers.token_fill(pack, self.mix, self.parts, self.texts, L, mode)
+
+    def epoch_rows(self) -> int:
+        """Rows (text) or records of one epoch of the mixture, globally: until the source that
+        takes longest at its weight has been read whole (mixture/numbers.py)."""
+        pack = self.decoder.packing
+        if pack is None:
+            return numbers.epoch_records(self.mix, [p.source.examples or 0 for p in self.parts])
+        return round(
+            numbers.epoch_tokens(self.mix, self.texts) / (pack.sequence_length * self.predicted_fill())
+        )
+
     def describe(self) -> str:
-        mix = self.mixture
-        assert mix is not None
+        mix = self.mix
         unit = {"tokens": "tokens", "documents": "documents", "records": "records"}[mix.mix_by]
         lines = [
             f"tfpipe mixture of {len(mix.names)} sources, preset {self.preset.name!r}, weights in {unit}, "
             f"batch {self.batch_size} (training), seed {self.config.seed}, starting at "
             + ("the step of its Position" if self.position is not None else f"step {self.start_step}")
-            + f" (order version {ORDER_VERSION})"
+            + f" (order version {ORDER_VERSION}, mixture version {MIXTURE_VERSION})"
         ]
         epochs = self.epochs_at(self.start_step) if self.position is None else None
+        what = "documents" if self.decoder.packing is not None else "records"
         for s, (name, part) in enumerate(zip(mix.names, self.parts, strict=True)):
-            o = part.order
-            assert o is not None
-            what = "documents" if self.decoder.packing is not None else "records"
             lines.append(
-                f"  {name}: weight {mix.weights[s]:.3f} ({mix.quotas[s]} of every {BLOCK} positions, "
-                f"expected share {mix.shares()[s]:.3f}), {part.source.where}, {o.examples:,} {what} an "
-                "epoch" + (f", epoch {epochs[name]} at the start" if epochs is not None else "")
+                f"  {name}: weight {mix.weights[s]:.3f} (rate {mix.rates[s]} of {mix.total}), "
+                f"{part.source.where}, {_examples(part):,} {what} an epoch"
+                + (f", epoch {epochs[name]} at the start" if epochs is not None else "")
             )
-        lines.append(
-            "  each source's epoch at step K: its positions before K (closed form, mixture_spec.counts) "
-            "over its records an epoch; a small source repeats while the large ones go on"
-        )
+        lines += [f"  {line}" for line in _how(mix, self)]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
+
+
+def _examples(part: Pipeline) -> int:
+    """Items of one epoch of a source's stream on this input pipeline."""
+    o = part.order
+    assert o is not None
+    return o.examples // o.pipelines if o.by_record else o.examples
+
+
+def _how(mix: MixSpec, pipe: MixturePipeline) -> list[str]:
+    """What describe() says of the mixture's choice, its numbers and its epoch."""
+    out = [
+        "each source's items are merged in order of virtual time (weighted fair queueing, exact "
+        "rates): a small source repeats while the large ones go on; its epoch at step K follows "
+        "from K (mixture/spec.py)"
+    ]
+    pack = pipe.decoder.packing
+    if pack is not None:
+        if mix.mix_by == "tokens":
+            out.append(
+                f"text: chunks of ~{numbers.chunk_tokens(pack, sum(t.mean for t in pipe.texts) / len(pipe.texts)):,} "
+                "tokens of virtual time; each source's pieces packed on their own (a row holds one "
+                "source), the rows balanced by source in each chunk"
+            )
+        out.append(
+            f"text: predicted fill {pipe.predicted_fill():.1%} (from the mix: each source weighted by its share); "
+            f"one epoch of the mixture (until every source was read whole) ~{pipe.epoch_rows():,} rows of "
+            f"{pack.sequence_length} tokens"
+        )
+    else:
+        out.append(
+            f"one epoch of the mixture (until every source was read whole): {pipe.epoch_rows():,} records"
+        )
+    return out
 
 
 def plan_mixture(
@@ -161,7 +222,7 @@ def plan_mixture(
     _check_agree(names, parts)
     text = parts[0].decoder.packing is not None
     by = _mix_by(mix_by, text)
-    mix = mixture_spec.make(names, given or _sizes(names, parts, by), by, _units(parts, by), int(seed))
+    mix = mixture_spec.make(names, given or _sizes(names, parts, by), by, int(seed))
     return _assemble(mix, parts, position, step, int(seed), service)
 
 
@@ -215,17 +276,6 @@ def _sizes(names: list[str], parts: tuple[Pipeline, ...], by: str) -> dict[str, 
         text = _split_text(p)
         size = text.tokens if by == "tokens" and text is not None else p.source.examples
         out[name] = float(size or 0)
-    return out
-
-
-def _units(parts: tuple[Pipeline, ...], by: str) -> list[float]:
-    """Mean tokens a document as packed (with the EOS added) for mix_by="tokens", else 1s."""
-    if by != "tokens":
-        return [1.0] * len(parts)
-    out = []
-    for p in parts:
-        text, pack = _split_text(p), p.decoder.packing
-        out.append(text.tokens / text.documents + added_tokens(pack))
     return out
 
 
@@ -321,7 +371,8 @@ def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
 def _assemble(
     mix: MixSpec, parts: tuple[Pipeline, ...], position: Any, step: int, seed: int, service: str | None
 ) -> MixturePipeline:
-    """The mixture's Pipeline: the first source's stages with the mixed stream as its read."""
+    """The mixture's Pipeline: the first source's stages with the mixed stream as its read (and
+    for text the mixture's pack and map)."""
     first = parts[0]
     p0, o0 = first.plan, first.order
     assert o0 is not None
@@ -329,9 +380,9 @@ def _assemble(
     per_step = o0.global_batch // o0.pipelines
     if position is not None or step > 0:
         _check_resumable(o0, p0.batch_size)
-    reads = tuple(_source_read(p, pack is not None) for p in parts)
     identity: dict[str, Any] = {
         "order_version": ORDER_VERSION,
+        "mixture_version": MIXTURE_VERSION,
         "data": [p.order.identity()["data"] for p in parts],  # type: ignore[union-attr]
         "batch_size": o0.global_batch,
         "seed": seed,
@@ -339,47 +390,86 @@ def _assemble(
         "mixture": mix.identity(),
         "sources": [p.order.identity() for p in parts],  # type: ignore[union-attr]
     }
-    size, decoder = 0, p0.decoder
+    texts = tuple(_source_text(p) for p in parts) if pack is not None else ()
+    decoder, size, cut, blocks = p0.decoder, 0, None, _blocks(mix, texts, BLOCK)
     if pack is not None:
-        mean = sum(n * _mean_tokens(p) for n, p in zip(mix.quotas, parts, strict=True)) / BLOCK
-        mixed_pack = dataclasses.replace(pack, mean_tokens=mean, histogram=None)
-        size = chunk_size(mixed_pack)
-        decoder = dataclasses.replace(decoder, packing=mixed_pack)
-        identity |= mixed_pack.identity() | {"chunk": size}
-    start = _start_fn(position, step, identity, per_step)
-    make = _mixed_read(mix, reads, p0, decoder, start, size, per_step)
+        shares = numbers.document_shares(mix, texts)
+        mean = sum(w * t.mean for w, t in zip(shares, texts, strict=True))
+        mixed = dataclasses.replace(
+            pack, mean_tokens=mean - added_tokens(pack), histogram=numbers.histogram(texts, shares)
+        )
+        decoder = dataclasses.replace(decoder, packing=mixed)
+        if mix.mix_by == "documents":
+            size = chunk_size(mixed)
+            identity |= mixed.identity() | {"chunk": size}
+            blocks = _blocks(mix, texts, size)
+        else:
+            tokens = numbers.chunk_tokens(pack, mean)
+            cut = mixture_stream.TextCut(
+                pack.sequence_length,
+                pack.eos is not None,
+                pack.classify,
+                pack.truncate,
+                pack.mode,
+                mixture_spec.chunk_span(tokens, mix.rates),
+            )
+            identity |= mixed.identity() | {"chunk_tokens": tokens}
+            blocks = _blocks(mix, texts, tokens)
+    reads = tuple(_source_read(p, pack is not None, b) for p, b in zip(parts, blocks, strict=True))
+    limit = _limit(mix, parts, texts, decoder.packing, cut, per_step)
+    start = _start_fn(position, step, identity, per_step, limit)
     config = dataclasses.replace(p0.config, seed=seed)
     plan = dataclasses.replace(p0, decoder=decoder, start=start, config=config, service=service)
-    made = tuple(dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in make_stages(plan))
-    notes = _notes(mix, parts, size if pack is not None else None, service)
+    replaced = {"interleave": _mixed_read(mix, reads, p0, decoder, start, size, cut, per_step)}
+    if pack is not None:
+        by = mixture_pack.documents_stage if mix.mix_by == "documents" else mixture_pack.tokens_stage
+        replaced |= {"pack": by(plan, len(parts)), "map": mixture_pack.map_stage(plan)}
+    made = tuple(dataclasses.replace(s, fn=replaced.get(s.name, s.fn)) for s in make_stages(plan))
     return MixturePipeline(
         stages=made,
         plan=plan,
         global_batch_size=first.global_batch_size,
         preset=first.preset,
-        notes=notes,
+        notes=_notes(mix, parts, pack is not None, service),
         position=position,
         start_step=step,
         mixture=mix,
         parts=parts,
         chunk=size,
         reads=reads,
+        cut=cut,
+        texts=texts,
     )
 
 
-def _notes(
-    mix: MixSpec, parts: tuple[Pipeline, ...], chunk: int | None, service: str | None
-) -> tuple[str, ...]:
-    """Each source's notes by name (its own chunking left out: the mixture chunks its stream),
-    with the mixture's chunks and service."""
+def _source_text(p: Pipeline) -> numbers.SourceText:
+    """A text source as the mixture weighs it: its histogram, and its tokens and documents an
+    epoch as packed (`packing.fill.packed_lengths`, from the histogram)."""
+    own = p.decoder.packing
+    text = _split_text(p)
+    return numbers.SourceText(own.histogram or {}, int(packed_lengths(own).sum()), int(text.documents))
+
+
+def _blocks(mix: MixSpec, texts: tuple[numbers.SourceText, ...], group: int) -> list[int]:
+    """Items each source's scan takes a step: about half its share of a group (`group`
+    positions, or tokens for text by tokens), within [16, 4096]."""
+    if mix.mix_by == "tokens" and texts:
+        per_group = [group * w / t.mean for w, t in zip(mix.shares(), texts, strict=True)]
+    else:
+        per_group = [group * w for w in mix.shares()]
+    return [int(min(4096, max(16, n // 2))) for n in per_group]
+
+
+def _notes(mix: MixSpec, parts: tuple[Pipeline, ...], text: bool, service: str | None) -> tuple[str, ...]:
+    """Each source's notes by name (its own chunking and fill left out: the mixture chunks its
+    stream and has its own), with the mixture's service."""
+    own = ("text: chunks of", "text: predicted fill", "text: one epoch packs")
     notes = tuple(
         f"{n}: {note}"
         for n, p in zip(mix.names, parts, strict=True)
         for note in p.notes
-        if not note.startswith("text: chunks of")
+        if not (text and note.startswith(own))
     )
-    if chunk is not None:
-        notes = (f"text: chunks of {chunk} documents of the mixed stream, each packed on its own", *notes)
     if service is not None:
         notes += (
             f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
@@ -390,11 +480,16 @@ def _notes(
 
 
 def _mixed_read(
-    mix: MixSpec, reads: Any, p0: Any, decoder: Any, start: Any, size: int, per_step: int
+    mix: MixSpec, reads: Any, p0: Any, decoder: Any, start: Any, size: int, cut: Any, per_step: int
 ) -> Callable[[Any], Any]:
-    """The mixture's "interleave" stage: text chunks, or records (batched for batched presets)."""
+    """The mixture's "interleave" stage: text chunks (by tokens or documents), or records
+    (batched for batched presets)."""
+    if decoder.packing is not None and cut is not None:
+        return lambda _: mixture_stream.token_chunks(
+            mix, list(reads), cut, start, rows_per_step=per_step, needs_source=decoder.needs_source
+        )
     if decoder.packing is not None:
-        return lambda _: mixture_stream.text_chunks(
+        return lambda _: mixture_stream.document_chunks(
             mix,
             list(reads),
             decoder.packing,
@@ -414,12 +509,7 @@ def _mixed_read(
     )
 
 
-def _mean_tokens(p: Pipeline) -> float:
-    text = _split_text(p)
-    return text.tokens / text.documents if text is not None and text.documents else 0.0
-
-
-def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
+def _source_read(p: Pipeline, text: bool, block: int) -> mixture_stream.SourceRead:
     read = shard_reader(p.plan)
     lengths = text_stages.lengths_file(p.source) if text else None
     if text and lengths is None:
@@ -433,6 +523,7 @@ def _source_read(p: Pipeline, text: bool) -> mixture_stream.SourceRead:
         cached=p.cache == "memory",
         parallelism=read_calls(p.plan),
         lengths=lengths,
+        block=block,
     )
 
 
@@ -446,17 +537,47 @@ def _check_resumable(o: Any, per_replica: int) -> None:
         )
 
 
-def _start_fn(position: Any, step: int, identity: dict[str, Any], per_step: int) -> Callable[[], Any]:
-    """The step the mixture starts at: fixed, or the Position's (read when an iterator starts)."""
+def _limit(mix: MixSpec, parts: tuple[Pipeline, ...], texts: Any, pack: Any, cut: Any, per_step: int) -> int:
+    """The last step a mixture can start at: its positions within 2**62; for text, the walk to
+    the start's chunk covering at most max(MIN_COUNTED_EPOCHS epochs of the mixture,
+    MAX_COUNTED_DOCUMENTS documents) (as for one text source, text/stages.py), and each source's
+    tokens within spec.MAX_SOURCE_TOKENS (its virtual time in int64)."""
+    limit = resumable.MAX_POSITION // per_step
+    if pack is None:
+        return limit
+    shares = numbers.document_shares(mix, texts)
+    mean = max(1.0, sum(w * t.mean for w, t in zip(shares, texts, strict=True)))
+    if cut is not None:
+        filled = numbers.token_fill(pack, mix, parts, texts, pack.sequence_length, pack.mode)
+    else:
+        filled = fill.predicted_fill(pack)
+    tokens_per_step = per_step * pack.sequence_length * max(0.01, filled)
+    epoch_documents = numbers.epoch_tokens(mix, texts) / mean
+    walked = max(text_stages.MIN_COUNTED_EPOCHS * epoch_documents, text_stages.MAX_COUNTED_DOCUMENTS)
+    tokens = min(mixture_spec.MAX_SOURCE_TOKENS * w for w in mix.shares())
+    return int(min(limit, walked * mean / tokens_per_step, tokens / tokens_per_step))
+
+
+def _start_fn(
+    position: Any, step: int, identity: dict[str, Any], per_step: int, limit: int
+) -> Callable[[], Any]:
+    """The step the mixture starts at: fixed, or the Position's (read when an iterator starts).
+
+    Raises:
+      ConfigError: a fixed step beyond `limit` (a Position's is checked when it is read).
+    """
     from tfpipe._tf import tf
 
     tf_ = tf()
-    limit = resumable.MAX_POSITION // per_step
+    why = (
+        "a mixture of text finds its start by walking the chunks before it, and keeps each "
+        "source's tokens within int64"
+    )
     if position is None:
         if step > limit:
             raise ConfigError(
-                f"start_step must be an int in [0, {limit}] or a tfpipe.Position: the mixed stream's "
-                f"position stays within 2**62. Received: start_step={step}"
+                f"start_step must be an int in [0, {limit}] or a tfpipe.Position for this mixture: "
+                f"{why}. Received: start_step={step}"
             )
         fixed = lambda: tf_.constant(step, tf_.int64)  # noqa: E731
         fixed.step = step  # type: ignore[attr-defined]
@@ -465,7 +586,8 @@ def _start_fn(position: Any, step: int, identity: dict[str, Any], per_step: int)
 
     def start() -> Any:
         value = tf_.cast(position.read(), tf_.int64)
-        check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64))
+        message = f"the step of the Position must be at most {limit} for this mixture: {why}"
+        check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64), message=message)
         with tf_.control_dependencies([check]):
             return tf_.identity(value)
 

@@ -1,14 +1,26 @@
-"""A weighted mixture as a tf.data stream: each source's resumable order (order/stream.py),
-started at its count of earlier positions and batched by its quota of a block, the blocks put
-together by one gather each in the order of the mixture's choices (mixture/spec.py; `mixed`).
-A choice per element (`choose_from_datasets`) gave the same stream at 1.2x the CPU a token.
+"""A weighted mixture as a tf.data stream (the choice function is mixture/spec.py's).
 
-- records (images, tables): the mixed stream starts at position `step x positions a step`;
-- text: the mixed stream is of documents, cut into chunks and packed, so documents of every
-  source share rows. A start at step K finds the chunk holding its first row by counting the
-  rows of every chunk before it from the sources' lengths files (each source's order applied to
-  its lengths, mixed by the same choices), as one source's text pipeline does
-  (text_stages.resumable_chunks), then starts every source at its count before that chunk.
+Each source streams its items (records, or documents cut into pieces) in its own resumable order
+(order/stream.py) and tags each with the group of the mixed stream it falls in: a block of
+BLOCK positions for records, a chunk of the mixed documents for `mix_by="documents"`, a span of
+virtual time for text by tokens. One scan a source regroups its items by tag (`_regroup`: the
+items of a group not yet complete carried to the next step), so each source yields exactly one
+group (maybe empty) per group of the mixed stream, and the sources' streams zip:
+
+- records: each block's items put in their global order (their positions are a permutation of
+  the block) and unbatched (`records`);
+- documents: each chunk's documents in their global order, chunked and packed as one source's
+  are (`document_chunks`);
+- tokens: each chunk's *segments* (a document's pieces in that chunk: the record and the token
+  range `[lo, hi)` it reads), every source's in turn; mixture/pack.py packs each source's on
+  its own and orders the rows (`token_chunks`).
+
+A start at step K: records start at the block holding the step's first position, each source at
+its count before it (closed form, `spec.tf_counts`). Text finds the chunk holding the step's
+first row by walking the chunks before it from the sources' lengths files alone (`_walk`, as
+one source's text pipeline does): the same tags and groups computed on the lengths in each
+source's order, each chunk's rows counted as the pack stage places them; for tokens the walk
+also gives each source's first document and its tokens before it at that chunk.
 """
 
 from __future__ import annotations
@@ -19,8 +31,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.read import raw
+from tfpipe.pipeline.text import packer
 from tfpipe.pipeline.text import stages as text_stages
 
 _FOREVER = (1 << 63) - 1
@@ -36,6 +51,7 @@ class SourceRead:
       cached: cache="memory": the source's records loaded once, ordered from memory.
       parallelism: files read in parallel.
       lengths: the source's lengths file (text), or None.
+      block: records a step of its scan takes (about half its share of a group).
     """
 
     spec: Any
@@ -43,6 +59,7 @@ class SourceRead:
     cached: bool
     parallelism: int
     lengths: Any = None
+    block: int = 256
 
     @property
     def stride(self) -> int:
@@ -50,62 +67,174 @@ class SourceRead:
         return self.spec.pipelines if self.spec.by_record else 1
 
 
-def mixed(tf_: Any, mix: MixSpec, g: Any, streams: Callable[[Any, bool], list[Any]]) -> Any:
-    """The mixed stream from global position `g`, in blocks (batched elements of up to BLOCK).
+@dataclasses.dataclass(frozen=True)
+class TextCut:
+    """How a text mixture cuts its documents.
 
-    `streams(starts, batched)` gives each source's stream from its start position, batched by
-    its quota: block `b` takes exactly `quota_s` positions of source `s`, so every source starts
-    at `b * quota_s` for the block holding `g`, and each block is one gather of the sources'
-    quotas concatenated: position `i` takes its source's next item in that source's order
-    (the stable sort of the block's choices by source), no choice per element. The first
-    block's positions before `g` are dropped.
+    Attributes:
+      L: the sequence length.
+      eos: an EOS is appended to each document.
+      classify: a classifier's documents: their first L - 2 tokens framed by [CLS] and [SEP].
+      truncate: only each document's first L tokens are kept.
+      mode: the packing mode.
+      span: the virtual time a chunk spans (tokens), or the documents a chunk holds (documents).
     """
-    b0 = g // BLOCK
-    skip0 = g - b0 * BLOCK
-    parts = streams(b0 * tf_.constant(mix.quotas, tf_.int64), True)
-    base = tf_.constant(mix.base, tf_.int64)
-    key = tf_.constant(mix.key, tf_.int64)
 
-    def block(quotas: Any, b: Any) -> Any:
-        chosen = tf_.gather(base, order_stream.permutation(tf_, BLOCK, tf_.stack([key, b])))
-        # Concatenated, the sources' items sit in (source, order) order: the stable sort of the
-        # choices lists the positions in that order, so its inverse is each position's item.
-        index = tf_.math.invert_permutation(tf_.argsort(chosen, stable=True))
-        skip = tf_.where(tf_.equal(b, b0), skip0, 0)
-        fields = zip(*quotas, strict=True)
-        return tuple(tf_.gather(tf_.concat(list(f), 0), index)[skip:] for f in fields)
+    L: int
+    eos: bool
+    classify: bool
+    truncate: bool
+    mode: Any
+    span: int
 
-    numbered = tf_.data.Dataset.zip((tuple(parts), tf_.data.Dataset.range(b0, _FOREVER)))
-    return numbered.map(plain(block))
+    def kept(self, tf_: Any, lengths: Any) -> Any:
+        """Each document's tokens as packed (`pieces.packed_lengths`), int64."""
+        q = tf_.minimum(lengths, self.L - 2) + 2 if self.classify else lengths + int(self.eos)
+        return tf_.minimum(q, self.L) if self.truncate else q
 
 
-def _scaled(counts: Any, k: int, stride: int) -> Any:
-    """Source k's start: its count of items before the block, in its order's units."""
-    return counts[k] * stride
+def segments(tf_: Any, q: Any, before: Any, rate: int, cut: TextCut) -> tuple[Any, ...]:
+    """(document, lo, hi, chunk) of each segment of documents of `q` tokens as packed, `before`
+    tokens of their source earlier (`pieces.segments` in TensorFlow)."""
+    i64, L = tf_.int64, cut.L
+    n = (q + (L - 1)) // L
+    doc = tf_.repeat(tf_.range(tf_.size(q, out_type=i64)), n)
+    start = (tf_.range(tf_.reduce_sum(n)) - tf_.repeat(tf_.cumsum(n, exclusive=True), n)) * L
+    length = tf_.minimum(tf_.constant(L, i64), tf_.gather(q, doc) - start)
+    first = before + tf_.gather(tf_.cumsum(q, exclusive=True), doc) + start
+    chunk = mixture_spec.piece_time(first, length, rate) // cut.span
+    changed = tf_.logical_or(tf_.not_equal(doc[1:], doc[:-1]), tf_.not_equal(chunk[1:], chunk[:-1]))
+    new = tf_.concat([tf_.ones([tf_.minimum(tf_.size(doc), 1)], tf_.bool), changed], 0)
+    ids = tf_.cumsum(tf_.cast(new, i64)) - 1
+    lo = tf_.boolean_mask(start, new)
+    hi = lo + tf_.math.unsorted_segment_sum(length, ids, tf_.size(lo, out_type=i64))
+    return tf_.boolean_mask(doc, new), lo, hi, tf_.boolean_mask(chunk, new)
 
 
-def record_streams(
-    mix: MixSpec, sources: list[SourceRead], *, keys: bool, needs_source: bool
-) -> Callable[[Any, bool], list[Any]]:
-    """`starts -> each source's record stream from its start, in batches of its quota`
-    (records, sources[, key])."""
+def _unknown(tf_: Any, value: Any) -> Any:
+    """`value` with an unknown first dimension, so a scan's state may grow without a retrace."""
+    return tf_.raw_ops.PlaceholderWithDefault(input=value, shape=[None, *value.shape[1:]])
 
-    def streams(c: Any, _: bool) -> list[Any]:
-        return [
-            order_stream.stream(
-                s.spec,
-                s.read,
-                functools.partial(_scaled, c, k, s.stride),
-                cached=s.cached,
-                sources=needs_source,
-                keys=keys,
-                batch=mix.quotas[k],
-                parallelism=s.parallelism,
-            )
-            for k, s in enumerate(sources)
+
+def _carry(tf_: Any, specs: Any) -> tuple[Any, ...]:
+    """Empty carried items of these specs (`[0, ...]`, first dimension unknown)."""
+    return tuple(_unknown(tf_, tf_.zeros([0, *s.shape[1:]], s.dtype)) for s in specs)
+
+
+def _regroup(
+    tf_: Any, nxt: Any, carried: Any, tags: Any, parts: tuple[Any, ...], heads: tuple[int, ...] = ()
+) -> tuple[Any, Any, tuple[Any, ...], tuple[Any, ...]]:
+    """One step of a regrouping scan: the carried items and the new ones (tags non-decreasing)
+    joined, those before group `nxt` dropped, and every group now complete (each tag before the
+    last item's) given as one ragged row each, empty ones included; the last group's items
+    carried on. With `heads`, each complete group also gets those parts of its first item at or
+    after it (the next item when the group is empty).
+
+    Returns:
+      (the next group, the tags and parts carried, the groups' parts `[groups, None, ...]` then
+      their heads `[groups, ...]`).
+    """
+    tags = tf_.concat([carried[0], tags], 0)
+    parts = tuple(tf_.concat([c, p], 0) for c, p in zip(carried[1], parts, strict=True))
+    keep = tags >= nxt
+    tags = tf_.boolean_mask(tags, keep)
+    parts = tuple(tf_.boolean_mask(p, keep) for p in parts)
+    last = tf_.reduce_max(tf_.concat([nxt[None], tags], 0))
+    done = tags < last
+    count = last - nxt
+    rowids = tf_.boolean_mask(tags, done) - nxt
+    groups = tuple(
+        tf_.RaggedTensor.from_value_rowids(tf_.boolean_mask(p, done), rowids, nrows=count, validate=False)
+        for p in parts
+    )
+    first = tf_.searchsorted(tags, tf_.range(nxt, last), side="left", out_type=tf_.int64)
+    head = tuple(tf_.gather(parts[i], first) for i in heads)
+    rest = tf_.logical_not(done)
+    return last, (tf_.boolean_mask(tags, rest), tuple(tf_.boolean_mask(p, rest) for p in parts)), groups, head
+
+
+def _scan_groups(
+    tf_: Any, ds: Any, init: tuple[Any, ...], tag: Callable[..., Any], first: Any, heads: tuple[int, ...] = ()
+) -> Any:
+    """`ds` regrouped: `tag(state, *element) -> (state, tags, parts)` tags each element's items
+    (its state carried from element to element, starting at `init`); the result yields one
+    element per group from `first` on: the group's parts (and heads)."""
+    specs = _part_specs(tf_, tag, len(init), ds.element_spec)
+    start = (init, first, (_unknown(tf_, tf_.zeros([0], tf_.int64)), _carry(tf_, specs)))
+
+    def step(state: Any, element: Any) -> Any:
+        mine, nxt, carried = state
+        mine, tags, parts = tag(mine, *tf_.nest.flatten(element))
+        last, carried, groups, head = _regroup(tf_, nxt, carried, tags, parts, heads)
+        return (mine, last, carried), (*groups, *head)
+
+    return ds.scan(start, plain(step)).unbatch()
+
+
+def _part_specs(tf_: Any, tag: Callable[..., Any], states: int, element_spec: Any) -> list[Any]:
+    """The specs of the parts `tag` gives, traced in a graph of its own (nothing added to the
+    dataset function's)."""
+    with tf_.Graph().as_default():
+        state = tuple(tf_.compat.v1.placeholder(tf_.int64, []) for _ in range(states))
+        element = [
+            tf_.compat.v1.placeholder(x.dtype, [None, *x.shape[1:]]) for x in tf_.nest.flatten(element_spec)
         ]
+        parts = tag(state, *element)[2]
+    return [tf_.TensorSpec([None, *p.shape[1:]], p.dtype) for p in parts]
 
-    return streams
+
+def _cached(s: SourceRead) -> Any:
+    """The source's records loaded once (cache="memory"), made outside any dataset function so
+    every iterator shares them (`order_stream.cached_records`); None when streamed."""
+    if not s.cached:
+        return None
+    records = order_stream.cached_records(s.spec, s.read)
+    return lambda: records.get_single_element()[0]
+
+
+def _items(s: SourceRead, load: Any, start: Any, *, keys: bool, needs_source: bool) -> Any:
+    """The source's records from its item `start` on, in batches of `s.block`."""
+    return order_stream.stream(
+        s.spec,
+        s.read,
+        lambda: start * s.stride,
+        cached=load is not None,
+        sources=needs_source,
+        keys=keys,
+        batch=s.block,
+        parallelism=s.parallelism,
+        load=load,
+    )
+
+
+# Records (images, tables) and documents: exact positions.
+
+
+def _tag_elements(tf_: Any, mix: MixSpec, s: int, size: int, state: Any, *element: Any) -> Any:
+    """Tags items k, k+1, ... of source `s` (k: the state) with their group (position // size),
+    their place in it (position % size) carried as the last part."""
+    (k,) = state
+    n = tf_.shape(element[0], out_type=tf_.int64)[0]
+    at = mixture_spec.tf_position(tf_, mix.rates, s, k + tf_.range(n))
+    return (k + n,), at // size, (*element, at % size)
+
+
+def _element_groups(tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any) -> Any:
+    """The sources' items (from their `counts`) zipped by group of `size` positions from group
+    `first` on, each group's items in their global order."""
+    streams = [
+        _scan_groups(tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first)
+        for k, ds in enumerate(items)
+    ]
+    width = len(tf_.nest.flatten(items[0].element_spec)) + 1
+
+    def joined(*groups: Any) -> Any:
+        parts = tuple(tf_.concat([g[i] for g in groups], 0) for i in range(width))
+        order = tf_.math.invert_permutation(parts[-1])
+        source = tf_.repeat(tf_.range(len(groups), dtype=tf_.int64), [tf_.size(g[0]) for g in groups])
+        return (*(tf_.gather(p, order) for p in parts[:-1]), tf_.gather(source, order))
+
+    return tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
 
 
 def records(
@@ -118,19 +247,84 @@ def records(
     needs_source: bool,
     batch: int | None,
 ) -> Any:
-    """The mixed records of this input pipeline from the step `start()` gives (read when the
-    iterator starts): single records, or batches of `batch` (batched presets)."""
+    """The mixed records `(record, source[, key])` of this input pipeline from the step `start()`
+    gives (read when the iterator starts): single records, or batches of `batch` (batched
+    presets)."""
     tf_ = tf()
-    streams = record_streams(mix, sources, keys=keys, needs_source=needs_source)
+    loads = [_cached(s) for s in sources]
 
     def from_step(_: Any) -> Any:
-        return mixed(tf_, mix, tf_.cast(start(), tf_.int64) * positions_per_step, streams)
+        g = tf_.cast(start(), tf_.int64) * positions_per_step
+        b0 = g // BLOCK
+        counts = mixture_spec.tf_counts(tf_, mix.rates, b0 * BLOCK)
+        items = [
+            _items(s, load, counts[k], keys=keys, needs_source=needs_source)
+            for k, (s, load) in enumerate(zip(sources, loads, strict=True))
+        ]
+        blocks = _element_groups(tf_, mix, items, counts, BLOCK, b0)
+        skips = tf_.data.Dataset.from_tensors(g - b0 * BLOCK).concatenate(
+            tf_.data.Dataset.from_tensors(tf_.constant(0, tf_.int64)).repeat()
+        )
+        return tf_.data.Dataset.zip((blocks, skips)).map(
+            plain(lambda b, skip: tuple(p[skip:] for p in b[:-1]))
+        )
 
     ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
-    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
+    return raw.unbatch(ds) if batch is None else raw.rebatch(ds, batch, drop_remainder=True)
 
 
-def text_chunks(
+# Text: the start's chunk, found by a walk over the lengths.
+
+
+def _start(
+    tf_: Any,
+    start: Callable[[], Any],
+    rows_per_step: int,
+    find: Callable[[Any], tuple[Any, ...]],
+    sources: int,
+) -> tuple[Any, Any, Any]:
+    """(the chunk holding the start step's first row, each source's (item, tokens before it) at
+    that chunk `[sources, 2]`, each chunk's rows to skip from it on). `find(row)` gives (chunk,
+    rows before it, the sources' starts); a fixed start at 0 finds nothing."""
+    fixed = getattr(start, "step", None)
+    target = tf_.cast(start(), tf_.int64) * rows_per_step
+    zero = tf_.constant(0, tf_.int64)
+    nothing = (zero, zero, tf_.zeros([sources, 2], tf_.int64))
+    if fixed == 0:
+        first, before, at = nothing
+    elif fixed is not None:
+        first, before, at = find(target)
+    else:
+        first, before, at = tf_.cond(target > 0, lambda: find(target), lambda: nothing)
+    skips = tf_.data.Dataset.from_tensors(target - before).concatenate(
+        tf_.data.Dataset.from_tensors(zero).repeat()
+    )
+    return first, at, skips
+
+
+def _find(tf_: Any, counts: Any, target: Any) -> tuple[Any, Any, Any]:
+    """(chunk, rows before it, the sources' starts there) of the chunk holding row `target`,
+    from a dataset of each chunk's (rows, starts `[sources, 2]`)."""
+    spans = counts.scan(
+        tf_.constant(0, tf_.int64),
+        plain(lambda before, x: (before + x[0], (tf_.stack([before, before + x[0]]), x[1]))),
+    )
+    found = spans.enumerate().filter(plain(lambda i, x: x[0][1] > target)).take(1)
+    return found.map(plain(lambda i, x: (i, x[0][0], x[1]))).get_single_element()
+
+
+def _lengths_table(s: SourceRead) -> Callable[[], Any]:
+    """The source's lengths file read once, by the first iterator (every later one takes it
+    from memory), as `_cached` loads records."""
+    tf_ = tf()
+    table = tf_.data.Dataset.from_tensors(0).map(plain(lambda _: text_stages.read_lengths(s.lengths))).cache()
+    return lambda: table.get_single_element()
+
+
+# Documents: chunks of the mixed documents.
+
+
+def document_chunks(
     mix: MixSpec,
     sources: list[SourceRead],
     pack: Any,
@@ -140,43 +334,154 @@ def text_chunks(
     rows_per_step: int,
     needs_source: bool,
 ) -> Any:
-    """The mixed documents in chunks `(records, sources, skip)` from the step `start()` gives:
-    the chunk holding the step's first row, its rows before the step as skip."""
+    """The mixed documents in chunks `(records, sources, skip, source index)` from the step
+    `start()` gives: the chunk holding the step's first row, its rows before the step as skip."""
     tf_ = tf()
-    streams = record_streams(mix, sources, keys=False, needs_source=needs_source)
+    loads = [_cached(s) for s in sources]
+    tables = [_lengths_table(s) for s in sources]
 
-    def find(target: Any) -> Any:
-        return chunk_of(mix, sources, pack, size, target)
+    find = _document_find(mix, sources, pack, size, tables)
 
     def from_step(_: Any) -> Any:
-        first, skips = text_stages.first_chunk(tf_, start, rows_per_step, find)
-        docs = mixed(tf_, mix, first * size, streams).rebatch(size, drop_remainder=True)
-        return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
+        first, _, skips = _start(tf_, start, rows_per_step, find, len(sources))
+        counts = mixture_spec.tf_counts(tf_, mix.rates, first * size)
+        items = [
+            _items(s, load, counts[k], keys=False, needs_source=needs_source)
+            for k, (s, load) in enumerate(zip(sources, loads, strict=True))
+        ]
+        docs = _element_groups(tf_, mix, items, counts, size, first)
+        return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda d, skip: (d[0], d[1], skip, d[2])))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
 
 
-def chunk_of(mix: MixSpec, sources: Any, pack: Any, size: int, target: Any) -> tuple[Any, Any]:
-    """(chunk, rows before it) of the chunk holding row `target` of this input pipeline's mixed
-    stream: the sources' lengths in their orders, mixed by the same choices, in chunks, each
-    chunk's rows counted as `pack` places them."""
+# Tokens: chunks of virtual time, a segment per document and chunk.
+
+
+def _tag_segments(tf_: Any, mix: MixSpec, s: int, cut: TextCut, state: Any, lengths: Any, *rest: Any) -> Any:
+    """Tags the segments of a block of source `s`'s documents (their token counts `lengths`,
+    `rest` their records) with their chunk. State: the source's documents and tokens before the
+    block. Parts: each segment's (rest..., lo, hi, tokens as packed, document, tokens before
+    its document)."""
+    done, before = state
+    q = cut.kept(tf_, lengths)
+    doc, lo, hi, chunk = segments(tf_, q, before, mix.rates[s], cut)
+    doc_before = before + tf_.gather(tf_.cumsum(q, exclusive=True), doc)
+    parts = (*(tf_.gather(r, doc) for r in rest), lo, hi, tf_.gather(q, doc), done + doc, doc_before)
+    return (done + tf_.size(q, out_type=tf_.int64), before + tf_.reduce_sum(q)), chunk, parts
+
+
+def token_chunks(
+    mix: MixSpec,
+    sources: list[SourceRead],
+    cut: TextCut,
+    start: Callable[[], Any],
+    *,
+    rows_per_step: int,
+    needs_source: bool,
+) -> Any:
+    """The mixed text in chunks of virtual time `(records, sources, skip, source index, lo, hi,
+    tokens)` from the step `start()` gives: each chunk's segments, source by source; the chunk
+    holding the step's first row first, its rows before the step as skip."""
     tf_ = tf()
-    lengths = mixed(
-        tf_,
-        mix,
-        tf_.constant(0, tf_.int64),
-        lambda _, __: [
-            text_stages.ordered_lengths(s.spec, s.lengths, n)
-            for s, n in zip(sources, mix.quotas, strict=True)
-        ],
-    )
-    counts = (
-        lengths.map(plain(lambda n, _: n))
-        .rebatch(size, drop_remainder=True)
-        .map(plain(lambda chunk: text_stages.rows_of(pack, chunk)))
-    )
-    spans = counts.scan(
-        tf_.constant(0, tf_.int64), plain(lambda before, n: (before + n, tf_.stack([before, before + n])))
-    )
-    found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
-    return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
+    loads = [_cached(s) for s in sources]
+    tables = [_lengths_table(s) for s in sources]
+    n = len(sources)
+
+    find = _token_find(mix, sources, cut, tables)
+
+    def from_step(_: Any) -> Any:
+        first, at, skips = _start(tf_, start, rows_per_step, find, n)
+        streams = []
+        for k, (s, load, table) in enumerate(zip(sources, loads, tables, strict=True)):
+            items = _items(s, load, at[k, 0], keys=True, needs_source=needs_source)
+            lengths = table()
+            items = items.map(plain(lambda r, src, key, t=lengths: (tf_.gather(t, key[:, 1]), r, src)))
+            streams.append(
+                _scan_groups(
+                    tf_,
+                    items,
+                    (at[k, 0], at[k, 1]),
+                    functools.partial(_tag_segments, tf_, mix, k, cut),
+                    first,
+                )
+            )
+
+        def joined(*groups: Any) -> Any:
+            cat = tuple(tf_.concat([g[i] for g in groups], 0) for i in range(5))
+            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), [tf_.size(g[0]) for g in groups])
+            return cat, source
+
+        chunks = tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
+        return tf_.data.Dataset.zip((chunks, skips)).map(
+            plain(lambda c, skip: (c[0][0], c[0][1], skip, c[1], c[0][2], c[0][3], c[0][4]))
+        )
+
+    return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
+
+
+def _document_find(
+    mix: MixSpec, sources: list[SourceRead], pack: Any, size: int, tables: list[Callable[[], Any]]
+) -> Callable[[Any], tuple[Any, Any, Any]]:
+    """`target -> (chunk, rows before it, zeros)`: the chunk of the mixed documents holding row
+    `target`, each chunk's rows counted from the sources' lengths (each source's order applied
+    to its lengths file, mixed by the same positions)."""
+    tf_ = tf()
+    n = len(sources)
+
+    def find(target: Any) -> Any:
+        lengths = [
+            text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(plain(lambda x, _: (x,)))
+            for s, table in zip(sources, tables, strict=True)
+        ]
+        zero = tf_.zeros([n], tf_.int64)
+        chunks = _element_groups(tf_, mix, lengths, zero, size, tf_.constant(0, tf_.int64))
+        counts = chunks.map(plain(lambda x, _: (text_stages.rows_of(pack, x), tf_.zeros([n, 2], tf_.int64))))
+        return _find(tf_, counts, target)
+
+    return find
+
+
+def _token_find(
+    mix: MixSpec, sources: list[SourceRead], cut: TextCut, tables: list[Callable[[], Any]]
+) -> Callable[[Any], tuple[Any, Any, Any]]:
+    """`target -> (chunk, rows before it, each source's (document, tokens before it) there)`: the
+    chunk holding row `target`, each chunk's rows counted from the sources' lengths (their
+    segments tagged as the stream tags them, each source's placed as the pack stage places
+    them)."""
+    tf_ = tf()
+
+    def find(target: Any) -> Any:
+        zero = tf_.constant(0, tf_.int64)
+        walks = [
+            _scan_groups(
+                tf_,
+                text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(
+                    plain(lambda x, _: (x,))
+                ),
+                (zero, zero),
+                functools.partial(_tag_segments, tf_, mix, k, cut),
+                zero,
+                heads=(3, 4),
+            )
+            for k, (s, table) in enumerate(zip(sources, tables, strict=True))
+        ]
+
+        def rows(*groups: Any) -> Any:
+            count = sum(packer.place(tf_, g[1] - g[0], cut.L, cut.mode, False)[-1] for g in groups)
+            return count, tf_.stack([tf_.stack([g[5], g[6]]) for g in groups])
+
+        return _find(tf_, tf_.data.Dataset.zip(tuple(walks)).map(plain(rows)), target)
+
+    return find
+
+
+def find_start(
+    mix: MixSpec, sources: list[SourceRead], pack: Any, cut: TextCut | None, size: int, target: Any
+) -> tuple[Any, Any, Any]:
+    """(chunk, rows before it, each source's (document, tokens before it) there) of the chunk
+    holding row `target` of this input pipeline's mixed text, run now (describe(), tests)."""
+    tables = [functools.partial(text_stages.read_lengths, s.lengths) for s in sources]
+    if cut is None:
+        return _document_find(mix, sources, pack, size, tables)(target)
+    return _token_find(mix, sources, cut, tables)(target)

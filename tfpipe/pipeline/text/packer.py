@@ -116,7 +116,26 @@ def place(tf_: ModuleType, lengths: Tensor, L: int, mode: Mode, truncate: bool) 
 
 def pack(tokens: Tensor, L: int, mode: Mode, truncate: bool = False) -> dict[str, Tensor]:
     """One chunk of documents (a `[docs, None]` int RaggedTensor, in order) as rows:
-    `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `reference.pack`.
+    `{"tokens", "segment_ids", "positions"}` int32 `[rows, L]`, as `reference.pack`."""
+    tf_ = tf()
+    i64 = tf_.int64
+    rows, _ = pack_ranges(
+        tokens.values,
+        tf_.cast(tokens.row_starts(), i64),
+        tf_.cast(tokens.row_lengths(), i64),
+        L,
+        mode,
+        truncate,
+    )
+    return rows
+
+
+def pack_ranges(
+    values: Tensor, starts: Tensor, lengths: Tensor, L: int, mode: Mode, truncate: bool = False
+) -> tuple[dict[str, Tensor], tuple[Tensor, Tensor, Tensor]]:
+    """Documents given as ranges of `values` (int64 `starts` and `lengths`, in order) as rows,
+    as `pack` packs them, and the placement's (document, row, length) of every piece: a
+    document may be part of one (a mixture's segment), its pieces cut every L from its start.
 
     A row holds its pieces end to end from column 0 (every mode places them so), so the rows
     are one ragged gather of the token ranges in (row, offset) order, made dense once: a
@@ -124,20 +143,20 @@ def pack(tokens: Tensor, L: int, mode: Mode, truncate: bool = False) -> dict[str
     """
     tf_ = tf()
     i64 = tf_.int64
-    doc, start, length, row, offset, rows = place(tf_, tf_.cast(tokens.row_lengths(), i64), L, mode, truncate)
+    doc, start, length, row, offset, rows = place(tf_, lengths, L, mode, truncate)
     srt = tf_.argsort(row * (1 << 32) + offset, stable=True)
-    row, length = tf_.gather(row, srt), tf_.gather(length, srt)
-    first = tf_.gather(tf_.cast(tokens.row_starts(), i64), tf_.gather(doc, srt)) + tf_.gather(start, srt)
-    per_row = tf_.math.unsorted_segment_sum(length, row, rows)
+    row_s, length_s = tf_.gather(row, srt), tf_.gather(length, srt)
+    first = tf_.gather(starts, tf_.gather(doc, srt)) + tf_.gather(start, srt)
+    per_row = tf_.math.unsorted_segment_sum(length_s, row_s, rows)
 
-    def dense(values: Tensor) -> Tensor:
-        return tf_.RaggedTensor.from_row_lengths(values, per_row, validate=False).to_tensor(shape=[None, L])
+    def dense(v: Tensor) -> Tensor:
+        return tf_.RaggedTensor.from_row_lengths(v, per_row, validate=False).to_tensor(shape=[None, L])
 
-    index = tf_.ragged.range(first, first + length).flat_values
-    out_tokens = dense(tf_.cast(tf_.gather(tokens.values, index), tf_.int32))
-    positions = dense(tf_.cast(tf_.ragged.range(length).flat_values, tf_.int32))
+    index = tf_.ragged.range(first, first + length_s).flat_values
+    out_tokens = dense(tf_.cast(tf_.gather(values, index), tf_.int32))
+    positions = dense(tf_.cast(tf_.ragged.range(length_s).flat_values, tf_.int32))
     # A segment starts where a position is 0 in the filled part of a row; its id counts them.
     filled = tf_.range(L, dtype=i64)[None, :] < per_row[:, None]
-    starts = tf_.logical_and(filled, tf_.equal(positions, 0))
-    segments = tf_.cumsum(tf_.cast(starts, tf_.int32), axis=1) * tf_.cast(filled, tf_.int32)
-    return {"tokens": out_tokens, "segment_ids": segments, "positions": positions}
+    seg_starts = tf_.logical_and(filled, tf_.equal(positions, 0))
+    segments = tf_.cumsum(tf_.cast(seg_starts, tf_.int32), axis=1) * tf_.cast(filled, tf_.int32)
+    return {"tokens": out_tokens, "segment_ids": segments, "positions": positions}, (doc, row, length)

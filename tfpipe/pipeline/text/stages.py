@@ -132,7 +132,11 @@ def chunk_seed(tf_: Any, key: int, docs: Any) -> Any:
     """The seed of a chunk's row order: (the rows key ^ the chunk's tokens, its length-weighted
     index sum), so the order is a function of the seed and the chunk's documents alone (a chunk
     knows no position outside the resumable order). `order_stream.permutation` keys by it."""
-    lengths = tf_.cast(docs.row_lengths(), tf_.int64)
+    return lengths_seed(tf_, key, tf_.cast(docs.row_lengths(), tf_.int64))
+
+
+def lengths_seed(tf_: Any, key: int, lengths: Any) -> Any:
+    """`chunk_seed` of a chunk whose documents (or a mixture's segments) have these lengths."""
     weighted = tf_.reduce_sum(lengths * tf_.range(1, tf_.size(lengths, out_type=tf_.int64) + 1))
     return tf_.stack(
         [tf_.bitwise.bitwise_xor(tf_.constant(key, tf_.int64), tf_.reduce_sum(lengths)), weighted]
@@ -367,16 +371,17 @@ def load_lengths(lengths: Lengths) -> Any:
     return values
 
 
-def ordered_lengths(spec: Any, lengths: Lengths, size: int) -> Any:
+def ordered_lengths(spec: Any, lengths: Lengths, size: int, read: Callable[[], Any] | None = None) -> Any:
     """The lengths of the records of the order's stream from position 0, in chunks of `size`
     (`(lengths, "")` pairs, as `order_stream.stream` batches records): the order applied to the
-    lengths file read once, not to the records."""
+    lengths file read once (`read()`, else `read_lengths`), not to the records."""
     tf_ = tf()
 
     def table() -> Any:
         first = tf_.constant(spec.first_ids, tf_.int64)
         rows = tf_.ragged.range(first, first + tf_.constant(spec.counts, tf_.int64)).flat_values
-        return tf_.gather(read_lengths(lengths), rows)  # this pipeline's files, in their order
+        values = read() if read is not None else read_lengths(lengths)
+        return tf_.gather(values, rows)  # this pipeline's files, in their order
 
     return order_stream.stream(
         spec,
