@@ -67,20 +67,14 @@ def tokens_stage(p: StagePlan, sources: int) -> StageFn:
         with tf_.control_dependencies([check]):
             starts = tf_.cast(docs.row_starts(), tf_.int64) + lo
         size = hi - lo
-        parts, source_of, real = [], [], []
-        for s in range(sources):
-            mine = tf_.equal(source, s)
-            out, (_, row, length) = packer.pack_ranges(
-                docs.values, tf_.boolean_mask(starts, mine), tf_.boolean_mask(size, mine), L, pack.mode
-            )
-            n = tf_.shape(out["tokens"], out_type=tf_.int64)[0]
-            if pack.classify:  # one segment (a whole document) a row, in order
-                out["label"] = tf_.boolean_mask(tf_.cast(features[pack.label], tf_.int32), mine)
-            parts.append(out)
-            source_of.append(tf_.fill([n], tf_.constant(s, tf_.int64)))
-            real.append(tf_.math.unsorted_segment_sum(length, row, n))
-        out = {k: tf_.concat([x[k] for x in parts], 0) for k in parts[0]}
-        source_of, real = tf_.concat(source_of, 0), tf_.concat(real, 0)
+        out, (doc, row, length) = packer.pack_ranges(
+            docs.values, starts, size, L, pack.mode, source=source, sources=sources
+        )
+        if pack.classify:  # one segment (a whole document) a row, source by source as they come
+            out["label"] = tf_.cast(features[pack.label], tf_.int32)
+        rows_ = tf_.shape(out["tokens"], out_type=tf_.int64)[0]
+        real = tf_.math.unsorted_segment_sum(length, row, rows_)
+        source_of = tf_.math.unsorted_segment_max(tf_.gather(source, doc), row, rows_)
         count = tf_.size(real, out_type=tf_.int64)
         shuffled = order_stream.permutation(tf_, count, text_stages.lengths_seed(tf_, key, size))
         order = balanced_order(tf_, source_of, real, shuffled, sources)
