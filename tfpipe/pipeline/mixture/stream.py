@@ -105,10 +105,10 @@ def segments(tf_: Any, q: Any, before: Any, rate: int, cut: TextCut) -> tuple[An
     chunk = mixture_spec.piece_time(first, length, rate) // cut.span
     changed = tf_.logical_or(tf_.not_equal(doc[1:], doc[:-1]), tf_.not_equal(chunk[1:], chunk[:-1]))
     new = tf_.concat([tf_.ones([tf_.minimum(tf_.size(doc), 1)], tf_.bool), changed], 0)
-    ids = tf_.cumsum(tf_.cast(new, i64)) - 1
-    lo = tf_.boolean_mask(start, new)
-    hi = lo + tf_.math.unsorted_segment_sum(length, ids, tf_.size(lo, out_type=i64))
-    return tf_.boolean_mask(doc, new), lo, hi, tf_.boolean_mask(chunk, new)
+    at = tf_.reshape(tf_.where(new), [-1])
+    lo = tf_.gather(start, at)
+    hi = lo + tf_.math.segment_sum(length, tf_.cumsum(tf_.cast(new, i64)) - 1)
+    return tf_.gather(doc, at), lo, hi, tf_.gather(chunk, at)
 
 
 def _unknown(tf_: Any, value: Any) -> Any:
@@ -116,71 +116,83 @@ def _unknown(tf_: Any, value: Any) -> Any:
     return tf_.raw_ops.PlaceholderWithDefault(input=value, shape=[None, *value.shape[1:]])
 
 
-def _carry(tf_: Any, specs: Any) -> tuple[Any, ...]:
-    """Empty carried items of these specs (`[0, ...]`, first dimension unknown)."""
-    return tuple(_unknown(tf_, tf_.zeros([0, *s.shape[1:]], s.dtype)) for s in specs)
+@dataclasses.dataclass(frozen=True)
+class Items:
+    """What a source's scan carries of each item: `strings` string parts (records, their
+    sources) and `width` int64 parts (one `[n, width]` matrix)."""
+
+    strings: int
+    width: int
 
 
-def _regroup(
-    tf_: Any, nxt: Any, carried: Any, tags: Any, parts: tuple[Any, ...], heads: tuple[int, ...] = ()
-) -> tuple[Any, Any, tuple[Any, ...], tuple[Any, ...]]:
+def _regroup(tf_: Any, nxt: Any, carried: Any, tags: Any, strings: Any, ints: Any, heads: Any) -> Any:
     """One step of a regrouping scan: the carried items and the new ones (tags non-decreasing)
     joined, those before group `nxt` dropped, and every group now complete (each tag before the
-    last item's) given as one ragged row each, empty ones included; the last group's items
-    carried on. With `heads`, each complete group also gets those parts of its first item at or
-    after it (the next item when the group is empty).
+    last item's) given as one padded row of each part with its length, empty groups included;
+    the last group's items carried on. `heads` (columns of `ints`): each complete group also
+    gets them of its first item at or after it (the next item when the group is empty).
 
     Returns:
-      (the next group, the tags and parts carried, the groups' parts `[groups, None, ...]` then
-      their heads `[groups, ...]`).
+      (the next group, what is carried, the groups: padded parts `[groups, n, ...]`, lengths
+      `[groups]` and heads `[groups, len(heads)]`).
     """
     tags = tf_.concat([carried[0], tags], 0)
-    parts = tuple(tf_.concat([c, p], 0) for c, p in zip(carried[1], parts, strict=True))
-    keep = tags >= nxt
-    tags = tf_.boolean_mask(tags, keep)
-    parts = tuple(tf_.boolean_mask(p, keep) for p in parts)
-    last = tf_.reduce_max(tf_.concat([nxt[None], tags], 0))
-    done = tags < last
-    count = last - nxt
-    rowids = tf_.boolean_mask(tags, done) - nxt
-    groups = tuple(
-        tf_.RaggedTensor.from_value_rowids(tf_.boolean_mask(p, done), rowids, nrows=count, validate=False)
-        for p in parts
-    )
-    first = tf_.searchsorted(tags, tf_.range(nxt, last), side="left", out_type=tf_.int64)
-    head = tuple(tf_.gather(parts[i], first) for i in heads)
-    rest = tf_.logical_not(done)
-    return last, (tf_.boolean_mask(tags, rest), tuple(tf_.boolean_mask(p, rest) for p in parts)), groups, head
+    strings = tuple(tf_.concat([c, x], 0) for c, x in zip(carried[1], strings, strict=True))
+    ints = tf_.concat([carried[2], ints], 0)
+    lo = tf_.searchsorted(tags, nxt[None], side="left", out_type=tf_.int64)[0]  # tags are sorted
+    tags, strings, ints = tags[lo:], tuple(x[lo:] for x in strings), ints[lo:]
+    last = tf_.maximum(nxt, tf_.reduce_max(tf_.concat([nxt[None], tags], 0)))
+    bounds = tf_.searchsorted(tags, tf_.range(nxt, last + 1), side="left", out_type=tf_.int64)
+    done = bounds[-1]
+
+    def padded(x: Any) -> Any:
+        return tf_.RaggedTensor.from_row_splits(x[:done], bounds, validate=False).to_tensor()
+
+    groups = (*(padded(x) for x in strings), padded(ints), bounds[1:] - bounds[:-1])
+    carry = (tags[done:], tuple(x[done:] for x in strings), ints[done:])
+    if not heads:  # (a [groups, 0] component would crash UnbatchDataset)
+        return last, carry, groups
+    head = tf_.gather(tf_.gather(ints, bounds[:-1]), tf_.constant(list(heads), tf_.int64), axis=1)
+    return last, carry, (*groups, head)
 
 
 def _scan_groups(
-    tf_: Any, ds: Any, init: tuple[Any, ...], tag: Callable[..., Any], first: Any, heads: tuple[int, ...] = ()
+    tf_: Any,
+    ds: Any,
+    init: tuple[Any, ...],
+    tag: Callable[..., Any],
+    first: Any,
+    items: Items,
+    heads: Any = (),
 ) -> Any:
-    """`ds` regrouped: `tag(state, *element) -> (state, tags, parts)` tags each element's items
-    (its state carried from element to element, starting at `init`); the result yields one
-    element per group from `first` on: the group's parts (and heads)."""
-    specs = _part_specs(tf_, tag, len(init), ds.element_spec)
-    start = (init, first, (_unknown(tf_, tf_.zeros([0], tf_.int64)), _carry(tf_, specs)))
+    """`ds` regrouped: `tag(state, *element) -> (state, tags, strings, ints)` tags each element's
+    items (its state carried from element to element, starting at `init`); the result yields
+    one element per group from `first` on: its padded parts, its length and its heads (see
+    `_regroup`; `_unpad` takes the parts back)."""
+    i64 = tf_.int64
+    carry = (
+        _unknown(tf_, tf_.zeros([0], i64)),
+        tuple(_unknown(tf_, tf_.zeros([0], tf_.string)) for _ in range(items.strings)),
+        _unknown(tf_, tf_.zeros([0, items.width], i64)),
+    )
 
     def step(state: Any, element: Any) -> Any:
         mine, nxt, carried = state
-        mine, tags, parts = tag(mine, *tf_.nest.flatten(element))
-        last, carried, groups, head = _regroup(tf_, nxt, carried, tags, parts, heads)
-        return (mine, last, carried), (*groups, *head)
+        mine, tags, strings, ints = tag(mine, *tf_.nest.flatten(element))
+        last, carried, out = _regroup(tf_, nxt, carried, tags, strings, ints, heads)
+        return (mine, last, carried), out
 
-    return ds.scan(start, plain(step)).unbatch()
+    return raw.unbatch(ds.scan((init, first, carry), plain(step)))
 
 
-def _part_specs(tf_: Any, tag: Callable[..., Any], states: int, element_spec: Any) -> list[Any]:
-    """The specs of the parts `tag` gives, traced in a graph of its own (nothing added to the
-    dataset function's)."""
-    with tf_.Graph().as_default():
-        state = tuple(tf_.compat.v1.placeholder(tf_.int64, []) for _ in range(states))
-        element = [
-            tf_.compat.v1.placeholder(x.dtype, [None, *x.shape[1:]]) for x in tf_.nest.flatten(element_spec)
-        ]
-        parts = tag(state, *element)[2]
-    return [tf_.TensorSpec([None, *p.shape[1:]], p.dtype) for p in parts]
+def _unpad(group: Any, items: Items) -> tuple[Any, ...]:
+    """A group's parts without their padding: (strings..., ints `[n, width]`)."""
+    n = group[items.strings + 1]
+    return tuple(x[:n] for x in group[: items.strings + 1])
+
+
+def _length(group: Any, items: Items) -> Any:
+    return group[items.strings + 1]
 
 
 def _cached(s: SourceRead) -> Any:
@@ -211,28 +223,35 @@ def _items(s: SourceRead, load: Any, start: Any, *, keys: bool, needs_source: bo
 
 
 def _tag_elements(tf_: Any, mix: MixSpec, s: int, size: int, state: Any, *element: Any) -> Any:
-    """Tags items k, k+1, ... of source `s` (k: the state) with their group (position // size),
-    their place in it (position % size) carried as the last part."""
+    """Tags items k, k+1, ... of source `s` (k: the state) with their group (position // size).
+    Strings: the element's; ints: its keys' two columns if any, then the item's place in its
+    group (position % size)."""
     (k,) = state
+    strings = tuple(x for x in element if x.dtype == tf_.string)
+    keys = [x for x in element if x.dtype != tf_.string]
     n = tf_.shape(element[0], out_type=tf_.int64)[0]
     at = mixture_spec.tf_position(tf_, mix.rates, s, k + tf_.range(n))
-    return (k + n,), at // size, (*element, at % size)
+    ints = tf_.concat([*(tf_.reshape(x, [n, -1]) for x in keys), (at % size)[:, None]], 1)
+    return (k + n,), at // size, strings, ints
 
 
-def _element_groups(tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any) -> Any:
+def _element_groups(
+    tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any, shape: Items
+) -> Any:
     """The sources' items (from their `counts`) zipped by group of `size` positions from group
-    `first` on, each group's items in their global order."""
+    `first` on: each group's (strings..., ints without the place, source index), its items in
+    their global order (their places are a permutation of the group)."""
     streams = [
-        _scan_groups(tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first)
+        _scan_groups(tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first, shape)
         for k, ds in enumerate(items)
     ]
-    width = len(tf_.nest.flatten(items[0].element_spec)) + 1
 
     def joined(*groups: Any) -> Any:
-        parts = tuple(tf_.concat([g[i] for g in groups], 0) for i in range(width))
-        order = tf_.math.invert_permutation(parts[-1])
-        source = tf_.repeat(tf_.range(len(groups), dtype=tf_.int64), [tf_.size(g[0]) for g in groups])
-        return (*(tf_.gather(p, order) for p in parts[:-1]), tf_.gather(source, order))
+        parts = [_unpad(g, shape) for g in groups]
+        cat = [tf_.concat([p[i] for p in parts], 0) for i in range(shape.strings + 1)]
+        order = tf_.math.invert_permutation(cat[-1][:, -1])
+        source = tf_.repeat(tf_.range(len(groups), dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+        return (*(tf_.gather(x, order) for x in cat), tf_.gather(source, order))
 
     return tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
 
@@ -252,6 +271,7 @@ def records(
     presets)."""
     tf_ = tf()
     loads = [_cached(s) for s in sources]
+    shape = Items(strings=2, width=3 if keys else 1)
 
     def from_step(_: Any) -> Any:
         g = tf_.cast(start(), tf_.int64) * positions_per_step
@@ -261,13 +281,16 @@ def records(
             _items(s, load, counts[k], keys=keys, needs_source=needs_source)
             for k, (s, load) in enumerate(zip(sources, loads, strict=True))
         ]
-        blocks = _element_groups(tf_, mix, items, counts, BLOCK, b0)
+        blocks = _element_groups(tf_, mix, items, counts, BLOCK, b0, shape)
         skips = tf_.data.Dataset.from_tensors(g - b0 * BLOCK).concatenate(
             tf_.data.Dataset.from_tensors(tf_.constant(0, tf_.int64)).repeat()
         )
-        return tf_.data.Dataset.zip((blocks, skips)).map(
-            plain(lambda b, skip: tuple(p[skip:] for p in b[:-1]))
-        )
+
+        def block(b: Any, skip: Any) -> Any:
+            record, source, ints = b[0][skip:], b[1][skip:], b[2][skip:]
+            return (record, source, ints[:, :2]) if keys else (record, source)
+
+        return tf_.data.Dataset.zip((blocks, skips)).map(plain(block))
 
     ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
     return raw.unbatch(ds) if batch is None else raw.rebatch(ds, batch, drop_remainder=True)
@@ -321,6 +344,12 @@ def _lengths_table(s: SourceRead) -> Callable[[], Any]:
     return lambda: table.get_single_element()
 
 
+def _ordered_lengths(s: SourceRead, table: Callable[[], Any]) -> Any:
+    """The source's lengths in its order from position 0 (`text_stages.ordered_lengths`), one
+    part a block."""
+    return text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(plain(lambda x, _: (x,)))
+
+
 # Documents: chunks of the mixed documents.
 
 
@@ -338,9 +367,7 @@ def document_chunks(
     `start()` gives: the chunk holding the step's first row, its rows before the step as skip."""
     tf_ = tf()
     loads = [_cached(s) for s in sources]
-    tables = [_lengths_table(s) for s in sources]
-
-    find = _document_find(mix, sources, pack, size, tables)
+    find = _document_find(mix, sources, pack, size, [_lengths_table(s) for s in sources])
 
     def from_step(_: Any) -> Any:
         first, _, skips = _start(tf_, start, rows_per_step, find, len(sources))
@@ -349,26 +376,50 @@ def document_chunks(
             _items(s, load, counts[k], keys=False, needs_source=needs_source)
             for k, (s, load) in enumerate(zip(sources, loads, strict=True))
         ]
-        docs = _element_groups(tf_, mix, items, counts, size, first)
-        return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda d, skip: (d[0], d[1], skip, d[2])))
+        docs = _element_groups(tf_, mix, items, counts, size, first, Items(strings=2, width=1))
+        return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda d, skip: (d[0], d[1], skip, d[3])))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
 
 
+def _document_find(
+    mix: MixSpec, sources: list[SourceRead], pack: Any, size: int, tables: list[Callable[[], Any]]
+) -> Callable[[Any], tuple[Any, Any, Any]]:
+    """`target -> (chunk, rows before it, zeros)`: the chunk of the mixed documents holding row
+    `target`, each chunk's rows counted from the sources' lengths (each source's order applied
+    to its lengths file, mixed by the same positions)."""
+    tf_ = tf()
+    n = len(sources)
+
+    def find(target: Any) -> Any:
+        lengths = [_ordered_lengths(s, table) for s, table in zip(sources, tables, strict=True)]
+        zero = tf_.zeros([n], tf_.int64)
+        chunks = _element_groups(tf_, mix, lengths, zero, size, tf_.constant(0, tf_.int64), Items(0, 2))
+        at = tf_.zeros([n, 2], tf_.int64)
+        counts = chunks.map(plain(lambda ints, _: (text_stages.rows_of(pack, ints[:, 0]), at)))
+        return _find(tf_, counts, target)
+
+    return find
+
+
 # Tokens: chunks of virtual time, a segment per document and chunk.
+
+# The int parts of a segment: its tokens [lo, hi) of its document, the document's tokens as
+# packed, its document (the source's item) and the source's tokens before that document.
+_LO, _HI, _KEPT, _DOC, _BEFORE = range(5)
 
 
 def _tag_segments(tf_: Any, mix: MixSpec, s: int, cut: TextCut, state: Any, lengths: Any, *rest: Any) -> Any:
     """Tags the segments of a block of source `s`'s documents (their token counts `lengths`,
     `rest` their records) with their chunk. State: the source's documents and tokens before the
-    block. Parts: each segment's (rest..., lo, hi, tokens as packed, document, tokens before
-    its document)."""
+    block."""
     done, before = state
     q = cut.kept(tf_, lengths)
     doc, lo, hi, chunk = segments(tf_, q, before, mix.rates[s], cut)
     doc_before = before + tf_.gather(tf_.cumsum(q, exclusive=True), doc)
-    parts = (*(tf_.gather(r, doc) for r in rest), lo, hi, tf_.gather(q, doc), done + doc, doc_before)
-    return (done + tf_.size(q, out_type=tf_.int64), before + tf_.reduce_sum(q)), chunk, parts
+    ints = tf_.stack([lo, hi, tf_.gather(q, doc), done + doc, doc_before], 1)
+    state = (done + tf_.size(q, out_type=tf_.int64), before + tf_.reduce_sum(q))
+    return state, chunk, tuple(tf_.gather(r, doc) for r in rest), ints
 
 
 def token_chunks(
@@ -386,9 +437,9 @@ def token_chunks(
     tf_ = tf()
     loads = [_cached(s) for s in sources]
     tables = [_lengths_table(s) for s in sources]
-    n = len(sources)
-
     find = _token_find(mix, sources, cut, tables)
+    n = len(sources)
+    shape = Items(2, 5)
 
     def from_step(_: Any) -> Any:
         first, at, skips = _start(tf_, start, rows_per_step, find, n)
@@ -397,49 +448,19 @@ def token_chunks(
             items = _items(s, load, at[k, 0], keys=True, needs_source=needs_source)
             lengths = table()
             items = items.map(plain(lambda r, src, key, t=lengths: (tf_.gather(t, key[:, 1]), r, src)))
-            streams.append(
-                _scan_groups(
-                    tf_,
-                    items,
-                    (at[k, 0], at[k, 1]),
-                    functools.partial(_tag_segments, tf_, mix, k, cut),
-                    first,
-                )
-            )
+            tag = functools.partial(_tag_segments, tf_, mix, k, cut)
+            streams.append(_scan_groups(tf_, items, (at[k, 0], at[k, 1]), tag, first, shape))
 
         def joined(*groups: Any) -> Any:
-            cat = tuple(tf_.concat([g[i] for g in groups], 0) for i in range(5))
-            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), [tf_.size(g[0]) for g in groups])
-            return cat, source
+            parts = [_unpad(g, shape) for g in groups]
+            records, names, ints = (tf_.concat([p[i] for p in parts], 0) for i in range(3))
+            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+            return records, names, source, ints[:, _LO], ints[:, _HI], ints[:, _KEPT]
 
         chunks = tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
-        return tf_.data.Dataset.zip((chunks, skips)).map(
-            plain(lambda c, skip: (c[0][0], c[0][1], skip, c[1], c[0][2], c[0][3], c[0][4]))
-        )
+        return tf_.data.Dataset.zip((chunks, skips)).map(plain(lambda c, skip: (c[0], c[1], skip, *c[2:])))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
-
-
-def _document_find(
-    mix: MixSpec, sources: list[SourceRead], pack: Any, size: int, tables: list[Callable[[], Any]]
-) -> Callable[[Any], tuple[Any, Any, Any]]:
-    """`target -> (chunk, rows before it, zeros)`: the chunk of the mixed documents holding row
-    `target`, each chunk's rows counted from the sources' lengths (each source's order applied
-    to its lengths file, mixed by the same positions)."""
-    tf_ = tf()
-    n = len(sources)
-
-    def find(target: Any) -> Any:
-        lengths = [
-            text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(plain(lambda x, _: (x,)))
-            for s, table in zip(sources, tables, strict=True)
-        ]
-        zero = tf_.zeros([n], tf_.int64)
-        chunks = _element_groups(tf_, mix, lengths, zero, size, tf_.constant(0, tf_.int64))
-        counts = chunks.map(plain(lambda x, _: (text_stages.rows_of(pack, x), tf_.zeros([n, 2], tf_.int64))))
-        return _find(tf_, counts, target)
-
-    return find
 
 
 def _token_find(
@@ -447,29 +468,31 @@ def _token_find(
 ) -> Callable[[Any], tuple[Any, Any, Any]]:
     """`target -> (chunk, rows before it, each source's (document, tokens before it) there)`: the
     chunk holding row `target`, each chunk's rows counted from the sources' lengths (their
-    segments tagged as the stream tags them, each source's placed as the pack stage places
-    them)."""
+    segments tagged as the stream tags them, placed as the pack stage places them)."""
     tf_ = tf()
+    n = len(sources)
+    shape = Items(0, 5)
 
     def find(target: Any) -> Any:
         zero = tf_.constant(0, tf_.int64)
         walks = [
             _scan_groups(
                 tf_,
-                text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(
-                    plain(lambda x, _: (x,))
-                ),
+                _ordered_lengths(s, table),
                 (zero, zero),
                 functools.partial(_tag_segments, tf_, mix, k, cut),
                 zero,
-                heads=(3, 4),
+                shape,
+                heads=(_DOC, _BEFORE),
             )
             for k, (s, table) in enumerate(zip(sources, tables, strict=True))
         ]
 
         def rows(*groups: Any) -> Any:
-            count = sum(packer.place(tf_, g[1] - g[0], cut.L, cut.mode, False)[-1] for g in groups)
-            return count, tf_.stack([tf_.stack([g[5], g[6]]) for g in groups])
+            ints = tf_.concat([_unpad(g, shape)[0] for g in groups], 0)
+            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+            count = packer.by_source(tf_, ints[:, _HI] - ints[:, _LO], source, cut.L, cut.mode, n)[5]
+            return count, tf_.stack([g[-1] for g in groups])
 
         return _find(tf_, tf_.data.Dataset.zip(tuple(walks)).map(plain(rows)), target)
 
