@@ -26,13 +26,73 @@ import sysconfig
 NAMES = ("bible", "docs", "code")
 VOCAB = 8000
 _BOOKS = (
-    "Genesis Exodus Leviticus Numbers Deuteronomy Joshua Judges Ruth 1Samuel 2Samuel 1Kings 2Kings "
-    "1Chronicles 2Chronicles Ezra Nehemiah Esther Job Psalms Proverbs Ecclesiastes Song Isaiah "
-    "Jeremiah Lamentations Ezekiel Daniel Hosea Joel Amos Obadiah Jonah Micah Nahum Habakkuk "
-    "Zephaniah Haggai Zechariah Malachi Matthew Mark Luke John Acts Romans 1Corinthians "
-    "2Corinthians Galatians Ephesians Philippians Colossians 1Thessalonians 2Thessalonians "
-    "1Timothy 2Timothy Titus Philemon Hebrews James 1Peter 2Peter 1John 2John 3John Jude Revelation"
-).split()
+    "Genesis",
+    "Exodus",
+    "Leviticus",
+    "Numbers",
+    "Deuteronomy",
+    "Joshua",
+    "Judges",
+    "Ruth",
+    "1Samuel",
+    "2Samuel",
+    "1Kings",
+    "2Kings",
+    "1Chronicles",
+    "2Chronicles",
+    "Ezra",
+    "Nehemiah",
+    "Esther",
+    "Job",
+    "Psalms",
+    "Proverbs",
+    "Ecclesiastes",
+    "Song",
+    "Isaiah",
+    "Jeremiah",
+    "Lamentations",
+    "Ezekiel",
+    "Daniel",
+    "Hosea",
+    "Joel",
+    "Amos",
+    "Obadiah",
+    "Jonah",
+    "Micah",
+    "Nahum",
+    "Habakkuk",
+    "Zephaniah",
+    "Haggai",
+    "Zechariah",
+    "Malachi",
+    "Matthew",
+    "Mark",
+    "Luke",
+    "John",
+    "Acts",
+    "Romans",
+    "1Corinthians",
+    "2Corinthians",
+    "Galatians",
+    "Ephesians",
+    "Philippians",
+    "Colossians",
+    "1Thessalonians",
+    "2Thessalonians",
+    "1Timothy",
+    "2Timothy",
+    "Titus",
+    "Philemon",
+    "Hebrews",
+    "James",
+    "1Peter",
+    "2Peter",
+    "1John",
+    "2John",
+    "3John",
+    "Jude",
+    "Revelation",
+)
 
 
 def _kjv_tool(root: str) -> tuple[str, str]:
@@ -138,4 +198,6 @@ if __name__ == "__main__":
         from tfpipe.format.manifest import Manifest
 
         t = Manifest.load(path).split("train").text
-        print(f"{name}: {path}: {t.documents:,} documents, {t.tokens:,} tokens, mean {t.tokens / t.documents:,.0f}")
+        print(
+            f"{name}: {path}: {t.documents:,} documents, {t.tokens:,} tokens, mean {t.tokens / t.documents:,.0f}"
+        )

@@ -211,15 +211,13 @@ def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> result
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
     # rule, on `fill.epoch_rows`, the count reported here).
-    text = textmeasure.measure(pipe, seconds=cfg.seconds)
+    text = textmeasure.measure(pipe, seconds=cfg.seconds)  # a mixture's shares in the same pass
     if getattr(pipe, "mixture", None) is None:
         return text
     from tfpipe.bench.measure import mixshare
 
-    say(f"Counting the mixture's real tokens by source over the same {text.batches:,} batches")
     documents, tokens = mixshare.totals(pipe)  # type: ignore[arg-type]
-    shares = mixshare.measure(pipe, batches=text.batches)  # type: ignore[arg-type]
-    return dataclasses.replace(text, mixture=shares, documents=documents, tokens=tokens)
+    return dataclasses.replace(text, documents=documents, tokens=tokens)
 
 
 def _units(text: results.TextMeasure | None) -> dict[str, float] | None:

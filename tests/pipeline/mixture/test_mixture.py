@@ -402,7 +402,6 @@ def test_the_graph_packs_each_chunk_as_the_numpy_reference(web, text_ds):
 def test_records_follow_the_exact_merge_of_each_source_s_order(table_ds, table_copy):
     """The mixed records are each source's own order merged at the positions of
     `spec.position` (every prefix within one record of the weights: test_spec.py)."""
-    from tfpipe.pipeline.mixture import spec as mixture_spec
 
     p = plan({"a": table_ds, "b": str(table_copy)}, batch_size=4, seed=1, weights={"a": 0.25, "b": 0.75})
     rates = p.mixture.rates

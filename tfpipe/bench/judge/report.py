@@ -55,8 +55,10 @@ SCHEMA_VERSION = 5
 # 3 added `mixture` (a text mixture's sources: weight, measured share, tokens/s, epoch),
 # present in mixture reports only. 4 added each mixture source's own figures alone (documents,
 # tokens, lengths, predicted_fill, epoch_rows, suggested_length), and the text alternative is
-# null for a mixture.
-SCHEMA_MINOR_VERSION = 4
+# null for a mixture. 5 added each mixture source's worst window (`worst_window_points` over
+# windows of `window_batches`), and a mixture's `lengths`, `predicted_fill` and `epoch_rows` are
+# its own, from the mix.
+SCHEMA_MINOR_VERSION = 5
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -313,6 +315,8 @@ def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
             "measured_share": _r(m.measured_share),
             "tokens_per_sec": _r(m.real_tokens_per_sec),
             "epochs": m.epoch,
+            "worst_window_points": _r(m.worst_window),
+            "window_batches": m.window,
         }
         s = alone.get(m.name)
         if s is not None:

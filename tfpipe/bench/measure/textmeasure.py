@@ -16,7 +16,6 @@ more than an epoch's documents, and its rows come out shuffled.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tfpipe.bench.measure import mixshare
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import SourceText, TextMeasure
 from tfpipe.errors import DataError
@@ -61,16 +61,14 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
     text = _split_text(pipe)
-    hist = dict(text.length_histogram)
     pack = pipe.decoder.packing
-    if not pack.histogram:
-        # A mixture packs without one histogram of its own: its first source's stands in (the
-        # bench guide says so), as for the length percentiles below.
-        pack = dataclasses.replace(pack, histogram=hist)
+    mixture = getattr(pipe, "mixture", None) is not None
+    # A mixture's histogram is its own, from the mix (mixture/numbers.py), and so is its fill.
+    hist = dict(pack.histogram) if mixture else dict(text.length_histogram)
     L = pack.sequence_length
-    per_document = _mean_as_packed(pipe, pack)
-    predicted: dict[str, float] = {m: predicted_fill(pack, L, m) for m in _modes(pack)}
-    rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
+    per_document = float(packed_lengths(pack).mean())
+    predicted: dict[str, float] = {m: _predict(pipe, L, m) for m in _modes(pack)}
+    rows, real, fill_sd, batches, sample, by_source = _count_batches(pipe, seconds)
     if not real:
         raise DataError(
             f"{pipe.source.where}: expected tokens in the text pipeline's batches. Received "
@@ -96,25 +94,23 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokens=text.tokens,
         lengths=lengths,
         suggested_length=suggested,
-        suggested_fill=predicted_fill(pack, suggested, pack.mode),
+        suggested_fill=_predict(pipe, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
         tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,
-        epoch_rows=epoch_rows(pack),
+        epoch_rows=pipe.epoch_rows() if mixture else epoch_rows(pack),  # type: ignore[attr-defined]
         tokenize_ms_range=None if tokenize is None else (min(tokenize), max(tokenize)),
         tokenize_rounds=0 if tokenize is None else len(tokenize),
         sources=_sources(pipe),
+        mixture=mixshare.shares(pipe, by_source) if mixture else (),  # type: ignore[arg-type]
     )
 
 
-def _mean_as_packed(pipe: Pipeline, pack: Any) -> float:
-    """A document's mean tokens as packed: its split's, or for a mixture each source's weighed
-    by its share of the mixed stream's documents (its quota of a block)."""
-    parts, mix = getattr(pipe, "parts", ()), getattr(pipe, "mixture", None)
-    if not parts or mix is None:
-        return float(packed_lengths(pack).mean())
-    means = [float(packed_lengths(p.decoder.packing).mean()) for p in parts]
-    return sum(q * m for q, m in zip(mix.quotas, means, strict=True)) / sum(mix.quotas)
+def _predict(pipe: Pipeline, L: int, mode: Mode) -> float:
+    """The fill predicted at L in `mode`: a mixture's from the mix, else the histogram's."""
+    if getattr(pipe, "mixture", None) is not None:
+        return float(pipe.predicted_fill(L, mode))  # type: ignore[attr-defined]
+    return predicted_fill(pipe.decoder.packing, L, mode)
 
 
 def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
@@ -137,7 +133,7 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
                 predicted_fill={m: predicted_fill(pack, pack.sequence_length, m) for m in _modes(pack)},
                 epoch_rows=epoch_rows(pack),
                 suggested_length=suggested,
-                suggested_fill=predicted_fill(pack, suggested, pack.mode),
+                suggested_fill=_predict(pipe, suggested, pack.mode),
             )
         )
     return tuple(out)
@@ -201,10 +197,10 @@ def _prefix(pipe: Pipeline, name: str) -> int:
     raise DataError(f"Expected a text pipeline with a {name!r} stage. Received stages: {pipe.stages}")
 
 
-def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any]]:
+def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any], list[Any]]:
     """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
     the standard deviation of a batch's fill, batches, the first batches' documents as token
-    lists, for the tokenizer's timing)."""
+    lists, for the tokenizer's timing, and a mixture's real tokens by source of each batch)."""
     from tfpipe._tf import tf
 
     tf_ = tf()
@@ -214,8 +210,12 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
     slots = pipe.batch_size * pipe.decoder.packing.sequence_length
     n, real, squares, sampled = 0, 0, 0.0, 0
     sample: list[list[int]] = []
+    by_source: list[Any] = []
+    mixture = getattr(pipe, "mixture", None) is not None
     start = time.monotonic()
     for count, rows in ds:
+        if mixture:
+            by_source.append(mixshare.by_source(rows))
         if n == 0:
             start = time.monotonic()  # from the first batch: an iterator takes seconds to start
         n, real, squares = n + 1, real + int(count), squares + (int(count) / slots) ** 2
@@ -225,7 +225,7 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
         sd = _sd(n, real / slots, squares)
         if _counted_enough(n, sd, time.monotonic() - start, seconds):
             break
-    return n * pipe.batch_size, real, sd, n, sample
+    return n * pipe.batch_size, real, sd, n, sample, by_source
 
 
 def _sd(n: int, total: float, squares: float) -> float:

@@ -131,9 +131,9 @@ def check_weights(names: Sequence[str], weights: Any) -> dict[str, float] | None
 
 def rates(weights: Sequence[float]) -> tuple[int, ...]:
     """The weights as integer rates in their exact ratio: each weight read as the simplest
-    fraction of denominator at most 10**6 within 1e-12 of it (0.3 is 3/10, 1/3 a third), over a common denominator, divided
-    by their greatest common divisor. Rates summing to more than RATE_TOTAL are rounded to it
-    by largest remainder (1 part in 16.7 million).
+    fraction of denominator at most 10**6 within 1e-12 of it (0.3 is 3/10, 1/3 a third), over
+    a common denominator, divided by their greatest common divisor. Rates summing to more than
+    RATE_TOTAL are rounded to it by largest remainder (1 part in 16.7 million).
 
     Raises:
       ConfigError: a weight under one part in RATE_TOTAL of the sum.

@@ -250,7 +250,9 @@ def _element_groups(
         parts = [_unpad(g, shape) for g in groups]
         cat = [tf_.concat([p[i] for p in parts], 0) for i in range(shape.strings + 1)]
         order = tf_.math.invert_permutation(cat[-1][:, -1])
-        source = tf_.repeat(tf_.range(len(groups), dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+        source = tf_.repeat(
+            tf_.range(len(groups), dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups])
+        )
         return (*(tf_.gather(x, order) for x in cat), tf_.gather(source, order))
 
     return tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
