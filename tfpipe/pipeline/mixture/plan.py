@@ -23,6 +23,7 @@ from tfpipe.pipeline.mixture import numbers
 from tfpipe.pipeline.mixture import pack as mixture_pack
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
+from tfpipe.pipeline.mixture.pipeline import MixtureEval, MixturePipeline
 from tfpipe.pipeline.mixture.spec import BLOCK, MIXTURE_VERSION, MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
@@ -33,142 +34,6 @@ from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.validation import as_int
 
 
-@dataclasses.dataclass(frozen=True)
-class MixturePipeline(Pipeline):
-    """A planned mixture: the `Pipeline` of the mixed stream, with its sources' own pipelines.
-
-    Attributes:
-      mixture: the choice function's spec (names, weights, rates, seed).
-      parts: each source's own Pipeline (its order, files, notes), in `mixture.names` order.
-      chunk: documents per chunk (text by documents), else 0.
-      reads: how each source is streamed (its order, reader, cache, lengths file).
-      cut: how text by tokens cuts its documents (L, the chunk's span), else None.
-      texts: each text source as the mixture weighs it (its histogram, tokens, documents).
-    """
-
-    mixture: MixSpec | None = None
-    parts: tuple[Pipeline, ...] = ()
-    chunk: int = 0
-    reads: tuple[mixture_stream.SourceRead, ...] = ()
-    cut: mixture_stream.TextCut | None = None
-    texts: tuple[numbers.SourceText, ...] = ()
-
-    @property
-    def mix(self) -> MixSpec:
-        assert self.mixture is not None
-        return self.mixture
-
-    def starts_at(self, step: int) -> list[int]:
-        """Each source's items (documents for text, records otherwise) of this input pipeline
-        before training step `step`: for text, before the chunk holding the step's first row
-        (found by walking the chunks before it, lengths only)."""
-        o = self.parts[0].order
-        assert o is not None
-        per_step = o.global_batch // o.pipelines
-        if self.decoder.packing is None:
-            return mixture_spec.counts(self.mix.rates, (step * per_step // BLOCK) * BLOCK)
-        if step == 0:
-            return [0] * len(self.parts)
-        from tfpipe._tf import tf
-
-        tf_ = tf()
-        chunk, _, at = mixture_stream.find_start(
-            self.mix,
-            list(self.reads),
-            self.decoder.packing,
-            self.cut,
-            self.chunk,
-            tf_.constant(step * per_step, tf_.int64),
-        )
-        if self.cut is None:  # by documents: the chunk's first position, counted in closed form
-            return mixture_spec.counts(self.mix.rates, int(chunk) * self.chunk)
-        return [int(x) for x in at.numpy()[:, 0]]
-
-    def epochs_at(self, step: int) -> dict[str, int]:
-        """Each source's epoch (passes over its data begun, from 0) at training step `step`:
-        its items before the step over its items an epoch."""
-        return {
-            name: count // _examples(part)
-            for name, count, part in zip(self.mix.names, self.starts_at(step), self.parts, strict=True)
-        }
-
-    def predicted_fill(self, sequence_length: int | None = None, mode: Any = None) -> float:
-        """The mixture's fill (real tokens / slots) predicted from the mix (mixture/numbers.py),
-        at another L or mode when given; 0.0 for records."""
-        pack = self.decoder.packing
-        if pack is None:
-            return 0.0
-        L = pack.sequence_length if sequence_length is None else sequence_length
-        mode = pack.mode if mode is None else mode
-        if self.mix.mix_by == "documents":
-            return fill.predicted_fill(pack, L, mode)
-        return numbers.token_fill(pack, self.mix, self.parts, self.texts, L, mode)
-
-    def epoch_rows(self) -> int:
-        """Rows (text) or records of one epoch of the mixture, globally: until the source that
-        takes longest at its weight has been read whole (mixture/numbers.py)."""
-        pack = self.decoder.packing
-        if pack is None:
-            return numbers.epoch_records(self.mix, [p.source.examples or 0 for p in self.parts])
-        return round(
-            numbers.epoch_tokens(self.mix, self.texts) / (pack.sequence_length * self.predicted_fill())
-        )
-
-    def describe(self) -> str:
-        mix = self.mix
-        unit = {"tokens": "tokens", "documents": "documents", "records": "records"}[mix.mix_by]
-        lines = [
-            f"tfpipe mixture of {len(mix.names)} sources, preset {self.preset.name!r}, weights in {unit}, "
-            f"batch {self.batch_size} (training), seed {self.config.seed}, starting at "
-            + ("the step of its Position" if self.position is not None else f"step {self.start_step}")
-            + f" (order version {ORDER_VERSION}, mixture version {MIXTURE_VERSION})"
-        ]
-        epochs = self.epochs_at(self.start_step) if self.position is None else None
-        what = "documents" if self.decoder.packing is not None else "records"
-        for s, (name, part) in enumerate(zip(mix.names, self.parts, strict=True)):
-            lines.append(
-                f"  {name}: weight {mix.weights[s]:.3f} (rate {mix.rates[s]} of {mix.total}), "
-                f"{part.source.where}, {_examples(part):,} {what} an epoch"
-                + (f", epoch {epochs[name]} at the start" if epochs is not None else "")
-            )
-        lines += [f"  {line}" for line in _how(mix, self)]
-        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
-
-
-def _examples(part: Pipeline) -> int:
-    """Items of one epoch of a source's stream on this input pipeline."""
-    o = part.order
-    assert o is not None
-    return o.examples // o.pipelines if o.by_record else o.examples
-
-
-def _how(mix: MixSpec, pipe: MixturePipeline) -> list[str]:
-    """What describe() says of the mixture's choice, its numbers and its epoch."""
-    out = [
-        "each source's items are merged in order of virtual time (weighted fair queueing, exact "
-        "rates): a small source repeats while the large ones go on; its epoch at step K follows "
-        "from K (mixture/spec.py)"
-    ]
-    pack = pipe.decoder.packing
-    if pack is not None:
-        if mix.mix_by == "tokens":
-            out.append(
-                f"text: chunks of ~{numbers.chunk_tokens(pack, sum(t.mean for t in pipe.texts) / len(pipe.texts)):,} "
-                "tokens of virtual time; each source's pieces packed on their own (a row holds one "
-                "source), the rows balanced by source in each chunk"
-            )
-        out.append(
-            f"text: predicted fill {pipe.predicted_fill():.1%} (from the mix: each source weighted by its share); "
-            f"one epoch of the mixture (until every source was read whole) ~{pipe.epoch_rows():,} rows of "
-            f"{pack.sequence_length} tokens"
-        )
-    else:
-        out.append(
-            f"one epoch of the mixture (until every source was read whole): {pipe.epoch_rows():,} records"
-        )
-    return out
-
-
 def plan_mixture(
     data: Mapping[str, Any],
     *,
@@ -177,23 +42,23 @@ def plan_mixture(
     plan_one: Callable[..., Pipeline],
     start_step: Any,
     **kwargs: Any,
-) -> MixturePipeline:
+) -> MixturePipeline | MixtureEval:
     """Plans a mixture: each source planned by `plan_one` (build.plan for one dataset), checked
     to agree, and the mixed stream put in place of the first source's read.
+
+    With training=False, the mixture's evaluation: every record of every source once, source
+    by source (`MixtureEval`).
 
     Raises:
       ConfigError: fewer than two sources, bad weights or mix_by, sources of different kinds
         (text, images, tables) or that differ (preset, schema, tokenizer, packing), one dataset
-        under two names, eval (training=False), an order other than resumable.
+        under two names, an order other than resumable, a start_step for eval.
     """
     names = _names(data)
     given = mixture_spec.check_weights(names, weights)
-    if kwargs.get("training", True) is not True:
-        raise ConfigError(
-            "A mixture is a training stream (weighted, endless); evaluate each source on its own "
-            "with build(path, training=False). Received: training=False"
-        )
     position, step = resumable.parse_start(start_step)
+    if kwargs.get("training", True) is not True:
+        return _evaluation(data, names, plan_one, position, step, kwargs)
     seed = kwargs.pop("seed", None)
     config = kwargs.get("config")
     if seed is None and config is not None:
@@ -224,6 +89,40 @@ def plan_mixture(
     by = _mix_by(mix_by, text)
     mix = mixture_spec.make(names, given or _sizes(names, parts, by), by, int(seed))
     return _assemble(mix, parts, position, step, int(seed), service)
+
+
+def _evaluation(
+    data: Mapping[str, Any],
+    names: list[str],
+    plan_one: Callable[..., Pipeline],
+    position: Any,
+    step: int,
+    kwargs: Any,
+) -> MixtureEval:
+    """A mixture's evaluation: each source planned for eval as one dataset, read whole once,
+    source after source (weights and mix_by do not apply: the set is fixed and finite)."""
+    if position is not None or step:
+        raise ConfigError(
+            "A mixture's evaluation reads every record of every source once, from the start; it has "
+            f"no start step. Received: start_step={position if position is not None else step!r}"
+        )
+    if kwargs.get("service") is not None:
+        raise ConfigError("A mixture's evaluation runs here, not on the tf.data service: pass no service=.")
+    kwargs = {k: v for k, v in kwargs.items() if k != "order"}
+    _check_one_kind(names, data, kwargs.get("split", getattr(kwargs.get("config"), "split", None)), False)
+    parts = tuple(plan_one(data[n], start_step=0, **kwargs) for n in names)
+    _check_distinct(names, parts)
+    _check_agree(names, parts)
+    first = parts[0]
+    return MixtureEval(
+        stages=first.stages,
+        plan=first.plan,
+        global_batch_size=first.global_batch_size,
+        preset=first.preset,
+        notes=tuple(f"{n}: {note}" for n, p in zip(names, parts, strict=True) for note in p.notes),
+        names=tuple(names),
+        parts=parts,
+    )
 
 
 def _check_service(service: str | None, position: Any, config: Any, mode: Any) -> None:
