@@ -124,13 +124,11 @@ def main() -> None:
         on_window=paired.print_window,
     )
     summary = paired.summary(results)
-    print(
-        f"CPU per slot token, mixture / {LARGEST} alone: {paired.cpu_ratio(results, 'mixture', 'largest')} (target <= 1.10)"
-    )
+    cpu = paired.cpu_ratio(results, "mixture", "largest")
+    print(f"CPU per slot token, mixture / {LARGEST} alone: {cpu} (target <= 1.10)")
     print(f"slot tokens/s, mixture / {LARGEST} alone: {paired.speed_ratio(results, 'mixture', 'largest')}")
-    print(
-        f"start-up CPU s, mixture / {LARGEST} alone: {paired.ratio(starts['mixture'], starts['largest'])} (target <= 1.2)"
-    )
+    start = paired.ratio(starts["mixture"], starts["largest"])
+    print(f"start-up CPU s, mixture / {LARGEST} alone: {start} (target <= 1.2)")
     for name in makers:
         s = summary[name]
         ns = 1e6 * statistics.median(w.cpu_ms_per_example for w in results[name])
