@@ -292,28 +292,8 @@ def _assemble(
     texts = tuple(_source_text(p) for p in parts) if pack is not None else ()
     decoder, size, cut, blocks = p0.decoder, 0, None, _blocks(mix, texts, BLOCK)
     if pack is not None:
-        shares = numbers.document_shares(mix, texts)
-        mean = sum(w * t.mean for w, t in zip(shares, texts, strict=True))
-        mixed = dataclasses.replace(
-            pack, mean_tokens=mean - added_tokens(pack), histogram=numbers.histogram(texts, shares)
-        )
-        decoder = dataclasses.replace(decoder, packing=mixed)
-        if mix.mix_by == "documents":
-            size = chunk_size(mixed)
-            identity |= mixed.identity() | {"chunk": size}
-            blocks = _blocks(mix, texts, size)
-        else:
-            tokens = numbers.chunk_tokens(pack, mean)
-            cut = mixture_stream.TextCut(
-                pack.sequence_length,
-                pack.eos is not None,
-                pack.classify,
-                pack.truncate,
-                pack.mode,
-                mixture_spec.chunk_span(tokens, mix.rates),
-            )
-            identity |= mixed.identity() | {"chunk_tokens": tokens}
-            blocks = _blocks(mix, texts, tokens)
+        decoder, size, cut, blocks, more = _text(mix, texts, pack, decoder)
+        identity |= more
     reads = tuple(_source_read(p, pack is not None, b) for p, b in zip(parts, blocks, strict=True))
     limit = _limit(mix, parts, texts, decoder.packing, cut, per_step)
     start = _start_fn(position, step, identity, per_step, limit)
@@ -339,6 +319,33 @@ def _assemble(
         cut=cut,
         texts=texts,
     )
+
+
+def _text(
+    mix: MixSpec, texts: Any, pack: Any, decoder: Any
+) -> tuple[Any, int, Any, list[int], dict[str, Any]]:
+    """A text mixture's decoder (its packing with the mix's histogram and mean), documents a
+    chunk (by documents) or cut (by tokens), each source's scan block, and what its Position's
+    identity adds."""
+    shares = numbers.document_shares(mix, texts)
+    mean = sum(w * t.mean for w, t in zip(shares, texts, strict=True))
+    mixed = dataclasses.replace(
+        pack, mean_tokens=mean - added_tokens(pack), histogram=numbers.histogram(texts, shares)
+    )
+    decoder = dataclasses.replace(decoder, packing=mixed)
+    if mix.mix_by == "documents":
+        size = chunk_size(mixed)
+        return decoder, size, None, _blocks(mix, texts, size), mixed.identity() | {"chunk": size}
+    tokens = numbers.chunk_tokens(pack, mean)
+    cut = mixture_stream.TextCut(
+        pack.sequence_length,
+        pack.eos is not None,
+        pack.classify,
+        pack.truncate,
+        pack.mode,
+        mixture_spec.chunk_span(tokens, mix.rates),
+    )
+    return decoder, 0, cut, _blocks(mix, texts, tokens), mixed.identity() | {"chunk_tokens": tokens}
 
 
 def _source_text(p: Pipeline) -> numbers.SourceText:

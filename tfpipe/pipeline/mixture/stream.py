@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.pipeline.mixture import regroup
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
@@ -111,90 +112,6 @@ def segments(tf_: Any, q: Any, before: Any, rate: int, cut: TextCut) -> tuple[An
     return tf_.gather(doc, at), lo, hi, tf_.gather(chunk, at)
 
 
-def _unknown(tf_: Any, value: Any) -> Any:
-    """`value` with an unknown first dimension, so a scan's state may grow without a retrace."""
-    return tf_.raw_ops.PlaceholderWithDefault(input=value, shape=[None, *value.shape[1:]])
-
-
-@dataclasses.dataclass(frozen=True)
-class Items:
-    """What a source's scan carries of each item: `strings` string parts (records, their
-    sources) and `width` int64 parts (one `[n, width]` matrix)."""
-
-    strings: int
-    width: int
-
-
-def _regroup(tf_: Any, nxt: Any, carried: Any, tags: Any, strings: Any, ints: Any, heads: Any) -> Any:
-    """One step of a regrouping scan: the carried items and the new ones (tags non-decreasing)
-    joined, those before group `nxt` dropped, and every group now complete (each tag before the
-    last item's) given as one padded row of each part with its length, empty groups included;
-    the last group's items carried on. `heads` (columns of `ints`): each complete group also
-    gets them of its first item at or after it (the next item when the group is empty).
-
-    Returns:
-      (the next group, what is carried, the groups: padded parts `[groups, n, ...]`, lengths
-      `[groups]` and heads `[groups, len(heads)]`).
-    """
-    tags = tf_.concat([carried[0], tags], 0)
-    strings = tuple(tf_.concat([c, x], 0) for c, x in zip(carried[1], strings, strict=True))
-    ints = tf_.concat([carried[2], ints], 0)
-    lo = tf_.searchsorted(tags, nxt[None], side="left", out_type=tf_.int64)[0]  # tags are sorted
-    tags, strings, ints = tags[lo:], tuple(x[lo:] for x in strings), ints[lo:]
-    last = tf_.maximum(nxt, tf_.reduce_max(tf_.concat([nxt[None], tags], 0)))
-    bounds = tf_.searchsorted(tags, tf_.range(nxt, last + 1), side="left", out_type=tf_.int64)
-    done = bounds[-1]
-
-    def padded(x: Any) -> Any:
-        return tf_.RaggedTensor.from_row_splits(x[:done], bounds, validate=False).to_tensor()
-
-    groups = (*(padded(x) for x in strings), padded(ints), bounds[1:] - bounds[:-1])
-    carry = (tags[done:], tuple(x[done:] for x in strings), ints[done:])
-    if not heads:  # (a [groups, 0] component would crash UnbatchDataset)
-        return last, carry, groups
-    head = tf_.gather(tf_.gather(ints, bounds[:-1]), tf_.constant(list(heads), tf_.int64), axis=1)
-    return last, carry, (*groups, head)
-
-
-def _scan_groups(
-    tf_: Any,
-    ds: Any,
-    init: tuple[Any, ...],
-    tag: Callable[..., Any],
-    first: Any,
-    items: Items,
-    heads: Any = (),
-) -> Any:
-    """`ds` regrouped: `tag(state, *element) -> (state, tags, strings, ints)` tags each element's
-    items (its state carried from element to element, starting at `init`); the result yields
-    one element per group from `first` on: its padded parts, its length and its heads (see
-    `_regroup`; `_unpad` takes the parts back)."""
-    i64 = tf_.int64
-    carry = (
-        _unknown(tf_, tf_.zeros([0], i64)),
-        tuple(_unknown(tf_, tf_.zeros([0], tf_.string)) for _ in range(items.strings)),
-        _unknown(tf_, tf_.zeros([0, items.width], i64)),
-    )
-
-    def step(state: Any, element: Any) -> Any:
-        mine, nxt, carried = state
-        mine, tags, strings, ints = tag(mine, *tf_.nest.flatten(element))
-        last, carried, out = _regroup(tf_, nxt, carried, tags, strings, ints, heads)
-        return (mine, last, carried), out
-
-    return raw.unbatch(ds.scan((init, first, carry), plain(step)))
-
-
-def _unpad(group: Any, items: Items) -> tuple[Any, ...]:
-    """A group's parts without their padding: (strings..., ints `[n, width]`)."""
-    n = group[items.strings + 1]
-    return tuple(x[:n] for x in group[: items.strings + 1])
-
-
-def _length(group: Any, items: Items) -> Any:
-    return group[items.strings + 1]
-
-
 def _cached(s: SourceRead) -> Any:
     """The source's records loaded once (cache="memory"), made outside any dataset function so
     every iterator shares them (`order_stream.cached_records`); None when streamed."""
@@ -236,22 +153,24 @@ def _tag_elements(tf_: Any, mix: MixSpec, s: int, size: int, state: Any, *elemen
 
 
 def _element_groups(
-    tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any, shape: Items
+    tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any, shape: regroup.Items
 ) -> Any:
     """The sources' items (from their `counts`) zipped by group of `size` positions from group
     `first` on: each group's (strings..., ints without the place, source index), its items in
     their global order (their places are a permutation of the group)."""
     streams = [
-        _scan_groups(tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first, shape)
+        regroup.scan_groups(
+            tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first, shape
+        )
         for k, ds in enumerate(items)
     ]
 
     def joined(*groups: Any) -> Any:
-        parts = [_unpad(g, shape) for g in groups]
+        parts = [regroup.unpad(g, shape) for g in groups]
         cat = [tf_.concat([p[i] for p in parts], 0) for i in range(shape.strings + 1)]
         order = tf_.math.invert_permutation(cat[-1][:, -1])
         source = tf_.repeat(
-            tf_.range(len(groups), dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups])
+            tf_.range(len(groups), dtype=tf_.int64), tf_.stack([regroup.length(g, shape) for g in groups])
         )
         return (*(tf_.gather(x, order) for x in cat), tf_.gather(source, order))
 
@@ -273,7 +192,7 @@ def records(
     presets)."""
     tf_ = tf()
     loads = [_cached(s) for s in sources]
-    shape = Items(strings=2, width=3 if keys else 1)
+    shape = regroup.Items(strings=2, width=3 if keys else 1)
 
     def from_step(_: Any) -> Any:
         g = tf_.cast(start(), tf_.int64) * positions_per_step
@@ -378,7 +297,7 @@ def document_chunks(
             _items(s, load, counts[k], keys=False, needs_source=needs_source)
             for k, (s, load) in enumerate(zip(sources, loads, strict=True))
         ]
-        docs = _element_groups(tf_, mix, items, counts, size, first, Items(strings=2, width=1))
+        docs = _element_groups(tf_, mix, items, counts, size, first, regroup.Items(strings=2, width=1))
         return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda d, skip: (d[0], d[1], skip, d[3])))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
@@ -396,7 +315,9 @@ def _document_find(
     def find(target: Any) -> Any:
         lengths = [_ordered_lengths(s, table) for s, table in zip(sources, tables, strict=True)]
         zero = tf_.zeros([n], tf_.int64)
-        chunks = _element_groups(tf_, mix, lengths, zero, size, tf_.constant(0, tf_.int64), Items(0, 2))
+        chunks = _element_groups(
+            tf_, mix, lengths, zero, size, tf_.constant(0, tf_.int64), regroup.Items(0, 2)
+        )
         at = tf_.zeros([n, 2], tf_.int64)
         counts = chunks.map(plain(lambda ints, _: (text_stages.rows_of(pack, ints[:, 0]), at)))
         return _find(tf_, counts, target)
@@ -441,7 +362,7 @@ def token_chunks(
     tables = [_lengths_table(s) for s in sources]
     find = _token_find(mix, sources, cut, tables)
     n = len(sources)
-    shape = Items(2, 5)
+    shape = regroup.Items(2, 5)
 
     def from_step(_: Any) -> Any:
         first, at, skips = _start(tf_, start, rows_per_step, find, n)
@@ -451,12 +372,14 @@ def token_chunks(
             lengths = table()
             items = items.map(plain(lambda r, src, key, t=lengths: (tf_.gather(t, key[:, 1]), r, src)))
             tag = functools.partial(_tag_segments, tf_, mix, k, cut)
-            streams.append(_scan_groups(tf_, items, (at[k, 0], at[k, 1]), tag, first, shape))
+            streams.append(regroup.scan_groups(tf_, items, (at[k, 0], at[k, 1]), tag, first, shape))
 
         def joined(*groups: Any) -> Any:
-            parts = [_unpad(g, shape) for g in groups]
+            parts = [regroup.unpad(g, shape) for g in groups]
             records, names, ints = (tf_.concat([p[i] for p in parts], 0) for i in range(3))
-            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+            source = tf_.repeat(
+                tf_.range(n, dtype=tf_.int64), tf_.stack([regroup.length(g, shape) for g in groups])
+            )
             return records, names, source, ints[:, _LO], ints[:, _HI], ints[:, _KEPT]
 
         chunks = tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
@@ -473,12 +396,12 @@ def _token_find(
     segments tagged as the stream tags them, placed as the pack stage places them)."""
     tf_ = tf()
     n = len(sources)
-    shape = Items(0, 5)
+    shape = regroup.Items(0, 5)
 
     def find(target: Any) -> Any:
         zero = tf_.constant(0, tf_.int64)
         walks = [
-            _scan_groups(
+            regroup.scan_groups(
                 tf_,
                 _ordered_lengths(s, table),
                 (zero, zero),
@@ -491,8 +414,10 @@ def _token_find(
         ]
 
         def rows(*groups: Any) -> Any:
-            ints = tf_.concat([_unpad(g, shape)[0] for g in groups], 0)
-            source = tf_.repeat(tf_.range(n, dtype=tf_.int64), tf_.stack([_length(g, shape) for g in groups]))
+            ints = tf_.concat([regroup.unpad(g, shape)[0] for g in groups], 0)
+            source = tf_.repeat(
+                tf_.range(n, dtype=tf_.int64), tf_.stack([regroup.length(g, shape) for g in groups])
+            )
             count = packer.by_source(tf_, ints[:, _HI] - ints[:, _LO], source, cut.L, cut.mode, n)[5]
             return count, tf_.stack([g[-1] for g in groups])
 
@@ -506,7 +431,9 @@ def find_start(
 ) -> tuple[Any, Any, Any]:
     """(chunk, rows before it, each source's (document, tokens before it) there) of the chunk
     holding row `target` of this input pipeline's mixed text, run now (describe(), tests)."""
-    tables = [functools.partial(text_stages.read_lengths, s.lengths) for s in sources]
+    tables: list[Callable[[], Any]] = [
+        functools.partial(text_stages.read_lengths, s.lengths) for s in sources
+    ]
     if cut is None:
         return _document_find(mix, sources, pack, size, tables)(target)
     return _token_find(mix, sources, cut, tables)(target)

@@ -218,7 +218,11 @@ def first_fit_by(
     """`first_fit` of each source's pieces into rows of their own, every source's rounds run
     at once: (row, offset) of every piece, the row count and each row's source. Rows and pieces
     are sorted by (source, then as `first_fit` sorts them), so each source's pieces meet only its
-    rows and go where `first_fit` of them alone puts them."""
+    rows and go where `first_fit` of them alone puts them.
+
+    Long: one while loop for every source (a loop a source would trace and run the packer's
+    rounds once per source), its round the steps of `first_fit`'s with the sources' keys.
+    """
     i64 = tf_.int64
     span = 2 * L + 2  # a source's keys (source * span - length) never reach the next source's
     order = tf_.cast(tf_.argsort(source * span - length, stable=True), i64)
