@@ -11,8 +11,12 @@ KJV chapters ~830 tokens, documentation sections ~510, whole standard-library fi
    built alone) combined by the weights, `sum(w) / sum(w / fill)`: what the same tokens fill
    when each source packs alone (target: within 1 point).
 3. CPU per slot token of the mixture against its largest source alone ("code", by tokens),
-   paired by round with the order alternating (benchmarks/paired.py; target <= 1.10x), and the
-   CPU from build() to the first batch of each (issue 45's start-up target <= 1.2x).
+   paired by round with the order alternating (benchmarks/paired.py; target <= 1.10x), and
+   against its sources alone combined as the mixture's rows hold them (each source's CPU per
+   slot token alone, weighted by its share of the mixture's rows, w / fill): what mixing adds
+   over packing the same documents alone. Each source costs what its documents cost (short
+   documents more per token), so the first ratio also measures the sources' unlike documents.
+   And the CPU from build() to the first batch (issue 45's start-up target <= 1.2x).
 
 Run: PYTHONPATH=. TFPIPE_BENCH_DATA=/tmp/tfpipe-bench python benchmarks/mixture_three.py
 (TFPIPE_MIX_ROUNDS rounds, default 6; windows of TFPIPE_MIX_SECONDS, default 8 s). The first
@@ -108,12 +112,13 @@ def main() -> None:
     makers = {
         "largest": lambda: tfpipe.build(data[LARGEST], **kw),
         "mixture": lambda: tfpipe.build(data, weights=WEIGHTS, **kw),
+        **{n: (lambda n=n: tfpipe.build(data[n], **kw)) for n in WEIGHTS if n != LARGEST},
     }
     for make in makers.values():
         startup(make)  # the first build imports and traces: not what a start costs
     starts: dict[str, list[float]] = {name: [] for name in makers}
     for r in range(ROUNDS):
-        for name in makers if r % 2 == 0 else reversed(list(makers)):
+        for name in ("largest", "mixture") if r % 2 == 0 else ("mixture", "largest"):
             starts[name].append(startup(makers[name]))
     results = paired.rounds(
         makers,
@@ -126,10 +131,21 @@ def main() -> None:
     summary = paired.summary(results)
     cpu = paired.cpu_ratio(results, "mixture", "largest")
     print(f"CPU per slot token, mixture / {LARGEST} alone: {cpu} (target <= 1.10)")
+    rows = {n: w / alone[n] for n, w in WEIGHTS.items()}
+    each = {
+        n: statistics.median(w.cpu_ms_per_example for w in results["largest" if n == LARGEST else n])
+        for n in WEIGHTS
+    }
+    combined_cpu = sum(rows[n] * each[n] for n in WEIGHTS) / sum(rows.values())
+    mixture_cpu = statistics.median(w.cpu_ms_per_example for w in results["mixture"])
+    print(
+        f"CPU per slot token, mixture / its sources alone combined by its rows: {mixture_cpu / combined_cpu:.3f}x "
+        "(medians; each alone: " + ", ".join(f"{n} {1e6 * c:.0f} ns" for n, c in each.items()) + ")"
+    )
     print(f"slot tokens/s, mixture / {LARGEST} alone: {paired.speed_ratio(results, 'mixture', 'largest')}")
     start = paired.ratio(starts["mixture"], starts["largest"])
     print(f"start-up CPU s, mixture / {LARGEST} alone: {start} (target <= 1.2)")
-    for name in makers:
+    for name in ("largest", "mixture"):
         s = summary[name]
         ns = 1e6 * statistics.median(w.cpu_ms_per_example for w in results[name])
         print(
