@@ -283,7 +283,7 @@ def test_weights_need_a_mapping_of_sources(text_ds):
         plan(text_ds, weights={"a": 1}, **SMALL)
     with pytest.raises(ConfigError, match="at least two names"):
         plan({"a": text_ds}, **SMALL)
-    with pytest.raises(ConfigError, match="training=False"):
+    with pytest.raises(ConfigError, match="must be different data"):
         plan({"a": text_ds, "b": text_ds}, training=False, **SMALL)
 
 
@@ -429,3 +429,41 @@ def test_a_position_of_the_old_mixture_is_refused_naming_both_versions():
     }
     with pytest.raises(ConfigError, match=r"the mixture's version = 1, this pipeline with 2"):
         check_identity(old, new, "the restored checkpoint")
+
+
+def test_a_mixture_s_epoch_lasts_until_every_source_was_read_whole(web, text_ds):
+    """One epoch of a mixture: one epoch of the source that takes longest at its weight (its
+    tokens as packed over its weight), in rows at the mix's predicted fill; steps_per_epoch
+    says it."""
+    from tfpipe.pipeline.mixture import numbers
+
+    weights = {"web": 0.3, "code": 0.7}
+    p = plan(mix(web, text_ds), weights=weights, batch_size=B, sequence_length=L, seed=1)
+    longest = max(t.tokens / w for t, w in zip(p.texts, (0.3, 0.7), strict=True))
+    assert numbers.epoch_tokens(p.mixture, p.texts) == pytest.approx(longest)
+    rows = round(longest / (L * p.predicted_fill()))
+    assert p.epoch_rows() == rows
+    steps = tfpipe.steps_per_epoch(mix(web, text_ds), B, sequence_length=L, weights=weights)
+    assert steps == rows // B
+    assert "one epoch of the mixture (until every source was read whole)" in p.describe()
+
+
+@pytest.mark.slow
+def test_eval_reads_every_document_of_every_source_once(web, text_ds):
+    """training=False: each source as build(path, training=False) reads it, one after the
+    other: every token of both once, a finite dataset with its cardinality."""
+    ds = tfpipe.build(mix(web, text_ds), training=False, batch_size=B, sequence_length=L)
+    real = sum(
+        int((b[0]["segment_ids"].numpy() != 0).sum())
+        if isinstance(b, tuple)
+        else int((b["segment_ids"].numpy() != 0).sum())
+        for b in ds
+    )
+    eos = plan(web, batch_size=B, sequence_length=L).decoder.packing.eos is not None
+    expected = sum(
+        Manifest.load(r).split("train").text.tokens + eos * Manifest.load(r).split("train").text.documents
+        for r in (web, text_ds)
+    )
+    assert real == expected and int(ds.cardinality()) > 0
+    with pytest.raises(ConfigError, match="no start step"):
+        plan(mix(web, text_ds), training=False, start_step=3, seed=1, batch_size=B, sequence_length=L)

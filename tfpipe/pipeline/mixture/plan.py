@@ -370,11 +370,10 @@ def _notes(mix: MixSpec, parts: tuple[Pipeline, ...], text: bool, service: str |
     """Each source's notes by name (its own chunking and fill left out: the mixture chunks its
     stream and has its own), with the mixture's service."""
     own = ("text: chunks of", "text: predicted fill", "text: one epoch packs")
-    notes = tuple(
-        f"{n}: {note}"
-        for n, p in zip(mix.names, parts, strict=True)
-        for note in p.notes
-        if not (text and note.startswith(own))
+    kept = [[note for note in p.notes if not (text and note.startswith(own))] for p in parts]
+    every = [note for note in kept[0] if all(note in k for k in kept[1:])]  # said once
+    notes = tuple(every) + tuple(
+        f"{n}: {note}" for n, k in zip(mix.names, kept, strict=True) for note in k if note not in every
     )
     if service is not None:
         notes += (
