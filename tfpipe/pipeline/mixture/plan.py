@@ -357,13 +357,13 @@ def _source_text(p: Pipeline) -> numbers.SourceText:
 
 
 def _blocks(mix: MixSpec, texts: tuple[numbers.SourceText, ...], group: int) -> list[int]:
-    """Items each source's scan takes a step: about half its share of a group (`group`
-    positions, or tokens for text by tokens), within [16, 4096]."""
+    """Items each source's scan takes a step: about its share of a group (`group` positions, or
+    tokens for text by tokens), within [16, 4096]: a step's fixed cost once a group."""
     if mix.mix_by == "tokens" and texts:
         per_group = [group * w / t.mean for w, t in zip(mix.shares(), texts, strict=True)]
     else:
         per_group = [group * w for w in mix.shares()]
-    return [int(min(4096, max(16, n // 2))) for n in per_group]
+    return [int(min(4096, max(16, n))) for n in per_group]
 
 
 def _notes(mix: MixSpec, parts: tuple[Pipeline, ...], text: bool, service: str | None) -> tuple[str, ...]:
