@@ -20,7 +20,7 @@ must equal row for row, as packing.reference is the packer's.
    proportion within about one row.
 
 So every window of batches holds each source within about two rows of its weight, whatever
-the documents' lengths: 0.41 point at worst over windows of 100 batches of 4 x 2048 on three
+the documents' lengths: 0.37 point at worst over windows of 100 batches of 4 x 2048 on three
 corpora of 500 to 6,500 tokens a document (benchmarks/mixture_three.py), where a choice per
 document strayed 4.8 points. Rows of one source fill as that source fills alone.
 """

@@ -52,7 +52,7 @@ class SourceRead:
       cached: cache="memory": the source's records loaded once, ordered from memory.
       parallelism: files read in parallel.
       lengths: the source's lengths file (text), or None.
-      block: records a step of its scan takes (about half its share of a group).
+      block: records a step of its scan takes (about its share of a group).
     """
 
     spec: Any
