@@ -58,13 +58,13 @@ def windows(data: dict[str, str]) -> tuple[list[list[float]], float, float]:
     and its prediction from the mix."""
     import tfpipe
     from tfpipe.bench.measure import mixshare
+    from tfpipe.pipeline.mixture import pack as mixture_pack
 
     worst, fill, predicted = [], 0.0, 0.0
     for seed in (1, 2, 3):
         pipe = tfpipe.plan(data, weights=WEIGHTS, batch_size=B, sequence_length=L, seed=seed)
-        names = [s.name for s in pipe.stages]
         per_batch = np.array(
-            [mixshare.by_source(r) for r in pipe.dataset(names.index("batch") + 1).take(BATCHES)], np.int64
+            [mixshare.by_source(r) for r in mixture_pack.counting(pipe).take(BATCHES)], np.int64
         )
         worst.append(mixshare.worst_windows(per_batch, list(WEIGHTS.values()), 100).tolist())
         if seed == 1:

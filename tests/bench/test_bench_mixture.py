@@ -367,7 +367,8 @@ def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(s
             for i in range(1, seg.max() + 1):
                 piece = row[seg == i].tolist()
                 traced[key[(*piece[:24], len(piece))]] += len(piece)
-    names = [s.name for s in p.stages]
-    counted = sum(mixshare.by_source(rows) for rows in p.dataset(names.index("batch") + 1).take(60))
+    from tfpipe.pipeline.mixture import pack as mixture_pack
+
+    counted = sum(mixshare.by_source(rows) for rows in mixture_pack.counting(p).take(60))
     assert counted.tolist() == traced
     assert min(traced) > 0

@@ -1,9 +1,10 @@
 """A text mixture's realised share of real tokens by source, counted over bench's batches.
 
 Each packed row carries its real tokens by source (`mixture/pack.py`'s MIXTURE_TOKENS, dropped
-before the output form), so the counting pass that measures the fill (textmeasure.py) sums
-them batch by batch in the same pass: each source's share beside its weight, and the worst
-window of WINDOW consecutive batches. Every row's counts are checked against its real tokens
+by the batch stage; `mixture_pack.counting` batches the pack stage's rows alike), so the
+counting pass that measures the fill (textmeasure.py) sums them batch by batch in the same
+pass: each source's share beside its weight, and the worst window of WINDOW consecutive
+batches. Every row's counts are checked against its real tokens
 (segment id not 0) there: a row that disagrees is refused as a bug.
 """
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
+from tfpipe.pipeline.mixture import pack as mixture_pack
 from tfpipe.pipeline.mixture.pack import MIXTURE_TOKENS
 
 if TYPE_CHECKING:
@@ -73,8 +75,7 @@ def window_shares(pipe: MixturePipeline, *, batches: int, window: int) -> Any:
     among the first `batches` (from step 0): a float NumPy array `[batches - window + 1,
     sources]`, from one pass over the pipeline's batches. Exact for the seed (the order is a
     function of it), not a measure of speed."""
-    names = [s.name for s in pipe.stages]
-    ds = pipe.dataset(names.index("batch") + 1)
+    ds = mixture_pack.counting(pipe)
     per_batch = np.array([by_source(rows) for rows in ds.take(batches)], np.int64)
     totals = np.cumsum(np.vstack([np.zeros_like(per_batch[:1]), per_batch]), 0)
     tokens = totals[window:] - totals[:-window]

@@ -29,6 +29,7 @@ from tfpipe.bench.results import SourceText, TextMeasure
 from tfpipe.errors import DataError
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
+from tfpipe.pipeline.mixture import pack as mixture_pack
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
@@ -204,14 +205,13 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
     from tfpipe._tf import tf
 
     tf_ = tf()
-    ds = pipe.dataset(_prefix(pipe, "batch")).map(
-        lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
-    )
+    mixture = getattr(pipe, "mixture", None) is not None
+    batches = mixture_pack.counting(pipe) if mixture else pipe.dataset(_prefix(pipe, "batch"))
+    ds = batches.map(lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows))
     slots = pipe.batch_size * pipe.decoder.packing.sequence_length
     n, real, squares, sampled = 0, 0, 0.0, 0
     sample: list[list[int]] = []
     by_source: list[Any] = []
-    mixture = getattr(pipe, "mixture", None) is not None
     start = time.monotonic()
     for count, rows in ds:
         if mixture:

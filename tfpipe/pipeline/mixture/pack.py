@@ -9,8 +9,8 @@
   order, as one source's are.
 
 Each row also carries its real tokens by source, `MIXTURE_TOKENS` (`[sources]`): bench counts
-the shares from the batches it counts (bench/measure/mixshare.py). The mixture's map stage drops
-it before the output form, so a model never sees it.
+the shares from the batches it counts (`counting`, bench/measure/mixshare.py). The mixture's
+batch stage drops it, so a model never sees it.
 """
 
 from __future__ import annotations
@@ -123,15 +123,28 @@ def _rows_stage(p: StagePlan, rows: Any) -> StageFn:
     return pack_rows
 
 
-def map_stage(p: StagePlan) -> StageFn:
-    """The preset's final map, MIXTURE_TOKENS dropped first."""
-    finalize = p.decoder.finalize
+def batch_stage(p: StagePlan) -> StageFn:
+    """Rows -> `[B, L]` int32 batches as one source's (text/stages.py), MIXTURE_TOKENS dropped
+    in the same map: the model never sees it, and no map is added for it. bench counts it on the
+    pack stage's rows batched alike (`counting`)."""
+    size = p.batch_size
 
-    def final_map(ds: Any) -> Any:
-        def drop(rows: Any) -> Any:
-            rows = {k: v for k, v in rows.items() if k != MIXTURE_TOKENS}
-            return rows if finalize is None else finalize(rows)
+    def batch(ds: Any) -> Any:
+        tf_ = tf()
+        batches = ds.batch(size, drop_remainder=True)
+        return batches.map(
+            plain(lambda rows: {k: tf_.cast(v, tf_.int32) for k, v in rows.items() if k != MIXTURE_TOKENS})
+        )
 
-        return ds.map(plain(drop), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
+    return batch
 
-    return final_map
+
+def counting(pipe: Any) -> Any:
+    """The mixture's batches as its batch stage makes them, MIXTURE_TOKENS kept: the pack stage's
+    rows batched (bench's count by source)."""
+    tf_ = tf()
+    names = [s.name for s in pipe.stages]
+    rows = pipe.dataset(names.index("pack") + 1)
+    return rows.batch(pipe.batch_size, drop_remainder=True).map(
+        plain(lambda r: {k: tf_.cast(v, tf_.int32) for k, v in r.items()})
+    )

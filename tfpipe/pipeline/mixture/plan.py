@@ -302,7 +302,7 @@ def _assemble(
     replaced = {"interleave": _mixed_read(mix, reads, p0, decoder, start, size, cut, per_step)}
     if pack is not None:
         by = mixture_pack.documents_stage if mix.mix_by == "documents" else mixture_pack.tokens_stage
-        replaced |= {"pack": by(plan, len(parts)), "map": mixture_pack.map_stage(plan)}
+        replaced |= {"pack": by(plan, len(parts)), "batch": mixture_pack.batch_stage(plan)}
     made = tuple(dataclasses.replace(s, fn=replaced.get(s.name, s.fn)) for s in make_stages(plan))
     return MixturePipeline(
         stages=made,
