@@ -334,15 +334,40 @@ _LO, _HI, _KEPT, _DOC, _BEFORE = range(5)
 
 def _tag_segments(tf_: Any, mix: MixSpec, s: int, cut: TextCut, state: Any, lengths: Any, *rest: Any) -> Any:
     """Tags the segments of a block of source `s`'s documents (their token counts `lengths`,
-    `rest` their records) with their chunk. State: the source's documents and tokens before the
-    block."""
+    `rest` their records and sources, or their rows in the source's loaded records) with their
+    chunk. State: the source's documents and tokens before the block."""
     done, before = state
     q = cut.kept(tf_, lengths)
     doc, lo, hi, chunk = segments(tf_, q, before, mix.rates[s], cut)
     doc_before = before + tf_.gather(tf_.cumsum(q, exclusive=True), doc)
-    ints = tf_.stack([lo, hi, tf_.gather(q, doc), done + doc, doc_before], 1)
+    rest = tuple(tf_.gather(r, doc) for r in rest)
+    rows = [r for r in rest if r.dtype != tf_.string]
+    ints = tf_.stack([lo, hi, tf_.gather(q, doc), done + doc, doc_before, *rows], 1)
     state = (done + tf_.size(q, out_type=tf_.int64), before + tf_.reduce_sum(q))
-    return state, chunk, tuple(tf_.gather(r, doc) for r in rest), ints
+    return state, chunk, tuple(r for r in rest if r.dtype == tf_.string), ints
+
+
+def _loaded_rows(s: SourceRead, start: Any, lengths: Any, needs_source: bool) -> Any:
+    """A cached source's documents from item `start` on as (token counts, rows in its loaded
+    records, sources): its order applied to the row numbers, not to the records, so its
+    scan carries numbers and the chunk gathers each record once."""
+    tf_ = tf()
+    first = tf_.constant(s.spec.first_ids, tf_.int64)
+    by_row = tf_.gather(
+        lengths, tf_.ragged.range(first, first + tf_.constant(s.spec.counts, tf_.int64)).flat_values
+    )
+    rows = order_stream.stream(
+        s.spec,
+        None,
+        lambda: start * s.stride,
+        cached=True,
+        sources=needs_source,
+        keys=False,
+        batch=s.block,
+        parallelism=1,
+        load=lambda: tf_.range(s.spec.examples, dtype=tf_.int64),
+    )
+    return rows.map(plain(lambda row, name: (tf_.gather(by_row, row), row, name)))
 
 
 def token_chunks(
@@ -356,31 +381,44 @@ def token_chunks(
 ) -> Any:
     """The mixed text in chunks of virtual time `(records, sources, skip, source index, lo, hi,
     tokens)` from the step `start()` gives: each chunk's segments, source by source; the chunk
-    holding the step's first row first, its rows before the step as skip."""
+    holding the step's first row first, its rows before the step as skip. A cached source's
+    scan carries its records' rows, not the records (a record's bytes copied once, not at
+    every step of the scan)."""
     tf_ = tf()
     loads = [_cached(s) for s in sources]
     tables = [_lengths_table(s) for s in sources]
     find = _token_find(mix, sources, cut, tables)
     n = len(sources)
-    shape = regroup.Items(2, 5)
+    shapes = [regroup.Items(1, 6) if load is not None else regroup.Items(2, 5) for load in loads]
 
     def from_step(_: Any) -> Any:
         first, at, skips = _start(tf_, start, rows_per_step, find, n)
-        streams = []
+        streams, records = [], []
         for k, (s, load, table) in enumerate(zip(sources, loads, tables, strict=True)):
-            items = _items(s, load, at[k, 0], keys=True, needs_source=needs_source)
             lengths = table()
-            items = items.map(plain(lambda r, src, key, t=lengths: (tf_.gather(t, key[:, 1]), r, src)))
+            if load is not None:
+                items = _loaded_rows(s, at[k, 0], lengths, needs_source)
+                records.append(load())
+            else:
+                items = _items(s, load, at[k, 0], keys=True, needs_source=needs_source)
+                items = items.map(plain(lambda r, src, key, t=lengths: (tf_.gather(t, key[:, 1]), r, src)))
+                records.append(None)
             tag = functools.partial(_tag_segments, tf_, mix, k, cut)
-            streams.append(regroup.scan_groups(tf_, items, (at[k, 0], at[k, 1]), tag, first, shape))
+            streams.append(regroup.scan_groups(tf_, items, (at[k, 0], at[k, 1]), tag, first, shapes[k]))
 
         def joined(*groups: Any) -> Any:
-            parts = [regroup.unpad(g, shape) for g in groups]
-            records, names, ints = (tf_.concat([p[i] for p in parts], 0) for i in range(3))
+            parts = [regroup.unpad(g, shape) for g, shape in zip(groups, shapes, strict=True)]
+            mine = [
+                (tf_.gather(table, p[-1][:, 5]), p[0]) if table is not None else (p[0], p[1])
+                for p, table in zip(parts, records, strict=True)
+            ]
+            ints = tf_.concat([p[-1][:, :5] for p in parts], 0)
             source = tf_.repeat(
-                tf_.range(n, dtype=tf_.int64), tf_.stack([regroup.length(g, shape) for g in groups])
+                tf_.range(n, dtype=tf_.int64),
+                tf_.stack([regroup.length(g, shape) for g, shape in zip(groups, shapes, strict=True)]),
             )
-            return records, names, source, ints[:, _LO], ints[:, _HI], ints[:, _KEPT]
+            recs, names = (tf_.concat([m[i] for m in mine], 0) for i in range(2))
+            return recs, names, source, ints[:, _LO], ints[:, _HI], ints[:, _KEPT]
 
         chunks = tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
         return tf_.data.Dataset.zip((chunks, skips)).map(plain(lambda c, skip: (c[0], c[1], skip, *c[2:])))
