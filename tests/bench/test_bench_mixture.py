@@ -134,8 +134,8 @@ def test_lengths_padding_and_fill_are_said_per_source_and_for_the_mix() -> None:
         "into pieces); its epoch alone packs into ~290 rows",
         "code: documents of p50 300, p90 1,400, p99 3,000, max 5,000 tokens; 90 of 100 longer than 128 "
         "(cut into pieces); its epoch alone packs into ~410 rows",
-        "the mix: documents of p50 59, p90 259, p99 557, max 1,300 tokens; 180 of 700 longer than 128 "
-        "(cut into pieces); one epoch of the mixture (every source read whole) packs into ~700 rows",
+        "the mix: documents of p50 59, p90 259, p99 557, max 1,300 tokens; 25.7% of the mixed documents "
+        "longer than 128 (cut into pieces); one epoch of the mixture (every source read whole) packs into ~700 rows",
         "the mixed stream in chunks of ~575 documents of ~250 rows each",
     ]
     assert padding_sentence(t).endswith(
@@ -333,6 +333,9 @@ def test_a_mixture_bench_measures_each_source_near_its_weight(sources, tmp_path,
         )
         said = f"{source['name']}: documents of p50 {p50:,}, p90 "
         assert said in out and f"tokens; {longer:,} of {documents:,} longer than {L}" in out
+    # The mix's own lengths are drawn from the mix: a share of its documents, not a count of 700.
+    mixed = t["lengths"]["longer"] / t["documents"]
+    assert f"tokens; {mixed:.1%} of the mixed documents longer than {L}" in out
     assert "of 700 longer" not in out
 
 

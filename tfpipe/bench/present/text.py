@@ -39,11 +39,17 @@ def length_lines(t: TextFigures) -> list[str]:
     past = "truncated" if m.truncate else "cut into pieces"
     room = t.sequence_length - 2 if m.classify else t.sequence_length
 
-    def said(lengths: dict[str, int], documents: int) -> str:
+    def said(lengths: dict[str, int], documents: int, mixed: bool = False) -> str:
+        # The mix's histogram is drawn (numbers.histogram), so its count of documents is not
+        # one the user has: the mix says the share longer than L.
+        longer = (
+            f"{lengths['longer'] / max(documents, 1):.1%} of the mixed documents"
+            if mixed
+            else f"{lengths['longer']:,} of {documents:,}"
+        )
         return (
             f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
-            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {documents:,} longer than "
-            f"{room:,} ({past})"
+            f"max {lengths['max']:,} tokens; {longer} longer than {room:,} ({past})"
         )
 
     if not m.sources:
@@ -53,7 +59,7 @@ def length_lines(t: TextFigures) -> list[str]:
             f"{s.name}: {said(s.lengths, s.documents)}; its epoch alone packs into ~{s.epoch_rows:,} rows"
             for s in m.sources
         ),
-        f"the mix: {said(m.lengths, m.documents)}; one epoch of the mixture (every source read whole) "
+        f"the mix: {said(m.lengths, m.documents, mixed=True)}; one epoch of the mixture (every source read whole) "
         f"packs into ~{m.epoch_rows:,} rows",
         f"the mixed stream in chunks of ~{m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each",
     ]
