@@ -1,5 +1,5 @@
 """Pipelines that tfpipe's imagenet pipeline is measured against, besides the baseline
-(tfpipe/bench/measure/recipe.py, unchanged): the decode-only ceiling and the baseline's eval twin.
+(tfpipe/modalities/images/bench/recipe.py, unchanged): the decode-only ceiling and the baseline's eval twin.
 
 - `decode_only(root, batch)`: the ceiling of any pipeline that decodes the training crops.
   tfpipe's own read stages (the same files, cache, shuffle and options), then per record only

@@ -43,7 +43,7 @@ def maker(images: list[bytes], jpeg_only: bool):
     import tensorflow as tf
 
     from tfpipe._tf import plain
-    from tfpipe.presets.imagenet import ImagenetOptions, _decode_fn
+    from tfpipe.modalities.images.preset import ImagenetOptions, _decode_fn
 
     decode = _decode_fn(tf, ImagenetOptions(), True, 0, jpeg_only)
     records = tf.data.Dataset.from_tensor_slices(images).cache()

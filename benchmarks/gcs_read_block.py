@@ -34,8 +34,8 @@ def measure(root: str, epochs: int) -> None:
     dest = gcs_twin.upload_dataset(root, "gs://block/ds")
 
     import tfpipe
-    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.format.manifest import Manifest
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
     from tfpipe.pipeline import plan
 
     split = Manifest.load(root).splits["train"]

@@ -20,7 +20,7 @@ what a dataset copied to gs:// by another tool costs, whose checks read tfpipe.j
 
 Contenders, per dataset and twin shaping (TFPIPE_GCS_SHAPINGS, "unshaped,like_gcs"), each
 round a fresh pipeline of each, the order alternating between rounds (TFPIPE_BENCH_RUNS, 4):
-- the baseline (tfpipe/bench/measure/recipe.py, unchanged, repeated) and `tfpipe.build(data,
+- the baseline (tfpipe/modalities/images/bench/recipe.py, unchanged, repeated) and `tfpipe.build(data,
   cache="none")`, whose every epoch reads gs://: the first epoch (from `iter()`, the start
   included), then TFPIPE_BENCH_EPOCHS (1) more, timed apart: the steady state. Windows are
   whole epochs: the resumable order reads a window of up to `shuffle_buffer` records whole,
@@ -134,7 +134,7 @@ def epoch_rounds(makers: dict, steps: int) -> tuple[dict, dict]:
 
 def sweep(gcs, name: str, data: str, shaping: str) -> list[paired.Row]:
     import tfpipe
-    from tfpipe.bench.measure.recipe import recipe_dataset
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
     manifest = Manifest.load(data)
     files, split = manifest.shard_paths("train"), manifest.splits["train"]

@@ -9,7 +9,7 @@ Each sweep times the default and every alternative once per round, alternating t
 (benchmarks/paired.py), and prints one table row per alternative: its throughput ratio to the
 default with a 95% interval, cores busy and CPU ms per example of both. A ratio whose interval
 holds 1.0 is "no difference measured". The figures are quoted in the comments of
-tfpipe/pipeline/config.py and tfpipe/presets/imagenet.py and in benchmarks/RESULTS.md.
+tfpipe/pipeline/config.py and tfpipe/modalities/images/preset.py and in benchmarks/RESULTS.md.
 
 The read sweep runs with cache="none": with the default cache the records are read from
 memory after the first epoch, so read settings cannot matter there.

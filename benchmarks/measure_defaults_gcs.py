@@ -27,7 +27,7 @@ epoch reads the twin):
 - train-parallel: the whole training pipeline, cache="none", at read_parallelism AUTOTUNE
   (the default), 4, 8 and 16, with the baseline for reference (not in the default run).
 - vs-baseline: build() (its default cache="auto", and cache="none") against
-  tfpipe/bench/measure/recipe.py, unchanged, on the same gs:// shards.
+  tfpipe/modalities/images/bench/recipe.py, unchanged, on the same gs:// shards.
 
 What TensorFlow does under these knobs (TF 2.21, seen in the twin's request log): its gs://
 reader fetches GCS_READ_CACHE_BLOCK_SIZE_MB (64 MiB, read when TF is imported) per request
@@ -104,7 +104,7 @@ def makers(data: str, sweep: str) -> tuple[dict, int]:
             )
             for k, kw in variants.items()
         }, BATCH
-    from tfpipe.bench.measure.recipe import recipe_dataset
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
     files = tfpipe.Manifest.load(data).shard_paths("train")
     if sweep == "train-parallel":

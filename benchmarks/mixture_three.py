@@ -57,8 +57,8 @@ def windows(data: dict[str, str]) -> tuple[list[list[float]], float, float]:
     """Each seed's worst window per source (points), the mixture's fill over seed 1's batches
     and its prediction from the mix."""
     import tfpipe
-    from tfpipe.bench.measure import mixshare
-    from tfpipe.pipeline.mixture import pack as mixture_pack
+    from tfpipe.modalities.text.bench import mixshare
+    from tfpipe.modalities.text.mixture import pack as mixture_pack
 
     worst, fill, predicted = [], 0.0, 0.0
     for seed in (1, 2, 3):

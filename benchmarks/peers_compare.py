@@ -14,7 +14,7 @@ contenders' names below).
 The contenders (benchmarks/peers.py says how each peer is written, and why so):
 - tfpipe uint8: `tfpipe.build(data, batch_size=128)`, its defaults (cache="auto": the records
   in memory after the first epoch); tfpipe uint8, cache=none: every epoch reads the files;
-- baseline: tfpipe/bench/measure/recipe.py, unchanged (float32, bicubic, no cache);
+- baseline: tfpipe/modalities/images/bench/recipe.py, unchanged (float32, bicubic, no cache);
 - ceiling: benchmarks/contenders.py decode_only (parse, crop window, decode_and_crop_jpeg);
 - dali, grain: benchmarks/peers.py;
 - keras: `keras.utils.image_dataset_from_directory` over the source JPEG folder, with a
@@ -106,7 +106,7 @@ def contenders(src: str, dest: str) -> dict[str, Callable[[], Any]]:
 
     import tfpipe
     from tfpipe._tf import tf
-    from tfpipe.bench.measure.recipe import recipe_dataset
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
     tf_ = tf()
     files = tfpipe.Manifest.load(dest).shard_paths("train")

@@ -4,7 +4,7 @@ by round with the contenders' order alternating, ratios as geometric means with 
 (benchmarks/paired.py):
 
 1. images, from making the dataset to its first batch of TFPIPE_BENCH_BATCH (128): the baseline
-   recipe (tfpipe/bench/measure/recipe.py), tfpipe training with cache="none", with the default cache,
+   recipe (tfpipe/modalities/images/bench/recipe.py), tfpipe training with cache="none", with the default cache,
    and eval (training=False); target <= 1.5x;
 2. images, `iter()` and the first batch again on an existing dataset (what Keras does for
    `validation_data` every epoch): the baseline, tfpipe training (default cache) and eval;
@@ -132,8 +132,8 @@ def first_epochs(data: str, where: str) -> None:
     import gcs_vs_baseline
 
     import tfpipe
-    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.format.manifest import Manifest
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
     manifest = Manifest.load(data)
     files, steps = manifest.shard_paths("train"), manifest.splits["train"].examples // BATCH
@@ -170,9 +170,9 @@ def main() -> None:
 
 def run(root: str, gcs) -> None:
     import tfpipe
-    from tfpipe.bench.measure.recipe import recipe_dataset
     from tfpipe.format.manifest import Manifest
-    from tfpipe.pipeline.text import stages as text_stages
+    from tfpipe.modalities.images.bench.recipe import recipe_dataset
+    from tfpipe.modalities.text import stages as text_stages
 
     data = local_data(root)
     files = Manifest.load(data).shard_paths("train")

@@ -89,7 +89,7 @@ def test_producer_imagenet_tfpipe(benchmark, imagenet_pipe) -> None:
 
 
 def test_producer_imagenet_baseline(benchmark, imagenet_pipe, imagenet) -> None:
-    recipe = pytest.importorskip("tfpipe.bench.measure.recipe")
+    recipe = pytest.importorskip("tfpipe.modalities.images.bench.recipe")
     # The recipe does not repeat; repeating its file list keeps one epoch longer than a window
     # (as `tfpipe bench --compare` does), instead of restarting it cold every 10 batches.
     files = list(imagenet_pipe.files) * 50

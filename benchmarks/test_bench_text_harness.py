@@ -22,8 +22,8 @@ from bands import BANDS, default_cli_run, report, simulate_timed
 
 from tfpipe.bench import wait
 from tfpipe.bench.config import DEFAULT_BATCH, BenchConfig
-from tfpipe.bench.measure import textmeasure
 from tfpipe.bench.measure.synthetic import SyntheticSpec, ensure_dataset
+from tfpipe.modalities.text.bench import measure as textmeasure
 
 pytest.importorskip("tokenizers", reason='the text extra: pip install "tfpipe[text]"')
 

@@ -5,7 +5,7 @@ Run (about 8 minutes on 2 cores; the data is made once and kept in TFPIPE_BENCH_
       -q -s -o addopts="" -k "imagenet or tabular"
 
 Targets (tfpipe's speed goals; the baseline is the tensorflow/tpu-style pipeline of
-tfpipe/bench/measure/recipe.py, unchanged: float32 output, unnormalised):
+tfpipe/modalities/images/bench/recipe.py, unchanged: float32 output, unnormalised):
 - uint8, identical records: >= 1.3x the baseline, with >= 1.9 of 2 cores busy;
 - bfloat16 and float32, normalised on the host: >= 1.25x the baseline;
 - records from `tfpipe convert --resize-shorter 256` (the README's recommended settings):
@@ -39,7 +39,7 @@ import paired
 import pytest
 
 import tfpipe
-from tfpipe.bench.measure.recipe import recipe_dataset
+from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
 tf = pytest.importorskip("tensorflow")
 

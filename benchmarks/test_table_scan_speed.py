@@ -8,7 +8,7 @@ the first pass of `tfpipe convert` on one core; the second pass and encoding run
 
 import time
 
-from tfpipe.convert.tables import scan as tables_scan
+from tfpipe.modalities.tables.convert import scan as tables_scan
 
 
 def test_csv_first_pass_cpu_per_row(benchmark, table_40):

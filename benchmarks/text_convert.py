@@ -17,7 +17,7 @@ the most 2 idle cores could give: one worker's CPU time over the larger of half 
 (this process's included) and this process's own, a bound where the machine is loaded.
 
 With 2 workers the workers read the corpus themselves (the first pass in segments, the
-documents from checkpoints: `tfpipe/convert/text/ranges.py`); this process plans, merges and
+documents from checkpoints: `tfpipe/modalities/text/convert/ranges.py`); this process plans, merges and
 writes the framed records.
 """
 
@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paired import ratio
 
 import tfpipe
-from tfpipe.convert.text import tokenizertrain
+from tfpipe.modalities.text.convert import tokenizertrain
 from tfpipe.synthetic import text
 
 TARGET = 1.7

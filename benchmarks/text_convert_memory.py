@@ -25,7 +25,7 @@ import tempfile
 import time
 
 import tfpipe
-from tfpipe.convert.text import tokenizertrain
+from tfpipe.modalities.text.convert import tokenizertrain
 from tfpipe.synthetic import text
 
 

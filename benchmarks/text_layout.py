@@ -31,9 +31,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from paired import ratio
 
-from tfpipe.convert.text import tokenizers, tokenizertrain
 from tfpipe.format.codec import encode_example
 from tfpipe.format.schema import VARIABLE, Field, Schema
+from tfpipe.modalities.text.convert import tokenizers, tokenizertrain
 from tfpipe.synthetic import text
 
 LAYOUTS = ("int64_list", "uint16_bytes", "int32_bytes")

@@ -62,7 +62,7 @@ GRAIN_BINS = 64
 def dataset(tmp: str, vocab: int = 32_000) -> tuple[str, list[list[int]]]:
     """The corpus converted by `tfpipe convert` (a BPE trained on it); (path, token ids)."""
     import tfpipe
-    from tfpipe.convert.text import tokenizers
+    from tfpipe.modalities.text.convert import tokenizers
     from tfpipe.synthetic import text
 
     docs = text.documents()

@@ -121,8 +121,8 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> 
     difference of the medians."""
     import tensorflow as tf
 
+    from tfpipe.modalities.text import stages as text_stages
     from tfpipe.pipeline import plan
-    from tfpipe.pipeline.text import stages as text_stages
 
     p = plan(root, start_step=1, **KW)
     spec, pack = p.plan.order, p.plan.decoder.packing
@@ -152,7 +152,7 @@ def records_cpu(p: Any, size: int, epochs: int = 3) -> float:
     its lengths parsed (in file order, without the order's permutations), in CPU-seconds."""
     import tensorflow as tf
 
-    from tfpipe.pipeline.text import stages as text_stages
+    from tfpipe.modalities.text import stages as text_stages
 
     spec = {text_stages.TOKENS: p.plan.decoder.spec[text_stages.TOKENS]}
     files = p.plan.order.files

@@ -34,7 +34,7 @@ _EXPORTS = {
     "PipelineConfig": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
-    "attention_mask": "tfpipe.presets.text",
+    "attention_mask": "tfpipe.modalities.text.preset",
     "BenchConfig": "tfpipe.bench",
     "Report": "tfpipe.bench",
     "strategy": "tfpipe.devices",
@@ -80,12 +80,13 @@ from tfpipe.convert import convert  # noqa: E402
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 # Public submodules loaded on first use, outside __all__ (some import TensorFlow or an extra):
-# `tfpipe.resume` (Position, the Keras callback), `tfpipe.service` (distribute, the servers),
-# `tfpipe.beam` (WriteDataset; the beam extra), `tfpipe.testing` (LocalGCS, fake_data).
-_SUBMODULES = ("resume", "service", "beam", "testing")
+# `tfpipe.resume` (Position, the Keras callback), `tfpipe.monitor` (InputWait, the Keras callback
+# that measures input wait in fit), `tfpipe.service` (distribute, the servers), `tfpipe.beam`
+# (WriteDataset; the beam extra), `tfpipe.testing` (LocalGCS, fake_data).
+_SUBMODULES = ("resume", "monitor", "service", "beam", "testing")
 
 if TYPE_CHECKING:
-    from tfpipe import resume, service, testing  # not beam: only Beam imports it (test_imports)
+    from tfpipe import monitor, resume, service, testing  # not beam: only Beam imports it (test_imports)
     from tfpipe.bench import BenchConfig, Report
     from tfpipe.convert import ConvertConfig, ShardConfig, Tick
     from tfpipe.devices import strategy
@@ -117,9 +118,9 @@ if TYPE_CHECKING:
     )
     from tfpipe.format.manifest import Manifest
     from tfpipe.format.schema import Field, Schema
+    from tfpipe.modalities.text.preset import attention_mask
     from tfpipe.pipeline import Pipeline, PipelineConfig, SkipCounts, build, plan, skipped, steps_per_epoch
     from tfpipe.presets import Preset, register_preset
-    from tfpipe.presets.text import attention_mask
 
 
 def __getattr__(name: str) -> Any:

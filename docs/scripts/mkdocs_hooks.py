@@ -31,7 +31,7 @@ HELP_COLUMNS = "100"
 API_GROUPS = (
     ("Convert", ("tfpipe.convert",)),
     ("The dataset", ("tfpipe.format",)),
-    ("Build", ("tfpipe.pipeline", "tfpipe.presets")),
+    ("Build", ("tfpipe.pipeline", "tfpipe.presets", "tfpipe.modalities")),
     ("Bench", ("tfpipe.bench",)),
     ("Devices", ("tfpipe.devices",)),
     ("Errors and warnings", ("tfpipe.errors",)),

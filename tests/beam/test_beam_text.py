@@ -51,7 +51,7 @@ def test_workers_reading_their_own_ranges_match_the_local_engine(tmp_path, monke
     """Plain files read from checkpoints by Beam's workers (segments of 2 KB, pieces of 7
     documents: many of each), a gzip file read by the converting process: the local engine's
     bytes and manifest, with 2 local workers."""
-    from tfpipe.convert.text import ranges as text_ranges
+    from tfpipe.modalities.text.convert import ranges as text_ranges
 
     monkeypatch.setattr(text_ranges, "SEGMENT_BYTES", 2048)
     monkeypatch.setattr(text_ranges, "DOCS_PER_TASK", 7)

@@ -11,9 +11,9 @@ import os
 import pytest
 
 from tfpipe.bench import BenchConfig
-from tfpipe.bench.judge.tokens import figures
 from tfpipe.bench.results import MixShare, Rate, ScalingPoint, SourceText, StageRate, TextMeasure
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text.bench.figures import figures
 
 from support.cli import main_cli
 
@@ -106,7 +106,7 @@ def test_each_source_has_its_measured_share_and_tokens_per_second() -> None:
 
 
 def test_the_mixture_is_said_beside_the_weights() -> None:
-    from tfpipe.bench.present.text import mixture_lines
+    from tfpipe.modalities.text.bench.present import mixture_lines
 
     r = report()
     tps = r.text.real_tokens_per_sec
@@ -125,8 +125,8 @@ def test_lengths_padding_and_fill_are_said_per_source_and_for_the_mix() -> None:
     """The Lengths line once gave the first source's percentiles and count longer than L "of"
     both sources' documents, and the padding line the first source's prediction alone: each
     source's alone, then the mixture's own (from the mix)."""
-    from tfpipe.bench.judge.advice import fill_sentence, padding_sentence, text_advice
-    from tfpipe.bench.present.text import length_lines
+    from tfpipe.modalities.text.bench.advice import fill_sentence, padding_sentence, text_advice
+    from tfpipe.modalities.text.bench.present import length_lines
 
     t = report().text
     assert length_lines(t) == [
@@ -156,7 +156,7 @@ def test_the_json_report_holds_the_mixture() -> None:
 
     obj = report().to_json()
     validate(obj)
-    assert obj["schema_minor_version"] == 5
+    assert obj["schema_minor_version"] == 7
     tps = obj["text"]["producer"]["real_tokens_per_sec"]
     alone = [
         {
@@ -348,7 +348,7 @@ def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(s
 
     import tensorflow as tf
 
-    from tfpipe.bench.measure import mixshare
+    from tfpipe.modalities.text.bench import mixshare
     from tfpipe.pipeline import plan
 
     p = plan(dict(zip(("web", "code"), sources, strict=True)), batch_size=B, sequence_length=L, seed=4)
@@ -370,7 +370,7 @@ def test_the_count_by_source_is_the_count_of_each_piece_traced_to_its_document(s
             for i in range(1, seg.max() + 1):
                 piece = row[seg == i].tolist()
                 traced[key[(*piece[:24], len(piece))]] += len(piece)
-    from tfpipe.pipeline.mixture import pack as mixture_pack
+    from tfpipe.modalities.text.mixture import pack as mixture_pack
 
     counted = sum(mixshare.by_source(rows) for rows in mixture_pack.counting(p).take(60))
     assert counted.tolist() == traced

@@ -15,11 +15,11 @@ import pytest
 
 from tfpipe.bench import reference
 from tfpipe.bench.fmt import percent1
-from tfpipe.bench.judge.advice import padding_sentence, text_advice
-from tfpipe.bench.judge.tokens import figures
 from tfpipe.bench.measure.synthetic import EXAMPLES_ENV
 from tfpipe.bench.results import Rate, ScalingPoint, StageRate, TextMeasure
 from tfpipe.cli import main
+from tfpipe.modalities.text.bench.advice import padding_sentence, text_advice
+from tfpipe.modalities.text.bench.figures import figures
 
 from support.bench_once import handing, run_cli_handed
 
@@ -310,7 +310,7 @@ def test_first_fit_is_advised_within_a_point_of_the_best_fill() -> None:
 
 
 def test_a_disagreeing_fill_is_said(capsys) -> None:
-    from tfpipe.bench.judge.advice import fill_sentence
+    from tfpipe.modalities.text.bench.advice import fill_sentence
 
     f = figures(measure(), producer=rate(1.0), consumer_eps=1.0, stages=(), scaling=())
     assert "agree within 1 point" in fill_sentence(f)
@@ -323,10 +323,10 @@ def test_a_disagreeing_fill_is_said(capsys) -> None:
 def test_without_the_text_extra_the_tokenizer_cost_is_said_not_measured(corpus, monkeypatch) -> None:
     import types
 
-    from tfpipe.bench.measure import textmeasure
-    from tfpipe.convert.text import tokenizers
     from tfpipe.errors import MissingExtraError
     from tfpipe.format.manifest import Manifest
+    from tfpipe.modalities.text.bench import measure as textmeasure
+    from tfpipe.modalities.text.convert import tokenizers
 
     def missing(path, fingerprint):
         raise MissingExtraError(

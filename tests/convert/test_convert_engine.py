@@ -5,10 +5,12 @@ import os
 import pandas as pd
 import pytest
 
-from tfpipe.convert.encode import ImageItem, ImageTask, Piece, TableTask, copy_piece, encode_piece
+from tfpipe.convert.encode import Piece, copy_piece, encode_piece
 from tfpipe.convert.engine import readahead
 from tfpipe.convert.parallel import ordered_map
 from tfpipe.format.schema import Field, Schema
+from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
+from tfpipe.modalities.tables.convert.encode import TableTask
 from tfpipe.testing import fake_data
 
 

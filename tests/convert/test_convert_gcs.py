@@ -227,7 +227,7 @@ def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_sou
 def test_gcs_outage_fails_the_run_and_resume_finishes_it(gcs_image_source, local_gcs, tmp_path, monkeypatch):
     """After the retries give up, the image is not skipped as 'unreadable': the run fails,
     keeps its committed shards, and --resume finishes with every image."""
-    from tfpipe.convert.images.folders import scan_class_folders
+    from tfpipe.modalities.images.convert.folders import scan_class_folders
 
     monkeypatch.setattr(storage.gcs, "RETRY_BASE_DELAY_S", 0.001)  # the schedule, not the logic
     _, url, _ = gcs_image_source

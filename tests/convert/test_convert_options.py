@@ -7,10 +7,12 @@ import pyarrow.feather as feather
 import pytest
 
 from tfpipe.cli import main
-from tfpipe.convert.config import APPLIES_TO
+from tfpipe.convert.config import applies_to
 from tfpipe.testing import fake_data
 
 from support.records import nothing_written
+
+APPLIES_TO = applies_to()  # every modality's options, with the formats each applies to
 
 SIZE = (16, 12)
 # A value other than the default for every option that applies to some sources only.

@@ -7,14 +7,14 @@ import pickle
 import pytest
 
 from tfpipe.convert.config import ConvertConfig, ShardConfig
-from tfpipe.convert.encode import ImageItem, ImageTask
-from tfpipe.convert.images.folders import ImageScan
-from tfpipe.convert.images.kind import IMAGES_PER_TASK, ImageSource
 from tfpipe.convert.plan import ConvertPlan, Refuse, Resume, Start, decide, make_plan
 from tfpipe.convert.writer import JournalState, ShardDone
 from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Manifest, ShardInfo, SkippedInput, Split
 from tfpipe.format.schema import IMAGE_SCHEMA
+from tfpipe.modalities.images.convert.encode import ImageItem, ImageTask
+from tfpipe.modalities.images.convert.folders import ImageScan
+from tfpipe.modalities.images.convert.kind import IMAGES_PER_TASK, ImageSource
 
 DEST = "/data/out"
 
@@ -172,7 +172,7 @@ def test_the_plan_type_is_frozen():
 
 
 def table_plan(tmp_path, sizes=(5, 7, 4), num_shards=3, **options):
-    from tfpipe.convert.kinds import open_source
+    from tfpipe.convert.run import open_source
 
     folder = tmp_path / "t"
     folder.mkdir(exist_ok=True)

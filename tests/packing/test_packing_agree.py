@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tfpipe.bench.measure import textmeasure
+from tfpipe.modalities.text.bench import measure as textmeasure
 from tfpipe.pipeline import plan
 
 L = 128

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tfpipe.modalities.text.preset import TextPacking
 from tfpipe.packing import MODES, fill, spec
-from tfpipe.presets.text import TextPacking
 
 # 4 documents of 10, 10, 126 and 200 tokens.
 HISTOGRAM = {"lengths": [10, 126, 200], "counts": [2, 1, 1], "tokens": [20, 126, 200]}

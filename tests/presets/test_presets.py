@@ -7,8 +7,8 @@ import pytest
 
 import tfpipe
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.images.preset import MEAN_RGB, STDDEV_RGB
 from tfpipe.presets import Preset, get_preset, preset_names, register_preset
-from tfpipe.presets.imagenet import MEAN_RGB, STDDEV_RGB
 
 from support.pipeline_data import N_ROWS
 

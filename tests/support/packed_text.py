@@ -1,5 +1,5 @@
 """Text datasets for the text pipeline tests (tests/presets/test_text*.py,
-tests/pipeline/text/test_packer.py), made once a session by the real `tfpipe convert` from real
+tests/modalities/text/test_packer.py), made once a session by the real `tfpipe convert` from real
 English: the first N_DOCS documents of `tfpipe.synthetic.text` (the standard library's
 docstrings), as a JSON Lines corpus in 3 files. Fixtures registered by tests/conftest.py."""
 
@@ -11,8 +11,8 @@ import os
 import pytest
 
 import tfpipe
-from tfpipe.convert.text import tokenizers
 from tfpipe.format.manifest import Manifest
+from tfpipe.modalities.text.convert import tokenizers
 from tfpipe.synthetic import text as corpus
 
 N_DOCS = 701  # odd, so chunks, shards and batches are uneven

@@ -7,7 +7,7 @@ def named_images():
     an int64 hash: `((image, name_hash), label)`."""
     import dataclasses
 
-    from tfpipe.presets.imagenet import IMAGENET
+    from tfpipe.modalities.images.preset import IMAGENET
 
     class Named:
         name = "imagenet_named"

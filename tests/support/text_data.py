@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tfpipe.convert.text import tokenizertrain
+from tfpipe.modalities.text.convert import tokenizertrain
 from tfpipe.synthetic import text
 
 from support.cli import cli_here as cli

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from tfpipe.convert.images.decode import UndecodableImage, normalize_image, sniff_format
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.images.convert.decode import UndecodableImage, normalize_image, sniff_format
 from tfpipe.testing import fake_data as fd
 
 

@@ -2,11 +2,10 @@
 
 The driver lists the source, makes the plan, decides what to do with the destination and
 holds its lock, as the local engine does (`run_conversion`). Workers do the per-input work:
-- tables: a first pipeline scans one file per worker (types, nulls, dropped rows, row
-  counts; `tablescan`), and the driver folds the scans in file order into the schema and the
-  per-file row counts that place every row in its shard;
-- images and tables: a second pipeline writes one shard per element (`shards.run_task`),
-  each committed once and recorded with its done-record.
+- a modality whose first pass can run a file at a time (tables: types, nulls, dropped rows,
+  row counts) runs it as a first pipeline (`on_workers`), and folds the results in file order;
+- a second pipeline writes one shard per element (`shards.run_task`), each committed once and
+  recorded with its done-record.
 The driver then reads the done-records back and writes the manifest once, last.
 """
 
@@ -20,15 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.beam import tablescan
 from tfpipe.beam.deps import require_beam
 from tfpipe.beam.shards import run_task, save_task
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.plan import ConvertPlan
 from tfpipe.convert.progress import Tick
 from tfpipe.convert.sources import Source
-from tfpipe.convert.tables.read import list_table
-from tfpipe.convert.tables.scan import TableOptions, TableScan, check_options
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, PipelineFailed, TfpipeError
 
@@ -102,16 +98,14 @@ def _each(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         return list(pool.map(fn, items))
 
 
-def _scan_to_file(
-    element: tuple[str, str, dict[str, str | None] | None], fmt: str, options: TableOptions, first: str
-) -> None:
-    path, out, partition = element
-    scan = tablescan.scan_file(path, fmt, options, path == first, partition)
-    storage.write_atomic(out, json.dumps(scan.to_json()).encode(), overwrite=True)
+def _to_file(element: tuple[Any, str], fn: Callable[[Any], dict[str, Any]]) -> None:
+    item, out = element
+    storage.write_atomic(out, json.dumps(fn(item)).encode(), overwrite=True)
 
 
 class BeamEngine:
-    """Executes a conversion on Beam: `scan_table` for the first pass, `execute` for shards.
+    """Executes a conversion on Beam: `on_workers` for a first pass a file at a time, `execute`
+    for the shards.
 
     Args:
       cfg: the conversion's options.
@@ -131,23 +125,20 @@ class BeamEngine:
         self.cfg, self.options, self.progress = cfg, pipeline_options(options, cfg.n_workers), progress
         self.dest, self.split = dest, split
 
-    def scan_table(self, src: str, fmt: str, options: TableOptions) -> TableScan:
-        """`tables.scan` as a Beam stage, one file per worker, with each file's rows to write."""
-        listing = list_table(src, fmt)
-        check_options(src, fmt, options, listing)
-        files = listing.files
+    def on_workers(
+        self, name: str, fn: Callable[[Any], dict[str, Any]], items: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        """`fn` (picklable) on each of `items` as a Beam pipeline `name`, one item per element;
+        its JSON results, in the items' order (through files beside the destination)."""
         outs = [
-            storage.join(self.dest, storage.temp_name(f"{self.split}-scan-{i:05d}") + ".json")
-            for i in range(len(files))
+            storage.join(self.dest, storage.temp_name(f"{self.split}-{name}-{i:05d}") + ".json")
+            for i in range(len(items))
         ]
-        scan_one = functools.partial(_scan_to_file, fmt=fmt, options=options, first=files[0])
-        elements = [(f, o, listing.partition(i)) for i, (f, o) in enumerate(zip(files, outs, strict=True))]
         try:
-            _run("scan", elements, scan_one, self.options)
-            scans = [tablescan.FileScan.from_json(json.loads(storage.read_bytes(o))) for o in outs]
+            _run(name, list(zip(items, outs, strict=True)), functools.partial(_to_file, fn=fn), self.options)
+            return [json.loads(storage.read_bytes(o)) for o in outs]
         finally:
             _each(storage.remove, outs)
-        return tablescan.merge(src, fmt, listing, scans, options)
 
     def execute(
         self, plan: ConvertPlan, source: Source, done: dict[int, ShardDone], journal: ResumeJournal

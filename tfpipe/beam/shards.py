@@ -22,9 +22,9 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.engine import write_shard
-from tfpipe.convert.kinds import get_kind
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
+from tfpipe.modalities import get_modality
 
 
 def task_to_json(task: ShardTask) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def task_to_json(task: ShardTask) -> dict[str, Any]:
 def task_from_json(obj: dict[str, Any]) -> ShardTask:
     """The task back from `task_to_json`; its inputs by their kind's `inputs_from_json`."""
     body = dict(obj["inputs"])
-    inputs = get_kind(body.pop("kind")).inputs_from_json(body)
+    inputs = get_modality(body.pop("kind")).convert.inputs_from_json(body)
     return ShardTask(**{k: v for k, v in obj.items() if k != "inputs"}, inputs=inputs)
 
 

@@ -6,10 +6,11 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.packing.spec import MODES, Mode
+from tfpipe.modalities import modalities, modality_of_layout, modality_of_preset, preset_names
+from tfpipe.packing.spec import MAX_SEQUENCE_LENGTH, MODES, Mode
 from tfpipe.pipeline.mixture.spec import check_weights
 from tfpipe.pipeline.read.resolve import data_path
 from tfpipe.validation import (
@@ -27,35 +28,27 @@ from tfpipe.validation import (
 
 if TYPE_CHECKING:
     from tfpipe.format.manifest import Manifest
+    from tfpipe.modalities.modality import Modality
 
-PipelineName = Literal["imagenet", "tabular", "text"]
-PIPELINES: tuple[str, ...] = get_args(PipelineName)
-
-# Keras models `--model` builds with random weights (nothing is downloaded).
-IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
-TABLE_MODELS = ("mlp", "small_mlp")
-TEXT_MODELS = ("small_transformer",)
-MODELS = IMAGE_MODELS + TABLE_MODELS + TEXT_MODELS
-MODELS_OF = {"imagenet": IMAGE_MODELS, "tabular": TABLE_MODELS, "text": TEXT_MODELS}
+# What bench plans without data, or for data whose manifest says nothing (TFRecord files): the
+# ImageNet benchmark, the one the reference table's default rows were published for.
+DEFAULT_PIPELINE = "imagenet"
 
 # The consumer's sources a config may name, at most one; with none, the preset's reference row.
 CONSUMERS = ("step_time_ms", "model", "accelerator", "from_profile")
 
-# Per-host batch when none is given: a common per-accelerator batch for each kind of model
-# (for text, sequences: a multiple of 8, a TPU core's rows per tile).
-DEFAULT_BATCH = {"imagenet": 128, "tabular": 1024, "text": 64}
-# Tokens in a text row when none is given: BERT-large's, as the default reference row trained.
-DEFAULT_SEQUENCE_LENGTH = 512
-
 # No training step is shorter: launching one accelerator kernel alone takes ~5-10 us.
 MIN_STEP_TIME_MS = 0.01
-# The most examples/s one host's accelerators can take in, far above anything published (the
-# fastest reference row is 13,800 images/s per TPU v4 host): a million 224x224x3 uint8 images
-# or a billion table rows a second are each ~150 GB/s, beyond a host's memory bandwidth. Text
-# counts slot tokens (sequences x sequence length): a billion a second is 3,000x the fastest
-# text row (297,114 per TPU v4 host).
-MAX_CONSUMER_EPS = {"imagenet": 1e6, "tabular": 1e9}
-MAX_CONSUMER_TOKENS = 1e9
+
+
+def pipelines() -> list[str]:
+    """The pipelines bench plans: each registered modality's preset (imagenet, tabular, text)."""
+    return preset_names()
+
+
+def models() -> tuple[str, ...]:
+    """The Keras models `--model` builds (each modality's, `BenchHalf.models`)."""
+    return tuple(name for m in modalities() for name in m.bench.models)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,10 +56,10 @@ class BenchConfig:
     """What to benchmark and against which consumer.
 
     Args:
-      pipeline: the preset, "imagenet", "tabular" or "text". None picks text when a text
-        option (sequence_length, packing, truncate) is given, else the one `data`'s manifest
-        calls for, as build() picks its preset: tabular for a table, text for a tokenized
-        corpus, else imagenet.
+      pipeline: a modality's preset: "imagenet", "tabular" or "text" (or a registered
+        modality's). None picks the modality an option of its own names (sequence_length,
+        packing, truncate: text), else the one `data`'s manifest calls for, as build() picks its
+        preset: tabular for a table, text for a tokenized corpus, else imagenet.
       data: a tfpipe dataset (local or gs://); None generates a synthetic one once and reuses it
         (for text: the standard library's docstrings, tokenized by a tokenizer trained on them).
         A mapping of at least two names to text datasets is a weighted mixture, planned as
@@ -96,7 +89,7 @@ class BenchConfig:
       simulate: also run the pipeline against a sleeping consumer and measure the input wait.
       fit: also run `model.fit` of `model` on the real pipeline and on synthetic input.
       profile: directory for a TensorFlow profiler trace of the full pipeline's window.
-      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.bench.measure.recipe`)
+      compare: also bench the baseline pipeline (tensorflow/tpu-style, `tfpipe.modalities.images.bench.recipe`)
         on the same data and report the ratio.
       hosts: hosts training together; the producer measured here is one host's.
       workdir: where the synthetic dataset is cached; None uses the user cache directory.
@@ -112,7 +105,7 @@ class BenchConfig:
         uncached either way.
     """
 
-    pipeline: PipelineName | None = None
+    pipeline: str | None = None
     data: str | Mapping[str, str] | None = None
     weights: Mapping[str, float] | None = None
     batch_size: int | None = None
@@ -141,12 +134,12 @@ class BenchConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", _data(self.data))
         object.__setattr__(self, "weights", _weights(self.data, self.weights))
-        if self.pipeline is None:  # a text option says text, as a tokenizer says text to convert
-            shaped = any(
-                getattr(self, n) not in (None, False) for n in ("sequence_length", "packing", "truncate")
-            )
+        if self.pipeline is None:  # an option of a modality's own names it (text: sequence_length)
+            shaped = [
+                m for m in modalities() if any(getattr(self, n) not in (None, False) for n in m.bench.options)
+            ]
             first = next(iter(self.data.values())) if isinstance(self.data, Mapping) else self.data
-            object.__setattr__(self, "pipeline", "text" if shaped else pipeline_for(first))
+            object.__setattr__(self, "pipeline", shaped[0].preset.name if shaped else pipeline_for(first))
         check_fields(self, _FIELDS)
         for check in _RELATIONS:
             check(self)
@@ -158,7 +151,7 @@ class BenchConfig:
             self.step_time_ms,
             self.global_batch,
             self.hosts,
-            self.pipeline,
+            self.modality.preset.name,
             what=f"step_time_ms={self.step_time_ms:g} (--step-time-ms)",
             received=f"step_time_ms={self.step_time_ms!r}",
             sequence_length=self.rows_length,
@@ -170,16 +163,19 @@ class BenchConfig:
         return isinstance(self.data, Mapping)
 
     @property
+    def modality(self) -> Modality:
+        """The modality whose preset `pipeline` names: bench asks it what to measure and say."""
+        return modality_of_preset(str(self.pipeline))
+
+    @property
     def global_batch(self) -> int:
-        return self.batch_size if self.batch_size is not None else DEFAULT_BATCH[self.pipeline] * self.hosts
+        default = self.modality.bench.default_batch
+        return self.batch_size if self.batch_size is not None else default * self.hosts
 
     @property
     def rows_length(self) -> int | None:
-        """Text: the sequence length L of the rows (DEFAULT_SEQUENCE_LENGTH when not given);
-        else None."""
-        if self.pipeline != "text":
-            return None
-        return self.sequence_length or DEFAULT_SEQUENCE_LENGTH
+        """The tokens of a row (text: the sequence length L, 512 when not given); else None."""
+        return self.modality.bench.row_length(self)
 
     @property
     def host_batch(self) -> int:
@@ -242,8 +238,6 @@ def _warmup(name: str, value: object) -> object:
 
 
 def _sequence_length(name: str, value: object) -> object:
-    from tfpipe.presets.text import MAX_SEQUENCE_LENGTH
-
     return check_int(name, value, 2, MAX_SEQUENCE_LENGTH, optional=True)
 
 
@@ -256,9 +250,14 @@ def _packing(name: str, value: object) -> object:
 _optional_name = functools.partial(check_str, optional=True, what="None or a non-empty path or name")
 _optional_count = functools.partial(check_int, low=1, optional=True)
 
+
+def _pipeline(name: str, value: object) -> object:
+    return check_choice(name, value, tuple(pipelines()))
+
+
 # Each field's own check, in order (`pipeline` is defaulted from `data` first).
 _FIELDS: dict[str, Check] = {
-    "pipeline": functools.partial(check_choice, choices=PIPELINES),
+    "pipeline": _pipeline,
     "batch_size": functools.partial(check_batch_size, optional=True),
     "sequence_length": _sequence_length,
     "packing": _packing,
@@ -309,21 +308,23 @@ def _one_consumer(cfg: BenchConfig) -> None:
         )
 
 
-def _text_shape(cfg: BenchConfig) -> None:
-    """sequence_length, packing and truncate shape text rows: given for text only."""
-    if cfg.pipeline == "text":
-        return
-    for name in ("sequence_length", "packing", "truncate"):
-        if getattr(cfg, name) not in (None, False):
-            raise ConfigError(
-                f"{name} shapes the rows of the text pipeline; pipeline={cfg.pipeline!r} has "
-                f"none. Received: {name}={getattr(cfg, name)!r}"
-            )
+def _options_of_the_pipeline(cfg: BenchConfig) -> None:
+    """An option of a modality's own (`BenchHalf.options`: text's sequence_length, packing and
+    truncate shape its rows) is given for its pipeline only."""
+    for m in modalities():
+        if m is cfg.modality:
+            continue
+        for name in m.bench.options:
+            if getattr(cfg, name) not in (None, False):
+                raise ConfigError(
+                    f"{name} shapes the rows of the {m.preset.name} pipeline; pipeline={cfg.pipeline!r} has "
+                    f"none. Received: {name}={getattr(cfg, name)!r}"
+                )
 
 
 def _model_fits_pipeline(cfg: BenchConfig) -> None:
     if cfg.model is not None:
-        allowed = MODELS_OF[cfg.pipeline]
+        allowed = cfg.modality.bench.models
         if cfg.model not in allowed:
             raise field_error(
                 ConfigError, "model", f"one of {allowed} for pipeline={cfg.pipeline!r}", cfg.model
@@ -346,34 +347,39 @@ def _accelerator_fits_pipeline(cfg: BenchConfig) -> None:
         )
 
 
-def _mixture_is_text(cfg: BenchConfig) -> None:
-    """bench counts a mixture's shares in real tokens: text only."""
-    if cfg.mixture and cfg.pipeline != "text":
+def _mixture_is_measured(cfg: BenchConfig) -> None:
+    """bench measures a mixture's shares of a modality that says how (`BenchHalf.mixes`: text's,
+    in real tokens)."""
+    if cfg.mixture and not cfg.modality.bench.mixes:
+        mixes = " or ".join(f"pipeline={m.preset.name!r}" for m in modalities() if m.bench.mixes)
         raise ConfigError(
             "bench measures a mixture's share of real tokens by source, so a mixture needs "
-            f"pipeline='text' (tokenized corpora). Received: pipeline={cfg.pipeline!r}, data "
+            f"{mixes} (tokenized corpora). Received: pipeline={cfg.pipeline!r}, data "
             f"naming {list(cfg.data)}"  # type: ignore[arg-type]
         )
 
 
-def _compare_needs_imagenet(cfg: BenchConfig) -> None:
-    if cfg.compare and cfg.pipeline != "imagenet":
+def _compare_has_a_baseline(cfg: BenchConfig) -> None:
+    """--compare times the modality's baseline pipeline (`BenchHalf.baseline`: images' is the
+    tensorflow/tpu-style ImageNet pipeline)."""
+    if cfg.compare and cfg.modality.bench.baseline is None:
+        having = " or ".join(f"pipeline={m.preset.name!r}" for m in modalities() if m.bench.baseline)
         raise ConfigError(
             "compare benches the baseline ImageNet pipeline (tensorflow/tpu-style), so it needs "
-            "pipeline='imagenet'. "
+            f"{having}. "
             f"Received: pipeline={cfg.pipeline!r}"
         )
 
 
 # The checks between fields, after each field's own.
 _RELATIONS: tuple[Callable[[BenchConfig], None], ...] = (
-    _text_shape,
+    _options_of_the_pipeline,
     _batch_per_host,
     _one_consumer,
     _model_fits_pipeline,
     _accelerator_fits_pipeline,
-    _compare_needs_imagenet,
-    _mixture_is_text,
+    _compare_has_a_baseline,
+    _mixture_is_measured,
 )
 
 
@@ -387,17 +393,12 @@ def check_consumer_rate(
     received: str,
     sequence_length: int | None = None,
 ) -> None:
-    """Refuses a step time that implies more examples/s per host than any host takes in (for
-    text, more slot tokens/s: sequences of `sequence_length`)."""
-    rate = global_batch // hosts / (step_time_ms / 1000.0)
-    if pipeline == "text":
-        rate, cap, unit = (
-            rate * (sequence_length or DEFAULT_SEQUENCE_LENGTH),
-            MAX_CONSUMER_TOKENS,
-            "slot tokens",
-        )
-    else:
-        cap, unit = MAX_CONSUMER_EPS[pipeline], "examples"
+    """Refuses a step time that implies more examples/s per host than any host takes in, in the
+    modality's unit (`BenchHalf.max_consumer_rate`; text: slot tokens, sequences of
+    `sequence_length`)."""
+    half = modality_of_preset(pipeline).bench
+    rate = global_batch // hosts / (step_time_ms / 1000.0) * half.slots(sequence_length)
+    cap, unit = half.max_consumer_rate, half.rate_unit
     if rate > cap:
         raise ConfigError(
             f"{what} for a global batch of {global_batch} means {rate:.3g} {unit}/s per host, beyond "
@@ -406,17 +407,16 @@ def check_consumer_rate(
         )
 
 
-def pipeline_for(data: object) -> PipelineName:
-    """The pipeline a dataset's manifest calls for, as `build()` picks its preset: tabular for a
-    table, text for a tokenized corpus, else imagenet (also without a manifest, or without data)."""
+def pipeline_for(data: object) -> str:
+    """The pipeline a dataset's manifest calls for, as `build()` picks its preset: its modality's
+    (tabular for a table, text for a tokenized corpus); DEFAULT_PIPELINE without a manifest, or
+    without data."""
     return pipeline_of(data_path(data).manifest if isinstance(data, str) and data else None)
 
 
-def pipeline_of(manifest: Manifest | None) -> PipelineName:
-    """The pipeline for a manifest's layout: tabular for a table, text for a tokenized corpus,
-    else imagenet."""
-    layout = manifest.layout if manifest is not None else None
-    return "tabular" if layout == "table" else "text" if layout == "text" else "imagenet"
+def pipeline_of(manifest: Manifest | None) -> str:
+    """The pipeline for a manifest: its layout's modality's preset (DEFAULT_PIPELINE without)."""
+    return modality_of_layout(manifest.layout).preset.name if manifest is not None else DEFAULT_PIPELINE
 
 
 def check_step_time_ms(value: object) -> float:

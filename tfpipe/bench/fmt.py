@@ -1,4 +1,5 @@
-"""How bench and CLI output write numbers and verdicts: the one home of these formats.
+"""How bench and CLI output write numbers: the one home of these formats (the verdict's words
+are `wait.verdict_title` and `wait.verdict_detail`, which carry its doubt).
 
 The report's recommendations, the terminal tables and the plot all use them, so a rate reads
 the same wherever it appears.
@@ -7,13 +8,6 @@ the same wherever it appears.
 from __future__ import annotations
 
 import math
-
-# The verdict as a title; the terminal shows it in capitals.
-VERDICT_TITLE = {
-    "not_input_bound": "Not input-bound",
-    "moderately_input_bound": "Moderately input-bound",
-    "highly_input_bound": "Highly input-bound",
-}
 
 
 def rate(x: float) -> str:

@@ -8,9 +8,53 @@ simulate, data), the conclusion and the report all point down to them, never at 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Literal
 
 ConsumerSource = Literal["step_time", "model", "reference", "profile"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostLoad:
+    """What else ran on the cores this process may use while something was timed.
+
+    A rate timed while a neighbour takes a core is the rate of this host under that load, not
+    of a quiet one, and it moves as the neighbour does. Measured from the kernel's counters
+    (/proc/stat) against the wall clock; see `tfpipe.bench.measure.host`.
+
+    Attributes:
+      cores: the cores this process may run on (its CPU affinity).
+      others_cores: CPU seconds per wall second that everything but this process ran on those
+        cores (other processes, and the kernel's own threads).
+      steal_cores: CPU seconds per wall second the hypervisor gave to other virtual machines
+        instead of this one (0 on bare metal).
+      window_sec: the wall seconds measured.
+    """
+
+    cores: int
+    others_cores: float
+    steal_cores: float
+    window_sec: float
+
+    @property
+    def taken_cores(self) -> float:
+        """The cores' time this process could not have: other processes' and the hypervisor's."""
+        return self.others_cores + self.steal_cores
+
+    @classmethod
+    def combined(cls, loads: Sequence[HostLoad | None]) -> HostLoad | None:
+        """Several windows' loads as one, weighted by their seconds; None when none was
+        measured."""
+        known = [h for h in loads if h is not None and h.window_sec > 0]
+        if not known:
+            return None
+        wall = sum(h.window_sec for h in known)
+        return cls(
+            max(h.cores for h in known),
+            sum(h.others_cores * h.window_sec for h in known) / wall,
+            sum(h.steal_cores * h.window_sec for h in known) / wall,
+            wall,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -34,6 +78,9 @@ class Rate:
       spread: the relative standard deviation of the rate between the window's half-second
         pieces (0.1 = 10%): the run's own uncertainty of the rate. None when the window held
         fewer than wait.MIN_PIECES pieces.
+      pieces: the examples/s of each of those pieces, in order.
+      host: what else ran on this process's cores over the window; None where the host's
+        counters cannot be read (not Linux).
     """
 
     examples_per_sec: float
@@ -45,6 +92,8 @@ class Rate:
     cpu_ms_per_example: float
     cores_busy: float
     spread: float | None = None
+    pieces: tuple[float, ...] = ()
+    host: HostLoad | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,6 +179,8 @@ class Simulation:
         the consumer phases on the same iterator.
       predicted_input_wait: the prediction from that rate and the step time.
       measured_input_wait: wait_sec / window_sec.
+      host: what else ran on this process's cores over the whole simulation; None where it
+        cannot be read.
     """
 
     step_time_ms: float
@@ -139,6 +190,7 @@ class Simulation:
     producer_examples_per_sec: float
     predicted_input_wait: float
     measured_input_wait: float
+    host: HostLoad | None = None
 
     @property
     def consumer_step_ms(self) -> float:
@@ -156,15 +208,23 @@ class Simulation:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FitCheck:
-    """`model.fit` on the real pipeline against the same model on on-device synthetic input.
+    """`model.fit` on the real pipeline, measured by `tfpipe.monitor.InputWait`, beside the same
+    model on on-device synthetic input.
 
     Attributes:
       model: the Keras model name.
       device: where it trained.
-      steps: timed steps per run (after warm-up steps).
-      real_step_ms: mean step time with the real pipeline.
+      steps: steps measured on the real pipeline (after warm-up steps).
+      real_step_ms: mean step time with the real pipeline (the monitor's).
       synthetic_step_ms: mean step time with synthetic input already on the device.
-      measured_input_wait: max(0, 1 - synthetic / real).
+      measured_input_wait: the share of the real steps' time spent waiting for their batch, as
+        the monitor measured it (the ground truth).
+      input_wait_low, input_wait_high: its 95% interval (None: too few steps).
+      differential_input_wait: max(0, 1 - synthetic / real), the differential method
+        (DS-Analyzer's): the wait, plus the model's compute slowed by sharing the host's
+        cores with the pipeline, which synthetic input does not.
+      contention: differential_input_wait - measured_input_wait: that slowdown's share of the
+        real step (about 0 on an accelerator, whose compute takes no host cores).
     """
 
     model: str
@@ -173,11 +233,15 @@ class FitCheck:
     real_step_ms: float
     synthetic_step_ms: float
     measured_input_wait: float
+    input_wait_low: float | None = None
+    input_wait_high: float | None = None
+    differential_input_wait: float | None = None
+    contention: float | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Comparison:
-    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.bench.measure.recipe`) and tfpipe's, on
+    """The baseline pipeline (tensorflow/tpu-style, see `tfpipe.modalities.images.bench.recipe`) and tfpipe's, on
     the same data, measured the same way."""
 
     tfpipe_examples_per_sec: float
@@ -261,7 +325,7 @@ class Storage:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MixShare:
-    """One source of a text mixture, as bench counted it (bench/measure/mixshare.py).
+    """One source of a text mixture, as bench counted it (modalities/text/bench/mixshare.py).
 
     Attributes:
       name: the source's name (`--data NAME=PATH`).
@@ -352,7 +416,7 @@ class TextMeasure:
         batches, each with its worst window; empty for one dataset.
       sources: a mixture's sources as each one's own manifest predicts it alone (lengths, fill,
         epoch rows); empty for one dataset. `lengths`, `predicted_fill`, `epoch_rows` and the
-        suggested length above are the mixture's own, from the mix (mixture/numbers.py).
+        suggested length above are the mixture's own, from the mix (modalities/text/mixture/numbers.py).
     """
 
     sequence_length: int
@@ -393,11 +457,14 @@ class ProducerMeasurement:
     Attributes:
       text: a text pipeline's counts (the fill, the rows a chunk packs into), taken before
         anything is timed; None for other pipelines.
-      stages: each stage prefix, in order; the last is the whole pipeline, the producer rate.
+      stages: each stage prefix, in order; the last is the whole pipeline: the producer's
+        first window.
       scaling: the whole pipeline on 1..N cores.
       read: the read prefix without a cache: what the storage gives.
       first_epoch: the whole pipeline without its cache when it caches (the first epoch, which
         fills the cache from storage); None for a pipeline without a cache.
+      again: the whole pipeline timed again after everything else: the producer's second
+        window, tens of seconds after the first (None when not taken).
     """
 
     text: TextMeasure | None
@@ -405,3 +472,9 @@ class ProducerMeasurement:
     scaling: tuple[ScalingPoint, ...]
     read: Rate
     first_epoch: Rate | None
+    again: Rate | None = None
+
+    @property
+    def windows(self) -> tuple[Rate, ...]:
+        """The producer's windows: the whole pipeline's, first and (when taken) again."""
+        return (self.stages[-1].rate,) + ((self.again,) if self.again is not None else ())

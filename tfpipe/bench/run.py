@@ -1,15 +1,17 @@
 """`tfpipe.bench()`: plan the pipeline, time it, find the consumer, and conclude.
 
 The order matters for honest numbers: every measurement runs alone (the host's cores are the
-producer's), prefixes first, then the scaling curve, then the optional comparison and ground
-truth runs, each with its own warm-up.
+producer's), prefixes first, then the scaling curve and the storage, then the whole pipeline
+again (the producer's second window), then the optional comparison and ground truth runs,
+each with its own warm-up. The producer's rate pools its two windows, tens of seconds apart,
+so a rate that moves between them (the host's load, the process's state) widens the verdict's
+interval instead of passing for steady (issue 41).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import os
 import platform
 import re
@@ -21,10 +23,9 @@ from tfpipe.bench import results
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.judge.conclusion import conclude
 from tfpipe.bench.judge.report import Report
-from tfpipe.bench.measure import data, producer, reading
+from tfpipe.bench.measure import data, host, producer, reading
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
-from tfpipe.format.manifest import Manifest
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
@@ -111,18 +112,21 @@ def _measured(
 
     manifest = source.manifest
     num_classes = outputs_for(pipe) if cfg.model else 0
+    load_start = host.load_average()
     measured = measure_producer(pipe, cfg, source, say)
     text, stages, scaling = measured.text, measured.stages, measured.scaling
-    full = stages[-1].rate
+    full = producer.pooled(measured.windows)
 
     say("Finding the consumer's rate")
     consumer, device = resolve_consumer(cfg, pipe, num_classes=num_classes, profile=profile)
     comparison = None
-    if cfg.compare:
-        comparison = _compare(pipe, manifest, source.split, cfg, full.examples_per_sec, say)
+    if cfg.compare and cfg.modality.bench.baseline is not None:  # its baseline pipeline
+        comparison = cfg.modality.bench.baseline(
+            pipe, manifest, source.split, cfg, full.examples_per_sec, say
+        )
     sim, fit = _ground_truth(pipe, cfg, consumer, device, num_classes, say)
     return conclude(
-        pipeline=cfg.pipeline,
+        pipeline=cfg.modality.preset.name,
         dataset=source.info,
         batch_size=cfg.global_batch,
         hosts=cfg.hosts,
@@ -138,26 +142,49 @@ def _measured(
         environment=_environment(cfg, device),
         elapsed_sec=time.monotonic() - started,
         profile=profile,
-        storage=_storage(pipe, source, measured.read, measured.first_epoch, consumer, text),
+        storage=_storage(pipe, source, measured.read, measured.first_epoch, consumer, cfg, text),
         text=text,
+        windows=measured.windows,
+        timed=_timed(measured),
+        load_average=(load_start, host.load_average()),
     )
+
+
+def _timed(measured: results.ProducerMeasurement) -> tuple[results.Rate, ...]:
+    """Every timed window of a producer measurement but the producer's own."""
+    uncached = (measured.read,) + ((measured.first_epoch,) if measured.first_epoch is not None else ())
+    return tuple(s.rate for s in measured.stages[:-1]) + uncached
 
 
 def measure_producer(
     pipe: Pipeline, cfg: BenchConfig, source: data.BenchData, say: StatusCallback
 ) -> results.ProducerMeasurement:
-    """Every measurement of the producer a bench makes, in order: a text pipeline's counts,
-    the stage prefixes, the scaling curve, then the storage (the read prefix uncached; the
-    first epoch when the pipeline caches).
+    """Every measurement of the producer a bench makes, in order: what the pipeline's modality
+    measures first (`BenchHalf.measure`: a text pipeline's counts), the stage prefixes, the
+    scaling curve, the storage (the read prefix uncached; the first epoch when the pipeline
+    caches), then the whole pipeline again: the producer's second window, as far from its first
+    as the bench allows.
 
     What it returns depends on the plan and the measuring fields of `cfg` only, never on the
     consumer. It is one function so that tests which check what a report says about a consumer
     can hand bench an earlier run's real measurement of the same plan (tests/support/bench_once.py).
     """
-    text = _count_text(pipe, cfg, say)
+    text = cfg.modality.bench.measure(pipe, cfg, say)
     stages, scaling = _time_producer(pipe, cfg, say, text)
     read, first_epoch = _time_storage(pipe, stages, cfg, source, say, text)
-    return results.ProducerMeasurement(text, stages, scaling, read, first_epoch)
+    say("Timing the whole pipeline again: the producer's second window")
+    again = producer.measure_prefix(pipe, stages[-1].upto, seconds=cfg.seconds, warmup=cfg.warmup)
+    # The curve's point at build()'s own threadpool is the producer's rate: both windows.
+    rate = producer.pooled((stages[-1].rate, again))
+    own = _own_pool(pipe)
+    scaling = tuple(results.ScalingPoint.of(p.cores, rate) if p.cores == own else p for p in scaling)
+    return results.ProducerMeasurement(text, stages, scaling, read, first_epoch, again)
+
+
+def _own_pool(pipe: Pipeline) -> int:
+    """The threads of build()'s own threadpool: a private pool's, or tf.data's default (one
+    thread per available core)."""
+    return getattr(pipe.config, "private_threadpool_size", 0) or producer.available_cores()
 
 
 def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, Profile | None]:
@@ -182,9 +209,7 @@ def _plan(
 
     if cache is None:
         say(f"Planning the {cfg.pipeline} pipeline")
-    rows: dict[str, Any] = {}
-    if cfg.pipeline == "text":
-        rows = {"sequence_length": cfg.rows_length, "packing": cfg.packing, "truncate": cfg.truncate}
+    rows = cfg.modality.bench.plan_options(cfg)  # text: sequence_length, packing, truncate
     # One input pipeline per host (the first host's share), as each host of a job reads.
     hosts: dict[str, Any] = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
     if source.sources is not None:  # a mixture, weighted as build() weighs it
@@ -199,30 +224,6 @@ def _plan(
         **hosts,
         **rows,
     )
-
-
-def _count_text(pipe: Pipeline, cfg: BenchConfig, say: StatusCallback) -> results.TextMeasure | None:
-    """A text pipeline's counts (the fill, the rows a chunk packs into; see textmeasure),
-    before anything is timed; None for other pipelines."""
-    if cfg.pipeline != "text":
-        return None
-    from tfpipe.bench.measure import textmeasure
-
-    say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
-    # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
-    # rule, on `fill.epoch_rows`, the count reported here).
-    text = textmeasure.measure(pipe, seconds=cfg.seconds)  # a mixture's shares in the same pass
-    if getattr(pipe, "mixture", None) is None:
-        return text
-    from tfpipe.bench.measure import mixshare
-
-    documents, tokens = mixshare.totals(pipe)  # type: ignore[arg-type]
-    return dataclasses.replace(text, documents=documents, tokens=tokens)
-
-
-def _units(text: results.TextMeasure | None) -> dict[str, float] | None:
-    """Sequences per element of the text prefixes that yield chunks of documents."""
-    return None if text is None else {"read": text.rows_per_chunk, "parse": text.rows_per_chunk}
 
 
 def _time_storage(
@@ -250,7 +251,7 @@ def _time_storage(
         upto,
         seconds=cfg.seconds,
         warmup=cfg.warmup,
-        examples_per_element=(_units(text) or {}).get(read_name),
+        examples_per_element=(cfg.modality.bench.units(text) or {}).get(read_name),
     )
     say("Timing the whole pipeline without its cache: the first epoch")
     first = producer.measure(
@@ -268,13 +269,15 @@ def _storage(
     read: results.Rate,
     first_epoch: results.Rate | None,
     consumer: results.Consumer,
-    text: results.TextMeasure | None = None,
+    cfg: BenchConfig,
+    text: Any = None,
 ) -> results.Storage:
-    """The storage figures from the uncached reads `_time_storage` timed (for text, the
-    records counted as the sequences they pack into, as the read was timed)."""
+    """The storage figures from the uncached reads `_time_storage` timed, the records counted
+    in the report's unit, as the read was timed (`BenchHalf.storage_examples`: text's sequences
+    they pack into)."""
     examples = pipe.examples
-    if text is not None and examples is not None:
-        examples = round(examples / text.chunk_documents * text.rows_per_chunk)
+    if examples is not None:
+        examples = cfg.modality.bench.storage_examples(examples, text)
     return reading.figures(
         location="gcs" if is_gcs(source.root) else "local",
         cache=pipe.cache,
@@ -303,16 +306,15 @@ def _time_producer(
             warmup=cfg.warmup,
             progress=say,
             profile_dir=cfg.profile,
-            units=_units(text),
+            units=cfg.modality.bench.units(text),
         )
     )
     max_cores = cfg.max_cores or producer.available_cores()
     # The full prefix already ran with build()'s own threadpool: its size (a private pool's, or
     # tf.data's default, one thread per available core) is a point of the curve, and that point
-    # is the producer's window itself. Timed twice, the two windows differed by 20% under load,
-    # and a report could not say which one was the rate.
-    own_pool = getattr(pipe.config, "private_threadpool_size", 0) or producer.available_cores()
-    known = {own_pool: stages[-1].rate}
+    # is the producer's rate itself (its two windows, once the second is taken), never a third
+    # window that a report could not reconcile with the rate.
+    known = {_own_pool(pipe): stages[-1].rate}
     scaling = tuple(
         producer.measure_scaling(
             pipe,
@@ -340,7 +342,9 @@ def _ground_truth(
     sim = fit = None
     if cfg.simulate:
         say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
+        beside = host.sample()
         sim = simulate(pipe, step_time_ms=consumer.step_time_ms, seconds=cfg.seconds, warmup=cfg.warmup)
+        sim = dataclasses.replace(sim, host=host.since(beside))
     if cfg.fit:
         say(f"Running model.fit of {cfg.model} on the pipeline and on synthetic input")
         fit = fit_check(
@@ -384,38 +388,3 @@ def keras_environment() -> dict[str, Any]:
             return None
 
     return {"keras_backend": keras.backend.backend(), "keras": keras.__version__, "jax": version("jax")}
-
-
-def _compare(
-    pipe: Pipeline,
-    manifest: Manifest | None,
-    split: str | None,
-    cfg: BenchConfig,
-    tfpipe_eps: float,
-    say: StatusCallback,
-) -> results.Comparison:
-    """The baseline pipeline (tensorflow/tpu-style) on the same files, measured exactly like the
-    full pipeline.
-
-    The baseline has no repeat(), and a repeat() after its prefetch would restart it cold every
-    epoch, which small data turns into most of the time. Its file list is repeated instead, so
-    one epoch outlasts the warm-up and the window, as training on full ImageNet would.
-    """
-    from tfpipe.bench.measure.recipe import recipe_dataset
-
-    say("Timing the baseline pipeline (tensorflow/tpu-style) on the same data (--compare)")
-    files = list(pipe.files)
-    compression = manifest.tf_compression if manifest is not None else ""
-    size = int(pipe.dataset().element_spec[0].shape[1])
-    examples = manifest.split(split).examples if manifest is not None and split else 0
-    needed = 2 * tfpipe_eps * (cfg.warmup + cfg.seconds + 10)
-    reps = max(1, math.ceil(needed / examples)) if examples else 1
-    rate = producer.measure(
-        lambda: recipe_dataset(
-            files * reps, batch_size=pipe.batch_size, image_size=size, compression=compression
-        ).repeat(),
-        examples_per_element=pipe.batch_size,
-        seconds=cfg.seconds,
-        warmup=cfg.warmup,
-    )
-    return results.Comparison(tfpipe_eps, rate.examples_per_sec)

@@ -78,12 +78,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import PIPELINES
+    from tfpipe.bench.config import pipelines
     from tfpipe.packing import MODES
 
     g.add_argument(
         "--pipeline",
-        choices=PIPELINES,
+        choices=pipelines(),
         help="the preset (default: the one --data's manifest calls for, as build() picks it; else imagenet)",
     )
     g.add_argument(
@@ -150,7 +150,7 @@ def _add_data_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import MODELS
+    from tfpipe.bench.config import models
 
     who = g.add_mutually_exclusive_group()
     who.add_argument(
@@ -168,7 +168,7 @@ def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
     )
     who.add_argument(
         "--model",
-        choices=MODELS,
+        choices=models(),
         help="consumer: time this Keras model's train step on the best local device",
     )
     who.add_argument(
@@ -203,7 +203,10 @@ def _add_measure_flags(g: argparse._ArgumentGroup) -> None:
         help="also run against a consumer sleeping the step time; measure input wait",
     )
     g.add_argument(
-        "--fit", action="store_true", help="also run model.fit of --model on the pipeline vs synthetic input"
+        "--fit",
+        action="store_true",
+        help="also run model.fit of --model on the pipeline (its input wait measured by tfpipe.monitor) "
+        "and on synthetic input",
     )
     g.add_argument(
         "--compare",

@@ -7,12 +7,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
-from tfpipe.convert.config import TokenizerTraining
+from tfpipe.modalities import modalities, modality_of_layout
 from tfpipe.plural import counted
 
 if TYPE_CHECKING:
@@ -53,9 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dest", help="output directory, local or gs://bucket/prefix")
     _add_source_flags(p.add_argument_group("source"))
     _add_shard_flags(p.add_argument_group("shards"))
-    _add_image_flags(p.add_argument_group("images"))
-    _add_table_flags(p.add_argument_group("tables"))
-    _add_text_flags(p.add_argument_group("text"))
+    for m in modalities():  # each modality's own options, in a group of its name
+        m.convert.add_flags(p.add_argument_group(m.name))
     _add_engine_flags(p.add_argument_group("engine"))
     _add_run_flags(p.add_argument_group("run"))
     add_common(p)
@@ -66,7 +65,7 @@ def _add_source_flags(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"],
+        choices=["auto", *(f for m in modalities() for f in m.convert.formats)],
         help="source format (default: auto, by content; text when a tokenizer option is given)",
     )
     g.add_argument("--split", default="train", help="split name and shard prefix (default: train)")
@@ -87,121 +86,6 @@ def _add_shard_flags(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument("--compression", default="none", choices=["none", "gzip"], help="shard compression")
     g.add_argument("--seed", type=int, default=0, help="seed of the shuffle before sharding (default: 0)")
-
-
-def _add_image_flags(g: argparse._ArgumentGroup) -> None:
-    g.add_argument(
-        "--resize-shorter",
-        type=int,
-        metavar="PX",
-        help="re-encode images whose shorter side is larger than PX",
-    )
-    g.add_argument("--quality", type=int, default=90, help="JPEG quality for re-encoded images (default: 90)")
-    g.add_argument(
-        "--check",
-        default="decode",
-        choices=["decode", "header"],
-        help="how RGB JPEGs that pass through unchanged are checked: decode (default; "
-        "finds any damage) or header (structure only: bytes are just copied, ~10x faster)",
-    )
-    g.add_argument(
-        "--strict", action="store_true", help="fail on an undecodable image instead of skipping it"
-    )
-    g.description = (
-        "Every image is stored as an RGB JPEG holding the pixels TensorFlow's decoders (and "
-        "Keras' image_dataset_from_directory) give: EXIF orientation is ignored, alpha is "
-        "dropped (not composited on a background), a GIF keeps its first frame, and its "
-        "transparent pixels are black."
-    )
-
-
-def _add_table_flags(g: argparse._ArgumentGroup) -> None:
-    g.add_argument(
-        "--label",
-        metavar="COLUMN",
-        help="the label column of a table, or the label field of a text corpus (text labels become "
-        "class indices, numbers are kept)",
-    )
-    g.add_argument(
-        "--missing",
-        default="error",
-        choices=["error", "fill"],
-        help="nulls in tables: fail (default) or fill with a default plus a <column>/missing mask",
-    )
-    g.add_argument(
-        "--missing-label",
-        default="error",
-        choices=["error", "drop"],
-        help="nulls in the --label column: fail (default; a label is never filled) or drop "
-        "those rows (counted in the manifest and the summary)",
-    )
-    g.add_argument(
-        "--encoding",
-        default="utf-8",
-        help="text encoding of CSV files, e.g. latin-1 or utf-16 (default: utf-8)",
-    )
-    g.add_argument(
-        "--null-values",
-        action="append",
-        default=[],
-        metavar="[COLUMN=]TEXT,...",
-        help="CSV text that means missing, for every column or for one (repeatable). Only an "
-        "empty field is missing otherwise: NA, None or null are kept as written",
-    )
-    g.add_argument(
-        "--column-type",
-        action="append",
-        default=[],
-        metavar="COLUMN=TYPE",
-        help="declare a CSV (or Hive partition) column's type: int, float, bool or string "
-        "(repeatable). Otherwise text like 01234 or 1E5 stays text, and the summary says so",
-    )
-    g.add_argument(
-        "--chunk-rows", type=int, default=8192, help="table rows read and encoded at once (default: 8192)"
-    )
-
-
-def _add_text_flags(g: argparse._ArgumentGroup) -> None:
-    g.add_argument(
-        "--tokenizer",
-        metavar="PATH",
-        help="a SentencePiece .model or a Hugging Face tokenizer.json (stored with the dataset)",
-    )
-    g.add_argument(
-        "--train-tokenizer",
-        choices=get_args(TokenizerTraining),
-        help="train a tokenizer on the corpus instead, deterministically: SentencePiece unigram "
-        "(or BPE), byte-level BPE or WordPiece; needs --vocab-size",
-    )
-    g.add_argument(
-        "--vocab-size",
-        type=int,
-        metavar="N",
-        help="the trained tokenizer's vocabulary size; a corpus too small for N gives the most it "
-        "can, said in a note",
-    )
-    g.add_argument(
-        "--special-tokens",
-        action="append",
-        metavar="ROLE=TOKEN,...",
-        help="roles of tokens the tokenizer does not declare (or declares otherwise): "
-        "eos=[EOS],bos=[BOS] (roles: pad, unk, bos, eos, cls, sep, mask); the tokenizer's own fill in "
-        "the rest, and the manifest records both. Given more than once, the flags are merged (a role "
-        "named twice is refused)",
-    )
-    g.add_argument(
-        "--text-field",
-        default="text",
-        metavar="FIELD",
-        help="the JSON Lines field (or Parquet column) holding each document (default: text)",
-    )
-    g.add_argument(
-        "--lines", action="store_true", help=".txt files hold one document per line (default: one per file)"
-    )
-    g.description = (
-        "One record per document: its token ids (an int64 list, every token, no special tokens "
-        "added) and its --label. The sequence length is chosen when the data is read."
-    )
 
 
 def _add_engine_flags(g: argparse._ArgumentGroup) -> None:
@@ -272,35 +156,6 @@ _OPTIONS = (
 )
 
 
-def _pairs(flag: str, values: list[str]) -> list[tuple[str, str]]:
-    """`COLUMN=VALUE` arguments as pairs (COLUMN "" when there is no `=`)."""
-    out = []
-    for value in values:
-        column, eq, rest = value.rpartition("=") if "=" in value else ("", "", value)
-        if eq and not column:
-            raise SystemExit(f"tfpipe convert: error: {flag} expects COLUMN=VALUE. Received: {value!r}")
-        out.append((column, rest))
-    return out
-
-
-def _text_options(args: argparse.Namespace) -> dict[str, object]:
-    """--special-tokens as convert() takes it (a mapping of roles to tokens)."""
-    from tfpipe.convert.text.specialtokens import parse
-
-    return {"special_tokens": parse(args.special_tokens)} if args.special_tokens else {}
-
-
-def _table_options(args: argparse.Namespace) -> dict[str, object]:
-    """--null-values and --column-type as convert() takes them."""
-    nulls: dict[str, list[str]] = {}
-    for column, tokens in _pairs("--null-values", args.null_values):
-        nulls.setdefault(column or "*", []).extend(t for t in tokens.split(",") if t)
-    types = dict(_pairs("--column-type", args.column_type))
-    if "" in types:
-        raise SystemExit(f"tfpipe convert: error: --column-type expects COLUMN=TYPE. Received: {types['']!r}")
-    return {"null_values": nulls, "column_types": types}
-
-
 def run(args: argparse.Namespace) -> int:
     from tfpipe import storage
     from tfpipe.convert import convert
@@ -309,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
     retried_before = storage.retries()
     out = console(args.quiet)
     options = {name: getattr(args, name) for name in _OPTIONS} | {"pipeline_options": args.beam_options}
-    options |= _table_options(args) | _text_options(args)
+    for m in modalities():  # the options of its flags that convert() takes in another form
+        options |= m.convert.flag_options(args)
 
     def convert_with(progress: Callable[[Tick], None]) -> Manifest:
         return convert(
@@ -363,24 +219,23 @@ def _progress_lines(out) -> Callable[[Tick], None]:
 
 
 def _print_summary(out, manifest: Manifest, split_name: str) -> None:
+    """What the conversion made: its modality's words (`Modality.summary`), or the examples,
+    shards, bytes and what was skipped."""
+    summary = modality_of_layout(manifest.layout).summary
+    lines = summary(manifest, split_name) if summary is not None else _summary(manifest, split_name)
+    for line in lines:
+        out.print(line)
+
+
+def _summary(manifest: Manifest, split_name: str) -> tuple[str, ...]:
     split = manifest.split(split_name)
-    if split.text is not None:
-        _print_text_summary(out, manifest, split_name)
-        return
-    dropped = split.dropped_rows
-    left_out = (
-        f"{dropped:,} row{'' if dropped == 1 else 's'} dropped"
-        if manifest.layout == "table"
-        else f"{len(split.skipped)} skipped"
-    )
-    out.print(
+    lines = [
         f"converted {counted(split.examples, 'example')} into {counted(len(split.shards), 'shard')}, "
-        f"{human_bytes(split.bytes)}, {left_out}, in {split.seconds:.1f} s -> {manifest.root}"
-    )
-    for s in split.skipped:
-        out.print(f"  {'' if manifest.layout == 'table' else 'skipped '}{s.input}: {s.reason}")
-    for note in split.notes:
-        out.print(f"  note: {note}")
+        f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped, in {split.seconds:.1f} s -> {manifest.root}"
+    ]
+    lines += [f"  skipped {s.input}: {s.reason}" for s in split.skipped]
+    lines += [f"  note: {note}" for note in split.notes]
+    return tuple(lines)
 
 
 def _print_retries(out, after: dict[str, int], before: dict[str, int]) -> None:
@@ -389,20 +244,3 @@ def _print_retries(out, after: dict[str, int], before: dict[str, int]) -> None:
     if retried:
         kinds = ", ".join(f"{kind}: {n}" for kind, n in retried.items())
         out.print(f"retried {sum(retried.values())} storage requests ({kinds}), with backoff")
-
-
-def _print_text_summary(out, manifest: Manifest, split_name: str) -> None:
-    split = manifest.split(split_name)
-    text, tok = split.text, manifest.tokenizer
-    assert text is not None and tok is not None
-    out.print(
-        f"converted {counted(text.documents, 'document')} ({counted(text.tokens, 'token')}) into "
-        f"{counted(len(split.shards), 'shard')}, "
-        f"{human_bytes(split.bytes)}, {text.empty_documents:,} empty left out, in {split.seconds:.1f} s "
-        f"-> {manifest.root}"
-    )
-    out.print(f"  tokenizer: {tok.kind} {tok.file}, vocabulary {tok.vocab_size:,}, {tok.fingerprint[:19]}")
-    for s in split.skipped:
-        out.print(f"  skipped {s.input}: {s.reason}")
-    for note in split.notes:
-        out.print(f"  {'WARNING' if note.startswith('ROUND TRIP') else 'note'}: {note}")

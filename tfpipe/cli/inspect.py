@@ -7,10 +7,8 @@ import argparse
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
 from tfpipe.cli.render import console
-from tfpipe.convert.text.source import sample
-from tfpipe.errors import TfpipeError
 from tfpipe.format.manifest import Manifest
-from tfpipe.packing.fill import predict_fill
+from tfpipe.modalities import modality_of_layout
 from tfpipe.plural import counted
 
 
@@ -52,15 +50,16 @@ def run(args: argparse.Namespace) -> int:
             for f in manifest.schema.fields
         )
     )
-    if manifest.tokenizer is not None:
-        _print_tokenizer(out, manifest)
+    modality = modality_of_layout(manifest.layout)
+    for line in modality.about_dataset(manifest):  # text: its tokenizer
+        out.print(line)
     for name, split in manifest.splits.items():
         out.print(
             f"  split {name}: {counted(split.examples, 'example')} in {counted(len(split.shards), 'shard')}, "
             f"{human_bytes(split.bytes)}, {len(split.skipped)} skipped (source {split.source})"
         )
-        if split.text is not None:
-            _print_text(out, manifest, name)
+        for line in modality.about_split(manifest, name):  # text: its documents and lengths
+            out.print(line)
         for note in split.notes:
             out.print(f"    note: {note}")
     if not args.verify:
@@ -93,55 +92,3 @@ def _verified(report) -> str:
     if report.tokenizer is not None:
         told.append("the tokenizer ok" if report.tokenizer.ok else "the tokenizer FAILED")
     return "; ".join(told)
-
-
-_QUANTILES = (0.1, 0.5, 0.9, 0.99, 1.0)
-_FILL_LENGTHS = (128, 512, 2048)
-
-
-def _print_tokenizer(out, manifest) -> None:
-    tok = manifest.tokenizer
-    specials = ", ".join(f"{role} {i}" for role, i in tok.special_ids.items()) or "none"
-    out.print(
-        f"  tokenizer: {tok.kind} {tok.file}, vocabulary {tok.vocab_size:,}, special ids: {specials}; "
-        f"{tok.fingerprint}"
-    )
-    out.print(f"    its round trip may change: {tok.normalization}")
-    from tfpipe.format.verify import check_tokenizer  # as in `run`
-
-    check = check_tokenizer(manifest)
-    for problem in check.problems if check is not None else ():
-        out.print(f"  WARNING: {tok.file}: {problem}")
-
-
-def _print_text(out, manifest, name: str) -> None:
-    text = manifest.split(name).text
-    if not text.documents:
-        out.print(f"    text: no documents ({text.empty_documents:,} empty left out)")
-        return
-    pct = ", ".join(
-        f"p{round(q * 100)} {n:,}" for q, n in zip(_QUANTILES, text.percentiles(_QUANTILES), strict=True)
-    )
-    out.print(
-        f"    text: {text.documents:,} documents, {text.tokens:,} tokens (mean {text.tokens / text.documents:,.1f} "
-        f"a document), {text.empty_documents:,} empty left out"
-    )
-    out.print(f"    document length in tokens: {pct.replace('p100', 'max')}")
-    _print_fill(out, text)
-    try:
-        ids, decoded = sample(manifest, name)[0]
-    except (TfpipeError, IndexError) as e:
-        out.print(f"    sample: not decoded ({e})")
-        return
-    shown = decoded if len(decoded) <= 200 else decoded[:200] + "..."
-    out.print(f"    sample record 0 ({len(ids):,} tokens): {shown!r}")
-
-
-def _print_fill(out, text) -> None:
-    """The fill each packing mode would give, predicted from the histogram."""
-    histogram = text.length_histogram
-    for length in _FILL_LENGTHS:
-        modes = ", ".join(
-            f"{mode} {predict_fill(histogram, length, mode):.1%}" for mode in ("first_fit", "concat", "none")
-        )
-        out.print(f"    predicted fill at L={length}: {modes}")

@@ -9,11 +9,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from tfpipe.convert.text.specialtokens import check_named
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.modalities.text.convert.specialtokens import check_named
 from tfpipe.validation import as_int, check_choice, check_int
 
-Format = Literal["auto", "imagenet", "images", "csv", "parquet", "arrow", "jsonl", "text"]
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
 MissingLabelPolicy = Literal["error", "drop"]
@@ -28,44 +27,6 @@ TOKENIZER_OPTIONS = (
 
 _FLAG_NAMES = {"labels_file": "--labels", "column_types": "--column-type"}
 
-_IMAGES = ("imagenet", "images")
-_TABLES = ("csv", "parquet", "arrow", "jsonl")
-TABLE_FORMATS = _TABLES  # the tables kind's formats (`tablekind.TABLES`)
-_TEXT = ("text",)
-_SOURCE_KINDS = {
-    _IMAGES: "image folders (--format imagenet or images)",
-    _TABLES: "tables (--format csv, parquet, arrow or jsonl)",
-    ("csv",): "CSV files (--format csv)",
-    _TEXT: "text corpora (--format text)",
-    (*_TABLES, *_TEXT): "tables and text corpora (--format csv, parquet, arrow, jsonl or text)",
-}
-APPLIES_TO: dict[str, tuple[str, ...]] = {
-    "resize_shorter": _IMAGES,
-    "quality": _IMAGES,
-    "check": _IMAGES,
-    "strict": _IMAGES,
-    "labels_file": _IMAGES,
-    "label_offset": _IMAGES,
-    "seed": _IMAGES,  # it shuffles a class-folder tree's files (a labelled flat folder keeps its order)
-    "label": (*_TABLES, *_TEXT),
-    "missing": _TABLES,
-    "missing_label": _TABLES,
-    "chunk_rows": _TABLES,
-    "column_types": _TABLES,  # in Parquet, of Hive partition columns (`tables.check_options`)
-    "encoding": ("csv",),
-    "null_values": ("csv",),
-    "text_field": _TEXT,
-    "lines": _TEXT,
-    "tokenizer": _TEXT,
-    "train_tokenizer": _TEXT,
-    "vocab_size": _TEXT,
-    "special_tokens": _TEXT,
-}
-"""The source formats each ConvertConfig field applies to; the others apply to every source."""
-TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if formats == _TEXT)
-"""The ConvertConfig fields of text corpora only (recorded in a text split's manifest only)."""
-NOT_TEXT_OPTIONS = tuple(name for name, formats in APPLIES_TO.items() if "text" not in formats)
-"""The ConvertConfig fields of images and tables, which a text corpus refuses when set."""
 
 DEFAULT_SHARD_SIZE = 128 << 20
 """128 MiB: the TFRecord shard size TF's performance guide recommends (>100 MB per file, so
@@ -242,7 +203,7 @@ class ConvertConfig:
         mask). The tokenizer's own declarations fill in the rest; the manifest records both.
     """
 
-    format: Format = "auto"
+    format: str = "auto"
     workers: int | None = None
     resize_shorter: int | None = None
     quality: int = 90
@@ -280,7 +241,7 @@ class ConvertConfig:
         object.__setattr__(self, "column_types", dict(self.column_types))
         if not isinstance(
             self.format, str
-        ):  # its value is checked against the kinds (`kinds.kind_of_format`)
+        ):  # its value is checked against the modalities' (`modality_of_format`)
             raise ConfigError(f"format must be a string. Received: format={self.format!r}")
         check_choice("missing", self.missing, get_args(MissingPolicy))
         check_choice("missing_label", self.missing_label, get_args(MissingLabelPolicy))
@@ -344,20 +305,38 @@ class ConvertConfig:
 
 def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, left_out: tuple[str, ...]) -> dict[str, Any]:
     """The options a split's manifest (and its plan record) keeps: those of its kind of source
-    (all but its kind's `left_out`), `workers` left out (it changes no byte)."""
+    (all but its kind's `left_out`, `options_left_out`), `workers` left out (it changes no byte)."""
     chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)
     return {k: v for k, v in chosen.items() if k != "workers" and k not in left_out}
 
 
-_SOURCE_NOUNS = {
-    "imagenet": "an image folder",
-    "images": "an image folder",
-    "csv": "a CSV table",
-    "parquet": "a Parquet table",
-    "arrow": "an Arrow IPC table",
-    "jsonl": "a JSON Lines table",
-    "text": "a text corpus",
-}
+def applies_to() -> dict[str, tuple[str, ...]]:
+    """The source formats each ConvertConfig field applies to, when it applies to some only: the
+    formats of every modality whose convert half takes it (`Kind.options`)."""
+    from tfpipe.modalities import modalities  # the registry: it loads no modality to import
+
+    out: dict[str, tuple[str, ...]] = {}
+    for m in modalities():
+        for name, formats in m.convert.options.items():
+            out[name] = out.get(name, ()) + tuple(formats or m.convert.formats)
+    return out
+
+
+def options_left_out(kind: Any) -> tuple[str, ...]:
+    """The ConvertConfig fields a split of `kind` does not record: another modality's. A kind
+    that records its own only (`Kind.own_options_only`, text) leaves out every option that
+    does not apply to its formats; the others leave out the options of those kinds alone."""
+    from tfpipe.modalities import modalities  # as in `applies_to`
+
+    if kind.own_options_only:
+        return tuple(n for n, formats in applies_to().items() if not set(formats) & set(kind.formats))
+    takers: dict[str, list[Any]] = {}
+    for m in modalities():
+        for name in m.convert.options:
+            takers.setdefault(name, []).append(m.convert)
+    return tuple(
+        n for n, kinds in takers.items() if kind not in kinds and all(k.own_options_only for k in kinds)
+    )
 
 
 def check_applies(cfg: ConvertConfig, fmt: str) -> None:
@@ -367,26 +346,37 @@ def check_applies(cfg: ConvertConfig, fmt: str) -> None:
     Raises:
       ConfigError: naming every such option, its value, the source's format and where it applies.
     """
+    from tfpipe.modalities import modalities  # as in `applies_to`
+
     defaults = ConvertConfig()
+    unused = {name: where for m in modalities() for name, where in m.convert.unused(cfg).items()}
     wrong, values = [], []
-    for name, formats in APPLIES_TO.items():
+    for name, formats in applies_to().items():
         value = getattr(cfg, name)
-        unused = name == "seed" and cfg.labels_file is not None
-        if value == getattr(defaults, name) or (fmt in formats and not unused):
+        if value == getattr(defaults, name) or (fmt in formats and name not in unused):
             continue
-        where = (
-            "class-folder trees (a flat folder with --labels keeps its sorted order)"
-            if unused
-            else _SOURCE_KINDS[formats]
-        )
+        where = unused.get(name) or _sources(formats, modalities())
         wrong.append(f"{name} ({_FLAG_NAMES.get(name, '--' + name.replace('_', '-'))}) applies to {where}")
         values.append(f"{name}={value!r}")
     if wrong:
+        noun = next((m.convert.nouns[fmt] for m in modalities() if fmt in m.convert.nouns), fmt)
         raise ConfigError(
-            f"{'; '.join(wrong)}. Received: {', '.join(values)} for {_SOURCE_NOUNS.get(fmt, fmt)} "
+            f"{'; '.join(wrong)}. Received: {', '.join(values)} for {noun} "
             f"(format {fmt!r}). Drop {'it' if len(wrong) == 1 else 'them'}, or pass --format if the "
             "format is wrong."
         )
+
+
+def _sources(formats: tuple[str, ...], modalities: tuple[Any, ...]) -> str:
+    """ "tables and text corpora (--format csv, parquet, arrow, jsonl or text)": what each
+    modality calls its sources of these formats (`Kind.sources`), and the formats."""
+    words = []
+    for m in modalities:
+        mine = tuple(f for f in m.convert.formats if f in formats)
+        if mine:
+            words.append(m.convert.sources.get(mine) or m.convert.sources[m.convert.formats])
+    listed = ", ".join(formats[:-1]) + " or " + formats[-1] if len(formats) > 1 else formats[0]
+    return f"{' and '.join(words)} (--format {listed})"
 
 
 def as_flags(*configs: Any, leave_out: tuple[str, ...] = ()) -> list[str]:

@@ -15,10 +15,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfpipe import storage
-from tfpipe.convert.config import ConvertConfig, ShardConfig, recorded_options
+from tfpipe.convert.config import ConvertConfig, ShardConfig, options_left_out, recorded_options
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.kind import SplitExtras
-from tfpipe.convert.kinds import get_kind
 from tfpipe.convert.sources import ShardInputs, Source
 from tfpipe.convert.writer import (
     JournalState,
@@ -31,6 +30,7 @@ from tfpipe.errors import DataError, ManifestError
 from tfpipe.format.manifest import Manifest, SkippedInput, Split
 from tfpipe.format.schema import Schema
 from tfpipe.format.shardnames import shard_name
+from tfpipe.modalities import get_modality
 from tfpipe.plural import counted
 
 PLAN_VERSION = 3
@@ -188,7 +188,7 @@ def make_plan(
     """
     if source.n_items == 0:
         raise DataError(f"{src}: expected at least one input to convert. Received: none")
-    kind = get_kind(source.kind)
+    kind = get_modality(source.kind).convert
     n_shards = shard_cfg.count_for(source.n_items, source.estimated_bytes)
     compression = shard_cfg.compression
     shards = tuple(
@@ -204,7 +204,7 @@ def make_plan(
         )
         for i, (a, b) in enumerate(shard_bounds(source.n_items, n_shards))
     )
-    options = recorded_options(shard_cfg, cfg, kind.options_left_out)
+    options = recorded_options(shard_cfg, cfg, options_left_out(kind))
     options["format"], options["format_reason"] = fmt, reason
     return ConvertPlan(
         src,

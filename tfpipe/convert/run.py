@@ -1,9 +1,10 @@
 """`tfpipe.convert`: a source, a plan, an engine that writes atomic shards, and the manifest last.
 
-The steps: list the source (`sources.open_source`), plan the shards (`plan.make_plan`), decide
-what to do with the destination (`plan.decide`), let an engine write the shards not yet done
-(the local engine by default, `engine.run_local`), then build and commit the manifest
-(`ConvertPlan.manifest`). `run_conversion` takes any engine; `convert` uses the local one.
+The steps: list the source by its modality's convert half (`open_source`: the `Kind` of the
+modality that reads the format), plan the shards (`plan.make_plan`), decide what to do with the
+destination (`plan.decide`), let an engine write the shards not yet done (the local engine by
+default, `engine.run_local`), then build and commit the manifest (`ConvertPlan.manifest`).
+`run_conversion` takes any engine; `convert` uses the local one. No step names a modality.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
 from tfpipe.convert.detect import choose_format, refuse_split_folders
 from tfpipe.convert.engine import run_local
-from tfpipe.convert.kind import SplitExtras
-from tfpipe.convert.kinds import get_kind, kind_of_format, open_source
+from tfpipe.convert.kind import OnWorkers, SplitExtras
 from tfpipe.convert.lock import LOCK_NAME, DestinationLock
 from tfpipe.convert.plan import (
     ConvertPlan,
@@ -35,9 +35,7 @@ from tfpipe.convert.plan import (
     refuse_finished,
 )
 from tfpipe.convert.progress import ProgressCallback, Tick
-from tfpipe.convert.sources import Source, joining
-from tfpipe.convert.tables import scan as tables_scan
-from tfpipe.convert.tables.scan import TableScan
+from tfpipe.convert.sources import Source, joining, open_source
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point, sweep
 from tfpipe.errors import (
     ConfigError,
@@ -48,13 +46,14 @@ from tfpipe.errors import (
 )
 from tfpipe.format import commit_markers
 from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.modalities import get_modality, modality_of_format
 from tfpipe.validation import check_choice
 
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
 """The engines by name. An engine other than the local one is the module holding its `Engine`
 class (made with the options, the destination, the split and the progress callback; it has
-`execute` and `scan_table`), imported only when it is asked for: the core never imports an
-optional engine."""
+`execute`, and `on_workers` to run a modality's first pass a file at a time on its workers),
+imported only when it is asked for: the core never imports an optional engine."""
 
 
 def convert(
@@ -119,10 +118,10 @@ def convert(
     shard_cfg, cfg = split_options(options, shards, config)
     check_choice("engine", engine, tuple(ENGINES))
     if cfg.format != "auto":
-        kind_of_format(cfg.format)  # refuses a format no kind reads, before the destination is touched
+        modality_of_format(cfg.format)  # refuses a format none reads, before the destination is touched
     storage.check_url(src)
     storage.check_url(dest)
-    execute, scan_table = _engine(
+    execute, on_workers = _engine(
         engine, cfg, pipeline_options, str(dest).rstrip("/"), shard_cfg.split, progress
     )
     return run_conversion(
@@ -134,7 +133,7 @@ def convert(
         resume=resume,
         overwrite=overwrite,
         break_lock=break_lock,
-        scan_table=scan_table,
+        on_workers=on_workers,
         engine=engine,
     )
 
@@ -146,12 +145,13 @@ def _engine(
     dest: str,
     split: str,
     progress: ProgressCallback | None,
-) -> tuple[Execute, Callable[..., TableScan]]:
-    """The engine's shard writer and first pass over tables: the local process pool, or an
-    optional engine's, imported by name only now (see ENGINES)."""
+) -> tuple[Execute, OnWorkers | None]:
+    """The engine's shard writer and how it runs work on its workers (None: the local engine,
+    whose first passes run in this process): the local process pool, or an optional engine's,
+    imported by name only now (see ENGINES)."""
     if ENGINES[engine]:
         made = importlib.import_module(ENGINES[engine]).Engine(cfg, pipeline_options, dest, split, progress)
-        return made.execute, made.scan_table
+        return made.execute, made.on_workers
     if pipeline_options is not None:
         raise ConfigError(
             f"pipeline_options apply to engine='beam'. Received: engine={engine!r}, "
@@ -163,7 +163,7 @@ def _engine(
     ) -> list[ShardDone]:
         return _execute(plan, source, done, cfg.n_workers, journal, progress)
 
-    return local, tables_scan.scan
+    return local, None
 
 
 Execute = Callable[[ConvertPlan, Source, dict[int, ShardDone], ResumeJournal], list[ShardDone]]
@@ -181,13 +181,13 @@ def run_conversion(
     resume: bool = False,
     overwrite: bool = False,
     break_lock: bool = False,
-    scan_table: Callable[..., TableScan] = tables_scan.scan,
+    on_workers: OnWorkers | None = None,
     engine: str = "local",
 ) -> Manifest:
     """`convert` with the engine given: plans under the destination's lock, lets `execute`
     write the shards, and commits the manifest. Arguments and errors are those of `convert`;
-    `scan_table` is the engine's first pass over a table, and an engine other than "local" is
-    recorded in the split's options."""
+    `on_workers` runs a modality's first pass a file at a time on the engine's workers (None:
+    in this process), and an engine other than "local" is recorded in the split's options."""
     started, retried = time.monotonic(), storage.retries()
     storage.check_url(src)
     storage.check_url(dest)
@@ -198,7 +198,7 @@ def run_conversion(
         with DestinationLock(dest, break_lock=break_lock):
             existing = _load_existing(dest)
             sweep(dest, existing)
-            run = _Run(execute, scan_table, engine, retried)
+            run = _Run(execute, on_workers, engine, retried)
             return _convert_locked(src, dest, existing, shard_cfg, cfg, resume, overwrite, run, started)
     except Exception as e:
         if created:
@@ -211,11 +211,11 @@ def run_conversion(
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Run:
-    """The engine of a conversion: its shard writer, its first pass over tables, its name; and
-    `storage.retries()` when the run started."""
+    """The engine of a conversion: its shard writer, how it runs work on its workers, its name;
+    and `storage.retries()` when the run started."""
 
     execute: Execute
-    scan_table: Callable[..., TableScan]
+    on_workers: OnWorkers | None
     engine: str
     retried_before: dict[str, int]
 
@@ -238,9 +238,9 @@ def _convert_locked(
     # The dataset this split joins: its class list, layout and tokenizer bind the new split.
     joins = existing if existing and set(existing.splits) - {shard_cfg.split} else None
     fmt, reason = choose_format(src, cfg, joins)
-    source = open_source(src, fmt, cfg, joins, run.scan_table, dest)
+    source = open_source(src, fmt, cfg, joins, dest, run.on_workers)
     source = joining(joins, source, shard_cfg, dest)
-    kind = get_kind(source.kind)
+    kind = get_modality(source.kind).convert
     plan = make_plan(src, dest, source, shard_cfg, cfg, fmt, reason)
     journal = ResumeJournal(dest, plan.split, plan.compression, kind.name, kind.tally_from_json)
     decision = decide(existing, journal.state(), plan, resume, overwrite)

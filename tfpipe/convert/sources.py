@@ -1,10 +1,11 @@
 """Sources: what a scanned input holds, and the inputs of each shard, for any engine.
 
 A `Source` is listed (and for tables and text, read once to check it) before anything is
-written, by its kind (`kind.Kind.open`). It then hands out, per shard, a self-contained and
-picklable description of that shard's inputs (`ShardInputs`: a kind's `ImageInputs`,
-`TableRows`, `TextInputs`), which turns into `Piece`s of encoding work that carry their own
-shard index and first item. Nothing here imports TensorFlow, nor names a kind.
+written, by the kind of the modality that reads its format (`open_source`, `kind.Kind.open`).
+It then hands out, per shard, a self-contained and picklable description of that shard's inputs
+(`ShardInputs`: a kind's `ImageInputs`, `TableRows`, `TextInputs`), which turns into `Piece`s of
+encoding work that carry their own shard index and first item. Nothing here imports TensorFlow,
+nor names a modality.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from tfpipe.convert.config import ShardConfig
+from tfpipe.convert.config import ConvertConfig, ShardConfig, check_applies
 from tfpipe.convert.encode import Piece
+from tfpipe.convert.kind import OnWorkers
 from tfpipe.errors import DestinationError
 from tfpipe.format.manifest import Manifest, SkippedInput
 from tfpipe.format.schema import Schema
+from tfpipe.modalities import modality_of_format
 
 
 class ShardInputs(Protocol):
@@ -142,3 +145,28 @@ def _schema_differs(existing: Manifest, split: str, differences: list[str], dest
         f"{dest} holds splits {sorted(existing.splits)}, whose records the new split {split!r} "
         f"would not match: {named}{more}.{way}"
     )
+
+
+def open_source(
+    src: str,
+    fmt: str,
+    cfg: ConvertConfig,
+    joins: Manifest | None,
+    dest: str = "",
+    on_workers: OnWorkers | None = None,
+) -> Source:
+    """Lists (and for tables and text, scans) the source, by the convert half of the modality
+    that reads `fmt`.
+
+    Args:
+      joins: the dataset the new split joins, whose classes it keeps; None if none.
+      dest: the dataset directory (a text corpus's tokenizer is stored there).
+      on_workers: the engine's way to run a first pass a file at a time on its workers.
+
+    Raises:
+      DataError: the source does not fit the rules, naming the file, column and row.
+      ConfigError: an option of another modality's sources.
+    """
+    check_applies(cfg, fmt)
+    source: Source = modality_of_format(fmt).convert.open(src, fmt, cfg, joins, dest, on_workers)
+    return source

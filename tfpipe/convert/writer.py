@@ -26,7 +26,6 @@ from tfpipe.convert.kind import Tally
 from tfpipe.convert.spool import local_spool_dir, remove_dead_spools
 from tfpipe.errors import DataError, DestinationError, ManifestError
 from tfpipe.format.manifest import Checksum, Manifest, ShardInfo, SkippedInput
-from tfpipe.format.manifest_text import lengths_name
 from tfpipe.format.shardnames import ShardName, shard_name
 from tfpipe.format.tfrecord import frame_parts
 
@@ -403,11 +402,14 @@ class ResumeJournal:
                 storage.remove(storage.join(self.dest, name))
 
     def stray_shards(self, listing: list[str] | None = None) -> list[str]:
-        """Visible shard files of this split (from an interrupted or overwritten run), and its
-        lengths file (written with its shards, before the manifest)."""
+        """Visible shard files of this split (from an interrupted or overwritten run), and the
+        files a modality commits with its shards, before the manifest (`Kind.split_files`: text's
+        lengths file)."""
+        from tfpipe.modalities import modalities  # the registry: it loads no modality to import
+
         names = storage.listdir(self.dest) if listing is None else listing
-        lengths = lengths_name(self.split)
-        return [n for n in names if n.startswith(f"{self.split}-") or n == lengths]
+        attached = {f for m in modalities() for f in m.convert.split_files(self.split)}
+        return [n for n in names if n.startswith(f"{self.split}-") or n in attached]
 
 
 _TEMPORARY_RE = re.compile(r"^\..+\.tmp-\d+-[0-9a-f]{8}")  # storage.temp_name, plus mkstemp's suffix

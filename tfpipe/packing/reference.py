@@ -4,7 +4,7 @@ equal row for row, and the simulator `fill.predict_fill` runs on a split's lengt
 Documents come in *chunks*: `spec.chunk_size(...)` consecutive documents of the stream, packed
 together and independently of every other chunk. So the rows of a chunk are a function of its
 documents alone, and the packed stream is a function of the document order: a resumed run
-finds its place by counting rows chunk by chunk (pipeline/text/stages.py).
+finds its place by counting rows chunk by chunk (modalities/text/stages.py).
 
 A document longer than the sequence length L is cut into *pieces* of at most L, in order
 (`truncate=True` keeps the first piece only). Each piece is a segment of one row.

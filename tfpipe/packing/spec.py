@@ -2,7 +2,7 @@
 the tokens added to each document and the documents packed together (a chunk).
 
 Plain Python: the text preset checks its options against it, and the graph packer
-(pipeline/packing.py), the text stages, `describe()` and bench all take their numbers from it.
+(modalities/text/packer.py), the text stages, `describe()` and bench all take their numbers from it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 
 # The three outputs of packed rows, all int32 [rows, L]: the field's layout (seqio, Grain).
 KEYS = ("tokens", "segment_ids", "positions")
+
+# Sequence lengths up to this many tokens; the packer's int32 outputs and row keys fit it.
+MAX_SEQUENCE_LENGTH = 1 << 20
 
 # A chunk holds about this many rows' worth of tokens: its last rows are the only ones packing
 # leaves short, so a chunk of 512 rows loses about 0.1% of the slots to them. Memory: 512 * L

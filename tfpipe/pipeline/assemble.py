@@ -12,7 +12,6 @@ from tfpipe.pipeline.read.shard import verify_group
 from tfpipe.pipeline.request import Request
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.stage import StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 
 # Share of ram_budget the shuffle buffer may take.
 SHUFFLE_SHARE = 0.25
@@ -37,16 +36,13 @@ def assemble(r: Request, d: Decisions) -> Pipeline:
             run=resumable.run_length(verify_group(mean), window, cfg.cycle_length, len(d.share.files)),
             resuming=r.resuming,
         )
-        start = (
-            text_stages.start_fn(spec, d.decoder.packing, r.position, r.step)
-            if d.decoder.packing is not None
-            else resumable.start_fn(spec, r.position, r.step)
-        )
+        start = d.batching.start(spec, r.position, r.step)
     stage_plan = StagePlan(
         source=src,
         share=d.share,
         read_records=d.read_records,
         decoder=d.decoder,
+        batching=d.batching,
         config=cfg,
         training=r.training,
         batch_size=r.per_replica,

@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
-from tfpipe.packing.fill import epoch_rows
+from tfpipe.modalities import modality_of_records
 from tfpipe.pipeline import checks
 from tfpipe.pipeline.config import DEFAULT_TRAINING_ORDER, PipelineConfig
 from tfpipe.pipeline.order import resumable
@@ -21,10 +21,10 @@ from tfpipe.pipeline.read.sharding import FileShare, share_files
 from tfpipe.pipeline.read.skips import SkipCounter
 from tfpipe.pipeline.request import Request
 from tfpipe.pipeline.stages import padding
-from tfpipe.pipeline.text import stages as text_stages
+from tfpipe.pipeline.stages.batching import batching_of
+from tfpipe.pipeline.stages.stage import Batching
 from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetContext, PresetLike, get_preset
-from tfpipe.presets.text import TextPacking
 
 # Share of ram_budget "auto" may give the cache: the rest is for the shuffle buffer, the
 # prefetch and autotuned buffers that autotune.ram_budget also governs.
@@ -41,6 +41,7 @@ class Decisions:
     config: PipelineConfig  # mode, order and storage defaults filled in
     preset: PresetLike
     decoder: Decoder
+    batching: Batching  # the decoder's, or records
     share: FileShare
     read_records: int | None
     cache: str
@@ -74,19 +75,16 @@ def decide(r: Request) -> Decisions:
         cfg = cfg.for_storage(src.on_gcs)
     checks.check_cache_dir(cfg.cache)
     preset_obj, decoder = _bind(r.preset, src, training, r.options)
+    batching = batching_of(decoder)
     share = share_files(src.sizes, src.counts, r.pipelines, r.index, compressed=bool(src.compression))
     notes = src.notes + decoder.notes + _sharding_notes(share, r.pipelines, is_resumable) + order_notes
-    if decoder.packing is not None:
-        text_notes, tiling = text_stages.plan_notes(decoder.packing, r.per_replica, src, is_resumable)
-        for message in tiling:
-            _warn(message, TilingWarning)
-        notes += text_notes + tiling
-    _check_enough(r, decoder.packing, share, drop=bool(cfg.drop_remainder))
+    notes += _batching_notes(batching, r, is_resumable)
+    _check_enough(r, batching, share, drop=bool(cfg.drop_remainder))
     read_records, why_unknown = _known_length(share, cfg, r.service)
     pad, batches, extra, eval_notes = padding.eval_shape(
         cfg,
         src,
-        decoder.packing,
+        batching,
         training=training,
         hosts=r.pipelines if r.hosts else 1,
         why_unknown=why_unknown,
@@ -100,16 +98,37 @@ def decide(r: Request) -> Decisions:
         cache = "none"  # the resumable order's cache needs every listed record
     counter = SkipCounter() if cfg.skip_corrupt else None
     return Decisions(
-        cfg, preset_obj, decoder, share, read_records, cache, counter, notes, is_resumable, batches, extra
+        cfg,
+        preset_obj,
+        decoder,
+        batching,
+        share,
+        read_records,
+        cache,
+        counter,
+        notes,
+        is_resumable,
+        batches,
+        extra,
     )
 
 
-def _check_enough(r: Request, pack: TextPacking | None, share: FileShare, *, drop: bool) -> None:
-    """Refuses a share of data smaller than one batch: its records, or a text pipeline's rows."""
+def _batching_notes(batching: Batching, r: Request, resumable: bool) -> tuple[str, ...]:
+    """What the batching decided (text: its chunks, the predicted fill), and its warnings (text:
+    a shape off a TPU's tiles), warned too."""
+    notes, warned = batching.notes(r.per_replica, r.src, resumable)
+    for message in warned:
+        _warn(message, TilingWarning)
+    return notes + warned
+
+
+def _check_enough(r: Request, batching: Batching, share: FileShare, *, drop: bool) -> None:
+    """Refuses a share of data smaller than one batch, in what a batch counts (its records, or
+    a text pipeline's rows: `Batching.units`)."""
     src = r.src
     count, unit = share.examples, "records"
-    if pack is not None and pack.histogram and share.examples is not None:
-        count, unit = _text_rows_of_share(pack, share.examples, src)
+    if share.examples is not None:
+        count, unit = batching.units(share.examples, src)
     checks.check_enough(
         count,
         share.at_most,
@@ -120,18 +139,6 @@ def _check_enough(r: Request, pack: TextPacking | None, share: FileShare, *, dro
         n=r.pipelines,
         i=r.index,
         unit=unit,
-    )
-
-
-def _text_rows_of_share(pack: TextPacking, documents: int, src: ResolvedData) -> tuple[int, str]:
-    """(rows, what they are) of a text pipeline's share of documents: a batch holds rows
-    (packed sequences), not records, so a text batch is checked against the rows an epoch
-    packs into (`packing.fill.epoch_rows`, the count steps_per_epoch and bench use), its share of them."""
-    total = sum(src.counts)
-    rows = epoch_rows(pack) * documents // total if total else 0
-    return rows, (
-        f"rows (packed sequences of {pack.sequence_length} tokens; {documents:,} documents, the "
-        "rows predicted from the length histogram)"
     )
 
 
@@ -156,13 +163,13 @@ def _bind(
     return preset_obj, decoder
 
 
-def _default_preset(src: ResolvedData, options: dict[str, Any]) -> str:
-    """The preset for the data: the manifest's layout's; imagenet for images (the imagenet_to_gcs
-    key, a TFDS dataset's image feature, or an `image_key` given)."""
-    if src.manifest is not None:
-        return {"table": "tabular", "text": "text"}.get(src.manifest.layout, "imagenet")
-    if "image/encoded" in src.keys or "image_key" in options or (src.tfds and src.tfds.image_key):
-        return "imagenet"
+def _default_preset(src: ResolvedData, options: dict[str, Any]) -> PresetLike:
+    """The preset of the data's modality: its manifest's layout's, else the modality that
+    recognizes its records (images: the imagenet_to_gcs key, a TFDS dataset's image feature, or
+    an `image_key` given)."""
+    modality = modality_of_records(src.manifest, src.keys, src.tfds, options)
+    if modality is not None:
+        return modality.preset
     raise ConfigError(
         f"Cannot tell which preset reads {src.where}: there is no manifest and no image feature "
         "(image/encoded, or a TFDS image). Pass preset='tabular' (with label=...), image_key=... "

@@ -1,5 +1,6 @@
-"""`steps_per_epoch()`: the batches in one pass over a split, from the manifest's counts (a text
-split's rows predicted from its length histogram), without reading data.
+"""`steps_per_epoch()`: the batches in one pass over a split, from the manifest's counts, in
+what a batch of the split's modality counts (`Modality.epoch`: records; a text split's rows,
+predicted from its length histogram), without reading data.
 """
 
 from __future__ import annotations
@@ -8,11 +9,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tfpipe.errors import ConfigError, DataError, ManifestError
-from tfpipe.packing.fill import epoch_rows
-from tfpipe.pipeline.read.resolve import ResolvedData, resolve
-from tfpipe.presets import PresetContext, options_of
-from tfpipe.presets.text import TextOptions, plan_packing
+from tfpipe.errors import DataError, ManifestError
+from tfpipe.modalities import modality_of_records
+from tfpipe.modalities.modality import records_in_epoch
+from tfpipe.pipeline.read.resolve import resolve
 from tfpipe.validation import check_batch_size, check_bool
 
 
@@ -40,7 +40,8 @@ def steps_per_epoch(
     A mixture (`data` a mapping of names to datasets, with its `weights` and `mix_by` as
     `build()` takes them): one epoch of a mixture lasts until every source has been read whole
     at least once, i.e. one epoch of the source that takes longest at its weight (its size over
-    its weight); its rows are predicted from the mix (pipeline/mixture/numbers.py).
+    its weight); its rows are predicted from the mix (its modality's mixing: for text,
+    modalities/text/mixture/numbers.py).
 
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
@@ -59,7 +60,10 @@ def steps_per_epoch(
             "tfpipe.json, or its shards) or of a TFDS dataset (its version folder, with "
             f"dataset_info.json). Received: {data!r}, files without either."
         )
-    examples, what = _units(src, batch_size, sequence_length, packing, text_options)
+    modality = modality_of_records(src.manifest, {}, src.tfds)
+    epoch = modality.epoch if modality is not None else records_in_epoch
+    options = {"sequence_length": sequence_length, "packing": packing, **text_options}
+    examples, what = epoch(src, batch_size, options)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
         raise DataError(
@@ -78,7 +82,7 @@ def _mixture_steps(
     options: dict[str, Any],
 ) -> int:
     """Batches in one epoch of a mixture (every source read whole at least once)."""
-    from tfpipe.pipeline.build import plan
+    from tfpipe.pipeline.build import plan  # the build stands above its steps
 
     options = {k: v for k, v in options.items() if v is not None}
     pipe = plan(data, batch_size=batch_size, split=split, weights=weights, mix_by=mix_by, seed=0, **options)
@@ -89,44 +93,3 @@ def _mixture_steps(
             f"One epoch of the mixture holds {units:,} rows or records, fewer than one batch of {batch_size}."
         )
     return steps
-
-
-def _units(
-    src: ResolvedData,
-    batch_size: int,
-    sequence_length: int | None,
-    packing: str | None,
-    text_options: dict[str, Any],
-) -> tuple[int, str]:
-    """(what one pass over the split `src` holds in units of a batch, and how to name it): its
-    records, or a text split's rows as build() packs them."""
-    manifest = src.manifest
-    text = manifest.split(src.split).text if manifest is not None and src.split is not None else None
-    if manifest is not None and manifest.layout == "text" and text is not None:
-        if sequence_length is None:
-            raise ConfigError(
-                f"{src.where} is text: a batch is {batch_size} rows of sequence_length tokens, so "
-                "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
-                "sequence_length=None"
-            )
-        rows = _text_rows(src, sequence_length, packing, text_options)
-        return rows, (
-            f"{text.documents:,} records (documents) that pack into {rows:,} rows of {sequence_length} tokens"
-        )
-    if sequence_length is not None or packing is not None or text_options:
-        given = {"sequence_length": sequence_length, "packing": packing, **text_options}
-        raise ConfigError(
-            f"sequence_length, packing and the text options count the rows of a text split; "
-            f"{src.where} is {manifest.layout if manifest is not None else 'TFDS'!r} data. Received: "
-            + ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
-        )
-    return src.examples, f"{src.examples} records"
-
-
-def _text_rows(src: ResolvedData, sequence_length: int, packing: str | None, options: dict[str, Any]) -> int:
-    """The rows one epoch of the text split `src` packs into, as build() would pack it."""
-    opts = options_of(
-        TextOptions, {"sequence_length": sequence_length, "packing": packing, **options}, "text"
-    )
-    ctx = PresetContext(src.manifest, src.manifest.schema, {}, True, src.where, src.split)
-    return epoch_rows(plan_packing(ctx, opts)[0])

@@ -14,16 +14,16 @@ Example:
   ... ))
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
-Built-in presets: "imagenet" (tfpipe/presets/imagenet.py), "tabular"
-(tfpipe/presets/tabular.py) and "text" (tfpipe/presets/text.py). `preset=None` picks one from the
-manifest's layout. The types a
-preset is made of are in tfpipe/presets/base.py (which the built-ins import, so that no preset
-module imports the registry that loads it); this module is the registry.
+Each modality's preset is registered with it (tfpipe/modalities/: "imagenet", "tabular" and
+"text" are the built-in modalities'); `preset=None` picks the manifest's modality's. The types a
+preset is made of are in tfpipe/presets/base.py (which the modalities' presets import, so that no
+preset imports the registry that finds it); this module is the registry.
 """
 
 from __future__ import annotations
 
 from tfpipe.errors import ConfigError
+from tfpipe.modalities import modalities
 from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, options_of
 
 __all__ = [
@@ -52,8 +52,7 @@ def register_preset(preset: PresetLike, *, overwrite: bool = False) -> PresetLik
             "register_preset expects a Preset (name, spec, map_fn) or an object with `name` and "
             f"`bind(ctx, options)`. Received: {type(preset).__name__}"
         )
-    _load_builtins()
-    if preset.name in _REGISTRY and not overwrite:
+    if preset.name in _presets() and not overwrite:
         raise ConfigError(
             f"A preset named {preset.name!r} is already registered; pass overwrite=True to replace it."
         )
@@ -69,27 +68,20 @@ def get_preset(name: str | PresetLike) -> PresetLike:
     """
     if isinstance(name, PresetLike):
         return name
-    _load_builtins()
+    presets = _presets()
     try:
-        return _REGISTRY[name]
+        return presets[name]
     except (KeyError, TypeError):
         raise ConfigError(
-            f"preset must be one of {sorted(_REGISTRY)} or a Preset object. Received: preset={name!r}"
+            f"preset must be one of {sorted(presets)} or a Preset object. Received: preset={name!r}"
         ) from None
 
 
 def preset_names() -> list[str]:
-    _load_builtins()
-    return sorted(_REGISTRY)
+    return sorted(_presets())
 
 
-def _load_builtins() -> None:
-    if "imagenet" in _REGISTRY:
-        return
-    from tfpipe.presets.imagenet import IMAGENET
-    from tfpipe.presets.tabular import TABULAR
-    from tfpipe.presets.text import TEXT
-
-    _REGISTRY.setdefault(IMAGENET.name, IMAGENET)
-    _REGISTRY.setdefault(TABULAR.name, TABULAR)
-    _REGISTRY.setdefault(TEXT.name, TEXT)
+def _presets() -> dict[str, PresetLike]:
+    """The registered presets: the modalities' own, and those registered here (which replace a
+    modality's of the same name only with overwrite=True)."""
+    return {m.preset.name: m.preset for m in modalities()} | _REGISTRY

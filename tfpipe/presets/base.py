@@ -62,8 +62,12 @@ class Decoder:
       notes: what the preset decided for this data, for `Pipeline.describe()`.
       warnings: the notes that are defaults changing the data (e.g. a label offset chosen for
         records without a manifest): `plan()` warns them.
-      packing: text only: how documents are packed into rows (a `presets.text.TextPacking`);
-        the pipeline then chunks, parses, packs and batches rows instead of decoding records.
+      packing: how documents are packed into rows (the text modality's `TextPacking`), or
+        None; read by the modality's own stages.
+      batching: how the records become batches (`pipeline.stages.stage.Batching`: the stages
+        between reading and the final ones, where a resumed run starts, what a batch counts);
+        None: a record is an example (`pipeline.stages.batching.Records`). Text packs documents
+        into rows (`modalities.text.rows.TextRows`).
     """
 
     spec: Mapping[str, Any]
@@ -78,6 +82,7 @@ class Decoder:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     packing: Any = None
+    batching: Any = None
 
 
 @runtime_checkable

@@ -50,12 +50,57 @@ def test_verdict_words_give_the_interval_or_say_they_cannot_tell() -> None:
         "highly input-bound: 40% [37, 43] of step time waiting for input"
     )
     assert w.verdict_words(0.19, w.wait_interval(81.0, 100.0, 0.08)) == (
-        "cannot tell moderately from highly input-bound: 19% [13, 25] spans the 20% edge at this "
-        "run's spread (the producer's rate moved 8% between half-second pieces of its window)"
+        "cannot tell moderately from highly input-bound: 19% [13, 25] of step time waiting for "
+        "input: the interval spans the 20% edge at this run's spread (the producer's rate moved 8% "
+        "between half-second pieces of its window)"
     )
     wide = w.verdict_words(0.18, w.wait_interval(82.0, 100.0, 0.18))
-    assert wide.startswith("cannot tell not from highly input-bound: 18% [3, 33] spans the 5% and 20% edges")
+    assert wide.startswith(
+        "cannot tell not from highly input-bound: 18% [3, 33] of step time waiting for input: the "
+        "interval spans the 5% and 20% edges"
+    )
     assert w.verdict_words(0.123, None) == "moderately input-bound: 12.3% of step time waiting for input"
+
+
+def test_the_interval_spans_the_producers_windows() -> None:
+    # Issue 41's quiet run: one window at 0.664 of the consumer (33.6% predicted, [29, 38] from a
+    # 7% spread) while --simulate's consumer met 0.756 (24.4% measured). A second window at the
+    # simulation's rate widens the interval to hold it, and the run cannot tell.
+    one = w.wait_interval(66.4, 100.0, 0.07)
+    assert (one.low, one.high, one.certain, one.moved) == (
+        pytest.approx(1 - 66.4 * 1.07 / 100),
+        pytest.approx(1 - 66.4 * 0.93 / 100),
+        True,
+        0.0,
+    )
+    assert not one.low <= 0.244 <= one.high
+    two = w.wait_interval([66.4, 75.6], 100.0, 0.07)
+    # From the faster window 7% faster (19.1%) to the slower 7% slower (38.2%).
+    assert (two.low, two.high) == (pytest.approx(1 - 75.6 * 1.07 / 100), pytest.approx(1 - 66.4 * 0.93 / 100))
+    assert two.low <= 0.244 <= two.high
+    assert two.moved == pytest.approx(75.6 / 66.4 - 1)
+    assert two.bands == ("moderately_input_bound", "highly_input_bound") and not two.certain
+    assert w.verdict_words(0.29, two).endswith(
+        "(the producer's rate moved 7% between half-second pieces of its windows, and 14% between the two windows)"
+    )
+    with pytest.raises(ConfigError, match="producer_eps must be at least one window's rate"):
+        w.wait_interval([], 100.0, 0.07)
+
+
+def test_a_busy_host_is_never_certain_and_the_title_says_so() -> None:
+    busy = "the host was busy: other processes took 0.91 of 2 cores while the producer was timed"
+    i = w.wait_interval(60.0, 100.0, 0.05, busy=busy)
+    assert i.bands == ("highly_input_bound",) and not i.certain
+    assert w.verdict_title(0.4, i) == "Highly input-bound on this busy host (cannot tell)"
+    assert w.verdict_words(0.4, i) == (
+        "highly input-bound on this busy host (cannot tell): 40% [37, 43] of step time waiting for "
+        f"input: {busy}"
+    )
+    spans = w.wait_interval([81.0, 84.0], 100.0, 0.08, busy=busy)
+    assert w.verdict_title(0.19, spans) == "Cannot tell moderately from highly input-bound"
+    assert w.verdict_detail(0.19, spans).endswith(f"between the two windows); and {busy}")
+    assert w.verdict_title(0.4, w.wait_interval(60.0, 100.0, 0.05)) == "Highly input-bound"
+    assert w.verdict_title(0.03, None) == "Not input-bound"
 
 
 def test_a_prefix_slower_than_a_longer_one_carries_a_harness_cost_and_cpu_ranks() -> None:
@@ -187,3 +232,53 @@ def test_the_simulated_consumer_is_measured_once_the_buffers_refill(monkeypatch)
     monkeypatch.setattr(simulate, "time", clock)
     wait, steps, window = simulate._consume(clock.take, None, 0.010, 1.0)
     assert wait / window == pytest.approx(0.02 / 0.03, abs=0.01)
+
+
+def test_windows_pool_into_one_rate_and_their_loads_into_one() -> None:
+    from tfpipe.bench.measure.producer import pooled
+    from tfpipe.bench.results import HostLoad, Rate
+
+    # 3 s at 400/s with a neighbour on 1 core, then 3 s at 600/s with it gone.
+    a = Rate(400.0, 4.0, 12, 3.0, 0.4, 1.5, 4.5, 1.8, 0.05, (390.0, 400.0, 410.0), HostLoad(2, 1.0, 0.0, 3.0))
+    b = Rate(
+        600.0, 6.0, 18, 3.0, 0.3, 1.5, 3.0, 1.8, 0.05, (590.0, 600.0, 610.0), HostLoad(2, 0.0, 0.02, 3.0)
+    )
+    p = pooled((a, b))
+    assert (p.examples_per_sec, p.elements, p.window_sec, p.first_element_sec) == (500.0, 30, 6.0, 0.4)
+    assert p.cpu_ms_per_example == pytest.approx(1000 * 1.8 * 6 / 3000)
+    assert p.spread == pytest.approx(0.22, abs=0.005)  # the two windows' pieces apart: a wide spread
+    assert p.host == HostLoad(2, 0.5, 0.01, 6.0)
+    assert pooled((a,)) is a
+    assert HostLoad.combined([None, None]) is None
+
+
+def test_the_host_is_busy_when_others_take_a_tenth_of_the_cores() -> None:
+    from tfpipe.bench.judge import host
+    from tfpipe.bench.results import HostLoad
+
+    quiet, busy = HostLoad(2, 0.05, 0.0, 3.0), HostLoad(2, 0.15, 0.08, 3.0)
+    assert not host.is_busy(quiet) and host.is_busy(busy) and not host.is_busy(None)
+    assert host.busy_reason(quiet) == ""
+    assert host.busy_reason(busy) == (
+        "the host was busy: other processes took 0.15 of 2 cores and the hypervisor 0.08 while the "
+        "producer was timed, so its rate is this host's under that load"
+    )
+    # Over the producer's two windows, by their seconds: 0.25 + 0.04 of 2 cores is busy.
+    f = host.figures([busy, HostLoad(2, 0.35, 0.0, 3.0)], simulation=quiet, load_average=(1.0, 2.0))
+    assert f.producer is not None and f.busy and not f.simulation_busy
+    assert (f.producer.others_cores, f.producer.steal_cores) == (pytest.approx(0.25), pytest.approx(0.04))
+    assert not host.figures([busy, quiet]).busy  # 0.10 + 0.04 of 2 cores: quiet enough
+    assert host.sentence(host.figures([None])).startswith("not measured")
+
+
+def test_the_hosts_counters_are_read_beside_a_window() -> None:
+    from tfpipe.bench.measure import host
+
+    start = host.sample()
+    if start is None:
+        pytest.skip("no /proc/stat: not Linux")
+    sum(i * i for i in range(200_000))  # this process's own CPU: never counted as another's
+    load = host.since(start)
+    assert load is not None and load.cores == len(host.cores()) and load.window_sec > 0
+    assert load.others_cores >= 0 and load.steal_cores >= 0
+    assert host.since(None) is None

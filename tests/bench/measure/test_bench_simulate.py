@@ -113,10 +113,12 @@ def test_fit_check_runs_model_fit_on_both_inputs(pipe) -> None:
     check = fit_check(pipe, "small_cnn", num_classes=3, seconds=0.5, warmup=0.3)
     assert check.model == "small_cnn" and check.device == "CPU"
     assert check.real_step_ms > 0 and check.synthetic_step_ms > 0 and check.steps >= 3
+    # The wait is the monitor's; the differential method is beside it, and what separates them.
     assert 0.0 <= check.measured_input_wait <= 1.0
-    assert check.measured_input_wait == pytest.approx(
+    assert check.differential_input_wait == pytest.approx(
         max(0.0, 1 - check.synthetic_step_ms / check.real_step_ms)
     )
+    assert check.contention == pytest.approx(check.differential_input_wait - check.measured_input_wait)
 
 
 @pytest.mark.gcs

@@ -297,7 +297,7 @@ def test_the_text_guide_states_the_shares_its_example_gives(tmp_path):
     import pathlib
     import pydoc_data.topics
 
-    from tfpipe.bench.measure import mixshare
+    from tfpipe.modalities.text.bench import mixshare
 
     from support.cli import cli_here
     from support.docs_data import write_corpus
@@ -360,14 +360,14 @@ def test_the_graph_packs_each_chunk_as_the_numpy_reference(web, text_ds):
     """The mixed rows of the first chunks equal pipeline/mixture/pieces.py's: each source's
     documents in its own order, cut into segments by virtual time, each source's packed on its
     own (packing.reference), the rows in `pieces.balanced_order` of the chunk's permutation."""
+    from tfpipe.modalities.text import stages as text_stages
     from tfpipe.packing import reference
     from tfpipe.pipeline.mixture import pieces
     from tfpipe.pipeline.order import stream as order_stream
     from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
-    from tfpipe.pipeline.text import stages as text_stages
 
     p = plan(mix(web, text_ds), weights={"web": 0.3, "code": 0.7}, **SMALL)
-    pack, cut = p.decoder.packing, p.cut
+    pack, cut = p.decoder.packing, p.own.cut
     eos = [] if pack.eos is None else [pack.eos]
     docs = [[np.append(t, eos).astype(np.int64) for t in tokens_of(own_order(p, k, 400))] for k in range(2)]
     segs = [
@@ -435,12 +435,12 @@ def test_a_mixture_s_epoch_lasts_until_every_source_was_read_whole(web, text_ds)
     """One epoch of a mixture: one epoch of the source that takes longest at its weight (its
     tokens as packed over its weight), in rows at the mix's predicted fill; steps_per_epoch
     says it."""
-    from tfpipe.pipeline.mixture import numbers
+    from tfpipe.modalities.text.mixture import numbers
 
     weights = {"web": 0.3, "code": 0.7}
     p = plan(mix(web, text_ds), weights=weights, batch_size=B, sequence_length=L, seed=1)
-    longest = max(t.tokens / w for t, w in zip(p.texts, (0.3, 0.7), strict=True))
-    assert numbers.epoch_tokens(p.mixture, p.texts) == pytest.approx(longest)
+    longest = max(t.tokens / w for t, w in zip(p.own.texts, (0.3, 0.7), strict=True))
+    assert numbers.epoch_tokens(p.mixture, p.own.texts) == pytest.approx(longest)
     rows = round(longest / (L * p.predicted_fill()))
     assert p.epoch_rows() == rows
     steps = tfpipe.steps_per_epoch(mix(web, text_ds), B, sequence_length=L, weights=weights)

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tfpipe.bench import results, wait
-from tfpipe.bench.judge import advice, tokens, verdict
+from tfpipe.bench.judge import advice, host, verdict
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.profiles.analysis import Profile
+from tfpipe.modalities import modality_of_preset
 from tfpipe.storage import is_gcs
 
 
@@ -35,11 +36,29 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: results.TextMeasure | None = None,
+    text: Any = None,
+    windows: tuple[results.Rate, ...] = (),
+    timed: tuple[results.Rate, ...] = (),
+    load_average: tuple[float | None, float | None] = (None, None),
 ) -> Report:
-    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice (and
-    for text, the figures in tokens: the fill, padding, tokens/s)."""
-    figures = None if text is None else _text(text, producer, consumer, stages, scaling, storage)
+    """Turns measurements into a Report: verdict, bottleneck, cores, workers and advice, and the
+    section of the pipeline's modality (`BenchHalf.figures`: for text, the figures in tokens:
+    the fill, padding, tokens/s), from what it measured first (`text`).
+
+    `producer` is the producer's rate; `windows` the whole pipeline's windows it pools (their
+    rates bound its interval; none: `producer` alone). `timed` are the other timed windows,
+    for the host's load over the whole bench, and `load_average` the host's 1-minute load
+    average as the bench started and ended.
+
+    Long: its keyword arguments are every measurement a report holds, one a line.
+    """
+    figures = modality_of_preset(pipeline).bench.figures(text, producer, consumer, stages, scaling, storage)
+    load = host.figures(
+        [w.host for w in windows or (producer,)],
+        run=[r.host for r in timed],
+        simulation=None if simulation is None else simulation.host,
+        load_average=load_average,
+    )
     return Report(
         pipeline=pipeline,
         dataset=dataset,
@@ -58,6 +77,9 @@ def conclude(
         profile=profile,
         storage=storage,
         text=figures,
+        host=load,
+        windows=windows,
+        predicted_input_wait_interval=_interval(producer, windows, consumer, load.busy),
         **_figures(
             pipeline,
             dataset,
@@ -74,23 +96,17 @@ def conclude(
     )
 
 
-def _text(
-    text: results.TextMeasure,
-    producer: results.Rate,
-    consumer: results.Consumer,
-    stages: tuple[results.StageRate, ...],
-    scaling: tuple[results.ScalingPoint, ...],
-    storage: results.Storage | None,
-) -> tokens.TextFigures:
-    """A text pipeline's figures in tokens."""
-    return tokens.figures(
-        text,
-        producer=producer,
-        consumer_eps=consumer.examples_per_sec,
-        stages=stages,
-        scaling=scaling,
-        storage=storage,
-    )
+def _interval(
+    producer: results.Rate, windows: tuple[results.Rate, ...], consumer: results.Consumer, busy: str
+) -> wait.WaitInterval | None:
+    """The predicted wait's interval: from the slowest window's rate to the fastest's, each
+    widened by the pieces' spread; None when neither a spread nor a second window nor a busy
+    host gives one."""
+    rates = [w.examples_per_sec for w in windows] or [producer.examples_per_sec]
+    spread = producer.spread
+    if spread is None and len(rates) < 2 and not busy:
+        return None
+    return wait.wait_interval(rates, consumer.examples_per_sec, spread or 0.0, busy=busy)
 
 
 def _bottleneck(stages: tuple[results.StageRate, ...], storage_bound: bool) -> verdict.Bottleneck:
@@ -113,7 +129,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: tokens.TextFigures | None = None,
+    text: Any = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
     When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:
@@ -121,8 +137,6 @@ def _figures(
     need = consumer.examples_per_sec
     predicted = wait.predicted_wait(producer.examples_per_sec, need)
     band = wait.band(predicted)
-    spread = producer.spread
-    interval = None if spread is None else wait.wait_interval(producer.examples_per_sec, need, spread)
     storage_bound = verdict.storage_bound(storage, need)
     neck = _bottleneck(stages, storage_bound)
     curve = [(p.cores, p.examples_per_sec) for p in scaling]
@@ -152,7 +166,6 @@ def _figures(
     )
     return {
         "predicted_input_wait": predicted,
-        "predicted_input_wait_interval": interval,
         "verdict": band,
         "bottleneck": neck,
         "cores": cores,

@@ -22,7 +22,7 @@ from typing import Any
 
 from tfpipe._version import __version__
 from tfpipe.bench.judge.advice import Recommendation
-from tfpipe.bench.judge.tokens import TextFigures
+from tfpipe.bench.judge.host import BUSY_SHARE, HostFigures
 from tfpipe.bench.judge.verdict import Bottleneck, CoresEstimate, CpuCoresEstimate, ServiceEstimate
 from tfpipe.bench.profiles.analysis import Profile
 from tfpipe.bench.results import (
@@ -30,6 +30,7 @@ from tfpipe.bench.results import (
     Consumer,
     DatasetInfo,
     FitCheck,
+    HostLoad,
     Rate,
     ScalingPoint,
     Simulation,
@@ -37,6 +38,7 @@ from tfpipe.bench.results import (
     Storage,
 )
 from tfpipe.bench.wait import Band, WaitInterval
+from tfpipe.modalities import modality_of_preset
 
 SCHEMA = "tfpipe.bench.report"
 # 2: CPU cost per example and cores busy for the producer, each prefix and scaling point, and
@@ -55,10 +57,18 @@ SCHEMA_VERSION = 5
 # 3 added `mixture` (a text mixture's sources: weight, measured share, tokens/s, epoch),
 # present in mixture reports only. 4 added each mixture source's own figures alone (documents,
 # tokens, lengths, predicted_fill, epoch_rows, suggested_length), and the text alternative is
-# null for a mixture. 5 added each mixture source's worst window (`worst_window_points` over
-# windows of `window_batches`), and a mixture's `lengths`, `predicted_fill` and `epoch_rows` are
-# its own, from the mix.
-SCHEMA_MINOR_VERSION = 5
+# null for a mixture.
+# 5 added `host` (what else ran on the cores: others' CPU and
+# stolen time beside the producer's windows, the bench and --simulate; the load average; busy),
+# producer.windows (the whole pipeline timed twice, tens of seconds apart), the interval's
+# `moved` and `busy`, simulation.host, cores_needed.rises, and cores_needed.cores null when a
+# curve that does not rise would have to be extrapolated.
+# 6 measured fit.measured_input_wait with tfpipe.monitor and added fit.input_wait_low,
+# input_wait_high, differential_input_wait and contention.
+# 7 added each mixture source's worst window (`worst_window_points` over windows of
+# `window_batches`), and a mixture's `lengths`, `predicted_fill` and `epoch_rows` are its own,
+# from the mix.
+SCHEMA_MINOR_VERSION = 7
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,8 +108,17 @@ class Report:
     profile: Profile | None = None
     storage: Storage | None = None
     first_epoch_predicted_input_wait: float | None = None
-    text: TextFigures | None = None
+    text: Any = None
     predicted_input_wait_interval: WaitInterval | None = None
+    host: HostFigures | None = None
+    windows: tuple[Rate, ...] = ()
+
+    @property
+    def certain(self) -> bool:
+        """True when the run can name its band: the interval lies in one and the host was not
+        busy (no interval, as from a window too short for one: the point's band)."""
+        i = self.predicted_input_wait_interval
+        return i is None or i.certain
 
     @property
     def per_host_batch_size(self) -> int:
@@ -123,11 +142,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON object described by `report.schema.json`."""
-        producer = dataclasses.asdict(self.producer)
-        producer["batches_per_sec"] = producer.pop("elements_per_sec")
-        producer["first_batch_sec"] = producer.pop("first_element_sec")
-        text: dict[str, Any] = {} if self.text is None else {"text": text_json(self.text)}
-        text |= {"mixture": mixture_json(self.text)} if self.text is not None and self.text.mixture else {}
+        text = modality_of_preset(self.pipeline).bench.section_json(self.text)  # text's `text` object
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -143,7 +158,7 @@ class Report:
             "hosts": self.hosts,
             "pipeline": self.pipeline,
             "dataset": dataclasses.asdict(self.dataset),
-            "producer": _round_all(producer),
+            "producer": producer_json(self.producer, self.windows),
             "consumer": _round_all(dataclasses.asdict(self.consumer)),
             "bottleneck": _round_all(dataclasses.asdict(self.bottleneck))
             | {"harness": list(self.bottleneck.harness)},
@@ -168,6 +183,7 @@ class Report:
             "service_workers": _round_all(dataclasses.asdict(self.service)),
             "recommendations": [dataclasses.asdict(r) for r in self.recommendations],
             "simulation": None if self.simulation is None else simulation_json(self.simulation),
+            "host": None if self.host is None else host_json(self.host),
             "fit": None if self.fit is None else _round_all(dataclasses.asdict(self.fit)),
             "compare": None
             if self.comparison is None
@@ -197,14 +213,62 @@ def interval_json(i: WaitInterval | None) -> dict[str, Any] | None:
         "spread": _r(i.spread),
         "bands": list(i.bands),
         "certain": i.certain,
+        "moved": _r(i.moved),
+        "busy": i.busy or None,
+    }
+
+
+def producer_json(producer: Rate, windows: tuple[Rate, ...]) -> dict[str, Any]:
+    """The `producer` object: the rate, in batches where the JSON says batches, and the windows
+    it pools."""
+    obj = dataclasses.asdict(producer)
+    obj["batches_per_sec"] = obj.pop("elements_per_sec")
+    obj["first_batch_sec"] = obj.pop("first_element_sec")
+    del obj["pieces"], obj["host"]
+    return _round_all(obj) | {"windows": [window_json(w) for w in windows]}
+
+
+def window_json(w: Rate) -> dict[str, Any]:
+    """One of the producer's windows: its rate, spread, CPU, and what else ran beside it."""
+    return _round_all(
+        {
+            "examples_per_sec": w.examples_per_sec,
+            "window_sec": w.window_sec,
+            "spread": w.spread,
+            "cpu_ms_per_example": w.cpu_ms_per_example,
+            "cores_busy": w.cores_busy,
+        }
+    ) | {"host": load_json(w.host)}
+
+
+def load_json(h: HostLoad | None) -> dict[str, Any] | None:
+    """What else ran on the process's cores over a stretch of time."""
+    return None if h is None else _round_all(dataclasses.asdict(h))
+
+
+def host_json(h: HostFigures) -> dict[str, Any]:
+    """The `host` object: the host's load beside the bench, and whether it makes the figures
+    unreliable."""
+    start, end = h.load_average
+    return {
+        "producer": load_json(h.producer),
+        "run": load_json(h.run),
+        "simulation": load_json(h.simulation),
+        "load_average_start": None if start is None else _r(start),
+        "load_average_end": None if end is None else _r(end),
+        "busy_share": BUSY_SHARE,
+        "busy": bool(h.busy),
+        "busy_reason": h.busy or None,
     }
 
 
 def simulation_json(s: Simulation) -> dict[str, Any]:
-    """The `simulation` object: the run, and whether its consumer kept to the step."""
+    """The `simulation` object: the run, whether its consumer kept to the step, and what else
+    ran beside it."""
     return _round_all(dataclasses.asdict(s)) | {
         "consumer_step_ms": _r(s.consumer_step_ms),
         "holds_step": s.holds_step,
+        "host": load_json(s.host),
     }
 
 
@@ -242,7 +306,7 @@ def storage_json(s: Storage, first_epoch_wait: float | None) -> dict[str, Any]:
     )
 
 
-def text_json(t: TextFigures) -> dict[str, Any]:
+def text_json(t: Any) -> dict[str, Any]:
     """The `text` object of the JSON: a text bench in tokens."""
     m = t.measure
     return {
@@ -303,7 +367,7 @@ def text_json(t: TextFigures) -> dict[str, Any]:
     }
 
 
-def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
+def mixture_json(t: Any) -> list[dict[str, Any]]:
     """The `mixture` list of the JSON: each source's weight beside its measured share, and its
     own figures alone (its manifest's)."""
     alone = {s.name: s for s in t.measure.sources}
@@ -332,7 +396,7 @@ def mixture_json(t: TextFigures) -> list[dict[str, Any]]:
     return out
 
 
-def _alternative_json(t: TextFigures) -> dict[str, Any] | None:
+def _alternative_json(t: Any) -> dict[str, Any] | None:
     """The packing mode the text verdict names beside the pipeline's."""
     if t.alternative is None:
         return None

@@ -167,22 +167,40 @@ class CoresEstimate:
     """How many CPU cores one host needs to feed its consumer.
 
     Attributes:
-      cores: cores needed so the producer keeps up (0 if the consumer rate is 0).
+      cores: cores needed so the producer keeps up (0 if the consumer rate is 0); None when the
+        consumer needs more than the curve reached and the curve does not rise with cores:
+        it cannot be extrapolated.
       available: the most cores measured on this host.
       per_core_eps: examples/s one core produces.
       efficiency: measured rate at `available` cores over `available` x the one-core rate.
       extrapolated: True when `cores` lies beyond the measured range.
+      rises: False when the rate at the most cores is not above the rate at fewer by
+        RISES_BY: adding cores did not help here (a falling curve on a busy host, or a serial
+        stage), and nothing beyond it is extrapolated.
     """
 
-    cores: int
+    cores: int | None
     available: int
     per_core_eps: float
     efficiency: float
     extrapolated: bool
+    rises: bool = True
 
     @property
     def enough(self) -> bool:
-        return self.cores <= self.available
+        return self.cores is not None and self.cores <= self.available
+
+
+# The curve rises when the rate at its most cores beats every rate at fewer by this share; the
+# window-to-window spread of one rate under load is ~10% (see SLOWER_BY).
+RISES_BY = 0.10
+
+
+def curve_rises(scaling: Sequence[tuple[int, float]]) -> bool:
+    """True when the rate at the most cores is above the best rate at fewer cores by more than
+    RISES_BY (a single point rises: linear from it is all there is)."""
+    points = _curve(scaling)
+    return len(points) < 2 or points[-1][1] > max(r for _, r in points[:-1]) * (1 + RISES_BY)
 
 
 def _curve(scaling: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -221,22 +239,27 @@ def cores_needed(consumer_eps: float, scaling: Sequence[tuple[int, float]]) -> C
 
     Within the measured range the curve is interpolated; beyond it, each added core is assumed
     to add the average per-core rate measured at the most cores (that is, the measured
-    efficiency holds). Rates are per host.
+    efficiency holds), but only for a curve that rises: a curve that falls or stays flat (972/s
+    on 1 core, 565/s on 2, issue 41) says nothing about more cores, and `cores` is then None.
+    Rates are per host.
     """
     points = _curve(scaling)
     one = per_core_rate(points)
     c_n, r_n = points[-1]
     efficiency = min(1.0, r_n / (c_n * one)) if one > 0 else 0.0
+    rises = curve_rises(points)
     if consumer_eps <= 0:
-        return CoresEstimate(0, c_n, one, efficiency, False)
-    if consumer_eps <= r_n:
+        return CoresEstimate(0, c_n, one, efficiency, False, rises)
+    if consumer_eps <= max(r for _, r in points):
         # Smallest whole core count whose interpolated rate reaches the consumer.
         lo = 1
         while rate_at(lo, points) < consumer_eps * (1 - 1e-9):
             lo += 1
-        return CoresEstimate(lo, c_n, one, efficiency, False)
+        return CoresEstimate(lo, c_n, one, efficiency, False, rises)
+    if not rises:
+        return CoresEstimate(None, c_n, one, efficiency, False, rises)
     cores = math.ceil(consumer_eps / (r_n / c_n) - 1e-9)
-    return CoresEstimate(cores, c_n, one, efficiency, True)
+    return CoresEstimate(cores, c_n, one, efficiency, True, rises)
 
 
 # The two cores-needed estimates are said to disagree when the larger exceeds the smaller by
@@ -282,13 +305,15 @@ def cores_from_cpu(
     return CpuCoresEstimate(cores, cpu_ms_per_example, cores_busy, curve.available, why)
 
 
-def cores_disagreement(curve_cores: int, cpu_cores: float, *, cores_busy: float, at_cores: int) -> str:
+def cores_disagreement(curve_cores: int | None, cpu_cores: float, *, cores_busy: float, at_cores: int) -> str:
     """Says why the scaling curve's and the CPU cost's estimates differ, or "" when they agree.
 
     Both are compared in whole cores. Extrapolated from the curve's last point, the curve's
     estimate over the CPU one is `at_cores / cores_busy` there, so which is larger says whether
     cores sat idle or the process used more cores than the threadpool had.
     """
+    if curve_cores is None:  # the curve gave no figure to disagree with
+        return ""
     cpu_whole = math.ceil(cpu_cores - 1e-9)
     low, high = sorted((curve_cores, cpu_whole))
     if low <= 0 or high <= low * (1 + DISAGREE_ABOVE):

@@ -123,7 +123,9 @@ def config_for_profile(cfg: BenchConfig, profile: Profile) -> BenchConfig:
         )
     checked = dataclasses.replace(cfg, batch_size=cfg.batch_size or recorded)
     # Refuses now, not after the timing.
-    from_profile(profile, checked.global_batch, checked.hosts, checked.pipeline, checked.rows_length)
+    from_profile(
+        profile, checked.global_batch, checked.hosts, checked.modality.preset.name, checked.rows_length
+    )
     return checked
 
 
@@ -203,13 +205,15 @@ def resolve(
     """
     L = config.rows_length
     if profile is not None:
-        return from_profile(profile, config.global_batch, config.hosts, config.pipeline, L), None
+        return from_profile(profile, config.global_batch, config.hosts, config.modality.preset.name, L), None
     if config.step_time_ms is not None:
         return from_step_time(config.step_time_ms, config.global_batch, config.host_batch, L), None
     if config.model is not None:
         return from_model(config.model, pipeline, num_classes=num_classes, seconds=config.seconds)
     row = (
-        reference.lookup(config.accelerator) if config.accelerator else reference.default_for(config.pipeline)
+        reference.lookup(config.accelerator)
+        if config.accelerator
+        else reference.default_for(config.modality.preset.name)
     )
-    packing = pipeline.decoder.packing.mode if pipeline.decoder.packing is not None else None
-    return from_reference(row, config.host_batch, sequence_length=L, packing=packing), None
+    shape = config.modality.bench.reference_shape(pipeline)  # text: its packing mode
+    return from_reference(row, config.host_batch, sequence_length=L, packing=shape.get("packing")), None

@@ -1,12 +1,12 @@
 """What `tfpipe bench` reads: the `data` option checked and described before anything is timed.
 
 A tfpipe dataset (a directory with `tfpipe.json`) is read by split, and its manifest's example
-count bounds the batch. Raw inputs are named for what they are, with the command that turns
-them into a dataset: a CSV or Parquet table, an image folder. TFRecord files without a
-manifest are read as they are by the imagenet pipeline (records that tensorflow/tpu tools
-wrote), but the tabular pipeline needs the manifest's schema and label, and the text pipeline
-its length histogram (the predicted fill) and tokenizer. A raw text corpus is named with the
-command that tokenizes it at convert time.
+count bounds the batch (a modality whose batch is records). Raw inputs are named for what they
+are by the modality whose raw data they are (`BenchHalf.raw`), with the command that turns them
+into a dataset: a CSV or Parquet table, an image folder, a text corpus. TFRecord files without
+a manifest are read as they are unless the pipeline's modality needs one
+(`BenchHalf.without_manifest`: the tabular pipeline its schema and label, the text pipeline its
+length histogram and tokenizer). The data's modality is asked, never named.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from tfpipe import storage
 from tfpipe.bench.config import BenchConfig, pipeline_of
 from tfpipe.bench.measure import synthetic
 from tfpipe.bench.results import DatasetInfo
-from tfpipe.convert.images.decode import IMAGE_EXTENSIONS
-from tfpipe.convert.tables.scan import TABLE_SUFFIXES
-from tfpipe.convert.text.reader import kind_of
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.manifest import MANIFEST_NAME, Manifest
+from tfpipe.modalities import modalities, modality_of_preset
 from tfpipe.pipeline.read import tfds_info
 from tfpipe.pipeline.read.resolve import DataPath, data_path
 
@@ -78,7 +76,7 @@ def resolve(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
             )
         _check_pipeline(cfg, manifest, path)
         info = _info(manifest, split, synthetic=False, generated=0.0)
-        if cfg.pipeline != "text":  # text rows are not records: checked once they are counted
+        if cfg.modality.bench.batch_counts_records:  # text's rows are checked once counted
             check_batch(cfg, info.examples, f"split {split!r} of {path}")
         return BenchData(info, path, split, manifest)
     if named.kind == "tfds":
@@ -112,7 +110,7 @@ def _mixture(cfg: BenchConfig, data: dict[str, str], say: Callable[[str], None])
 def _tfds(cfg: BenchConfig, path: str) -> BenchData:
     """A TFDS dataset folder: its images, counted by its dataset_info.json."""
     info = tfds_info.load(path)
-    if cfg.pipeline != "imagenet" or info.image_key is None:
+    if not cfg.modality.bench.reads_tfds or info.image_key is None:
         raise ConfigError(
             f"{path} is a TFDS dataset; the bench reads TFDS images with the imagenet pipeline (a "
             f"dataset with one image feature, or supervised keys naming one). Received: pipeline="
@@ -130,9 +128,7 @@ def _check_pipeline(cfg: BenchConfig, manifest: Manifest, path: str) -> None:
     """Refuses a pipeline that cannot read the dataset: an image pipeline on a table."""
     wanted = pipeline_of(manifest)
     if cfg.pipeline != wanted:
-        kind = {"table": "a table", "text": "a tokenized text corpus"}.get(
-            manifest.layout, f"an image dataset (layout {manifest.layout!r})"
-        )
+        kind = modality_of_preset(wanted).bench.noun.format(layout=manifest.layout)
         raise ConfigError(
             f"{path} is {kind}, which the {wanted} pipeline reads. Received: pipeline="
             f"{cfg.pipeline!r}; pass pipeline={wanted!r} (--pipeline {wanted}, the default of "
@@ -154,8 +150,8 @@ def check_batch(cfg: BenchConfig, examples: int, where: str) -> None:
 
 
 def _synthetic(cfg: BenchConfig, say: Callable[[str], None]) -> BenchData:
-    spec = synthetic.SyntheticSpec.default(cfg.pipeline, cfg.synthetic_examples)
-    if spec.examples < cfg.global_batch and cfg.pipeline != "text":  # text: documents, not rows
+    spec = synthetic.SyntheticSpec.default(str(cfg.pipeline), cfg.synthetic_examples)
+    if spec.examples < cfg.global_batch and cfg.modality.bench.batch_counts_records:  # text: documents
         if cfg.synthetic_examples is not None:
             check_batch(cfg, spec.examples, "the generated dataset (synthetic_examples)")
         # The default size is only a default: generate at least one global batch.
@@ -183,25 +179,14 @@ def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
         if not files:
             raise DataError(f"No files match data={raw!r} (--data): expected TFRecord shards.")
     elif named.kind == "file":
-        kind = _file_kind(path, _corpus_kinds(cfg))
-        if kind:
-            raise _raw_data(raw, kind)
+        _refuse_raw_data(cfg, raw, path, None)
         files = [path]
     elif named.kind == "folder":
-        kind = _folder_kind(path, _corpus_kinds(cfg))
-        if kind:
-            raise _raw_data(raw, kind)
+        names = [n for n in storage.listdir(path) if not n.startswith(".")]
+        _refuse_raw_data(cfg, raw, path, names)
         raise DataError(
             f"{raw} has no {MANIFEST_NAME}, so it is not a tfpipe dataset: "
-            + (
-                f"pass its TFRecord files as a glob such as '{storage.join(path, 'train-*')}', "
-                "or convert the raw data with `tfpipe convert SRC DEST`."
-                if cfg.pipeline == "imagenet"
-                else "pass a tfpipe dataset directory, or convert "
-                "the raw table with `tfpipe convert TABLE DEST --label COLUMN`."
-                if cfg.pipeline == "tabular"
-                else f"pass a tfpipe text dataset directory, or convert the corpus with `{TOKENIZE}`."
-            )
+            + cfg.modality.bench.folder_advice(path)
         )
     else:
         raise DataError(
@@ -216,88 +201,23 @@ def _tfrecord_files(named: DataPath, cfg: BenchConfig) -> list[str]:
             f"dataset itself, --data {parent} (data={parent!r}), and choose its "
             "split with --split (split=)."
         )
-    if cfg.pipeline == "tabular":
-        what = "is a TFRecord file" if files == [path] else f"names {len(files)} TFRecord files"
-        raise DataError(
-            f"{raw} {what} without a {MANIFEST_NAME} manifest, and the tabular "
-            "pipeline takes its schema and label from one: pass a tfpipe "
-            "dataset directory, or convert the raw table with `tfpipe convert TABLE "
-            "DEST --label COLUMN`."
-        )
-    if cfg.pipeline == "text":
-        what = "is a TFRecord file" if files == [path] else f"names {len(files)} TFRecord files"
-        raise DataError(
-            f"{raw} {what} without a {MANIFEST_NAME} manifest, and the text pipeline's bench "
-            "predicts the fill from the length histogram and tokenizer one holds: pass a tfpipe "
-            f"text dataset directory, or convert the corpus with `{TOKENIZE}`."
-        )
+    what = "is a TFRecord file" if files == [path] else f"names {len(files)} TFRecord files"
+    refused = cfg.modality.bench.without_manifest(raw, what)
+    if refused is not None:
+        raise DataError(refused)
     return files
 
 
-# How a raw text corpus becomes a dataset: tokenized once, at convert time, not every epoch.
-TOKENIZE = "tfpipe convert CORPUS DEST --tokenizer PATH (or --train-tokenizer bpe --vocab-size 32000)"
+def _refuse_raw_data(cfg: BenchConfig, raw: str, path: str, names: list[str] | None) -> None:
+    """Refuses raw data (a table, an image folder, a text corpus: not a dataset), named by the
+    modality whose raw data it is, with the command that converts it; `names` is a folder's
+    entries, None for a file.
 
-
-def _raw_data(raw: str, kind: str) -> DataError:
-    if "text corpus" in kind:
-        return DataError(
-            f"{raw} is {kind}, not a tfpipe dataset: tokenize it once, at convert time, with "
-            f"`{TOKENIZE.replace('CORPUS', raw)}`, then `tfpipe bench --data DEST`. The pipeline "
-            "then reads token ids; tokenizing in it would cost CPU every epoch."
-        )
-    table = "table" in kind
-    return DataError(
-        f"{raw} is {kind}, not a tfpipe dataset: run `tfpipe convert {raw} "
-        f"DEST{' --label COLUMN' if table else ''}` first, then `tfpipe bench "
-        f"--data DEST{' --pipeline tabular' if table else ''}`."
-    )
-
-
-def _suffix(name: str) -> str:
-    return posixpath.splitext(name)[1].lower()
-
-
-def _corpus_kinds(cfg: BenchConfig) -> tuple[str, ...]:
-    """The text corpus kinds a raw file is named as: JSON Lines always; plain .txt files and
-    Parquet only when the text pipeline is asked for (a .txt beside other data is a note, a
-    Parquet file otherwise a table)."""
-    return ("jsonl", "txt", "parquet") if cfg.pipeline == "text" else ("jsonl",)
-
-
-_CORPUS_WORDS = {"jsonl": "JSON Lines", "txt": "plain text", "parquet": "Parquet"}
-
-
-def _file_kind(path: str, corpus: tuple[str, ...] = ("jsonl",)) -> str | None:
-    """ "a CSV table file" etc. for raw data; None for anything that may be a TFRecord file."""
-    head = b"" if storage.is_gcs(path) else _head(path)  # on gs://, the name alone
-    kind = kind_of(path)
-    if kind in corpus:
-        return f"a text corpus file ({_CORPUS_WORDS[kind]})"
-    fmt = "parquet" if head == b"PAR1" else TABLE_SUFFIXES.get(_suffix(path))
-    if fmt:
-        return f"a {'Parquet' if fmt == 'parquet' else 'CSV'} table file"
-    if _suffix(path) in IMAGE_EXTENSIONS:
-        return "an image file"
-    return None
-
-
-def _head(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(4)
-
-
-def _folder_kind(path: str, corpus: tuple[str, ...] = ("jsonl",)) -> str | None:
-    """ "a folder of images" etc. for a folder of raw data; None when it is something else."""
-    names = [n for n in storage.listdir(path) if not n.startswith(".")]
-    if any(kind_of(n) in corpus for n in names):
-        return "a folder of text corpus files"
-    tables = sorted({TABLE_SUFFIXES[_suffix(n)] for n in names if _suffix(n) in TABLE_SUFFIXES})
-    if tables:
-        kinds = " and ".join("CSV" if t == "csv" else "Parquet" for t in tables)
-        return f"a folder of {kinds} table files"
-    if any(_suffix(n) in IMAGE_EXTENSIONS for n in names):
-        return "a folder of images"
-    for sub in names[:3]:  # class folders: look inside the first few
-        if any(_suffix(n) in IMAGE_EXTENSIONS for n in storage.listdir(storage.join(path, sub))):
-            return "a folder of image class folders"
-    return None
+    Raises:
+      DataError: `path` is some modality's raw data.
+    """
+    asked = cfg.modality
+    for m in sorted(modalities(), key=lambda m: -m.bench.raw_precedence):
+        what = m.bench.raw(path, names, m is asked)
+        if what is not None:
+            raise DataError(m.bench.convert_advice(raw, what))

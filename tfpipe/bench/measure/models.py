@@ -15,8 +15,16 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import devices
-from tfpipe.bench.config import IMAGE_MODELS, TABLE_MODELS, TEXT_MODELS
 from tfpipe.errors import ConfigError
+
+# The Keras models `--model` builds with random weights (nothing is downloaded), by the batches
+# they take; each modality's bench half names those of its own (`BenchHalf.models`).
+IMAGE_MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "small_cnn")
+TABLE_MODELS = ("mlp", "small_mlp")
+TEXT_MODELS = ("small_transformer",)
+
+# At most this many steps are measured in a monitored fit (as many as `fit_step_seconds` times).
+MAX_MONITORED_STEPS = 500
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
@@ -259,6 +267,45 @@ def fit_step_seconds(
     model.fit(dataset, epochs=1, steps_per_epoch=steps + 1, verbose=0, shuffle=False, callbacks=[clock])
     # Timed from the end of the first step, so fit()'s own start-up is left out.
     return (clock.times[-1] - clock.times[0]) / steps, steps
+
+
+def monitored_fit(model: Any, dataset: Any, *, seconds: float, warmup_steps: int, min_steps: int = 3) -> Any:
+    """`model.fit` on `dataset` for about `seconds` after `warmup_steps`, its wait for input
+    measured by `tfpipe.monitor.InputWait` as it would be in the user's own training.
+
+    Returns:
+      The monitor's Figure of the steps after warm-up.
+    """
+    import keras
+
+    from tfpipe.monitor import InputWait
+
+    class Timer(keras.callbacks.Callback):
+        """Stops fit `seconds` after warm-up (from a batch's beginning, so Keras keeps its
+        batch-end callbacks asynchronous, as in training without it)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.started: float | None = None
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            if batch == warmup_steps:
+                self.started = time.perf_counter()
+            elif self.started is not None and batch >= warmup_steps + min_steps:
+                self.model.stop_training = time.perf_counter() - self.started >= seconds
+
+    monitor = InputWait(warmup_steps=warmup_steps, verbose=0)
+    model.fit(
+        monitor.watch(dataset),
+        epochs=1,
+        steps_per_epoch=warmup_steps + MAX_MONITORED_STEPS,
+        verbose=0,
+        shuffle=False,
+        callbacks=[Timer(), monitor],
+    )
+    if monitor.result is None or monitor.result.host is None:
+        raise ConfigError(f"model.fit ran no step after {warmup_steps} warm-up steps. Received: {dataset}")
+    return monitor.result.host
 
 
 def num_classes_for(class_names: tuple[str, ...], label_offset: int) -> int:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench import wait
-from tfpipe.bench.results import Rate, ScalingPoint, StageRate
+from tfpipe.bench.measure import host
+from tfpipe.bench.results import HostLoad, Rate, ScalingPoint, StageRate
 from tfpipe.errors import ConfigError, DataError, field_error
 
 if TYPE_CHECKING:
@@ -107,8 +108,9 @@ def measure(
         start and stop the profiler over exactly that window.
 
     Returns:
-      The Rate, with the first element's latency and the warm-up reported apart, and the
-      process's CPU time over the window as CPU ms per example and cores busy.
+      The Rate, with the first element's latency and the warm-up reported apart, the
+      process's CPU time over the window as CPU ms per example and cores busy, and what else
+      ran on its cores meanwhile.
     """
     ds = make_dataset()
     t0 = time.perf_counter()
@@ -123,18 +125,35 @@ def measure(
     chunk, exhausted, warm = _warm_up(it, warmup)
     if on_window:
         on_window(True)
+    beside = host.sample()
     try:
         elements, window, cpu, pieces = _window(it, chunk, exhausted, seconds)
     finally:
         if on_window:
             on_window(False)
+    load = host.since(beside)
     if elements == 0:
         raise DataError(
             f"The pipeline ran out during warm-up ({warm:.1f} s): expected a training pipeline "
             "that repeats its data. Received: a dataset that ended"
         )
+    return _rate(elements, window, cpu, pieces, examples_per_element, first=first, warm=warm, load=load)
+
+
+def _rate(
+    elements: int,
+    window: float,
+    cpu: float,
+    pieces: list[tuple[int, float]],
+    examples_per_element: float,
+    *,
+    first: float,
+    warm: float,
+    load: HostLoad | None,
+) -> Rate:
+    """A window's Rate from what `_window` counted: elements, seconds, CPU seconds, pieces."""
     per_sec = elements / window
-    examples = elements * examples_per_element
+    rates = tuple(n * examples_per_element / sec for n, sec in pieces if sec > 0)
     return Rate(
         per_sec * examples_per_element,
         per_sec,
@@ -142,9 +161,39 @@ def measure(
         window,
         first,
         warm,
-        cpu_ms_per_example=1000.0 * cpu / examples,
+        cpu_ms_per_example=1000.0 * cpu / (elements * examples_per_element),
         cores_busy=cpu / window,
-        spread=wait.rate_spread(pieces),
+        spread=wait.spread_of(rates),
+        pieces=rates,
+        host=load,
+    )
+
+
+def pooled(windows: Sequence[Rate]) -> Rate:
+    """Windows of the same pipeline as one rate: the examples of them all over their seconds,
+    their CPU over their examples, the spread of all their pieces together (so a rate that
+    moved between the windows widens it), and the first window's start-up figures."""
+    if not windows:
+        raise ValueError("pooled() needs at least one window")
+    if len(windows) == 1:
+        return windows[0]
+    seconds = sum(w.window_sec for w in windows)
+    examples = sum(w.examples_per_sec * w.window_sec for w in windows)
+    cpu = sum(w.cores_busy * w.window_sec for w in windows)
+    pieces = tuple(p for w in windows for p in w.pieces)
+    first = windows[0]
+    return Rate(
+        examples / seconds,
+        sum(w.elements for w in windows) / seconds,
+        sum(w.elements for w in windows),
+        seconds,
+        first.first_element_sec,
+        first.warmup_sec,
+        cpu_ms_per_example=1000.0 * cpu / examples if examples else 0.0,
+        cores_busy=cpu / seconds,
+        spread=wait.spread_of(pieces),
+        pieces=pieces,
+        host=HostLoad.combined([w.host for w in windows]),
     )
 
 

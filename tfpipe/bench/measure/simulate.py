@@ -1,4 +1,5 @@
-"""Ground truth for the prediction: a sleeping consumer (--simulate) and real model.fit (--fit).
+"""Ground truth for the prediction: a sleeping consumer (--simulate) and real model.fit (--fit,
+its wait measured by `tfpipe.monitor.InputWait`, as in the user's own training).
 
 `simulate` runs the full pipeline against a consumer that holds each batch for the step time
 while sleeping, so like an accelerator it takes no host CPU from the producer, and measures
@@ -174,23 +175,28 @@ def fit_check(
     warmup: float,
     device: models.Device | None = None,
 ) -> FitCheck:
-    """`model.fit` of `model_name` on the real pipeline, against the same model on a batch
-    repeated from memory (synthetic input, no input pipeline work). The input wait is the
-    share of the real step the synthetic one does not need: max(0, 1 - synthetic / real).
+    """`model.fit` of `model_name` on the real pipeline, its wait for input measured by
+    `tfpipe.monitor.InputWait`, beside the same model on a batch repeated from memory
+    (synthetic input, no pipeline work): the differential method, max(0, 1 - synthetic / real),
+    which also counts the compute the model loses to the pipeline where they share cores.
     """
     setup = models.model_on_device(model_name, pipeline, num_classes=num_classes, device=device)
     with setup.device.fit_scope():
         syn_step, _ = models.fit_step_seconds(setup.model, setup.synthetic, seconds=seconds)
-        # Warm the real pipeline as long as the producer measurements do before timing it.
+        # Warm the real pipeline as long as the producer measurements do before measuring it.
         warm_steps = max(2, int(warmup / max(syn_step, 1e-3)))
-        real_step, real_steps = models.fit_step_seconds(
-            setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps
-        )
+        got = models.monitored_fit(setup.model, setup.real, seconds=seconds, warmup_steps=warm_steps)
+    real_step = got.step_ms / 1000.0
+    differential = max(0.0, min(1.0, 1.0 - syn_step / real_step))
     return FitCheck(
         model=model_name,
         device=setup.device.name,
-        steps=real_steps,
-        real_step_ms=real_step * 1000.0,
+        steps=got.steps,
+        real_step_ms=got.step_ms,
         synthetic_step_ms=syn_step * 1000.0,
-        measured_input_wait=max(0.0, min(1.0, 1.0 - syn_step / real_step)),
+        measured_input_wait=got.input_wait,
+        input_wait_low=got.low,
+        input_wait_high=got.high,
+        differential_input_wait=differential,
+        contention=differential - got.input_wait,
     )

@@ -1,12 +1,11 @@
 """The embedded default dataset: generated once through `tfpipe.convert`, cached, reused.
 
 `tfpipe bench` without `--data` needs data that decodes like the real thing. The first run
-writes ImageNet-like JPEGs (or a mixed-type table) with `tfpipe.synthetic`, or for text the
-real English that ships with Python (the standard library's docstrings and pydoc's topics,
-`tfpipe.synthetic.text`: nothing is downloaded), converts them with `tfpipe.convert` exactly
-as a user would (text: tokenized by a byte-level BPE trained on the same documents), and
-keeps only the converted shards under `<workdir>/datasets/<preset>-<key>`, where the key
-hashes everything that shapes the bytes.
+writes the raw data the pipeline's modality makes (`BenchHalf.synthetic`: ImageNet-like JPEGs, a
+mixed-type table, or for text the real English that ships with Python, its docstrings: nothing is
+downloaded), converts them with `tfpipe.convert` exactly as a user would (with the modality's
+options: text's tokenizer trained on the same documents), and keeps only the converted shards
+under `<workdir>/datasets/<preset>-<key>`, where the key hashes everything that shapes the bytes.
 Generation happens in a temporary directory renamed into place, so a crash or a concurrent
 run never leaves a half dataset under the final name.
 """
@@ -24,6 +23,8 @@ from collections.abc import Callable
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.format.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
+from tfpipe.modalities import modality_of_preset, preset_names
+from tfpipe.modalities.modality import Synthetic
 from tfpipe.plural import counted
 
 # Raise when this module changes what it generates or how it converts, so old caches are not
@@ -33,28 +34,14 @@ GENERATOR_VERSION = 2
 # Environment variable that overrides the generated dataset's size, for quick tests and CI.
 EXAMPLES_ENV = "TFPIPE_BENCH_SYNTHETIC_EXAMPLES"
 
-# Sized so a default run, first-time generation included, stays under 2 minutes on 2 cores:
-# measured with benchmarks/test_bench_harness.py, generating and converting 1,280 images
-# (10 classes of 128, ~140 MB) takes 17-33 s and the whole first run 83-90 s there, while
-# 1,280 images still outlast every 3 s measurement window (they are cached and repeated).
-# Text: documents (CPython 3.11's standard library has ~6,500; reading them takes ~10 s, the
-# tokenizer's training and the conversion ~12 s, on 2 cores).
-DEFAULT_EXAMPLES = {"imagenet": 1280, "tabular": 100_000, "text": 6000}
-DEFAULT_SHARDS = {"imagenet": 8, "tabular": 8, "text": 8}
-IMAGE_CLASSES = 10
-TABLE_COLUMNS = 40  # the tabular benchmark's float-heavy 40-column table
-# The text default's tokenizer, trained on its documents at the first run: a byte-level BPE
-# (every byte kept, so any text round-trips) of 8,000 ids, as small models use.
-TEXT_TOKENIZER, TEXT_VOCAB = "bpe", 8000
-
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SyntheticSpec:
     """What to generate.
 
     Args:
-      pipeline: "imagenet" (ImageNet-like JPEGs, mean ~108 KB at ~470x390), "tabular" or
-        "text" (this CPython's docstrings).
+      pipeline: a modality's preset (imagenet: ImageNet-like JPEGs, mean ~108 KB at ~470x390;
+        tabular; text: this CPython's docstrings).
       examples: images, rows or documents (text: at most those this CPython has).
       shards: shard files to convert into.
       seed: generator seed.
@@ -66,8 +53,8 @@ class SyntheticSpec:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.pipeline not in DEFAULT_EXAMPLES:
-            raise field_error(ConfigError, "pipeline", f"one of {sorted(DEFAULT_EXAMPLES)}", self.pipeline)
+        if self.pipeline not in preset_names():
+            raise field_error(ConfigError, "pipeline", f"one of {sorted(preset_names())}", self.pipeline)
         if self.examples < 1:
             raise field_error(ConfigError, "examples", "an integer >= 1", self.examples)
         if not self.shards >= 1:
@@ -82,8 +69,14 @@ class SyntheticSpec:
                 examples = int(os.environ[EXAMPLES_ENV])
             except ValueError:
                 raise field_error(ConfigError, EXAMPLES_ENV, "an integer", os.environ[EXAMPLES_ENV]) from None
-        n = examples if examples is not None else DEFAULT_EXAMPLES.get(pipeline, 1)
-        return cls(pipeline, n, min(DEFAULT_SHARDS.get(pipeline, 1), n))
+        made = modality_of_preset(pipeline).bench.synthetic
+        n = examples if examples is not None else made.examples
+        return cls(pipeline, n, min(made.shards, n))
+
+    @property
+    def made(self) -> Synthetic:
+        """How its modality makes it."""
+        return modality_of_preset(self.pipeline).bench.synthetic
 
     @property
     def key(self) -> str:
@@ -97,7 +90,7 @@ class SyntheticSpec:
                 "fake_data": synthetic.GENERATOR_VERSION,
                 "manifest": FORMAT_VERSION,
             }
-            | (_text_key() if self.pipeline == "text" else {}),
+            | self.made.key(),
             sort_keys=True,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -105,22 +98,6 @@ class SyntheticSpec:
     @property
     def dirname(self) -> str:
         return f"{self.pipeline}-{self.examples}-{self.key}"
-
-
-def _text_key() -> dict[str, str]:
-    """What shapes the text default's bytes besides the spec: this CPython's standard library
-    (its docstrings are the documents) and the tokenizer library that trains on them."""
-    import platform
-    from importlib import metadata
-
-    try:
-        tokenizers = metadata.version("tokenizers")
-    except metadata.PackageNotFoundError:
-        tokenizers = "missing"
-    return {
-        "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "tokenizer": f"{TEXT_TOKENIZER} {TEXT_VOCAB} tokenizers {tokenizers}",
-    }
 
 
 def default_workdir() -> str:
@@ -155,17 +132,14 @@ def ensure_dataset(
         raw = os.path.join(tmp, "raw")
         records = os.path.join(tmp, "records")
         if progress:
-            made = "Reading" if spec.pipeline == "text" else "Generating"
-            progress(f"{made} {spec.examples:,} {_what(spec)} (first run only)")
-        src = _generate(spec, raw)
+            verb, what = spec.made.describe(spec)
+            progress(f"{verb} {spec.examples:,} {what} (first run only)")
+        src = spec.made.generate(spec, raw)
         if progress:
             progress(f"Converting them with tfpipe convert into {counted(spec.shards, 'shard')}")
         from tfpipe.convert import convert
 
-        options: dict[str, object] = {"label": "label"} if spec.pipeline == "tabular" else {}
-        if spec.pipeline == "text":
-            options = {"train_tokenizer": TEXT_TOKENIZER, "vocab_size": TEXT_VOCAB}
-        convert(src, records, num_shards=spec.shards, **options)
+        convert(src, records, num_shards=spec.shards, **spec.made.convert_options)
         shutil.rmtree(raw, ignore_errors=True)
         try:
             os.rename(records, final)
@@ -176,31 +150,3 @@ def ensure_dataset(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Manifest.load(final), time.monotonic() - started
-
-
-def _what(spec: SyntheticSpec) -> str:
-    if spec.pipeline == "text":
-        return "documents of real English (this Python's docstrings), to tokenize with a BPE trained on them"
-    kind = "ImageNet-like JPEGs" if spec.pipeline == "imagenet" else f"table rows ({TABLE_COLUMNS} columns)"
-    return f"synthetic {kind}"
-
-
-def _generate(spec: SyntheticSpec, raw: str) -> str:
-    from tfpipe.synthetic import folders, tables, text
-
-    if spec.pipeline == "text":
-        docs = text.documents(spec.examples)
-        text.write_corpus(raw, docs, "jsonl", files=min(spec.shards, len(docs)))
-        return raw
-    workers = max(
-        1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    )
-    if spec.pipeline == "imagenet":
-        per, extra = divmod(spec.examples, IMAGE_CLASSES)
-        classes = min(IMAGE_CLASSES, spec.examples)
-        counts = [per + (1 if i < extra else 0) for i in range(classes)]
-        folders.write_image_folder(raw, classes=classes, per_class=counts, seed=spec.seed, workers=workers)
-        return raw
-    os.makedirs(raw, exist_ok=True)
-    df = tables.make_table(spec.examples, seed=spec.seed, columns=TABLE_COLUMNS)
-    return tables.write_table(df, os.path.join(raw, "table.parquet"))

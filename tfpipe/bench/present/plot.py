@@ -1,13 +1,15 @@
-"""The bench picture: stage throughputs against the consumer, and the scaling curve."""
+"""The bench picture: stage throughputs against the consumer, and the scaling curve, in the
+unit of the report's view (`view.ReportView`: examples, or text's real tokens)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, figure, percent, percent1, rate_short
+from tfpipe.bench.fmt import figure, percent, rate_short
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import rate_at
+from tfpipe.bench.present.view import view
 from tfpipe.errors import ConfigError
 
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
@@ -40,7 +42,8 @@ def write_plot(report: Report, path: str) -> str:
     if not math.isfinite(consumer):
         raise ConfigError(f"The consumer rate must be finite to plot. Received: {consumer}")
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [1.25, 1]})
-    fig.suptitle(_title(report), fontsize=13, fontweight="bold")
+    title = _title(report)
+    fig.suptitle(title, fontsize=13, fontweight="bold")
     _stage_panel(ax1, report)
     _scaling_panel(ax2, report)
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
@@ -49,13 +52,10 @@ def write_plot(report: Report, path: str) -> str:
         from tfpipe.bench.present.render import profile_sentences
 
         lines = [*(profile_sentences(report) or ()), *lines]
-    if report.text is not None:
-        from tfpipe.bench.judge.advice import fill_sentence, padding_sentence
-
-        lines = [padding_sentence(report.text), fill_sentence(report.text), *lines]
+    lines = [*view(report).footer, *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
     # Room below for the footer lines, above for a two-line title.
-    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.93 if report.profile else 0.95))
+    fig.tight_layout(rect=(0, 0.025 * (len(lines) + 0.2), 1, 0.95 - 0.02 * title.count("\n")))
     data = io.BytesIO()
     fig.savefig(data, format=fmt, dpi=110)
     storage.write_atomic(path, data.getvalue(), overwrite=True)
@@ -63,51 +63,53 @@ def write_plot(report: Report, path: str) -> str:
     return path
 
 
+# Characters in a line of the title at its font size: the figure is 13 inches wide.
+TITLE_WIDTH = 105
+
+
 def _title(report: Report) -> str:
-    title = (
-        f"{VERDICT_TITLE[report.verdict]}: predicted {report.predicted_input_wait:.0%} of step time "
-        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)"
+    """The verdict as the terminal's headline says it, with the same doubt, and its figures."""
+    import textwrap
+
+    from tfpipe.bench.present.render import headline
+
+    i = report.predicted_input_wait_interval
+    interval = "" if i is None else f" [{100 * i.low:.0f}, {100 * i.high:.0f}]"
+    title = textwrap.fill(
+        f"{headline(report)}: predicted {report.predicted_input_wait:.0%}{interval} of step time "
+        f"waiting for input ({report.pipeline}, batch {report.per_host_batch_size}/host)",
+        TITLE_WIDTH,
     )
+    if report.host is not None and report.host.busy:
+        title += "\nthe host was busy while it was measured: these figures are unreliable for a quiet host"
     if report.measured_input_wait is not None:
         title += f" - measured {report.measured_input_wait:.0%} ({report.measured_by})"
     if report.profile is not None:
         title += f"\nyour profiled run waited {percent(report.profile.input_wait)} (measured by the Profiler)"
-    if report.text is not None:
-        t = report.text
-        title += (
-            f"\n{percent1(t.padding)} of the accelerator's token slots are padding (packing={t.packing}, "
-            f"L={t.sequence_length:,})"
-        )
-    return title
+    return "".join([title, *(f"\n{line}" for line in view(report).title)])
 
 
 def _consumer_label(report: Report) -> str:
     label = "accelerator when fed (profile)" if report.consumer.source == "profile" else "consumer"
-    return label + (" (real tokens at this fill)" if report.text is not None else "")
+    return label + view(report).consumer_label
 
 
 def _unit(report: Report) -> str:
-    return "examples" if report.text is None else "real tokens"
+    return view(report).unit
 
 
 def _consumer_rate(report: Report) -> float:
-    """The consumer line: examples/s, or for text the real tokens/s it takes at the fill."""
-    t = report.text
-    return report.consumer.examples_per_sec if t is None else t.consumer_useful_tokens_per_sec
+    """The consumer line: examples/s, or in the modality's unit (text: the real tokens/s it
+    takes at the fill)."""
+    return view(report).consumer
 
 
 def _stage_rates(report: Report) -> list[float]:
-    t = report.text
-    if t is None:
-        return [s.rate.examples_per_sec for s in report.stages]
-    return [s.real_tokens_per_sec for s in t.stages]
+    return view(report).stages
 
 
 def _scaling_points(report: Report) -> list[tuple[int, float]]:
-    t = report.text
-    if t is None:
-        return [(p.cores, p.examples_per_sec) for p in report.scaling]
-    return [(p.cores, p.real_tokens_per_sec) for p in t.scaling]
+    return [(cores, eps) for cores, eps, _ in view(report).scaling]
 
 
 def _stage_panel(ax1: Any, report: Report) -> None:
@@ -117,7 +119,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     st = report.storage
     if st is not None and st.cached:
         # The read prefix below reads the cache; this bar is what the storage itself gives.
-        read = st.examples_per_sec if report.text is None else report.text.storage_real_tokens_per_sec or 0.0
+        read = view(report).storage or 0.0
         labels.append(f"storage\nread without the {st.cache} cache")
         values.append(read)
         colors.append(_OK if read >= consumer else _SLOW)
@@ -158,7 +160,7 @@ def _stage_panel(ax1: Any, report: Report) -> None:
     ax1.set_xlabel(f"{_unit(report)} / second" + (" (log scale)" if log else ""))
     ax1.set_title(
         f"Throughput by stage prefix - bottleneck: {report.bottleneck.stage or 'too noisy to name'} "
-        f"({report.bottleneck.share:.0%} of time per {'example' if report.text is None else 'token'})",
+        f"({report.bottleneck.share:.0%} of time per {view(report).per})",
         fontsize=10,
     )
     ax1.grid(axis="x", alpha=0.3)
@@ -176,7 +178,7 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     points = _scaling_points(report)
     cores = [c for c, _ in points] or [1]
     rates = [r for _, r in points] or [1.0]
-    needed = report.cores.cores
+    needed = report.cores.cores or 0
     shown = needed if needed <= max(32, 4 * max(cores)) else 4 * max(cores)
     x_max = max(max(cores), shown, 2)
     curve_top = max(max(rates), rate_at(x_max, points) if points else 0.0)
@@ -203,6 +205,17 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
     )
     if needed:
         _cores_needed_note(ax2, report, shown, x_max)
+    elif report.cores.cores is None:
+        ax2.text(
+            0.97,
+            0.06,
+            "cores needed: not extrapolated\n(the rate does not rise with cores)",
+            color=_WORST,
+            fontsize=10,
+            ha="right",
+            va="bottom",
+            transform=ax2.transAxes,
+        )
     ax2.set_xlim(0, x_max * 1.05)
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     if log_y:
@@ -212,13 +225,21 @@ def _scaling_panel(ax2: Any, report: Report) -> None:
         ax2.set_ylim(0, max(curve_top, consumer) * 1.2)
     ax2.set_xlabel("CPU cores (tf.data private threadpool)")
     ax2.set_ylabel(f"{_unit(report)} / second" + (" (log scale)" if log_y else ""))
-    ax2.set_title(
-        f"Scaling: {points[0][1] / points[0][0] if points else 0:,.0f}/s per core, "
-        f"{report.cores.efficiency:.0%} efficiency",
-        fontsize=10,
-    )
+    ax2.set_title(_scaling_title(report, points), fontsize=10)
     ax2.grid(alpha=0.3)
     ax2.legend(loc="center left" if needed > max(cores) else "upper left", fontsize=8)
+
+
+def _scaling_title(report: Report, points: list[tuple[int, float]]) -> str:
+    """The per-core rate and efficiency of a curve that rises; what was measured of one that
+    does not, which nothing is extrapolated from."""
+    if not report.cores.rises and len(points) > 1:
+        measured = ", ".join(f"{rate_short(r)}/s on {c}" for c, r in points)
+        return f"Scaling: {measured} - does not rise, not extrapolated"
+    return (
+        f"Scaling: {points[0][1] / points[0][0] if points else 0:,.0f}/s per core, "
+        f"{report.cores.efficiency:.0%} efficiency"
+    )
 
 
 def _cores_needed_note(ax2: Any, report: Report, shown: int, x_max: float) -> None:

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfpipe.bench.fmt import VERDICT_TITLE, figure, human_bytes, percent, percent1, rate
 from tfpipe.bench.fmt import cores as fmt_cores
+from tfpipe.bench.fmt import figure, human_bytes, percent, rate
+from tfpipe.bench.judge.host import sentence as host_sentence
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import Bottleneck
-from tfpipe.bench.present.text import text_rows
-from tfpipe.bench.results import Simulation
-from tfpipe.bench.wait import verdict_words
+from tfpipe.bench.present.view import view
+from tfpipe.bench.results import FitCheck, Simulation
+from tfpipe.bench.wait import verdict_detail, verdict_title
 from tfpipe.plural import counted
 
-# The verdict's colour in the terminal; its words are fmt.VERDICT_TITLE's.
+# The verdict's colour in the terminal (yellow when the run cannot tell); its words are wait's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
@@ -32,12 +33,13 @@ def renderables(report: Report) -> list[Any]:
         + ([("Backend", backend)] if backend else [])
         + _profile_rows(report)
         + _verdict_rows(report)
-        + text_rows(report)
+        + _host_rows(report)
+        + list(view(report).rows)  # the section of the report's modality (text's)
         + _check_rows(report)
     )
     for label, value in rows:
         summary.add_row(label, value)
-    color = _COLOR[report.verdict]
+    color = _color(report)
     return [
         Panel(summary, title="tfpipe bench", border_style=color),
         *_in_full(report),
@@ -70,47 +72,30 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     from rich.markup import escape
     from rich.text import Text
 
-    ds, t = report.dataset, report.text
-    what = (
-        counted(ds.examples, "example")
-        if t is None
-        else f"{counted(ds.examples, 'document')}, {counted(t.measure.tokens, 'token')}"
-    )
-    made = (
-        ", synthetic"
-        if t is None
-        else ", built in: this Python's docstrings, tokenized by a BPE trained on them"
-    )
+    ds, v = report.dataset, view(report)
     data = (
-        f"{escape(ds.path)} ({what}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
-        + (made if ds.synthetic else "")
+        f"{escape(ds.path)} ({v.data}, {counted(ds.shards, 'shard')}, {human_bytes(ds.bytes)}"
+        + (v.made if ds.synthetic else "")
         + (f", generated in {ds.generated_sec:.1f} s" if ds.generated_sec else "")
         + ")"
     )
-    batch = f"{report.batch_size}" + (
-        f" global = {report.per_host_batch_size} per host x {report.hosts} hosts" if report.hosts > 1 else ""
+    batch = (
+        f"{report.batch_size}"
+        + (
+            f" global = {report.per_host_batch_size} per host x {report.hosts} hosts"
+            if report.hosts > 1
+            else ""
+        )
+        + v.batch
     )
     p, c = report.producer, report.consumer
-    produced = f"{rate(p.examples_per_sec)} examples/s ({p.elements_per_sec:,.2f} batches/s)"
-    cost = f"{p.cpu_ms_per_example:.3f} CPU ms per example"
-    consumed = f"{rate(c.examples_per_sec)} examples/s"
-    if t is not None:
-        batch += f" sequences of {t.sequence_length:,} tokens, packing {t.packing}"
-        produced = (
-            f"{rate(t.sequences_per_sec)} sequences/s = {rate(t.real_tokens_per_sec)} real tokens/s "
-            f"({rate(t.slot_tokens_per_sec)} slot tokens/s at a {percent1(t.fill)} fill)"
-        )
-        cost = f"{t.stages[-1].cpu_ms_per_1k_tokens:.3f} CPU ms per 1,000 tokens"
-        consumed = (
-            f"{rate(c.examples_per_sec)} sequences/s = {rate(t.consumer_slot_tokens_per_sec)} slot tokens/s, "
-            f"{rate(t.consumer_useful_tokens_per_sec)} of them real tokens at this fill"
-        )
+    produced, cost, consumed = v.produced, v.cost, v.consumed
     rows: list[tuple[str, Any]] = [
         ("Data", data),
         ("Batch", batch),
         (
             "Producer",
-            f"{produced} steady state, {cost}, {p.cores_busy:.1f} cores busy; "
+            f"{produced} steady state{_windows(report)}, {cost}, {p.cores_busy:.1f} cores busy; "
             f"first batch after {p.first_element_sec:.2f} s, {p.warmup_sec:.1f} s warm-up excluded",
         ),
         (
@@ -124,6 +109,16 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     if report.storage is not None:
         rows += _storage_rows(report)
     return rows
+
+
+def _windows(report: Report) -> str:
+    """The producer's windows, when it has two: " over two windows (374/s and 735/s)"."""
+    if len(report.windows) < 2:
+        return ""
+    unit = f"{view(report).example}s"
+    return (
+        f" over two windows ({' and '.join(f'{rate(w.examples_per_sec)} {unit}/s' for w in report.windows)})"
+    )
 
 
 def backend_sentence(env: dict[str, Any]) -> str:
@@ -144,7 +139,7 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
     s = report.storage
     assert s is not None
     where = "gs://" if s.location == "gcs" else "local files"
-    unit = "examples" if report.text is None else "sequences"
+    unit = view(report).example + "s"  # text: sequences
     text = f"{where}, read without a cache: {rate(s.examples_per_sec)} {unit}/s"
     if s.mb_per_sec is not None:
         text += f" = {figure(s.mb_per_sec)} MB/s"
@@ -176,7 +171,7 @@ def profile_sentences(report: Report) -> tuple[str, str] | None:
     predicted = (
         f"tfpipe's pipeline on this host makes {rate(report.producer.examples_per_sec)}/s against the "
         f"{rate(report.consumer.examples_per_sec)}/s the accelerator takes when fed: predicted wait "
-        f"{percent(report.predicted_input_wait)} ({VERDICT_TITLE[report.verdict].lower()})."
+        f"{percent(report.predicted_input_wait)} ({_lower(headline(report))})."
     )
     return measured, predicted
 
@@ -221,13 +216,20 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
-def _predicted_words(report: Report) -> str:
-    """ "31% [24, 38] of step time waiting for input", or the verdict's "cannot tell" words
-    when the interval spans two bands."""
-    interval = report.predicted_input_wait_interval
-    if interval is not None and not interval.certain:
-        return verdict_words(report.predicted_input_wait, interval)
-    return verdict_words(report.predicted_input_wait, interval).split(": ", 1)[1]
+def _lower(title: str) -> str:
+    return title[0].lower() + title[1:]
+
+
+def _color(report: Report) -> str:
+    """The verdict's colour; yellow, the colour of doubt, when the run cannot tell."""
+    return _COLOR[report.verdict] if report.certain else "yellow"
+
+
+def headline(report: Report) -> str:
+    """The verdict's title, carrying the same doubt as the JSON's `certain`: "Highly
+    input-bound", "Cannot tell moderately from highly input-bound", "... on this busy host
+    (cannot tell)"."""
+    return verdict_title(report.predicted_input_wait, report.predicted_input_wait_interval)
 
 
 def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
@@ -260,22 +262,18 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     cost, and why they differ when they do) and tf.data service workers needed."""
     from rich.text import Text
 
-    color = _COLOR[report.verdict]
-    verdict = Text(VERDICT_TITLE[report.verdict].upper(), style=f"bold {color}")
-    verdict.append(f"  predicted {_predicted_words(report)}", style=color)
+    color = _color(report)
+    verdict = Text(headline(report).upper(), style=f"bold {color}")
+    detail = verdict_detail(report.predicted_input_wait, report.predicted_input_wait_interval)
+    verdict.append(f"  predicted {detail}", style=color)
     if report.measured_input_wait is not None:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
-    b, cores, cpu, sv = report.bottleneck, report.cores, report.cpu_cores, report.service
-    unit = "example" if report.text is None else "sequence"
+    b, cpu, sv = report.bottleneck, report.cpu_cores, report.service
+    unit = view(report).example  # text: sequence
     rows: list[tuple[str, Any]] = [
         ("Verdict", verdict),
         ("Bottleneck", bottleneck_sentence(b, unit)),
-        (
-            "Cores needed",
-            f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
-            f"{rate(cores.per_core_eps)}/s per core, "
-            f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})",
-        ),
+        ("Cores needed", curve_cores_sentence(report)),
         (
             "",
             f"{fmt_cores(cpu.cores)} per host from CPU cost ({cpu.cpu_ms_per_example:.3f} CPU ms per {unit} "
@@ -294,6 +292,41 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
+def curve_cores_sentence(report: Report) -> str:
+    """The cores the scaling curve says a host needs; what was measured instead, when the
+    curve does not rise and the consumer needs more than it reached."""
+    cores = report.cores
+    if cores.cores is None:
+        return (
+            f"not from the scaling curve: it does not rise with cores ({measured_curve(report)}), "
+            f"so it cannot be extrapolated to the {rate(report.consumer.examples_per_sec)}/s the consumer takes"
+        )
+    return (
+        f"~{cores.cores} per host from the scaling curve ({cores.available} measured here, "
+        f"{rate(cores.per_core_eps)}/s per core, "
+        f"{cores.efficiency:.0%} efficiency{', extrapolated' if cores.extrapolated else ''})"
+    )
+
+
+def measured_curve(report: Report) -> str:
+    """The scaling curve as measured: "972/s on 1 core, 565/s on 2"."""
+    return ", ".join(
+        f"{rate(p.examples_per_sec)}/s on {p.cores}" + (" core" if i == 0 and p.cores == 1 else "")
+        for i, p in enumerate(report.scaling)
+    )
+
+
+def _host_rows(report: Report) -> list[tuple[str, Any]]:
+    """The host's load beside the run, and whether it makes the figures unreliable."""
+    from rich.text import Text
+
+    if report.host is None:
+        return []
+    said = host_sentence(report.host)
+    style = "bold yellow" if report.host.busy else ("yellow" if report.host.simulation_busy else "")
+    return [("Host", Text(said, style=style))]
+
+
 # Measured for issue 34 (benchmarks/verdict_agreement.py --fit): small_cnn on this 2-core CPU
 # waited 53% in model.fit against 15% predicted, its train step taking the producer's cores.
 CPU_FIT_NOTE = (
@@ -301,6 +334,25 @@ CPU_FIT_NOTE = (
     "pipeline ran slower beside it, so model.fit's wait includes that competition and bench's "
     "prediction does not. On an accelerator the model leaves the host's cores to the pipeline."
 )
+
+
+def fit_sentence(f: FitCheck, predicted: float) -> str:
+    """--fit's row: the wait the monitor measured in model.fit, then the differential method
+    and what separates them."""
+    low, high = f.input_wait_low, f.input_wait_high
+    interval = "" if low is None or high is None else f" [{100 * low:.0f}, {100 * high:.0f}]"
+    text = (
+        f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline, {f.measured_input_wait:.1%}"
+        f"{interval} of it waiting for its batch (measured in fit by tfpipe.monitor); bench predicted "
+        f"{predicted:.1%} for this consumer"
+    )
+    if f.differential_input_wait is None:  # a report written before schema_minor_version 6
+        return text
+    return (
+        f"{text}. On synthetic input {f.synthetic_step_ms:.1f} ms/step: the differential method reads "
+        f"{f.differential_input_wait:.1%}, of which {100 * (f.contention or 0.0):.1f} points are the model "
+        "computing slower on the cores the pipeline shares"
+    )
 
 
 def short_step_sentence(s: Simulation) -> str:
@@ -331,17 +383,8 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
         if not s.holds_step:
             rows.append(("", Text(short_step_sentence(s), style="yellow")))
     if report.fit is not None:
-        f = report.fit
-        rows.append(
-            (
-                "model.fit",
-                f"{f.model} on {f.device}: {f.real_step_ms:.1f} ms/step on the pipeline vs "
-                f"{f.synthetic_step_ms:.1f} ms/step on synthetic input -> {f.measured_input_wait:.1%} waiting "
-                f"(the differential method); bench predicted {report.predicted_input_wait:.1%} for this "
-                "consumer",
-            )
-        )
-        if f.device == "CPU":
+        rows.append(("model.fit", fit_sentence(report.fit, report.predicted_input_wait)))
+        if report.fit.device == "CPU":
             rows.append(("", Text(CPU_FIT_NOTE, style="yellow")))
     if report.comparison is not None:
         cmp = report.comparison
@@ -361,22 +404,16 @@ def _stage_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
-    t = report.text
+    v = view(report)
     table = Table(title="Stage prefixes (same stage list build() uses)", box=box.SIMPLE)
     # Headers of two short lines, figures that never wrap, and stage names that wrap at their
     # commas (or fold, never cut): the table reads whole in an 80-column terminal.
     table.add_column("prefix", no_wrap=True)
     table.add_column("adds stages", overflow="fold", ratio=1)
-    rate_header, cost_header = (
-        ("examples\n/s", "CPU\nms/ex") if t is None else ("real\ntokens/s", "CPU ms\n/1k tok")
-    )
-    for header in (rate_header, "vs\nconsumer", cost_header, "cores\nbusy", "first\nelement"):
+    for header in (v.rate_header, "vs\nconsumer", v.cost_header, "cores\nbusy", "first\nelement"):
         table.add_column(header, justify="right", no_wrap=True)
     consumer = report.consumer.examples_per_sec
-    for i, s in enumerate(report.stages):
-        eps, cost = s.rate.examples_per_sec, s.rate.cpu_ms_per_example
-        if t is not None:
-            eps, cost = t.stages[i].real_tokens_per_sec, t.stages[i].cpu_ms_per_1k_tokens
+    for s, eps, cost in zip(report.stages, v.stages, v.stage_costs, strict=True):
         table.add_row(
             s.name,
             ", ".join(s.stages),
@@ -394,22 +431,25 @@ def _scaling_table(report: Report) -> Any:
     from rich import box
     from rich.table import Table
 
-    t = report.text
+    v = view(report)
     table = Table(title="Scaling with cores (tf.data private threadpool)", box=box.SIMPLE)
     table.add_column("cores", justify="right")
-    table.add_column("examples/s" if t is None else "real tokens/s", justify="right")
+    table.add_column(v.scaling_rate, justify="right")
     table.add_column("per core", justify="right")
-    table.add_column("CPU ms/ex" if t is None else "CPU ms/1k tokens", justify="right")
+    table.add_column(v.scaling_cost, justify="right")
     table.add_column("cores busy", justify="right")
     same = [pt.cores for pt in report.scaling if pt.examples_per_sec == report.producer.examples_per_sec]
+    captions = []
     if same:
-        table.caption = (
-            f"{same[0]} cores: the producer's own window (build()'s threadpool), the same measurement"
+        windows = "its two windows" if len(report.windows) > 1 else "the same measurement"
+        captions.append(f"{same[0]} cores: the producer's own rate (build()'s threadpool), {windows}")
+    if not report.cores.rises and len(report.scaling) > 1:
+        captions.append(
+            "The rate does not rise with cores here: what was measured, not a curve to extrapolate"
         )
-    for i, pt in enumerate(report.scaling):
-        eps, cost = pt.examples_per_sec, pt.cpu_ms_per_example
-        if t is not None:  # text: real tokens
-            eps, cost = t.scaling[i].real_tokens_per_sec, t.scaling[i].cpu_ms_per_1k_tokens
+    if captions:
+        table.caption = "\n".join(captions)
+    for pt, (_, eps, cost) in zip(report.scaling, v.scaling, strict=True):
         table.add_row(str(pt.cores), rate(eps), rate(eps / pt.cores), f"{cost:.3f}", f"{pt.cores_busy:.1f}")
     return table
 

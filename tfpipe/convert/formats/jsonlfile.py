@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tfpipe.convert.text import listing as text_listing
-from tfpipe.convert.text import reader as text_reader
 from tfpipe.errors import DataError
+from tfpipe.modalities.text.convert import listing as text_listing
+from tfpipe.modalities.text.convert import reader as text_reader
 
 SUFFIXES = (".jsonl", ".ndjson")
 _INT64 = 1 << 63
@@ -27,6 +27,12 @@ _WORDS = {"string": "strings", "bool": "booleans", "int": "integers", "float": "
 
 
 looks_like = text_listing.looks_like_json_lines
+
+
+def named(path: str) -> bool:
+    """Whether the name is a JSON Lines file's (`t.jsonl`, `t.ndjson`, also compressed:
+    `t.jsonl.gz`)."""
+    return text_listing.kind_of(path) == "jsonl"
 
 
 def first_object(path: str) -> dict[str, Any] | None:

@@ -76,12 +76,21 @@ def batches(pf: Any, chunk_rows: int) -> Any:
         yield to_frame(batch)
 
 
+def float_series(values: Any, null: Any, index: Any = None, name: Any = None) -> Any:
+    """Float values and their null mask as a nullable Float64 series that keeps NaN apart from
+    null (a NaN where `null` is False is a value)."""
+    import numpy as np
+    import pandas as pd
+
+    data = np.asarray(values)
+    data = data.astype(np.float32 if data.dtype == np.float16 else data.dtype, copy=False)
+    return pd.Series(pd.arrays.FloatingArray(data, np.asarray(null, dtype=bool)), index=index, name=name)
+
+
 def to_frame(batch: Any) -> Any:
     """An Arrow record batch (or table) as a DataFrame: integers and bools nullable, and floats
     nullable with a NaN kept as a value apart from a null (to_pandas() makes both NaN)."""
     import pyarrow as pa
-
-    from tfpipe.convert.tables.values import float_series
 
     frame = batch.to_pandas(types_mapper=arrow_to_pandas, ignore_metadata=True)
     for i, field in enumerate(batch.schema):

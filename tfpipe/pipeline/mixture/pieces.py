@@ -1,5 +1,6 @@
-"""A text mixture by tokens, in NumPy: the reference the graph (mixture/stream.py, mixture/pack.py)
-must equal row for row, as packing.reference is the packer's.
+"""A text mixture by tokens, in NumPy: the reference the graph (the text modality's
+mixture/stream.py and mixture/pack.py) must equal row for row, as packing.reference is the
+packer's.
 
 1. Pieces. Each source's documents, in its own resumable order and as packed (EOS added,
    `packed_lengths`), are cut into pieces of at most L. Piece `k` of a document holds its tokens

@@ -15,11 +15,9 @@ import dataclasses
 from typing import Any
 
 from tfpipe._tf import Dataset
-from tfpipe.packing import fill
-from tfpipe.pipeline.mixture import numbers
-from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
-from tfpipe.pipeline.mixture.spec import BLOCK, MIXTURE_VERSION, MixSpec
+from tfpipe.pipeline.mixture.mixing import Mixing, mixing_of
+from tfpipe.pipeline.mixture.spec import MIXTURE_VERSION, MixSpec
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.stages.pipeline import Pipeline
 
@@ -27,53 +25,42 @@ from tfpipe.pipeline.stages.pipeline import Pipeline
 @dataclasses.dataclass(frozen=True)
 class MixturePipeline(Pipeline):
     """A planned mixture: the `Pipeline` of the mixed stream, with its sources' own pipelines.
+    What is its modality's own (its groups, fill and epoch) it asks its mixing
+    (mixture/mixing.py).
 
     Attributes:
       mixture: the choice function's spec (names, weights, rates, seed).
       parts: each source's own Pipeline (its order, files, notes), in `mixture.names` order.
-      chunk: documents per chunk (text by documents), else 0.
+      chunk: positions a chunk of the mixed stream holds (text by documents), else 0.
       reads: how each source is streamed (its order, reader, cache, lengths file).
-      cut: how text by tokens cuts its documents (L, the chunk's span), else None.
-      texts: each text source as the mixture weighs it (its histogram, tokens, documents).
+      own: its mixing's own plan (`Mixed.own`; text: its cut and sources), else None.
     """
 
     mixture: MixSpec | None = None
     parts: tuple[Pipeline, ...] = ()
     chunk: int = 0
     reads: tuple[mixture_stream.SourceRead, ...] = ()
-    cut: mixture_stream.TextCut | None = None
-    texts: tuple[numbers.SourceText, ...] = ()
+    own: Any = None
 
     @property
     def mix(self) -> MixSpec:
         assert self.mixture is not None
         return self.mixture
 
+    @property
+    def mixing(self) -> Mixing:
+        return mixing_of(self.decoder)
+
+    def _per_step(self) -> int:
+        o = self.parts[0].order
+        assert o is not None
+        return o.global_batch // o.pipelines
+
     def starts_at(self, step: int) -> list[int]:
         """Each source's items (documents for text, records otherwise) of this input pipeline
         before training step `step`: for text, before the chunk holding the step's first row
         (found by walking the chunks before it, lengths only)."""
-        o = self.parts[0].order
-        assert o is not None
-        per_step = o.global_batch // o.pipelines
-        if self.decoder.packing is None:
-            return mixture_spec.counts(self.mix.rates, (step * per_step // BLOCK) * BLOCK)
-        if step == 0:
-            return [0] * len(self.parts)
-        from tfpipe._tf import tf
-
-        tf_ = tf()
-        chunk, _, at = mixture_stream.find_start(
-            self.mix,
-            list(self.reads),
-            self.decoder.packing,
-            self.cut,
-            self.chunk,
-            tf_.constant(step * per_step, tf_.int64),
-        )
-        if self.cut is None:  # by documents: the chunk's first position, counted in closed form
-            return mixture_spec.counts(self.mix.rates, int(chunk) * self.chunk)
-        return [int(x) for x in at.numpy()[:, 0]]
+        return self.mixing.starts_at(self, step, self._per_step())
 
     def epochs_at(self, step: int) -> dict[str, int]:
         """Each source's epoch (passes over its data begun, from 0) at training step `step`:
@@ -84,26 +71,14 @@ class MixturePipeline(Pipeline):
         }
 
     def predicted_fill(self, sequence_length: int | None = None, mode: Any = None) -> float:
-        """The mixture's fill (real tokens / slots) predicted from the mix (mixture/numbers.py),
-        at another L or mode when given; 0.0 for records."""
-        pack = self.decoder.packing
-        if pack is None:
-            return 0.0
-        L = pack.sequence_length if sequence_length is None else sequence_length
-        mode = pack.mode if mode is None else mode
-        if self.mix.mix_by == "documents":
-            return fill.predicted_fill(pack, L, mode)
-        return numbers.token_fill(pack, self.mix, self.parts, self.texts, L, mode)
+        """The mixture's fill (real tokens / slots) predicted from the mix, at another L or mode
+        when given; 0.0 for records."""
+        return self.mixing.predicted_fill(self, sequence_length, mode)
 
     def epoch_rows(self) -> int:
         """Rows (text) or records of one epoch of the mixture, globally: until the source that
-        takes longest at its weight has been read whole (mixture/numbers.py)."""
-        pack = self.decoder.packing
-        if pack is None:
-            return numbers.epoch_records(self.mix, [p.source.examples or 0 for p in self.parts])
-        return round(
-            numbers.epoch_tokens(self.mix, self.texts) / (pack.sequence_length * self.predicted_fill())
-        )
+        takes longest at its weight has been read whole."""
+        return self.mixing.epoch_units(self)
 
     def describe(self) -> str:
         mix = self.mix
@@ -115,14 +90,19 @@ class MixturePipeline(Pipeline):
             + f" (order version {ORDER_VERSION}, mixture version {MIXTURE_VERSION})"
         ]
         epochs = self.epochs_at(self.start_step) if self.position is None else None
-        what = "documents" if self.decoder.packing is not None else "records"
+        what = self.mixing.unit
         for s, (name, part) in enumerate(zip(mix.names, self.parts, strict=True)):
             lines.append(
                 f"  {name}: weight {mix.weights[s]:.3f} (rate {mix.rates[s]} of {mix.total}), "
                 f"{part.source.where}, {_examples(part):,} {what} an epoch"
                 + (f", epoch {epochs[name]} at the start" if epochs is not None else "")
             )
-        lines += [f"  {line}" for line in _how(mix, self)]
+        lines.append(
+            "  each source's items are merged in order of virtual time (weighted fair queueing, exact "
+            "rates): a small source repeats while the large ones go on; its epoch at step K follows "
+            "from K (mixture/spec.py)"
+        )
+        lines += [f"  {line}" for line in self.mixing.how(self)]
         return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 
@@ -131,33 +111,6 @@ def _examples(part: Pipeline) -> int:
     o = part.order
     assert o is not None
     return o.examples // o.pipelines if o.by_record else o.examples
-
-
-def _how(mix: MixSpec, pipe: MixturePipeline) -> list[str]:
-    """What describe() says of the mixture's choice, its numbers and its epoch."""
-    out = [
-        "each source's items are merged in order of virtual time (weighted fair queueing, exact "
-        "rates): a small source repeats while the large ones go on; its epoch at step K follows "
-        "from K (mixture/spec.py)"
-    ]
-    pack = pipe.decoder.packing
-    if pack is not None:
-        if mix.mix_by == "tokens":
-            out.append(
-                f"text: chunks of ~{numbers.chunk_tokens(pack, sum(t.mean for t in pipe.texts) / len(pipe.texts)):,} "
-                "tokens of virtual time; each source's pieces packed on their own (a row holds one "
-                "source), the rows balanced by source in each chunk"
-            )
-        out.append(
-            f"text: predicted fill {pipe.predicted_fill():.1%} (from the mix: each source weighted by its share); "
-            f"one epoch of the mixture (until every source was read whole) ~{pipe.epoch_rows():,} rows of "
-            f"{pack.sequence_length} tokens"
-        )
-    else:
-        out.append(
-            f"one epoch of the mixture (until every source was read whole): {pipe.epoch_rows():,} records"
-        )
-    return out
 
 
 @dataclasses.dataclass(frozen=True)

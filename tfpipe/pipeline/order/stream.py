@@ -27,7 +27,7 @@ A group's windows come from one of two sources that yield the same records in th
 
 The cached form orders any table with one row a record, in file order: the text pipeline
 orders its documents' lengths with it (`load=`), to count the packed rows before a start
-without reading a record (text/stages.py).
+without reading a record (the text modality's stages.py).
 
 A weighted mixture of several datasets (issue 35) sits on top of this: each source's stream is
 `stream(spec_s, ..., start=start_s)`, and a choice stream (a function of the global position)

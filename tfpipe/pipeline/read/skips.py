@@ -4,7 +4,7 @@ The counts live in `tf.Variable`s of a `SkipCounter`, updated inside the pipelin
 verified shard read for corrupt shards, here for bad images) and read with
 `tfpipe.pipeline.skipped(ds)` (or `Pipeline.skipped()`) at any time.
 
-Images get a cheap structural check (a complete JPEG, see presets/imagenet.py) before
+Images get a cheap structural check (a complete JPEG, see modalities/images/preset.py) before
 decoding; `decode_jpeg`'s own error ("Invalid JPEG data") names no file. A failure raises
 naming the shard and the image's file name, or with skip_corrupt is dropped and counted.
 """

@@ -24,7 +24,7 @@ def pad_stage(p: StagePlan) -> StageFn:
         if p.training:
             return ds
         if p.config.pad_remainder:
-            marked = p.decoder.packing is not None  # text rows: padding is segment_ids == 0
+            marked = p.batching.marks_padding  # e.g. text rows: padding is segment_ids == 0
             ds = padding.pad(ds, p.batch_size, p.padding_batches, marked=marked)
         if p.batches is not None:
             ds = ds.apply(tf().data.experimental.assert_cardinality(p.batches))

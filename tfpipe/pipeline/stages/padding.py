@@ -7,9 +7,9 @@ then counts exactly once in weighted metrics, and every batch has one shape.
 
 `(features, labels)` batches become `(features, labels, weights)`: float32 `[B]`, 1 for an
 example, 0 for padding (Keras takes the third element as `sample_weight`). Batches that carry
-weights already (`(x, y, w)`, text's causal outputs) keep them, their padding weighted 0. Text's
-packed rows (a dict alone) mark padding themselves: `segment_ids` 0. Padding is zeros (empty
-strings, False) of each tensor's dtype.
+weights already (`(x, y, w)`, text's causal outputs) keep them, their padding weighted 0. Batches
+that mark padding themselves (`Batching.marks_padding`: text's packed rows, a dict alone, by
+`segment_ids` 0) get no weights. Padding is zeros (empty strings, False) of each tensor's dtype.
 
 The arithmetic (how many batches each input pipeline yields) is plain Python on counts:
 `batches`, `pipeline_batches`.
@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING
 
 from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline.read.sharding import share_files
-from tfpipe.pipeline.text import stages as text_stages
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.config import PipelineConfig
     from tfpipe.pipeline.read.resolve import ResolvedData
-    from tfpipe.presets.text import TextPacking
+    from tfpipe.pipeline.stages.stage import Batching
 
 
 def batches(examples: int, batch: int, drop: bool) -> int:
@@ -89,12 +87,13 @@ def pad(ds: Dataset, batch: int, extra: int, *, marked: bool) -> Dataset:
     return ds
 
 
-def resolve_pad(pad_remainder: bool | None, *, training: bool, text: bool, hosts: int) -> bool:
+def resolve_pad(pad_remainder: bool | None, *, training: bool, pads: bool, hosts: int) -> bool:
     """pad_remainder with None resolved (see PipelineConfig.pad_remainder; training has only
-    whole batches, and refuses True in `PipelineConfig.for_mode`)."""
+    whole batches, and refuses True in `PipelineConfig.for_mode`): True when the batching pads
+    eval by default (`pads`: text's) or for several hosts."""
     if training:
         return False
-    return bool(pad_remainder if pad_remainder is not None else text or hosts > 1)
+    return bool(pad_remainder if pad_remainder is not None else pads or hosts > 1)
 
 
 def eval_batches(
@@ -131,7 +130,7 @@ def eval_batches(
 def eval_shape(
     cfg: PipelineConfig,
     src: ResolvedData,
-    pack: TextPacking | None,
+    batching: Batching,
     *,
     training: bool,
     pipelines: int,
@@ -142,20 +141,15 @@ def eval_shape(
 ) -> tuple[bool, int | None, int, tuple[str, ...]]:
     """(pad_remainder resolved, the eval batches input pipeline `index` of `pipelines` yields or
     None, the whole batches of padding it appends, notes for `describe()`) for a pipeline of
-    `batch` reading `src` (`pack`: text's packing, or None) among `hosts` hosts (num_hosts; 1 for
-    an input_context). `why_unknown`: why its records are not known for sure ("" if they are)."""
-    pad = resolve_pad(cfg.pad_remainder, training=training, text=pack is not None, hosts=hosts)
+    `batch` reading `src` (its batching says what a batch counts) among `hosts` hosts (num_hosts;
+    1 for an input_context). `why_unknown`: why its records are not known for sure ("" if they
+    are)."""
+    pad = resolve_pad(cfg.pad_remainder, training=training, pads=batching.pads_eval, hosts=hosts)
     if training:
         return False, None, 0, ()
     examples = None
-    if not why_unknown and pack is not None:
-        examples = text_stages.pipeline_rows(pack, src, pipelines)
-        if examples is None:
-            why_unknown = "the text split has no lengths file to count its rows from (convert it again)"
-    elif not why_unknown:
-        gz = bool(src.compression)
-        shares = [share_files(src.sizes, src.counts, pipelines, j, compressed=gz) for j in range(pipelines)]
-        examples = [int(s.examples or 0) for s in shares]
+    if not why_unknown:
+        examples, why_unknown = batching.eval_counts(src, pipelines)
     count, extra = eval_batches(
         examples, pipelines, index, batch, pad=pad, drop=bool(cfg.drop_remainder), why_unknown=why_unknown
     )

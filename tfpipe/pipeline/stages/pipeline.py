@@ -3,11 +3,12 @@ named stages, and the dataset they make. `build()` applies the stages in order; 
 times their prefixes. There is one list, so the pipeline that is measured is the one that trains.
 
 Order (all stages are always present; a disabled one is the identity):
-  list_files, shard, interleave, cache, shuffle, repeat, then
-  batched presets (tabular):   batch, parse, decode, map
-  per-record presets (images): parse, decode, batch, map
-  text (a packing preset):     chunk, parse, pack, batch, map (text/stages.py)
-  then pad (eval: static shapes, stages/padding.py), [service], prefetch.
+  list_files, shard, interleave, cache, shuffle, repeat, then the batching's stages
+  (`StagePlan.batching`): for a record an example (stages/batching.py)
+    batched presets (tabular):   batch, parse, decode
+    per-record presets (images): parse, decode, batch
+  or a modality's own (text: chunk, parse, pack, batch); then map, pad (eval: static shapes,
+  stages/padding.py), [service], prefetch.
 Per-record presets parse inside the decode map, which fuses with the batch (stages/preset.py).
 With record sharding (fewer files than input pipelines) "shard" moves after "interleave",
 because it must split records, not files. Training interleaves files; eval reads them in
@@ -20,9 +21,10 @@ second element structure. Decode drops it.
 
 The resumable order (`StagePlan.order`, see order/resumable.py) makes the whole ordered, endless
 stream in "interleave" (stages/read.py); "shard", "cache", "shuffle" and "repeat" are then the
-identity. Its records of random per-record presets carry a third element, their augmentation
-seed (from the seed, the epoch and the example id); for batched presets it yields batches of
-serialized records already, and "batch" is the identity.
+identity; the batching makes its stream (`Batching.ordered`). Its records of random per-record
+presets carry a third element, their augmentation seed (from the seed, the epoch and the example
+id); for batched presets it yields batches of serialized records already, and "batch" is the
+identity.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from tfpipe.pipeline.read.resolve import ResolvedData
 from tfpipe.pipeline.read.sharding import ShardBy
 from tfpipe.pipeline.read.skips import SkipCounter, SkipCounts
 from tfpipe.pipeline.stages.final import make_options, pad_stage, prefetch_stage, service_stage
-from tfpipe.pipeline.stages.preset import batch_stage, decode_stage, map_stage, parse_stage
+from tfpipe.pipeline.stages.preset import map_stage
 from tfpipe.pipeline.stages.read import (
     cache_stage,
     interleave_stage,
@@ -48,7 +50,6 @@ from tfpipe.pipeline.stages.read import (
     shuffle_stage,
 )
 from tfpipe.pipeline.stages.stage import Stage, StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 from tfpipe.plural import counted
 from tfpipe.presets import Decoder, PresetLike
 
@@ -60,8 +61,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
     """The ordered stage list for a plan."""
     read = [Stage("list_files", list_files_stage(p), "read")]
     shard = Stage("shard", shard_stage(p), "read")
-    pre_batched = p.order is not None and p.decoder.batched and p.decoder.packing is None
-    interleave = Stage("interleave", interleave_stage(p), "read", batches=pre_batched)
+    interleave = Stage("interleave", interleave_stage(p), "read", batches=p.batching.batched_read(p))
     # With record sharding "shard" splits the records the interleave yields, not the files.
     read += [interleave, shard] if p.shard_by == "record" else [shard, interleave]
     read += [
@@ -69,17 +69,7 @@ def make_stages(p: StagePlan) -> tuple[Stage, ...]:
         Stage("shuffle", shuffle_stage(p), "read"),
         Stage("repeat", repeat_stage(p), "read"),
     ]
-    parse = Stage("parse", parse_stage(p), "parse")
-    decode = Stage("decode", decode_stage(p), "decode")
-    batch = Stage("batch", batch_stage(p), "batch", batches=True)
-    middle = [batch, parse, decode] if p.decoder.batched else [parse, decode, batch]
-    if p.decoder.packing is not None:  # text: chunks of documents, packed into rows
-        middle = [
-            Stage("chunk", text_stages.chunk_stage(p), "read"),
-            parse,
-            Stage("pack", text_stages.pack_stage(p), "pack"),
-            Stage("batch", text_stages.batch_stage(p), "batch", batches=True),
-        ]
+    middle = p.batching.stages(p)
     final = [Stage("map", map_stage(p), "final"), Stage("pad", pad_stage(p), "final")]
     if p.service:
         final.append(Stage("service", service_stage(p), "final"))

@@ -1,4 +1,5 @@
-"""The preset's stages for images and tables: parse, decode, batch, and its final map.
+"""A preset's parse, decode and batch when a record is an example (`batching.Records` puts them
+in order), and its final map (every preset's).
 
 Per-record presets (images) parse inside the decode map ("parse" is then the identity), and
 that map fuses with the batch: one map per record, as in the baseline pipeline, with no stage

@@ -4,8 +4,8 @@ is `(record, source)` (see stages/pipeline.py).
 
 The resumable order (`StagePlan.order`, see order/resumable.py) makes the whole ordered,
 endless stream in "interleave" (from the plan's files, not from the stages before it, and from
-its own in-memory cache with cache="memory"); "shard", "cache", "shuffle" and "repeat" are then
-the identity.
+its own in-memory cache with cache="memory"), in the elements of the plan's batching
+(`Batching.ordered`); "shard", "cache", "shuffle" and "repeat" are then the identity.
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
-from tfpipe.pipeline.order import stream as order_stream
 from tfpipe.pipeline.read import raw
 from tfpipe.pipeline.read.generation import Generation
 from tfpipe.pipeline.read.shard import read_shard, verify_group
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
-from tfpipe.pipeline.text import stages as text_stages
 
 
 def list_files_stage(p: StagePlan) -> StageFn:
@@ -55,20 +53,9 @@ def interleave_stage(p: StagePlan) -> StageFn:
 
     def interleave(ds: Any) -> Any:
         tf_ = tf()
-        if p.order is not None and p.decoder.packing is not None:
-            return text_stages.resumable_chunks(
+        if p.order is not None:  # in the batching's elements (records, or text's chunks)
+            return p.batching.ordered(
                 p, lambda path, size, count: read(path, size, count, grouped=True), read_calls(p)
-            )
-        if p.order is not None:
-            return order_stream.stream(
-                p.order,
-                lambda path, size, count: read(path, size, count, grouped=True),
-                p.start,
-                cached=p.cache == "memory",
-                sources=p.decoder.needs_source,
-                keys=p.keyed,
-                batch=p.batch_size if p.decoder.batched else None,
-                parallelism=read_calls(p),
             )
         if not p.training:
             # Source order: shard 0 whole, then shard 1, ... A parallel interleave of one

@@ -1,15 +1,16 @@
-"""`Stage`, one named step `tf.data.Dataset -> tf.data.Dataset`, and `StagePlan`, everything the
-stage factories read, as `plan()` decided it. The factories are by what they do: reading
-(stages/read.py), the preset's parse, decode, batch and map (stages/preset.py), text's chunk,
-pack and batch (text/stages.py), the final stages (stages/final.py); `make_stages`
-(stages/pipeline.py) puts them in order.
+"""`Stage`, one named step `tf.data.Dataset -> tf.data.Dataset`; `StagePlan`, everything the
+stage factories read, as `plan()` decided it; and `Batching`, how a preset's records become its
+batches. The factories are by what they do: reading (stages/read.py), the preset's parse,
+decode, batch and map (stages/preset.py), the final stages (stages/final.py); the stages between
+reading and the final ones are the batching's (records: stages/batching.py; a modality's own,
+such as text's chunk, pack and batch); `make_stages` (stages/pipeline.py) puts them in order.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tfpipe.pipeline.read import skips
 from tfpipe.pipeline.read.sharding import FileShare, ShardBy
@@ -58,6 +59,66 @@ class Stage:
     batches: bool = False
 
 
+class Batching(Protocol):
+    """How a preset's records become its pipeline's batches, as the pipeline asks it: the stages
+    between reading and the final ones, the resumable order's stream and where a resumed run
+    starts, what a batch counts and how eval pads it. A preset's Decoder carries one
+    (`Decoder.batching`); without one a record is an example (`stages.batching.Records`: one
+    record at a time, or batched first); text packs documents into rows (its modality's
+    `TextRows`). No stage asks which modality it reads: it asks the batching.
+
+    Attributes:
+      unit: what the reading stages yield, one an element ("records", "documents").
+      pads_eval: eval pads its last batch when pad_remainder is None (`padding.resolve_pad`).
+      marks_padding: a batch marks its own padding (text: segment ids 0), so padding adds no
+        weights.
+      mixing: how a weighted mixture of such datasets is weighed and streamed
+        (`pipeline.mixture.mixing.Mixing`); None: by records.
+    """
+
+    unit: str
+    pads_eval: bool
+    marks_padding: bool
+    mixing: Any
+
+    def stages(self, p: StagePlan) -> list[Stage]:
+        """The stages between "repeat" and "map"."""
+        ...
+
+    def batched_read(self, p: StagePlan) -> bool:
+        """The resumable order's stream ("interleave") yields batches already."""
+        ...
+
+    def ordered(self, p: StagePlan, read: Callable[..., Any], parallelism: int) -> Any:
+        """The resumable order's stream, made in "interleave" from `read(path, size, count)`."""
+        ...
+
+    def start(self, spec: Any, position: Any, step: int) -> Callable[[], Any]:
+        """The step a resumable pipeline starts at: fixed, or the Position's (read when an
+        iterator starts), as a function giving an int64 tensor."""
+        ...
+
+    def notes(
+        self, batch: int, src: ResolvedData, resumable: bool
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(notes for `describe()`, warnings) of a pipeline of `batch` a batch reading `src`."""
+        ...
+
+    def units(self, records: int, src: ResolvedData) -> tuple[int, str]:
+        """(the batch elements `records` of `src` make, what they are): the count a batch is
+        checked against."""
+        ...
+
+    def eval_counts(self, src: ResolvedData, pipelines: int) -> tuple[list[int] | None, str]:
+        """(the batch elements each of `pipelines` eval input pipelines yields, or None; why
+        they are unknown, "" when known)."""
+        ...
+
+    def identity(self) -> dict[str, Any] | None:
+        """What a resumed run (and each source of a mixture) must share of it; None: nothing."""
+        ...
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class StagePlan:
     """Everything the stage factories read, decided by `plan()`.
@@ -70,6 +131,7 @@ class StagePlan:
     share: FileShare  # what this input pipeline reads of the source's files
     read_records: int | None  # records the interleave yields, when known for sure
     decoder: Decoder
+    batching: Batching  # how its records become batches (the decoder's, or records)
     config: PipelineConfig  # with deterministic and drop_remainder resolved
     training: bool
     batch_size: int  # per pipeline
