@@ -43,9 +43,9 @@ def maker(images: list[bytes], jpeg_only: bool):
     import tensorflow as tf
 
     from tfpipe._tf import plain
-    from tfpipe.modalities.images.preset import ImagenetOptions, _decode_fn
+    from tfpipe.modalities.images.preset import ImageNet, _decode_fn
 
-    decode = _decode_fn(tf, ImagenetOptions(), True, 0, jpeg_only)
+    decode = _decode_fn(tf, ImageNet(), True, 0, jpeg_only)
     records = tf.data.Dataset.from_tensor_slices(images).cache()
 
     def make():

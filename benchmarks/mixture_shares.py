@@ -42,7 +42,7 @@ def lengths() -> tuple[np.ndarray, np.ndarray]:
     given = os.environ.get("TFPIPE_MIX_LENGTHS")
     if given:
         from tfpipe.format.manifest import Manifest
-        from tfpipe.modalities.text.stages import Lengths, load_lengths
+        from tfpipe.modalities.text.lengths import Lengths, load_lengths
 
         out = []
         for root in given.split(","):

@@ -121,6 +121,7 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> 
     difference of the medians."""
     import tensorflow as tf
 
+    from tfpipe.modalities.text import lengths as text_lengths
     from tfpipe.modalities.text import stages as text_stages
     from tfpipe.pipeline import plan
 
@@ -130,7 +131,7 @@ def count_cpu(root: str, epochs: tuple[int, int] = (1, 9), repeats: int = 3) -> 
     cpus: dict[int, list[float]] = {n: [] for n in epochs}
     for _ in range(repeats):
         for n in epochs:
-            counts = text_stages.ordered_lengths(spec, text_stages.lengths_file(p.plan.source), size)
+            counts = text_lengths.ordered_lengths(spec, text_lengths.lengths_file(p.plan.source), size)
             counts = counts.take(n * spec.examples // size).map(lambda c, _: text_stages.rows_of(pack, c))
             cpu = cpu_seconds()
             counts.reduce(tf.constant(0, tf.int64), lambda a, b: a + b).numpy()

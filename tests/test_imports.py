@@ -291,6 +291,49 @@ def test_aliases_allowed_are_read_from_the_name():
     assert "textfiles" not in aliases_allowed("tfpipe.modalities.text.convert.reader")
 
 
+# Function-level imports of tfpipe's own modules without a comment: none (this list may only
+# shrink).
+UNSAID_FOR_NOW: set[str] = set()
+
+
+def function_level_imports() -> list[tuple[str, int, bool]]:
+    """(file, line, whether a comment says why) of each import of a tfpipe module inside a
+    function: the comment on its line, or above the run of import lines it belongs to."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        seen = set()
+        for fn in ast.walk(ast.parse(text)):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in seen:
+                    continue
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if getattr(node, "level", 0) or not any(n.split(".")[0] == "tfpipe" for n in names):
+                    continue
+                seen.add(node.lineno)
+                i = node.lineno - 1
+                said = "#" in lines[i]
+                while not said and i > 0:
+                    i -= 1
+                    line = lines[i].strip()
+                    said = line.startswith("#")
+                    if not (line.startswith(("import ", "from ")) or line in ("", ")") or line.endswith(",")):
+                        break
+                out.append((str(path.relative_to(PACKAGE.parent)), node.lineno, said))
+    return out
+
+
+def test_a_function_level_import_says_why():
+    """An own module imported inside a function says what importing it at the top would cost
+    (TensorFlow, Beam, rich: its time) or which circle it would close; one that costs nothing
+    and closes none belongs at the top."""
+    unsaid = sorted({path for path, _, said in function_level_imports() if not said})
+    assert set(unsaid) <= UNSAID_FOR_NOW, unsaid
+
+
 # ---- the modalities ----
 
 

@@ -32,6 +32,13 @@ _EXPORTS = {
     "skipped": "tfpipe.pipeline",
     "SkipCounts": "tfpipe.pipeline",
     "PipelineConfig": "tfpipe.pipeline",
+    "Hosts": "tfpipe.pipeline",
+    "Order": "tfpipe.pipeline",
+    "Tuning": "tfpipe.pipeline",
+    "Remainder": "tfpipe.pipeline",
+    "Integrity": "tfpipe.pipeline",
+    "DataService": "tfpipe.pipeline",
+    "Mixture": "tfpipe.pipeline",
     "Preset": "tfpipe.presets",
     "register_preset": "tfpipe.presets",
     "attention_mask": "tfpipe.modalities.text.preset",
@@ -80,13 +87,15 @@ from tfpipe.convert import convert  # noqa: E402
 __all__ = sorted([*_EXPORTS, "convert", "bench", "__version__"])
 
 # Public submodules loaded on first use, outside __all__ (some import TensorFlow or an extra):
-# `tfpipe.resume` (Position, the Keras callback), `tfpipe.monitor` (InputWait, the Keras callback
-# that measures input wait in fit), `tfpipe.service` (distribute, the servers), `tfpipe.beam`
-# (WriteDataset; the beam extra), `tfpipe.testing` (LocalGCS, fake_data).
-_SUBMODULES = ("resume", "monitor", "service", "beam", "testing")
+# `tfpipe.presets` (the preset objects Text, ImageNet, Tabular), `tfpipe.resume` (Position, the
+# Keras callback), `tfpipe.monitor` (InputWait, the Keras callback that measures input wait in
+# fit), `tfpipe.service` (distribute, the servers), `tfpipe.beam` (WriteDataset; the beam extra),
+# `tfpipe.testing` (LocalGCS, fake_data).
+_SUBMODULES = ("presets", "resume", "monitor", "service", "beam", "testing")
 
 if TYPE_CHECKING:
-    from tfpipe import monitor, resume, service, testing  # not beam: only Beam imports it (test_imports)
+    # not beam: only Beam imports it (test_imports)
+    from tfpipe import monitor, presets, resume, service, testing
     from tfpipe.bench import BenchConfig, Report
     from tfpipe.convert import ConvertConfig, ShardConfig, Tick
     from tfpipe.devices import strategy
@@ -119,7 +128,22 @@ if TYPE_CHECKING:
     from tfpipe.format.manifest import Manifest
     from tfpipe.format.schema import Field, Schema
     from tfpipe.modalities.text.preset import attention_mask
-    from tfpipe.pipeline import Pipeline, PipelineConfig, SkipCounts, build, plan, skipped, steps_per_epoch
+    from tfpipe.pipeline import (
+        DataService,
+        Hosts,
+        Integrity,
+        Mixture,
+        Order,
+        Pipeline,
+        PipelineConfig,
+        Remainder,
+        SkipCounts,
+        Tuning,
+        build,
+        plan,
+        skipped,
+        steps_per_epoch,
+    )
     from tfpipe.presets import Preset, register_preset
 
 

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from tfpipe.errors import (
     MissingExtraError,
@@ -37,6 +37,11 @@ from tfpipe.errors import (
 # (`def pack(ds: Dataset, length: Tensor) -> Dataset`); values of tfpipe's own types keep them.
 Tensor: TypeAlias = Any  # a tf.Tensor, or a tf.Variable where a helper reads one
 Dataset: TypeAlias = Any  # a tf.data.Dataset
+Feature: TypeAlias = Any  # a tf.io parse spec's entry: FixedLenFeature, RaggedFeature, ...
+Nest: TypeAlias = Any  # a tf.data element: a Tensor, or a tuple or dict of them (tf.nest)
+Options: TypeAlias = Any  # a tf.data.Options
+DType: TypeAlias = Any  # a tf.DType
+F = TypeVar("F", bound=Callable[..., Any])
 
 # The TensorFlow releases the whole test suite runs on (.ci/run runs it on both): 2.20 is the
 # newest TPU build (tensorflow-tpu has no 2.21), 2.21 the newest release.
@@ -106,7 +111,7 @@ def tf() -> ModuleType:
     return _checked
 
 
-def plain(fn: Any) -> Any:
+def plain(fn: F) -> F:
     """Marks a dataset function as plain graph code, run on one device.
 
     Plain: autograph would add seconds of transpiling per `build()`, and tfpipe's functions
@@ -160,7 +165,7 @@ def _one_device_tracing() -> None:
         return
     int32 = tf().int32
 
-    def __init__(self: Any, func: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: Any, func: Callable[..., Nest], *args: object, **kwargs: Any) -> None:  # TF's own
         if not getattr(func, _ONE_DEVICE, False) or kwargs.get("use_legacy_function"):
             init(self, func, *args, **kwargs)
             return
@@ -198,19 +203,19 @@ def _without_attribute(wrapper: Any, name: str, trace_again: Callable[[], None])
         trace_again()
 
 
-def after(deps: list[Any], value: Any) -> Any:
+def after(deps: list[Tensor], value: Nest) -> Nest:
     """`value` (graph code) once `deps` have run."""
     tf_ = tf()
     with tf_.control_dependencies(deps):
         return tf_.identity(value)
 
 
-def tensor_text(template: str, *args: Any) -> Any:
+def tensor_text(template: str, *args: Tensor) -> Tensor:
     """`template` (graph code) with each "{}" replaced by a scalar tensor (strings as they are,
     unquoted): an error message that names a shard known only in the graph."""
     tf_ = tf()
     pieces = template.split("{}")
-    parts: list[Any] = [pieces[0]]
+    parts: list[Tensor | str] = [pieces[0]]
     for arg, piece in zip(args, pieces[1:], strict=True):
         parts += [arg if arg.dtype == tf_.string else tf_.strings.as_string(arg), piece]
     return tf_.strings.join(parts)

@@ -19,10 +19,15 @@ import glob
 import math
 import os
 import sys
-from typing import Any, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Literal
 
+from tfpipe._tf import tf
 from tfpipe.errors import TpuBatchWarning as TpuBatchWarning  # raised by bench.consumer; its old home
 from tfpipe.errors import TpuUnavailableError
+
+if TYPE_CHECKING:
+    import tensorflow  # seconds to import: tfpipe._tf.tf() where a strategy is made
 
 # A TPU core's matrix units multiply 128x128 tiles (v2 to v5): a batch per core that is a
 # multiple of 128 fills them, a smaller remainder pads a tile with zeros.
@@ -40,14 +45,14 @@ class Choice:
     Attributes:
       kind: "TPU", "GPU" or "CPU".
       name: e.g. "TPU (8 cores)", "2 GPUs", "CPU".
-      strategy: the `tf.distribute.Strategy`.
+      strategy: the `tensorflow.distribute.Strategy`.
       replicas: the strategy's `num_replicas_in_sync`.
       why: how it was chosen, in words (which signs of a TPU were found, or not).
     """
 
     kind: Literal["TPU", "GPU", "CPU"]
     name: str
-    strategy: Any
+    strategy: tensorflow.distribute.Strategy
     replicas: int
     why: str
 
@@ -79,8 +84,6 @@ def choose(*, tpu: str | None = None) -> Choice:
       TpuUnavailableError: a TPU is named or its device files are present, but TensorFlow
         could not connect to it (another process may hold it).
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     signs = [f"tpu={tpu!r}"] if tpu else tpu_signs()
     if signs:
@@ -94,7 +97,7 @@ def choose(*, tpu: str | None = None) -> Choice:
     return Choice("CPU", "CPU", tf_.distribute.get_strategy(), 1, f"{no_tpu} and no GPU")
 
 
-def _tpu(tf_: Any, name: str, signs: list[str]) -> Choice:
+def _tpu(tf_: ModuleType, name: str, signs: list[str]) -> Choice:
     """Connects to the TPU as tensorflow/tpu's scripts do."""
     try:
         resolver = tf_.distribute.cluster_resolver.TPUClusterResolver(tpu=name)
@@ -112,8 +115,8 @@ def _tpu(tf_: Any, name: str, signs: list[str]) -> Choice:
     return Choice("TPU", f"{cores} TPU cores", strategy, cores, f"a TPU is attached ({', '.join(signs)})")
 
 
-def strategy(*, tpu: str | None = None, verbose: bool = True) -> Any:
-    """The `tf.distribute.Strategy` for this machine's accelerator.
+def strategy(*, tpu: str | None = None, verbose: bool = True) -> tensorflow.distribute.Strategy:
+    """The `tensorflow.distribute.Strategy` for this machine's accelerator.
 
     A TPUStrategy when a TPU is attached, else a MirroredStrategy over the local GPUs, else the
     default strategy. A TPU is looked for only where a TPU VM's device files or `TPU_NAME` /
@@ -130,7 +133,7 @@ def strategy(*, tpu: str | None = None, verbose: bool = True) -> Any:
     Example:
       >>> strategy = tfpipe.strategy()
       >>> dist = strategy.distribute_datasets_from_function(
-      ...     lambda ctx: tfpipe.build(data, batch_size=1024, input_context=ctx))
+      ...     lambda ctx: tfpipe.build(data, batch_size=1024, hosts=tfpipe.Hosts.from_context(ctx)))
     """
     choice = choose(tpu=tpu)
     if verbose:

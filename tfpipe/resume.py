@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import keras
 
@@ -76,17 +75,17 @@ class KerasCallback(keras.callbacks.Callback):
     def state_path(self) -> str:
         return storage.join(self.backup_dir, STATE_NAME)
 
-    def on_train_begin(self, logs: Any = None) -> None:
+    def on_train_begin(self, logs: dict[str, float] | None = None) -> None:
         self._started, self._end = False, None
 
-    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: dict[str, float] | None = None) -> None:
         step = self._iterations()
         if not self._started:
             self._started = True
             self._end = self._plan(epoch, step)
         self.position.assign(step)
 
-    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: dict[str, float] | None = None) -> None:
         if self._end is not None and self._iterations() >= self._end:
             self.model.stop_training = True
 

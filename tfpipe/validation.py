@@ -15,44 +15,44 @@ import math
 import numbers
 import operator
 import os
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, get_args, overload
+from collections.abc import Callable, Collection, Mapping
+from typing import Literal, SupportsIndex, cast, get_args, overload
 
 from tfpipe.errors import ConfigError, field_error
 
 # A field's check: (field name, value) -> the value to store, or raises ConfigError.
-Check = Callable[[str, Any], Any]
+Check = Callable[[str, object], object]
 
 
-def check_fields(config: Any, checks: Mapping[str, Check]) -> None:
+def check_fields(config: object, checks: Mapping[str, Check]) -> None:
     """Runs each field's check on the frozen dataclass `config`, in order, and stores what it
     returns (a Python int for `np.int64(4)`, a path's string for a `pathlib.Path`)."""
     for name, check in checks.items():
         object.__setattr__(config, name, check(name, getattr(config, name)))
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     """`value` as a Python int when it is an integer of any integral type (int, numpy's
     integers, anything with `__index__`), else None. A bool is not an integer here."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
         return None
     try:
-        return operator.index(value)
+        return operator.index(cast(SupportsIndex, value))
     except TypeError:
         return None
 
 
-def check_bool(name: str, value: Any, optional: bool = False) -> Any:
+def check_bool(name: str, value: object, optional: bool = False) -> bool | None:
     """Refuses anything but True/False (or None): "no" and 1 are not booleans."""
-    if not (isinstance(value, bool) or (optional and value is None)):
-        raise field_error(ConfigError, name, "True or False" + (" or None" if optional else ""), value)
-    return value
+    if isinstance(value, bool) or (optional and value is None):
+        return value
+    raise field_error(ConfigError, name, "True or False" + (" or None" if optional else ""), value)
 
 
 @overload
 def check_int(
     name: str,
-    value: Any,
+    value: object,
     low: int | None,
     high: int | None = None,
     *,
@@ -62,7 +62,7 @@ def check_int(
 @overload
 def check_int(
     name: str,
-    value: Any,
+    value: object,
     low: int | None,
     high: int | None = None,
     *,
@@ -71,7 +71,7 @@ def check_int(
 ) -> int | None: ...
 def check_int(
     name: str,
-    value: Any,
+    value: object,
     low: int | None,
     high: int | None = None,
     *,
@@ -96,27 +96,29 @@ def check_int(
     return number
 
 
-def finite_real(value: Any) -> bool:
+def finite_real(value: object) -> bool:
     """A finite real number: not a bool, a string, NaN or infinity (numpy scalars are fine)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_number(name: str, value: Any, what: str, ok: Any = None) -> float:
+def check_number(name: str, value: object, what: str, ok: Callable[[float], bool] | None = None) -> float:
     """A finite real number for which `ok(value)` holds; returns it as float."""
-    if not finite_real(value):
+    if not isinstance(value, numbers.Real) or not finite_real(value):
         raise field_error(ConfigError, name, what, value)
     if ok is not None and not ok(float(value)):
         raise field_error(ConfigError, name, what, value)
     return float(value)
 
 
-def check_numbers(name: str, value: Any, n: int, what: str, ok: Any = None) -> tuple[float, ...]:
+def check_numbers(
+    name: str, value: object, n: int, what: str, ok: Callable[[tuple[float, ...]], bool] | None = None
+) -> tuple[float, ...]:
     """A sequence of `n` finite real numbers for which `ok(values)` holds; returns them as floats."""
     if (
         isinstance(value, (str, bytes))
-        or not hasattr(value, "__len__")
+        or not isinstance(value, Collection)
         or len(value) != n
-        or not all(finite_real(v) for v in value)
+        or not all(isinstance(v, numbers.Real) and finite_real(v) for v in value)
     ):
         raise field_error(ConfigError, name, what, value)
     floats = tuple(float(v) for v in value)
@@ -125,42 +127,48 @@ def check_numbers(name: str, value: Any, n: int, what: str, ok: Any = None) -> t
     return floats
 
 
-def check_str(name: str, value: Any, *, optional: bool = False, what: str | None = None) -> Any:
+def check_str(name: str, value: object, *, optional: bool = False, what: str | None = None) -> str | None:
     """A non-empty string (or None)."""
-    if not ((isinstance(value, str) and value) or (optional and value is None)):
-        expected = what or "a non-empty string" + (" or None" if optional else "")
-        raise field_error(ConfigError, name, expected, value)
-    return value
+    if isinstance(value, str) and value:
+        return value
+    if optional and value is None:
+        return None
+    expected = what or "a non-empty string" + (" or None" if optional else "")
+    raise field_error(ConfigError, name, expected, value)
 
 
-def check_path(name: str, value: Any, *, optional: bool = False, what: str | None = None) -> str | None:
+def check_path(name: str, value: object, *, optional: bool = False, what: str | None = None) -> str | None:
     """A non-empty path, local or gs://, as a string or an `os.PathLike` (or None); returns the
     string."""
-    if hasattr(value, "__fspath__"):
+    if isinstance(value, os.PathLike):
         value = os.fspath(value)
     return check_str(name, value, optional=optional, what=what or "a path" + (" or None" if optional else ""))
 
 
-def check_choice(name: str, value: Any, choices: Any) -> Any:
+def check_choice(name: str, value: object, choices: object) -> str:
     """One of `choices`: a tuple of strings or a `Literal[...]` type; compared as a string only."""
-    choices = get_args(choices) or tuple(choices)
-    if not isinstance(value, str) or value not in choices:
-        raise field_error(ConfigError, name, f"one of {choices}", value)
+    allowed = get_args(choices) or tuple(cast("tuple[str, ...]", choices))
+    if not isinstance(value, str) or value not in allowed:
+        raise field_error(ConfigError, name, f"one of {allowed}", value)
     return value
 
 
-def check_seconds(name: str, value: Any, expected: str = "seconds > 0", *, optional: bool = False) -> Any:
-    """A positive finite number of seconds (or None)."""
-    if not ((optional and value is None) or (finite_real(value) and value > 0)):
-        raise field_error(ConfigError, name, expected, value)
-    return value
+def check_seconds(
+    name: str, value: object, expected: str = "seconds > 0", *, optional: bool = False
+) -> float | None:
+    """A positive finite number of seconds (or None), as it was given."""
+    if optional and value is None:
+        return None
+    if isinstance(value, numbers.Real) and finite_real(value) and float(value) > 0:
+        return value  # type: ignore[return-value]  # a real number: an int or float to its users
+    raise field_error(ConfigError, name, expected, value)
 
 
 @overload
-def check_batch_size(name: str, value: Any, *, optional: Literal[False] = False) -> int: ...
+def check_batch_size(name: str, value: object, *, optional: Literal[False] = False) -> int: ...
 @overload
-def check_batch_size(name: str, value: Any, *, optional: bool) -> int | None: ...
-def check_batch_size(name: str, value: Any, *, optional: bool = False) -> int | None:
+def check_batch_size(name: str, value: object, *, optional: bool) -> int | None: ...
+def check_batch_size(name: str, value: object, *, optional: bool = False) -> int | None:
     """The global batch: a positive int (of any integral type). The one batch-size rule of
     build(), steps_per_epoch() and bench."""
     what = "a positive int (the global batch)" + (" or None" if optional else "")

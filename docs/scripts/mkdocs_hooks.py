@@ -38,6 +38,10 @@ API_GROUPS = (
 )
 # Public submodules (outside `tfpipe.__all__`, loaded on first use) and the names to document.
 SUBMODULES = {
+    # tfpipe.presets finds the preset objects through the modality registry: griffe needs their homes
+    "tfpipe.modalities.text.preset": ("Text",),
+    "tfpipe.modalities.images.preset": ("ImageNet",),
+    "tfpipe.modalities.tables.preset": ("Tabular",),
     "tfpipe.resume": ("Position", "KerasCallback"),
     "tfpipe.service": ("distribute",),
     "tfpipe.beam.write": ("WriteDataset",),  # tfpipe.beam loads it lazily: griffe needs its home

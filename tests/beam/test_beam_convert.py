@@ -146,7 +146,7 @@ def test_duplicate_bundles_change_nothing(tree, local_images, tmp_path):
 
 
 def records(manifest):
-    from tfpipe.format.codec import decode_example
+    from tfpipe.format.decode import decode_example
     from tfpipe.format.tfrecord import read_records
 
     out = []

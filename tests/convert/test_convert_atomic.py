@@ -10,7 +10,7 @@ import pytest
 
 import tfpipe
 from tfpipe.errors import DestinationError
-from tfpipe.format.codec import decode_example
+from tfpipe.format.decode import decode_example
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.tfrecord import read_records
 from tfpipe.format.verify import verify

@@ -204,7 +204,7 @@ def gcs_image_source(local_gcs, tmp_path_factory):
 
 def test_gcs_image_source_with_two_workers_labels_every_file_right(gcs_image_source, tmp_path):
     """Forked workers once shared the parent's client and read each other's responses."""
-    from tfpipe.format.codec import decode_example
+    from tfpipe.format.decode import decode_example
     from tfpipe.format.tfrecord import read_records
 
     _, url, objects = gcs_image_source

@@ -9,7 +9,8 @@ import pytest
 from tfpipe.convert.config import ShardConfig, parse_size
 from tfpipe.convert.writer import shard_bounds
 from tfpipe.errors import ConfigError, DataError, ManifestError
-from tfpipe.format.codec import decode_example, encode_columns, encode_example
+from tfpipe.format.codec import encode_columns, encode_example
+from tfpipe.format.decode import decode_example
 from tfpipe.format.schema import Field, Schema
 from tfpipe.format.tfrecord import frame_record, read_records
 

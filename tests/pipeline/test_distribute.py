@@ -1,4 +1,4 @@
-"""Two replicas: MirroredStrategy over two logical CPUs, fed by build(input_context=...).
+"""Two replicas: MirroredStrategy over two logical CPUs, fed by build(hosts=Hosts.from_context(ctx)).
 
 Logical devices must be configured before TensorFlow initialises its runtime, and other tests
 initialise it in this pytest process, so the strategy runs in a subprocess (SCRIPT) that
@@ -41,7 +41,7 @@ contexts, traced = [], []
 def dataset_fn(ctx):
     contexts.append([ctx.num_input_pipelines, ctx.input_pipeline_id, ctx.num_replicas_in_sync])
     return tfpipe.build(data, preset="tabular", batch_size=global_batch, training=True,
-                        input_context=ctx, seed=1)
+                        hosts=tfpipe.Hosts.from_context(ctx), order=tfpipe.Order(seed=1))
 
 class Model(keras.Model):
     def __init__(self):

@@ -62,6 +62,21 @@ def test_start_step_holds_on_every_host(table_ds, hosts, batch, shard_by):
         assert row_ids(tfpipe.build(table_ds, start_step=9, **kw), 5) == whole[9:], i
 
 
+def test_hosts_of_a_context_are_what_input_context_gives(table_ds):
+    """One object for the three spellings: Hosts.from_context(ctx) is input_context=ctx, and
+    Hosts(num_hosts=, host_index=) the keywords."""
+    ctx = context(2, 1)
+    hosts = tfpipe.Hosts.from_context(ctx)
+    assert hosts == tfpipe.Hosts(num_hosts=2, host_index=1, num_replicas_in_sync=2) and not hosts.per_host
+    a = plan(table_ds, batch_size=8, input_context=ctx, **STREAMED)
+    b = plan(table_ds, batch_size=8, hosts=hosts, **STREAMED)
+    assert (a.files, a.batch_size, a.order.identity()) == (b.files, b.batch_size, b.order.identity())
+    with pytest.raises(
+        ConfigError, match=r"input_context must be a tf.distribute.InputContext.*Received: object"
+    ):
+        tfpipe.Hosts.from_context(object())
+
+
 def test_host_arguments_are_refused_by_name(table_ds):
     with pytest.raises(ConfigError, match=r"pass one or the other.*input_context=InputContext, num_hosts=2"):
         tfpipe.build(table_ds, batch_size=8, input_context=context(2, 0), num_hosts=2, host_index=0)

@@ -1,8 +1,8 @@
 """Keras 3 on JAX across two hosts: two real JAX processes on this machine
 (`jax.distributed.initialize` on 127.0.0.1, 2 CPU devices each), each running
 tests/support/jax_host.py, docs/guides/jax.md's recipe: `keras.distribution.DataParallel(
-auto_shard_dataset=False)` and `tfpipe.build(..., num_hosts=jax.process_count(),
-host_index=jax.process_index())`.
+auto_shard_dataset=False)` and `tfpipe.build(..., hosts=tfpipe.Hosts.from_jax())` (num_hosts=
+jax.process_count(), host_index=jax.process_index()).
 
 Checked: each host reads only its files and its share of the global batch; `fit` trains on the
 global batch asked for; padded `evaluate` counts every example once, without a warning; a run

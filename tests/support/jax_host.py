@@ -1,5 +1,5 @@
 """One host of a two-process JAX job (tests/pipeline/test_jax_hosts.py starts two): Keras 3 on
-JAX with `keras.distribution.DataParallel`, fed by `tfpipe.build(..., num_hosts, host_index)`,
+JAX with `keras.distribution.DataParallel`, fed by `tfpipe.build(..., hosts=tfpipe.Hosts.from_jax())`,
 exactly as docs/guides/jax.md's recipe. Prints one JSON line of what this host saw.
 
     python tests/support/jax_host.py PROCESS_ID PORT TABLE_DS WORKDIR
@@ -31,18 +31,18 @@ def main(process_id: int, port: int, table: str, workdir: str) -> dict:
     import tfpipe
 
     out = {"processes": jax.process_count(), "devices": jax.device_count(), "local": jax.local_device_count()}
-    hosts = {"num_hosts": jax.process_count(), "host_index": jax.process_index()}
+    hosts = tfpipe.Hosts.from_jax()  # num_hosts=jax.process_count(), host_index=jax.process_index()
     out["refused"] = refusals(keras, tfpipe, table, hosts)
     out["eval_auto_shard"] = evaluate_global(keras, tfpipe, table)
 
     # The recipe: tfpipe gives each host its files and its share of the global batch, so Keras
     # must not shard again.
     keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
-    train = tfpipe.plan(table, batch_size=GLOBAL_BATCH, **hosts, **FEATURES, **ORDER)
+    train = tfpipe.plan(table, batch_size=GLOBAL_BATCH, hosts=hosts, **FEATURES, **ORDER)
     out["files"] = [os.path.basename(f) for f in train.files]
     out["host_batch"] = train.batch_size
     # The same order with the row ids beside (the order does not depend on the features read).
-    seen = tfpipe.build(table, batch_size=GLOBAL_BATCH, **hosts, **(FEATURES | ID), **ORDER)
+    seen = tfpipe.build(table, batch_size=GLOBAL_BATCH, hosts=hosts, **(FEATURES | ID), **ORDER)
     out["steps"] = [x["row_id"].numpy().tolist() for x, _ in seen.take(EPOCHS * STEPS)]
 
     model = make_model(keras, train.dataset().element_spec[0])
@@ -50,7 +50,7 @@ def main(process_id: int, port: int, table: str, workdir: str) -> dict:
     out["examples_per_epoch"] = [float(v) for v in history.history["count"]]
     out["weights"] = weights(keras, model)
 
-    ev = tfpipe.build(table, batch_size=EVAL_BATCH, training=False, **hosts, **FEATURES)
+    ev = tfpipe.build(table, batch_size=EVAL_BATCH, training=False, hosts=hosts, **FEATURES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         scores = model.evaluate(ev, verbose=0, return_dict=True)
@@ -64,12 +64,12 @@ def main(process_id: int, port: int, table: str, workdir: str) -> dict:
     return out
 
 
-def refusals(keras, tfpipe, table: str, hosts: dict) -> list[str]:
+def refusals(keras, tfpipe, table: str, hosts) -> list[str]:
     """The two ways a host's data and Keras's sharding disagree, each refused by name."""
     refused = []
     keras.distribution.set_distribution(keras.distribution.DataParallel())  # auto_shard_dataset=True
     try:
-        tfpipe.build(table, batch_size=GLOBAL_BATCH, **hosts, **FEATURES)
+        tfpipe.build(table, batch_size=GLOBAL_BATCH, hosts=hosts, **FEATURES)
     except tfpipe.ConfigError as e:
         refused.append(str(e))
     keras.distribution.set_distribution(keras.distribution.DataParallel(auto_shard_dataset=False))
@@ -112,10 +112,10 @@ def weights(keras, model) -> list:
     return [keras.ops.convert_to_numpy(w).tolist() for w in model.get_weights()]
 
 
-def resume(keras, tfpipe, table: str, hosts: dict, workdir: str) -> list:
+def resume(keras, tfpipe, table: str, hosts, workdir: str) -> list:
     """A run killed at step KILL_AT (every host together) and restarted: BackupAndRestore's
     backup at the last multiple of SAVE_FREQ, the data from that step on each host."""
-    backup = os.path.join(workdir, f"backup-{hosts['host_index']}")
+    backup = os.path.join(workdir, f"backup-{hosts.host_index}")
 
     class Preempted(Exception):
         pass
@@ -127,7 +127,9 @@ def resume(keras, tfpipe, table: str, hosts: dict, workdir: str) -> list:
 
     def run(callbacks) -> object:
         position = tfpipe.resume.Position()
-        ds = tfpipe.build(table, batch_size=GLOBAL_BATCH, start_step=position, **hosts, **FEATURES, **ORDER)
+        ds = tfpipe.build(
+            table, batch_size=GLOBAL_BATCH, start_step=position, hosts=hosts, **FEATURES, **ORDER
+        )
         model = make_model(keras, ds.element_spec[0])
         keep = [
             keras.callbacks.BackupAndRestore(backup, save_freq=SAVE_FREQ),

@@ -6,7 +6,7 @@ import json
 import os
 import pathlib
 
-from tfpipe.format.codec import decode_example
+from tfpipe.format.decode import decode_example
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.tfrecord import read_records
 

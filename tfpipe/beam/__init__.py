@@ -19,7 +19,7 @@ __all__ = ["WriteDataset"]
 
 def __getattr__(name: str) -> Any:
     if name == "WriteDataset":
-        from tfpipe.beam.write import WriteDataset
+        from tfpipe.beam.write import WriteDataset  # Apache Beam, ~2 s to import: on first use
 
         return WriteDataset
     raise AttributeError(f"module 'tfpipe.beam' has no attribute {name!r}")

@@ -18,22 +18,22 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.engine import write_shard
 from tfpipe.convert.plan import ShardTask
 from tfpipe.convert.writer import ResumeJournal, ShardDone, pause_point
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities import get_modality
 
 
-def task_to_json(task: ShardTask) -> dict[str, Any]:
+def task_to_json(task: ShardTask) -> JsonObject:
     """The task as JSON values; its inputs by their kind (`ShardInputs.to_json`)."""
     fields = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name != "inputs"}
     return fields | {"inputs": {"kind": task.inputs.kind, **task.inputs.to_json()}}
 
 
-def task_from_json(obj: dict[str, Any]) -> ShardTask:
+def task_from_json(obj: JsonObject) -> ShardTask:
     """The task back from `task_to_json`; its inputs by their kind's `inputs_from_json`."""
     body = dict(obj["inputs"])
     inputs = get_modality(body.pop("kind")).convert.inputs_from_json(body)

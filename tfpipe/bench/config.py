@@ -8,9 +8,11 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from tfpipe.bench import reference
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.modalities import modalities, modality_of_layout, modality_of_preset, preset_names
 from tfpipe.packing.spec import MAX_SEQUENCE_LENGTH, MODES, Mode
+from tfpipe.pipeline.config import check_cache
 from tfpipe.pipeline.mixture.spec import check_weights
 from tfpipe.pipeline.read.resolve import data_path
 from tfpipe.validation import (
@@ -218,8 +220,6 @@ def _weights(data: object, value: object) -> dict[str, float] | None:
 
 
 def _cache(name: str, value: object) -> str:
-    from tfpipe.pipeline.config import check_cache
-
     return check_cache(value, name)
 
 
@@ -336,8 +336,6 @@ def _model_fits_pipeline(cfg: BenchConfig) -> None:
 def _accelerator_fits_pipeline(cfg: BenchConfig) -> None:
     if cfg.accelerator is None:
         return
-    from tfpipe.bench import reference
-
     row = reference.lookup(cfg.accelerator)
     rows = [r.name for r in reference.rows() if r.preset == cfg.pipeline]
     if row.preset != cfg.pipeline:

@@ -19,13 +19,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from tfpipe.bench import results
+from tfpipe._tf import tf
+from tfpipe.bench import profiles, results
 from tfpipe.bench.config import BenchConfig
 from tfpipe.bench.judge.conclusion import conclude
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.measure import data, host, producer, reading
+from tfpipe.bench.measure.simulate import fit_check, simulate
 from tfpipe.bench.present import output
 from tfpipe.errors import DataError
+from tfpipe.pipeline import Hosts, Tuning, plan
 from tfpipe.storage import is_gcs
 
 if TYPE_CHECKING:
@@ -84,8 +87,6 @@ def _data_errors(where: str) -> Iterator[None]:
     """A TensorFlow error out of the pipeline while it is timed (a corrupt shard, a record that
     does not parse) as a DataError in its own words: what build() says of it, where it names
     the shard and the way out, and not a traceback."""
-    from tfpipe._tf import tf
-
     try:
         yield
     except tf().errors.OpError as e:
@@ -192,7 +193,7 @@ def _read_profile(cfg: BenchConfig, say: StatusCallback) -> tuple[BenchConfig, P
     should cost seconds, not a bench), and `cfg` with the profiled run's batch."""
     if cfg.from_profile is None:
         return cfg, None
-    from tfpipe.bench import profiles
+    # The consumer's modules (~20 ms) on first use: `import tfpipe` imports this one.
     from tfpipe.bench.measure.consumer import config_for_profile
 
     say(f"Reading the profile {cfg.from_profile}")
@@ -205,13 +206,11 @@ def _plan(
 ) -> Pipeline:
     """The pipeline build() would make for this host, from the data `source` names (with
     `cache` in place of the config's, when given)."""
-    from tfpipe.pipeline import plan
-
     if cache is None:
         say(f"Planning the {cfg.pipeline} pipeline")
     rows = cfg.modality.bench.plan_options(cfg)  # text: sequence_length, packing, truncate
     # One input pipeline per host (the first host's share), as each host of a job reads.
-    hosts: dict[str, Any] = {"num_hosts": cfg.hosts, "host_index": 0} if cfg.hosts > 1 else {}
+    hosts = Hosts(num_hosts=cfg.hosts, host_index=0) if cfg.hosts > 1 else None
     if source.sources is not None:  # a mixture, weighted as build() weighs it
         rows["weights"] = cfg.weights
     return plan(
@@ -220,8 +219,8 @@ def _plan(
         batch_size=cfg.global_batch,
         training=True,
         split=source.split,
-        cache=cfg.cache if cache is None else cache,
-        **hosts,
+        hosts=hosts,
+        tuning=Tuning(cache=cfg.cache if cache is None else cache),
         **rows,
     )
 
@@ -337,8 +336,6 @@ def _ground_truth(
     say: StatusCallback,
 ) -> tuple[results.Simulation | None, results.FitCheck | None]:
     """The optional checks of the prediction: --simulate and --fit."""
-    from tfpipe.bench.measure.simulate import fit_check, simulate
-
     sim = fit = None
     if cfg.simulate:
         say(f"Simulating a consumer that holds each batch {consumer.step_time_ms:.1f} ms")
@@ -359,8 +356,6 @@ def _ground_truth(
 
 
 def _environment(cfg: BenchConfig, device: Device | None) -> dict[str, Any]:
-    from tfpipe._tf import tf
-
     return {
         "tensorflow": tf().__version__,
         **keras_environment(),

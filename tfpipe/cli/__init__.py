@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any
 
+from tfpipe import _tf
 from tfpipe._version import __version__
 from tfpipe.errors import CommandUnavailable, TfpipeError
 
@@ -97,7 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from tfpipe import _tf
 
     # The command, unlike the library, hides TensorFlow's log noise unless --verbose.
     _tf.set_quiet(not getattr(args, "verbose", False))

@@ -6,10 +6,20 @@ import argparse
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfpipe.cli import add_common
+from tfpipe import storage
+from tfpipe.bench import BenchConfig, bench, reference
+from tfpipe.bench.config import MIN_STEP_TIME_MS, check_step_time_ms, models, pipelines
+from tfpipe.bench.present.output import check_json_name, check_writable, plot_format
+from tfpipe.cli import add_common, render  # render.console is read when a bench runs
 from tfpipe.errors import ConfigError
+from tfpipe.packing import MODES
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfpipe.bench import BenchConfig, Report
 
 EXAMPLES = """examples:
   tfpipe bench --pipeline=imagenet                     # generated data vs a TPU v4 host
@@ -30,9 +40,6 @@ EXIT_INPUT_BOUND = 3
 
 
 def _step_time(text: str) -> float:
-    from tfpipe.bench.config import MIN_STEP_TIME_MS, check_step_time_ms
-    from tfpipe.errors import ConfigError
-
     try:
         return check_step_time_ms(text)
     except ConfigError:
@@ -78,9 +85,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_input_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import pipelines
-    from tfpipe.packing import MODES
-
     g.add_argument(
         "--pipeline",
         choices=pipelines(),
@@ -150,8 +154,6 @@ def _add_data_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def _add_consumer_flags(g: argparse._ArgumentGroup) -> None:
-    from tfpipe.bench.config import models
-
     who = g.add_mutually_exclusive_group()
     who.add_argument(
         "--from-profile",
@@ -242,14 +244,10 @@ def _add_output_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe.cli.render import console
-
-    out = console(args.quiet)
+    out = render.console(args.quiet)
     if args.list_accelerators:
         _list_accelerators(out)
         return 0
-
-    from tfpipe.bench.present.output import check_json_name, check_writable, plot_format
 
     # Before measuring: a bench takes minutes, a bad output path should cost seconds.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
@@ -271,10 +269,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
+def _measure(config: BenchConfig, out: Console, interrupt: _Interrupt) -> Report:
     """`tfpipe.bench`, its progress shown; a Ctrl-C is raised again as each stage starts."""
-    from tfpipe.bench import bench
-
     if out.is_terminal:  # never with --quiet, whose console is plain
         with out.status("Starting", spinner="dots") as status:
 
@@ -291,7 +287,8 @@ def _measure(config: Any, out: Any, interrupt: _Interrupt) -> Any:  # -> Report
     return bench(config, progress=say)
 
 
-def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: _Interrupt) -> None:
+def _show_and_write(report: Report, args: argparse.Namespace, out: Console, interrupt: _Interrupt) -> None:
+    # The report's renderer and rich (~40 ms): `tfpipe --help` imports this module.
     from tfpipe.bench.present.render import WholeLine, renderables
 
     for item in renderables(report):
@@ -300,12 +297,11 @@ def _show_and_write(report: Any, args: argparse.Namespace, out: Any, interrupt: 
         else:
             out.print(item)
     if args.json:
-        from tfpipe import storage
-
         interrupt.check()
         storage.write_atomic(args.json, report.to_json_text().encode(), overwrite=True)
         out.print(f"Wrote {args.json}")
     if args.plot:
+        # matplotlib's plot (and the renderer) only for --plot.
         from tfpipe.bench.present.plot import write_plot
 
         interrupt.check()
@@ -349,7 +345,7 @@ class _Interrupt:
         self.hit = True
         raise KeyboardInterrupt
 
-    def _unraisable(self, unraisable: Any) -> None:
+    def _unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             self.hit = True  # raised again at the next check, not printed
             return
@@ -360,10 +356,8 @@ class _Interrupt:
             raise KeyboardInterrupt
 
 
-def _config(args: argparse.Namespace) -> object:
+def _config(args: argparse.Namespace) -> BenchConfig:
     """The BenchConfig the flags ask for."""
-    from tfpipe.bench import BenchConfig
-
     return BenchConfig(
         pipeline=args.pipeline,
         data=_data(args.data),
@@ -457,8 +451,6 @@ def _weights(flags: list[str] | None) -> dict[str, float] | None:
 
 def _list_accelerators(out) -> None:  # out: rich.console.Console
     from rich.markup import escape
-
-    from tfpipe.bench import reference
 
     out.print("[bold]Reference throughputs[/] (published, approximate; pass one with --accelerator NAME)")
     defaults = {name: preset for preset, name in reference.defaults().items()}

@@ -9,9 +9,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tfpipe import storage
 from tfpipe.bench.fmt import human_bytes
 from tfpipe.cli import add_common
-from tfpipe.cli.render import console
+from tfpipe.cli.render import ConvertProgressBar, console
+from tfpipe.convert import convert
 from tfpipe.modalities import modalities, modality_of_layout
 from tfpipe.plural import counted
 
@@ -157,9 +159,6 @@ _OPTIONS = (
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe import storage
-    from tfpipe.convert import convert
-
     signal.signal(signal.SIGTERM, _terminated)
     retried_before = storage.retries()
     out = console(args.quiet)
@@ -181,8 +180,6 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet or not out.is_terminal:
         manifest = convert_with(_progress_lines(out))
     else:
-        from tfpipe.cli.render import ConvertProgressBar
-
         with ConvertProgressBar(out) as bar:
             manifest = convert_with(bar.update)
     _print_summary(out, manifest, args.split)

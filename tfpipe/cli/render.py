@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console  # imported where a console is made
+
+    from tfpipe.convert import Tick
 
 
-def console(quiet: bool = False):  # -> rich.console.Console
+def console(quiet: bool = False) -> Console:
     """A rich console on stdout; plain (no colour, no live widgets) with --quiet or no TTY."""
     from rich.console import Console
 
@@ -23,7 +28,7 @@ class ConvertProgressBar:
       ...     convert(src, dest, progress=bar.update)
     """
 
-    def __init__(self, out: Any) -> None:  # out: rich.console.Console
+    def __init__(self, out: Console) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         columns = (
@@ -46,7 +51,7 @@ class ConvertProgressBar:
     def __exit__(self, *exc: object) -> None:
         self._bar.__exit__(*exc)
 
-    def update(self, tick: Any) -> None:  # tick: tfpipe.convert.Tick
+    def update(self, tick: Tick) -> None:
         """Shows a conversion's progress."""
         elapsed = max(time.monotonic() - self._started, 1e-6)
         self._bar.update(

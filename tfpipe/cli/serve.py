@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tfpipe import cli
+from tfpipe import cli, service
 
 _EPILOG = """\
 TensorFlow's tf.data servers listen on every interface ([::]:PORT) with no authentication:
@@ -91,8 +91,6 @@ def _add_listening(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tfpipe import service
-
     if args.role is None:
         args.parser.print_help(sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from tfpipe.errors import ConfigError, field_error
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.text.convert.specialtokens import check_named
 from tfpipe.validation import as_int, check_choice, check_int
 
@@ -297,13 +298,13 @@ class ConvertConfig:
             check_int("vocab_size", self.vocab_size, 2, 2**31 - 1, what="an int in 2..2**31-1")
         object.__setattr__(self, "special_tokens", check_named(self.special_tokens))
 
-    def given(self, names: tuple[str, ...]) -> dict[str, Any]:
+    def given(self, names: tuple[str, ...]) -> JsonObject:
         """The fields of `names` set to something other than their default, by name."""
         default = ConvertConfig()
         return {n: getattr(self, n) for n in names if getattr(self, n) != getattr(default, n)}
 
 
-def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, left_out: tuple[str, ...]) -> dict[str, Any]:
+def recorded_options(shard_cfg: ShardConfig, cfg: ConvertConfig, left_out: tuple[str, ...]) -> JsonObject:
     """The options a split's manifest (and its plan record) keeps: those of its kind of source
     (all but its kind's `left_out`, `options_left_out`), `workers` left out (it changes no byte)."""
     chosen = dataclasses.asdict(shard_cfg) | dataclasses.asdict(cfg)

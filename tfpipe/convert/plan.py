@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, options_left_out, recorded_options
@@ -27,6 +26,7 @@ from tfpipe.convert.writer import (
     shard_bounds,
 )
 from tfpipe.errors import DataError, ManifestError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest import Manifest, SkippedInput, Split
 from tfpipe.format.schema import Schema
 from tfpipe.format.shardnames import shard_name
@@ -90,7 +90,7 @@ class ConvertPlan:
     src: str
     dest: str
     split: str
-    options: dict[str, Any]
+    options: JsonObject
     fingerprint: str
     n_items: int
     unit: str
@@ -106,7 +106,7 @@ class ConvertPlan:
     inputs: tuple[str, ...] = ()
     identities: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    manifest_fields: dict[str, Any] = dataclasses.field(default_factory=dict)
+    manifest_fields: JsonObject = dataclasses.field(default_factory=dict)
 
     @property
     def n_shards(self) -> int:
@@ -121,7 +121,7 @@ class ConvertPlan:
             f"into {counted(self.n_shards, 'shard')}"
         )
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """The plan's identity as JSON values: a run resumes only a run with the same record."""
         paths = {k: storage.resolved(v) for k in ("labels_file", "tokenizer") if (v := self.options.get(k))}
         record = {
@@ -300,7 +300,7 @@ def decide(
     return Resume()
 
 
-def _changed_inputs(dest: str, plan: ConvertPlan, old: dict[str, Any]) -> str:
+def _changed_inputs(dest: str, plan: ConvertPlan, old: JsonObject) -> str:
     """Why a resume is refused when inputs changed since the interrupted run listed them."""
     before = old.get("identities") or []
     if old.get("inputs") != plan.fingerprint or len(before) != len(plan.identities):
@@ -319,7 +319,7 @@ def _changed_inputs(dest: str, plan: ConvertPlan, old: dict[str, Any]) -> str:
     )
 
 
-def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
+def _diff(old: JsonObject, new: JsonObject) -> str:
     old, new = ({k: v for k, v in r.items() if k != "identities"} for r in (old, new))
     flat_old = old.get("options", {}) | {k: v for k, v in old.items() if k != "options"}
     flat_new = new.get("options", {}) | {k: v for k, v in new.items() if k != "options"}

@@ -11,12 +11,13 @@ nor names a modality.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from tfpipe.convert.config import ConvertConfig, ShardConfig, check_applies
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.kind import OnWorkers
 from tfpipe.errors import DestinationError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest import Manifest, SkippedInput
 from tfpipe.format.schema import Schema
 from tfpipe.modalities import modality_of_format
@@ -28,7 +29,7 @@ class ShardInputs(Protocol):
 
     kind: str
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> JsonObject: ...
 
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         """The pieces of shard `shard`, which holds items first..first+count-1, in order."""

@@ -25,11 +25,12 @@ from tfpipe.convert.encode import Encoded, EncodedPiece
 from tfpipe.convert.kind import Tally
 from tfpipe.convert.spool import local_spool_dir, remove_dead_spools
 from tfpipe.errors import DataError, DestinationError, ManifestError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest import Checksum, Manifest, ShardInfo, SkippedInput
 from tfpipe.format.shardnames import ShardName, shard_name
 from tfpipe.format.tfrecord import frame_parts
 
-TallyReader = Callable[[dict[str, Any]], Tally]
+TallyReader = Callable[[JsonObject], Tally]
 """A kind's tally back from its JSON (`kind.Kind.tally_from_json`)."""
 
 PAUSE_ENV = "TFPIPE_TEST_PAUSE_AT"
@@ -242,12 +243,12 @@ class ShardDone:
         (text: without the documents' lengths, 4 bytes a document; `ResumeJournal.tally`)."""
         return self if self.tally is None else dataclasses.replace(self, tally=self.tally.kept())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {"shard": self.info.to_json(), "skipped": [dataclasses.asdict(s) for s in self.skipped]}
         return out | ({} if self.tally is None else {self.tally.kind: self.tally.to_json()})
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any], kind: str = "", tally: TallyReader | None = None) -> ShardDone:
+    def from_json(cls, obj: JsonObject, kind: str = "", tally: TallyReader | None = None) -> ShardDone:
         """The record back from JSON; its tally, stored under `kind`, read by `tally` (the kind's)."""
         found = obj.get(kind)
         counted = None if found is None or tally is None else tally(found)
@@ -269,7 +270,7 @@ class JournalState:
     """
 
     plan_path: str
-    plan: dict[str, Any] | None = None
+    plan: JsonObject | None = None
     corrupt: str | None = None
     done: frozenset[str] = frozenset()
     stray: tuple[str, ...] = ()
@@ -300,7 +301,7 @@ class ResumeJournal:
     def exists(self) -> bool:
         return storage.exists(self.plan_path)
 
-    def _read_plan(self) -> tuple[dict[str, Any] | None, str | None]:
+    def _read_plan(self) -> tuple[JsonObject | None, str | None]:
         """(the plan record, None), (None, None) without one, or (None, its text) if corrupt."""
         try:
             plan = json.loads(storage.read_bytes(self.plan_path))
@@ -312,7 +313,7 @@ class ResumeJournal:
             return None, str(plan)[:100]
         return plan, None
 
-    def load_plan(self) -> dict[str, Any] | None:
+    def load_plan(self) -> JsonObject | None:
         """The interrupted run's plan record, or None if there is none.
 
         Raises:
@@ -330,7 +331,7 @@ class ResumeJournal:
         done = frozenset(n[1 : -len(".done")] for n in listing if n.startswith(".") and n.endswith(".done"))
         return JournalState(self.plan_path, plan, corrupt, done, tuple(self.stray_shards(listing)))
 
-    def start(self, plan: dict[str, Any]) -> None:
+    def start(self, plan: JsonObject) -> None:
         storage.write_atomic(self.plan_path, json.dumps(plan, sort_keys=True).encode(), overwrite=True)
 
     def mark_done(self, done: ShardDone) -> None:

@@ -8,7 +8,8 @@ is not fork-safe. The wire format is small and stable:
   oneof of BytesList(1), FloatList(2, packed float32) and Int64List(3, packed varint).
 
 The round-trip contract: `tf.io.parse_example(encode_example(row, schema), schema.parse_spec())`
-returns `row`, and `decode_example(encode_example(row))` returns it too (tests/format/test_codec.py).
+returns `row`, and `format.decode.decode_example(encode_example(row))` returns it too
+(tests/format/test_codec.py).
 """
 
 from __future__ import annotations
@@ -18,11 +19,20 @@ import itertools
 import math
 import numbers
 import struct
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.schema import Field, Schema
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where it is used: a worker that encodes rows one by one needs none
+
+# A feature's value as the wire holds it: bytes (BytesList), a float (FloatList), an int (Int64List).
+Value = bytes | float | int
+# A table's column as `encode_columns` takes it: a sequence of values, or a 1-D numpy array.
+Column: TypeAlias = "Sequence[object] | np.ndarray"
+S = TypeVar("S", bound=Sized)
 
 
 def _varint_slow(n: int) -> bytes:
@@ -52,13 +62,13 @@ def _len_delimited(tag: int, payload: bytes) -> bytes:
     return bytes((tag,)) + _varint(len(payload)) + payload
 
 
-def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
+def _feature_pieces(dtype: str, values: Sequence[Value] | PackedInt64) -> tuple[list[bytes], int]:
     """A Feature message as pieces to join once, and its length. Big bytes values are never
     copied while nesting: a 100 KB JPEG is copied once, by the final join."""
     if dtype == "bytes":
         pieces: list[bytes] = []
         inner = 0
-        for v in values:
+        for v in cast(Sequence[bytes], values):
             head = b"\x0a" + _varint(len(v))
             pieces += (head, v)
             inner += len(head) + len(v)
@@ -69,7 +79,7 @@ def _feature_pieces(dtype: str, values: list[Any]) -> tuple[list[bytes], int]:
     elif dtype == "float32":
         packed = struct.pack(f"<{len(values)}f", *values)
     else:
-        packed = b"".join(_varint(int(v)) for v in values)
+        packed = b"".join(_varint(int(v)) for v in cast(Sequence[int], values))
     inner = _len_delimited(0x0A, packed) if values else b""
     whole = _len_delimited(0x12 if dtype == "float32" else 0x1A, inner)
     return [whole], len(whole)
@@ -88,7 +98,7 @@ class PackedInt64:
         return self.count
 
 
-def _varint_array(values: Any) -> tuple[Any, Any]:
+def _varint_array(values: np.ndarray | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(uint8 array of the packed varints, each value's byte width) of a 1-D integer array:
     the bytes `_varint` gives one value at a time (two's complement for negatives), at once."""
     import numpy as np
@@ -108,7 +118,7 @@ def _varint_array(values: Any) -> tuple[Any, Any]:
     return out, widths
 
 
-def varints(values: Any) -> bytes:
+def varints(values: np.ndarray | Sequence[int]) -> bytes:
     """A 1-D integer array as packed protobuf varints."""
     return _varint_array(values)[0].tobytes()
 
@@ -137,7 +147,7 @@ def packed_int64_lists(lists: Sequence[Sequence[int]]) -> list[PackedInt64]:
     return [PackedInt64(raw[a:b], n) for a, b, n in zip(byte_ends, byte_ends[1:], counts, strict=False)]
 
 
-def _packed_int64(name: str, value: Any) -> PackedInt64 | None:
+def _packed_int64(name: str, value: Any) -> PackedInt64 | None:  # any value a row holds
     """A numpy integer array for an int64 list, encoded at once; None for anything else (which
     takes the checked path one value at a time)."""
     if isinstance(value, PackedInt64):
@@ -155,7 +165,7 @@ _FLOAT32_INF_AT = (2 - 2**-24) * 2.0**127
 """The smallest magnitude that float32 rounds to inf (half an ulp above its largest value)."""
 
 
-def _received(v: Any) -> str:
+def _received(v: object) -> str:
     return f"{type(v).__name__} {str(v)[:60]!r}"
 
 
@@ -163,7 +173,7 @@ def _feature(name: str, row: int | None) -> str:
     return f"Feature {name!r}" + ("" if row is None else f", row {row}")
 
 
-def _bytes_value(name: str, v: Any, row: int | None = None) -> bytes:
+def _bytes_value(name: str, v: object, row: int | None = None) -> bytes:
     if isinstance(v, str):
         return v.encode("utf-8")
     if isinstance(v, (bytes, bytearray, memoryview)):
@@ -172,7 +182,7 @@ def _bytes_value(name: str, v: Any, row: int | None = None) -> bytes:
     raise DataError(f"{_feature(name, row)}: expected bytes or str. Received: {_received(v)}")
 
 
-def _float_value(name: str, v: Any, row: int | None = None) -> float:
+def _float_value(name: str, v: object, row: int | None = None) -> float:
     if isinstance(v, (str, bytes)) or not isinstance(v, numbers.Real):
         raise DataError(f"{_feature(name, row)}: expected a float32 number. Received: {_received(v)}")
     f = float(v)
@@ -184,7 +194,7 @@ def _float_value(name: str, v: Any, row: int | None = None) -> float:
     return f
 
 
-def _int_value(name: str, v: Any, row: int | None = None) -> int:
+def _int_value(name: str, v: object, row: int | None = None) -> int:
     if isinstance(v, numbers.Integral):
         iv = int(v)
     elif isinstance(v, numbers.Real) and not isinstance(v, (str, bytes)) and float(v).is_integer():
@@ -196,18 +206,19 @@ def _int_value(name: str, v: Any, row: int | None = None) -> int:
     return iv
 
 
-def _as_list(name: str, dtype: str, value: Any) -> list[Any]:
+def _as_list(name: str, dtype: str, value: Any) -> list[Value]:  # any value a row holds
     if isinstance(value, (bytes, bytearray, memoryview, str, int, float)) or not hasattr(value, "__len__"):
         values = [value.item() if hasattr(value, "item") and not isinstance(value, (bytes, str)) else value]
     else:
         import numpy as np
 
         values = np.asarray(value, dtype=object if dtype == "bytes" else None).ravel().tolist()
-    convert = {"bytes": _bytes_value, "float32": _float_value}.get(dtype, _int_value)
+    converters: dict[str, Callable[[str, object], Value]] = {"bytes": _bytes_value, "float32": _float_value}
+    convert = converters.get(dtype, _int_value)
     return [convert(name, v) for v in values]
 
 
-def _check_count(field: Field, values: Any) -> Any:
+def _check_count(field: Field, values: S) -> S:
     if field.variable:
         return values
     want = math.prod(field.shape)  # type: ignore[arg-type]
@@ -219,7 +230,7 @@ def _check_count(field: Field, values: Any) -> Any:
     return values
 
 
-def encode_example(row: Mapping[str, Any], schema: Schema) -> bytes:
+def encode_example(row: Mapping[str, object], schema: Schema) -> bytes:
     """Serializes one record as `tf.train.Example` bytes.
 
     Args:
@@ -271,7 +282,7 @@ def _entry_prefix(key: bytes, feature_prefix: bytes, payload_len: int) -> bytes:
     return b"\x0a" + _varint(inner_len) + key + b"\x12" + _varint(feature_len) + feature_prefix
 
 
-def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
+def _fixed_width_entries(prefix: bytes, payload: np.ndarray) -> list[bytes]:
     """prefix + each row of a (n, w) uint8 array, as n bytes objects, without a per-row numpy call."""
     import numpy as np
 
@@ -283,12 +294,12 @@ def _fixed_width_entries(prefix: bytes, payload: Any) -> list[bytes]:
     return [flat[i : i + step] for i in range(0, n * step, step)]
 
 
-def _items(values: Any, a: Any) -> list[Any]:
+def _items(values: Column, a: np.ndarray) -> list[object]:
     """The values one by one as given: np.asarray([1.0, "x"]) would have made 1.0 a string."""
     return a.tolist() if hasattr(values, "dtype") else list(values)
 
 
-def _float32_array(name: str, values: Any) -> Any:
+def _float32_array(name: str, values: Column) -> np.ndarray:
     """A column as little-endian float32, refusing what `_float_value` refuses, by row."""
     import numpy as np
 
@@ -305,7 +316,7 @@ def _float32_array(name: str, values: Any) -> Any:
     return out
 
 
-def _int64_array(name: str, values: Any) -> Any:
+def _int64_array(name: str, values: Column) -> np.ndarray:
     """A column as int64, refusing what `_int_value` refuses (fractions, beyond int64), by row."""
     import numpy as np
 
@@ -320,7 +331,7 @@ def _int64_array(name: str, values: Any) -> Any:
     return np.array([_int_value(name, v, i) for i, v in enumerate(_items(values, a))], dtype=np.int64)
 
 
-def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
+def _scalar_column(name: str, dtype: str, values: Column) -> list[bytes]:
     """The encoded map entries of one scalar column, one per row, vectorised with numpy."""
     import numpy as np
 
@@ -366,7 +377,7 @@ def _scalar_column(name: str, dtype: str, values: Any) -> list[bytes]:
     return out
 
 
-def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
+def encode_columns(schema: Schema, columns: Mapping[str, Column]) -> list[bytes]:
     """Serializes many rows at once, column by column: the same bytes as `encode_example`.
 
     Args:
@@ -403,87 +414,4 @@ def encode_columns(schema: Schema, columns: Mapping[str, Any]) -> list[bytes]:
         body = b"".join(entries)
         n = len(body)
         out.append(b"\x0a" + (table[n] if n < 16384 else _varint(n)) + body)
-    return out
-
-
-# ---- decoding (inspect, tests) ----
-
-
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise DataError("Truncated varint in Example bytes")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-
-
-def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
-    pos = 0
-    while pos < len(buf):
-        key, pos = _read_varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 2:
-            n, pos = _read_varint(buf, pos)
-            if pos + n > len(buf):
-                raise DataError("Truncated field in Example bytes")
-            yield number, wire, buf[pos : pos + n]
-            pos += n
-        elif wire == 0:
-            v, pos = _read_varint(buf, pos)
-            yield number, wire, v
-        elif wire == 5:
-            yield number, wire, buf[pos : pos + 4]
-            pos += 4
-        else:
-            raise DataError(f"Unexpected protobuf wire type {wire} in Example bytes")
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def decode_example(data: bytes) -> dict[str, list[Any]]:
-    """Parses `tf.train.Example` bytes into {name: list of values} (bytes, float or int).
-
-    Raises:
-      DataError: the bytes are not a well-formed Example.
-    """
-    try:
-        return _decode_example(data)
-    except (struct.error, UnicodeDecodeError) as e:
-        raise DataError(f"Malformed Example bytes: expected a tf.train.Example. Received: {e}") from None
-
-
-def _decode_example(data: bytes) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for _, _, features in _fields(data):
-        for _, _, entry in _fields(features):
-            name, feature = "", b""
-            for number, _, value in _fields(entry):
-                if number == 1:
-                    name = value.decode("utf-8")
-                elif number == 2:
-                    feature = value
-            values: list[Any] = []
-            for kind, _, lst in _fields(feature):
-                for _, wire, v in _fields(lst):
-                    if kind == 1:
-                        values.append(bytes(v))
-                    elif kind == 2:
-                        values.extend(
-                            struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v)
-                        )
-                    elif wire == 2:
-                        pos = 0
-                        while pos < len(v):
-                            x, pos = _read_varint(v, pos)
-                            values.append(_signed(x))
-                    else:
-                        values.append(_signed(v))
-            out[name] = values
     return out

@@ -13,6 +13,7 @@ from typing import Any
 from tfpipe import storage
 from tfpipe._version import __version__
 from tfpipe.errors import ManifestError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest_checks import check_checksum, check_relative_name, is_count
 from tfpipe.format.manifest_text import SplitText, TokenizerInfo
 from tfpipe.format.schema import Schema
@@ -44,11 +45,11 @@ class ShardInfo:
                 )
         check_checksum(f"shard {self.name!r}", self.checksum)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> ShardInfo:
+    def from_json(cls, obj: JsonObject) -> ShardInfo:
         try:
             return cls(str(obj["name"]), obj["examples"], obj["bytes"], str(obj["checksum"]))
         except ManifestError:
@@ -73,7 +74,7 @@ class Split:
     skipped: tuple[SkippedInput, ...] = ()
     dropped_rows: int = 0  # table rows left out for a null label (missing_label="drop")
     source: str = ""
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    options: JsonObject = dataclasses.field(default_factory=dict)
     seconds: float = 0.0
     # How the source was read where it differs from pandas (a column kept as text).
     notes: tuple[str, ...] = ()
@@ -92,7 +93,7 @@ class Split:
     def bytes(self) -> int:
         return sum(s.bytes for s in self.shards)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "examples": self.examples,
             "bytes": self.bytes,
@@ -107,7 +108,7 @@ class Split:
         } | ({"notes": list(self.notes)} if self.notes else {})
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Split:
+    def from_json(cls, obj: JsonObject) -> Split:
         shards = tuple(ShardInfo.from_json(s) for s in obj.get("shards", []))
         declared = obj.get("examples")
         total = sum(s.examples for s in shards)
@@ -188,7 +189,7 @@ class Manifest:
         """The `compression_type` argument for `tf.data.TFRecordDataset`."""
         return "GZIP" if self.compression == "gzip" else ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -203,7 +204,7 @@ class Manifest:
         } | ({} if self.tokenizer is None else {"tokenizer": self.tokenizer.to_json()})
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any], root: str) -> Manifest:
+    def from_json(cls, obj: JsonObject, root: str) -> Manifest:
         where = storage.join(root, MANIFEST_NAME)
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise ManifestError(f"{where}: expected a {FORMAT!r} JSON object. Received: {str(obj)[:200]}")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Any
 
 from tfpipe.errors import ManifestError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest_checks import check_checksum, check_relative_name, is_count
 
 TOKENIZER_ENTRY_VERSION = 2
@@ -51,7 +51,7 @@ class TokenizerInfo:
     pipeline_adds: dict[str, int] = dataclasses.field(default_factory=dict)
     version: int = TOKENIZER_ENTRY_VERSION
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = dataclasses.asdict(self)
         if self.version == 1:  # written back as it was read
             for key in ("special_tokens", "roles_from", "pipeline_adds", "version"):
@@ -59,7 +59,7 @@ class TokenizerInfo:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> TokenizerInfo:
+    def from_json(cls, obj: JsonObject) -> TokenizerInfo:
         try:
             version = obj.get("version", 1)
             special_ids = dict(obj.get("special_ids", {}))
@@ -183,11 +183,11 @@ class LengthsFile:
             )
         check_checksum(f"lengths file {self.file!r}", self.checksum)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"file": self.file, "format": LENGTHS_FORMAT, "bytes": self.bytes, "checksum": self.checksum}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> LengthsFile:
+    def from_json(cls, obj: JsonObject) -> LengthsFile:
         try:
             if obj.get("format") != LENGTHS_FORMAT:
                 raise ManifestError(
@@ -250,12 +250,12 @@ class SplitText:
             out.append(lengths[i])
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {k: v for k, v in dataclasses.asdict(self).items() if k != "lengths"}
         return out | ({} if self.lengths is None else {"lengths": self.lengths.to_json()})
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> SplitText:
+    def from_json(cls, obj: JsonObject) -> SplitText:
         try:
             return cls(
                 documents=obj["documents"],

@@ -12,10 +12,11 @@ tf.train.Example list types, and the maps below say how each is spelled as a `tf
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from tfpipe._tf import tf
+from tfpipe._tf import DType, Feature, tf
 from tfpipe.errors import DataError, ManifestError
+from tfpipe.format.jsonobject import JsonObject
 
 Dtype = Literal["int64", "float32", "bytes"]
 VARIABLE: tuple[None] = (None,)
@@ -39,12 +40,12 @@ KIND_DTYPES: dict[str, Dtype] = {
 }
 
 
-def tf_dtype(dtype: Dtype) -> Any:
+def tf_dtype(dtype: Dtype) -> DType:
     """The `tf.DType` a dtype parses to."""
     return getattr(tf(), TF_DTYPE_NAMES[dtype])
 
 
-def dtype_of_tf(tf_dtype: Any) -> Dtype | None:
+def dtype_of_tf(tf_dtype: object) -> Dtype | None:
     """The dtype of a `tf.DType` (or its name); None for a tf.DType no Example list holds."""
     name = getattr(tf_dtype, "name", tf_dtype)
     return next((d for d, n in TF_DTYPE_NAMES.items() if n == name), None)
@@ -96,11 +97,11 @@ class Field:
     def mask_name(self) -> str:
         return self.name + MISSING_SUFFIX
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self) | {"shape": list(self.shape)}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Field:
+    def from_json(cls, obj: JsonObject) -> Field:
         return cls(
             name=obj["name"],
             dtype=obj["dtype"],
@@ -141,11 +142,11 @@ class Schema:
     def names(self) -> list[str]:
         return [f.name for f in self.fields]
 
-    def parse_spec(self) -> dict[str, Any]:
+    def parse_spec(self) -> dict[str, Feature]:
         """The `tf.io.parse_example` spec: one FixedLenFeature per field (a RaggedFeature for a
         list of any length), plus mask features."""
         tf_ = tf()
-        spec: dict[str, Any] = {}
+        spec: dict[str, Feature] = {}
         for f in self.fields:
             if f.variable:
                 spec[f.name] = tf_.io.RaggedFeature(tf_dtype(f.dtype))
@@ -187,11 +188,11 @@ class Schema:
             found.append(f"the label is {self.label!r} in the dataset, {new.label!r} in this split")
         return (None, found) if found else (self, [])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"fields": [f.to_json() for f in self.fields], "label": self.label}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Schema:
+    def from_json(cls, obj: JsonObject) -> Schema:
         try:
             return cls(tuple(Field.from_json(f) for f in obj["fields"]), obj.get("label"))
         except (KeyError, TypeError) as e:
@@ -219,7 +220,7 @@ IMAGE_SCHEMA = Schema(
 """The tensorflow/tpu `imagenet_to_gcs.py` layout, shared by the imagenet and images formats."""
 
 
-def kind_for_pandas(column: str, dtype: Any) -> ColumnKind:
+def kind_for_pandas(column: str, dtype: object) -> ColumnKind:
     """The column kind of a pandas dtype (written as `KIND_DTYPES[kind]`): ints, bools, floats,
     strings and categoricals. Anything else is refused by column name.
 

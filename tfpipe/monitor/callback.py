@@ -12,10 +12,11 @@ from typing import Any
 import keras
 import numpy as np
 
+from tfpipe._tf import tf
 from tfpipe.errors import ConfigError
 from tfpipe.monitor import hosts
 from tfpipe.monitor.figures import Figure, Result, figure, job_series
-from tfpipe.monitor.stamps import Stamps
+from tfpipe.monitor.stamps import CAPACITY, Stamps
 from tfpipe.monitor.timeline import Calls, Deliveries, Method, waits_and_periods, window_batches
 
 # The first steps of each fit are left out: tracing and compiling the train function (seconds
@@ -168,8 +169,6 @@ class InputWait(keras.callbacks.Callback):
         """TensorBoard scalars of `figures` at `step`, when log_dir is set."""
         if self.log_dir is None:
             return
-        from tfpipe._tf import tf
-
         tf_ = tf()
         if self._writer is None:  # one events file for the monitor's life, as Keras's own callback
             count = hosts.process_count()
@@ -191,8 +190,6 @@ def _scalar(name: str, value: float, step: int) -> None:
     """A TensorBoard scalar, as `tf.summary.scalar` writes it (the "scalars" plugin's metadata),
     without needing the tensorboard package that `tf.summary.scalar` imports."""
     from tensorflow.core.framework import summary_pb2
-
-    from tfpipe._tf import tf
 
     metadata = summary_pb2.SummaryMetadata(
         plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
@@ -241,8 +238,6 @@ class _Fit:
     @property
     def read_every(self) -> int:
         """Calls between reads of the ring, so it never wraps between two."""
-        from tfpipe.monitor.stamps import CAPACITY
-
         return max(1, CAPACITY // (4 * self.spe))
 
     def epoch_begins(self, epoch: int) -> None:

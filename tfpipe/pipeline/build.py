@@ -1,160 +1,181 @@
-"""`plan()` and `build()`: from data + preset + config to a `Pipeline` (stages/pipeline.py) and
-its tf.data.Dataset. One dataset is planned in three steps, each a module: request.py (the
-arguments checked, the data resolved), decide.py (every choice), assemble.py (the stages); a
-mapping of names to datasets is a weighted mixture (mixture/plan.py), each source planned by
-`plan`.
+"""`plan()` and `build()`: from data + preset + options to a `Pipeline` (stages/pipeline.py) and
+its tf.data.Dataset. The arguments are read into typed options first (arguments.py: the short
+keywords mapped onto their objects); one dataset is then planned in three steps, each a module:
+request.py (the arguments checked, the data resolved), decide.py (every choice), assemble.py
+(the stages); a `Mixture` is planned by mixture/plan.py, each source by `plan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfpipe.errors import ConfigError
+from tfpipe._tf import Dataset
+from tfpipe.pipeline import arguments
+from tfpipe.pipeline.arguments import Arguments, Data
 from tfpipe.pipeline.assemble import assemble
-from tfpipe.pipeline.config import PipelineConfig
+from tfpipe.pipeline.config import DataService, Integrity, Order, OrderKind, PipelineConfig, Remainder, Tuning
 from tfpipe.pipeline.decide import decide
+from tfpipe.pipeline.hosts import Hosts
 from tfpipe.pipeline.mixture.plan import plan_mixture
+from tfpipe.pipeline.mixture.sources import Mixture
 from tfpipe.pipeline.request import make_request
 from tfpipe.pipeline.stages.pipeline import Pipeline
 from tfpipe.presets import PresetLike
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
 
 __all__ = ["build", "plan"]
 
 
 def plan(
-    data: str | Sequence[str] | Mapping[str, Any],
+    data: Data,
     *,
-    preset: str | PresetLike | None = None,
     batch_size: int,
+    preset: str | PresetLike | None = None,
     training: bool = True,
-    input_context: Any = None,
-    num_hosts: int | None = None,
-    host_index: int | None = None,
-    service: str | None = None,
+    split: str | None = None,
+    hosts: Hosts | None = None,
+    order: Order | OrderKind | None = None,
+    tuning: Tuning | None = None,
+    remainder: Remainder | None = None,
+    integrity: Integrity | None = None,
+    service: str | DataService | None = None,
+    start_step: int | Position = 0,
     config: PipelineConfig | None = None,
-    start_step: Any = 0,
-    weights: Mapping[str, float] | None = None,
-    mix_by: str | None = None,
-    **preset_options: Any,
+    **short: Any,
 ) -> Pipeline:
-    """Plans the pipeline `build()` returns: resolves data, preset and config into stages.
+    """Plans the pipeline `build()` returns: resolves data, preset and options into stages.
 
-    Three steps: `make_request` checks the arguments and finds the data, `decide` makes every
-    choice (the order, the config for this mode and storage, the preset bound to the data,
-    the share of files, the cache), and `assemble` makes the stages.
+    The arguments are read into typed options (`arguments.read`: each short keyword set on the
+    object it names); then `make_request` checks them and finds the data, `decide` makes every
+    choice (the order, the config for this mode and storage, the preset bound to the data, the
+    share of files, the cache), and `assemble` makes the stages.
 
     Args: as for `build()`.
 
     Returns:
       A Pipeline; `.dataset()` is the tf.data.Dataset, `.stages` the named stages.
     """
-    if isinstance(data, Mapping) or weights is not None or mix_by is not None:
-        arguments = dict(locals())  # every argument as given, for each source's own plan
-        return _mixture(arguments.pop("data"), arguments.pop("preset_options"), arguments)
-    request = make_request(
+    args = arguments.read(
         data,
         preset=preset,
-        batch_size=batch_size,
-        training=training,
-        input_context=input_context,
-        num_hosts=num_hosts,
-        host_index=host_index,
+        split=split,
+        hosts=hosts,
+        order=order,
+        tuning=tuning,
+        remainder=remainder,
+        integrity=integrity,
         service=service,
         config=config,
-        start_step=start_step,
-        preset_options=preset_options,
+        short=short,
     )
+    if isinstance(args.data, Mixture):
+        return _mixture(args.data, args, batch_size=batch_size, training=training, start_step=start_step)
+    request = make_request(args, batch_size=batch_size, training=training, start_step=start_step)
     return assemble(request, decide(request))
 
 
-def _mixture(data: Any, preset_options: dict[str, Any], arguments: dict[str, Any]) -> Pipeline:
-    """A weighted mixture of datasets (mixture/plan.py), each source planned by `plan`."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(
-            "weights and mix_by weigh the sources of a mixture: pass data as a mapping of names to "
-            f"datasets, e.g. {{'web': PATH, 'code': PATH}}. Received: data={data!r}"
-        )
-    return plan_mixture(data, plan_one=plan, **arguments, **preset_options)
+def _mixture(
+    mix: Mixture, args: Arguments, *, batch_size: int, training: bool, start_step: int | Position
+) -> Pipeline:
+    """A weighted mixture (mixture/plan.py), each source planned by `plan` with these options
+    (the mixture sets each one's seed and order)."""
+    order = {"order": args.config.order} if args.config.order is not None else {}
+    return plan_mixture(
+        mix.sources,
+        weights=mix.weights,
+        mix_by=mix.by,
+        plan_one=plan,
+        start_step=start_step,
+        batch_size=batch_size,
+        preset=args.preset,
+        training=training,
+        hosts=args.hosts,
+        service=args.service,
+        config=args.config,
+        **order,
+        **args.preset_options,
+    )
 
 
 def build(
-    data: str | Sequence[str] | Mapping[str, Any],
+    data: Data,
     *,
-    preset: str | PresetLike | None = None,
     batch_size: int,
+    preset: str | PresetLike | None = None,
     training: bool = True,
-    input_context: Any = None,
-    num_hosts: int | None = None,
-    host_index: int | None = None,
-    service: str | None = None,
+    split: str | None = None,
+    hosts: Hosts | None = None,
+    order: Order | OrderKind | None = None,
+    tuning: Tuning | None = None,
+    remainder: Remainder | None = None,
+    integrity: Integrity | None = None,
+    service: str | DataService | None = None,
+    start_step: int | Position = 0,
     config: PipelineConfig | None = None,
-    start_step: Any = 0,
-    weights: Mapping[str, float] | None = None,
-    mix_by: str | None = None,
-    **preset_options: Any,
-) -> Any:
+    **short: Any,
+) -> Dataset:
     """A tuned `tf.data.Dataset` of `(features, labels)` for `model.fit`.
 
     Args:
       data: a dataset directory with `tfpipe.json` (local or gs://), a glob such as
-        `gs://b/imagenet/train-*`, or a list of TFRecord files. Files beside a manifest that
-        lists them are read through it; part of a sharded set is refused.
-      preset: "imagenet", "tabular", a registered name or a Preset; None picks one from the
-        manifest's layout (or "imagenet" for records with `image/encoded`).
-      batch_size: the global batch. With `input_context`, each pipeline yields
-        `input_context.get_per_replica_batch_size(batch_size)`; with `num_hosts`, each host
-        `batch_size / num_hosts`.
-      training: shuffle, repeat and drop the remainder (True); or yield every record exactly
-        once in source order, with the cardinality set when the manifest knows it (False).
-      input_context: a `tf.distribute.InputContext`; files are sharded across input pipelines.
-      num_hosts: the same without tf.distribute: how many hosts read the data (with JAX:
-        `jax.process_count()`). Each host reads its share of the files. Not with
-        `input_context`.
-      host_index: this host's index among them, from 0 (with JAX: `jax.process_index()`).
-      service: a tf.data service dispatcher, "grpc://host:port".
-      config: a PipelineConfig.
-      start_step: the first training step: an int, or a `tfpipe.Position` whose step is read
-        when the dataset's iterator starts (restored by a checkpoint or the Keras callback of
-        `tfpipe.resume`). The dataset then yields exactly the batches an uninterrupted run
-        with the same data, batch_size and seed yields from that step on (resumable order).
-      weights: a mixture's weights by name, when `data` maps names to datasets (`{"web": PATH,
-        "code": PATH}`); None: each source's size. Text: shares of the tokens.
-      mix_by: what text's weights share, "tokens" (default) or "documents"; else "records".
-      **preset_options: PipelineConfig fields (seed, deterministic, cache, skip_corrupt, ...)
-        override `config`; the rest go to the preset (e.g. image_size, dtype, label).
+        `gs://b/imagenet/train-*`, or a list of TFRecord files (part of a sharded set is
+        refused); or a `tfpipe.Mixture` of datasets (a mapping of names to datasets is its
+        short form).
+      batch_size: the global batch; with `hosts`, each yields `batch_size / num_hosts` (from a
+        tf.distribute InputContext: per replica).
+      preset: a name ("imagenet", "tabular", "text", yours) or a preset object with its options
+        (`tfpipe.presets.Text(sequence_length=512)`); None: the one the data's layout calls for.
+      training: shuffle, repeat and drop the remainder (True); or every record once in source
+        order, with the cardinality set when the manifest knows it (False).
+      split: the manifest split. None: "train" when training; in eval "validation", "test",
+        else the only one.
+      hosts: a `tfpipe.Hosts` (`Hosts.from_jax()`, `Hosts.from_context(ctx)`): the input
+        pipelines sharing the files and this one. None: this process reads everything.
+      order: a `tfpipe.Order`: the training order, its seed, buffer and interleave.
+      tuning: a `tfpipe.Tuning`: the cache, threads and buffers (speed and memory).
+      remainder: a `tfpipe.Remainder`: the last partial batch dropped, kept or padded.
+      integrity: a `tfpipe.Integrity`: a corrupt shard raised, or skipped and counted.
+      service: a tf.data service dispatcher, "grpc://host:port", or a `tfpipe.DataService`.
+      start_step: the first training step, an int or a `tfpipe.resume.Position` (read when the
+        iterator starts): the batches an uninterrupted run with the same seed yields from there.
+      config: every option at once as a `PipelineConfig`, the short keywords over it.
+      **short: the short forms, each one field of an object (`seed=7` is `Order.seed`,
+        `num_hosts`/`host_index` are `Hosts`, `weights` the Mixture's); any other keyword is
+        the preset's option (`sequence_length=512`). docs/reference/api.md lists them.
 
     Returns:
       A `tf.data.Dataset` of `(features, labels)`.
 
     Raises:
-      ConfigError: a bad option, batch size or preset name.
+      ConfigError: a bad option, batch size or preset name; a field given twice, or a name
+        both a short form and the preset claim.
       DataError / ManifestError: missing manifest, files or features, a partial set of
         shards, shards of the wrong size, fewer records than a training batch; naming them.
       StorageError: gs:// refused a request.
 
     While iterating, a corrupt shard, a shard holding other records than listed, or a read
-    that kept failing raise `tf.errors.InvalidArgumentError` naming the shard; a network error
-    that outlasts the retries is raised as TensorFlow raised it.
+    that kept failing raise `tf.errors.InvalidArgumentError` naming the shard.
 
     Example:
-      >>> ds = tfpipe.build("gs://bucket/imagenet", preset="imagenet", batch_size=1024)
-      >>> model.fit(ds, steps_per_epoch=tfpipe.steps_per_epoch("gs://bucket/imagenet", 1024))
+      >>> ds = tfpipe.build("gs://bucket/imagenet", batch_size=1024, hosts=tfpipe.Hosts.from_jax())
 
     Long: the docstring is the public contract of tfpipe's main entry point; the body is one call.
     """
     return plan(
         data,
-        preset=preset,
         batch_size=batch_size,
+        preset=preset,
         training=training,
-        input_context=input_context,
-        num_hosts=num_hosts,
-        host_index=host_index,
+        split=split,
+        hosts=hosts,
+        order=order,
+        tuning=tuning,
+        remainder=remainder,
+        integrity=integrity,
         service=service,
-        config=config,
         start_step=start_step,
-        weights=weights,
-        mix_by=mix_by,
-        **preset_options,
+        config=config,
+        **short,
     ).dataset()

@@ -4,144 +4,18 @@ refused by name with what was expected and what was received."""
 from __future__ import annotations
 
 import os
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.schema import dtype_of_tf
+from tfpipe.pipeline.config import PipelineConfig, check_address
 from tfpipe.pipeline.read.sharding import RECORD_FRAMING
-from tfpipe.validation import check_int
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.config import PipelineConfig
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
     from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.presets import Decoder
-
-
-def per_replica_batch(batch_size: int, input_context: Any) -> int:
-    """The batch of each replica: the global batch, which must divide among the replicas."""
-    if input_context is None:
-        return batch_size
-    replicas = int(input_context.num_replicas_in_sync)
-    _divides(
-        batch_size, replicas, f"the {replicas} replicas in sync, or some replicas would get a smaller batch"
-    )
-    return input_context.get_per_replica_batch_size(batch_size)
-
-
-def _divides(batch_size: int, n: int, among: str) -> None:
-    """Refuses a global batch that does not divide among `n` (replicas or hosts), naming the two
-    nearest that do."""
-    if batch_size % n:
-        lower, upper = batch_size // n * n, (batch_size // n + 1) * n
-        raise ConfigError(
-            f"batch_size is the global batch and must divide evenly among {among}. Received: "
-            f"batch_size={batch_size} ({batch_size}/{n} = {batch_size / n:g}). Use "
-            + (f"{lower} or {upper}." if lower else f"{upper}.")
-        )
-
-
-def hosts(num_hosts: Any, host_index: Any, input_context: Any, batch_size: int) -> tuple[int, int] | None:
-    """(hosts, this host's index) from `num_hosts` and `host_index`, or None when neither is
-    given. The global batch must divide among the hosts: each reads `batch_size / num_hosts`.
-
-    Raises:
-      ConfigError: one of the two without the other, either beside an input_context, an index
-        out of range, or a batch that does not divide.
-    """
-    if num_hosts is None and host_index is None:
-        return None
-    if input_context is not None:
-        raise ConfigError(
-            "num_hosts and host_index say what input_context says (the input pipelines and this "
-            "one's index): pass one or the other. Received: input_context="
-            f"{type(input_context).__name__}, num_hosts={num_hosts!r}, host_index={host_index!r}"
-        )
-    if num_hosts is None or host_index is None:
-        raise ConfigError(
-            "num_hosts and host_index come together (with JAX: num_hosts=jax.process_count(), "
-            f"host_index=jax.process_index()). Received: num_hosts={num_hosts!r}, host_index={host_index!r}"
-        )
-    n = check_int("num_hosts", num_hosts, 1)
-    i = check_int("host_index", host_index, 0, n - 1, what=f"an int in [0, num_hosts - 1 = {n - 1}]")
-    _divides(batch_size, n, f"the num_hosts={n} hosts: each host reads batch_size / num_hosts")
-    return n, i
-
-
-def check_context_on_jax(input_context: Any) -> None:
-    """Refuses an input_context whose replicas are not its input pipelines when Keras runs on
-    JAX: it makes per-replica batches, where Keras on JAX takes each host's batch as that host's
-    share of the global batch (`num_replicas_in_sync=jax.device_count()` would shrink it)."""
-    import sys
-
-    keras = sys.modules.get("keras")
-    if input_context is None or keras is None or not _backend_is(keras, "jax"):
-        return
-    replicas, pipelines = int(input_context.num_replicas_in_sync), int(input_context.num_input_pipelines)
-    if replicas != pipelines:
-        raise ConfigError(
-            "Keras runs on JAX, which takes each host's batches as its share of the global batch, but "
-            f"this input_context makes per-replica batches ({replicas} replicas over {pipelines} input "
-            "pipelines: batch_size / replicas each). Pass num_hosts=jax.process_count(), "
-            "host_index=jax.process_index() instead of input_context. Received: input_context("
-            f"num_input_pipelines={pipelines}, input_pipeline_id={input_context.input_pipeline_id}, "
-            f"num_replicas_in_sync={replicas})"
-        )
-
-
-def check_keras_sharding(pipelines: int, given: bool) -> None:
-    """Refuses a tfpipe host share that a multi-process `keras.distribution.DataParallel` (JAX)
-    would shard again, or a whole dataset on every host that it would not shard.
-
-    Only when Keras is imported and a DataParallel distribution is set (so JAX already knows its
-    processes); `given`: the caller passed num_hosts/host_index or an input_context.
-    """
-    import sys
-
-    keras = sys.modules.get("keras")
-    if keras is None or not _backend_is(keras, "jax"):
-        return
-    try:
-        distribution = keras.distribution.distribution()
-        data_parallel = isinstance(distribution, keras.distribution.DataParallel)
-    except Exception:  # an older Keras without the distribution API: nothing to check against
-        return
-    if not data_parallel:  # none, or a model-parallel layout (hosts may share a replica's data)
-        return
-    import jax
-
-    processes = jax.process_count()
-    if processes <= 1:
-        return
-    auto = bool(getattr(distribution, "auto_shard_dataset", False))
-    name = type(distribution).__name__
-    if given and auto:
-        raise ConfigError(
-            f"keras.distribution.{name} has auto_shard_dataset=True: Keras would cut each host's "
-            f"batches again and keep one in {processes}, where tfpipe already gives each host its share. "
-            f"Set it with {name}(auto_shard_dataset=False) (tfpipe reads only this host's files), or "
-            "build the global dataset without num_hosts (every host then reads every file)."
-        )
-    if not given and not auto:
-        raise ConfigError(
-            f"keras.distribution.{name} has auto_shard_dataset=False across {processes} JAX processes, "
-            "so each host must give its own share of the global batch: without num_hosts every host "
-            "would read the same examples. Pass num_hosts=jax.process_count(), "
-            "host_index=jax.process_index()."
-        )
-    if given and pipelines != processes:
-        raise ConfigError(
-            f"JAX runs {processes} processes, but the data is shared among {pipelines} input "
-            f"pipelines. Pass num_hosts=jax.process_count() ({processes}), host_index=jax.process_index()."
-        )
-
-
-def _backend_is(keras: ModuleType, name: str) -> bool:
-    try:
-        return keras.backend.backend() == name
-    except Exception:  # keras partly imported (during its own import): not yet a backend
-        return False
 
 
 def check_keys(decoder: Decoder, src: ResolvedData, preset_name: str) -> None:
@@ -210,11 +84,10 @@ def check_enough(
         )
 
 
-def check_service(service: Any, cfg: PipelineConfig) -> None:
-    if service is not None and (not isinstance(service, str) or "://" not in service):
-        raise ConfigError(
-            f"service must be a dispatcher address like 'grpc://host:port'. Received: {service!r}"
-        )
+def check_service(service: str | None, cfg: PipelineConfig) -> None:
+    """Refuses a service address that is none, and skip_corrupt's counts on the service."""
+    if service is not None:
+        check_address(service)
     if service is not None and cfg.skip_corrupt:
         raise ConfigError(
             "skip_corrupt=True counts in this process, but service= runs the pipeline on tf.data "
@@ -244,3 +117,25 @@ def check_cache_dir(cache: str) -> None:
     why = storage.write_problem(parent)
     if why:
         raise ConfigError(f"cache={cache!r}: the directory {parent!r} is not writable ({why}).")
+
+
+def check_mixture_service(
+    service: str | None, position: Position | None, config: PipelineConfig | None, mode: str | None
+) -> None:
+    """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
+    in this process) and sharding modes that split the stream (its order is the mixture's)."""
+    if service is None:
+        return
+    check_service(service, config or PipelineConfig())
+    if position is not None:
+        raise ConfigError(
+            "A mixture on the tf.data service starts at an int start_step: a Position's variable "
+            "lives in this process, and the service's workers cannot read it. Pass "
+            "start_step=position.step. Received: start_step=Position"
+        )
+    mode = mode or getattr(config, "processing_mode", "parallel_epochs")
+    if mode != "parallel_epochs":
+        raise ConfigError(
+            "A mixture on the tf.data service runs whole on each worker (processing_mode="
+            f"'parallel_epochs'), so its order holds. Received: processing_mode={mode!r}"
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import warnings
-from typing import Any
+from collections.abc import Mapping
 
 from tfpipe.errors import ConfigError, DefaultWarning, ShardingWarning, TilingWarning
 from tfpipe.modalities import modality_of_records
@@ -143,7 +143,7 @@ def _check_enough(r: Request, batching: Batching, share: FileShare, *, drop: boo
 
 
 def _bind(
-    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: dict[str, Any]
+    preset: str | PresetLike | None, src: ResolvedData, training: bool, options: Mapping[str, object]
 ) -> tuple[PresetLike, Decoder]:
     """The preset bound to this data, its keys checked and its data-changing defaults warned."""
     preset_obj = get_preset(preset if preset is not None else _default_preset(src, options))
@@ -163,7 +163,7 @@ def _bind(
     return preset_obj, decoder
 
 
-def _default_preset(src: ResolvedData, options: dict[str, Any]) -> PresetLike:
+def _default_preset(src: ResolvedData, options: Mapping[str, object]) -> PresetLike:
     """The preset of the data's modality: its manifest's layout's, else the modality that
     recognizes its records (images: the imagenet_to_gcs key, a TFDS dataset's image feature, or
     an `image_key` given)."""

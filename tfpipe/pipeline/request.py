@@ -1,20 +1,21 @@
-"""`plan()`'s first step: its arguments checked (each refused by name) and the data resolved,
-as a `Request`.
+"""`plan()`'s first step for one dataset: its arguments checked (each refused by name) and the
+data resolved, as a `Request`.
 
-The arguments are routed here: a `PipelineConfig` field given as a keyword overrides `config`,
-the rest go to the preset (`_split_kwargs`). The hosts (`input_context`, or `num_hosts` and
-`host_index`) become this input pipeline's index among them and its batch.
+The options arrive typed (pipeline/arguments.py read the short forms into their objects); the
+hosts become this input pipeline's index among them and its batch.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from tfpipe.errors import ConfigError
-from tfpipe.pipeline import checks
+from tfpipe.pipeline import checks, hosts
+from tfpipe.pipeline.arguments import Arguments
 from tfpipe.pipeline.config import PipelineConfig
+from tfpipe.pipeline.mixture.sources import Mixture
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.read.resolve import ResolvedData, resolve
 from tfpipe.presets import PresetLike
@@ -31,14 +32,14 @@ class Request:
     src: ResolvedData
     config: PipelineConfig  # as given: mode and storage defaults not filled in yet
     preset: str | PresetLike | None
-    options: dict[str, Any]  # the preset's options
+    options: Mapping[str, object]  # the preset's options given as keywords
     training: bool
     service: str | None
     batch_size: int  # global
-    per_replica: int  # the batch of each replica (input_context), or of each host (num_hosts)
+    per_replica: int  # the batch of each replica (tf.distribute's context), or of each host
     pipelines: int
     index: int
-    hosts: bool  # the share came from num_hosts/host_index
+    hosts: bool  # each host yields its share of the global batch (Hosts.per_host, several)
     position: Position | None  # None for a fixed step
     step: int
 
@@ -47,60 +48,32 @@ class Request:
         return self.position is not None or self.step > 0
 
 
-def make_request(
-    data: str | Sequence[str],
-    *,
-    preset: str | PresetLike | None,
-    batch_size: int,
-    training: bool,
-    input_context: Any,
-    num_hosts: Any,
-    host_index: Any,
-    service: str | None,
-    config: PipelineConfig | None,
-    start_step: Any,
-    preset_options: dict[str, Any],
-) -> Request:
+def make_request(args: Arguments, *, batch_size: int, training: bool, start_step: int | Position) -> Request:
     """The arguments checked (each refused by name) and the data resolved."""
-    cfg, options = _split_kwargs(config, preset_options)
+    assert not isinstance(args.data, Mixture), "a mixture plans each source as one dataset"
+    cfg, share = args.config, args.hosts
     check_bool("training", training)
     position, step = resumable.parse_start(start_step)
     batch_size = check_batch_size("batch_size", batch_size)
-    checks.check_service(service, cfg)
-    hosts = checks.hosts(num_hosts, host_index, input_context, batch_size)
-    checks.check_context_on_jax(input_context)
-    if hosts is None:
-        per_replica = checks.per_replica_batch(batch_size, input_context)
-        n, i = _pipelines(input_context)
-    else:
-        (n, i), per_replica = hosts, batch_size // hosts[0]
-    checks.check_keras_sharding(n, hosts is not None or input_context is not None)
+    checks.check_service(args.service, cfg)
+    per_replica = share.batch(batch_size) if share is not None else batch_size
+    hosts.check_on_jax(share)
+    hosts.check_keras_sharding(share)
     return Request(
-        src=_resolve_data(data, cfg, training),
+        src=_resolve_data(args.data, cfg, training),
         config=cfg,
-        preset=preset,
-        options=options,
+        preset=args.preset,
+        options=args.preset_options,
         training=training,
-        service=service,
+        service=args.service,
         batch_size=batch_size,
         per_replica=per_replica,
-        pipelines=n,
-        index=i,
-        hosts=hosts is not None,
+        pipelines=share.num_hosts if share is not None else 1,
+        index=share.host_index if share is not None else 0,
+        hosts=share is not None and share.per_host,
         position=position,
         step=step,
     )
-
-
-def _split_kwargs(
-    config: PipelineConfig | None, kwargs: dict[str, Any]
-) -> tuple[PipelineConfig, dict[str, Any]]:
-    if config is not None and not isinstance(config, PipelineConfig):
-        raise ConfigError(f"config must be a PipelineConfig. Received: {type(config).__name__}")
-    names = PipelineConfig.field_names()
-    overrides = {k: v for k, v in kwargs.items() if k in names}
-    preset_options = {k: v for k, v in kwargs.items() if k not in names}
-    return dataclasses.replace(config or PipelineConfig(), **overrides), preset_options
 
 
 def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool) -> ResolvedData:
@@ -113,10 +86,3 @@ def _resolve_data(data: str | Sequence[str], cfg: PipelineConfig, training: bool
             "Convert them with `tfpipe convert`, or read without skip_corrupt (errors are raised)."
         )
     return src
-
-
-def _pipelines(input_context: Any) -> tuple[int, int]:
-    """(input pipelines, this one's index): (1, 0) without an input_context."""
-    if input_context is None:
-        return 1, 0
-    return int(input_context.num_input_pipelines), int(input_context.input_pipeline_id)

@@ -5,28 +5,28 @@ predicted from its length histogram), without reading data.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from tfpipe.errors import DataError, ManifestError
+from tfpipe.errors import ConfigError, DataError, ManifestError
 from tfpipe.modalities import modality_of_records
 from tfpipe.modalities.modality import records_in_epoch
+from tfpipe.pipeline.mixture.sources import Mixture, SourceData
 from tfpipe.pipeline.read.resolve import resolve
+from tfpipe.presets import PresetLike, get_preset
 from tfpipe.validation import check_batch_size, check_bool
 
 
 def steps_per_epoch(
-    data: str | Sequence[str] | Mapping[str, Any],
+    data: SourceData | Mixture | Mapping[str, SourceData],
     batch_size: int,
     *,
+    preset: str | PresetLike | None = None,
     split: str | None = None,
     drop_remainder: bool = True,
-    sequence_length: int | None = None,
-    packing: str | None = None,
-    weights: Mapping[str, float] | None = None,
-    mix_by: str | None = None,
-    **text_options: Any,
+    **preset_options: Any,
 ) -> int:
     """Batches in one pass over a split, from the manifest's record counts.
 
@@ -34,11 +34,12 @@ def steps_per_epoch(
     the shards of one of its splits. A text split's batches are rows (packed sequences of
     `sequence_length` tokens), not its records (documents): their count is predicted from the
     manifest's length histogram as `build()` packs them (`packing.fill.epoch_rows`), without reading
-    data. `packing` and `text_options` (output, eos, truncate, chunk, label) are those `build()`
-    gets: they change the rows.
+    data. The text preset's options change the rows: pass those `build()` gets, as a
+    `preset=tfpipe.presets.Text(...)` or as keywords (sequence_length, packing, output, eos,
+    truncate, chunk, label).
 
-    A mixture (`data` a mapping of names to datasets, with its `weights` and `mix_by` as
-    `build()` takes them): one epoch of a mixture lasts until every source has been read whole
+    A mixture (`data` a `tfpipe.Mixture`, or a mapping of names to datasets with `weights=` and
+    `mix_by=` as `build()` takes them): one epoch of a mixture lasts until every source has been read whole
     at least once, i.e. one epoch of the source that takes longest at its weight (its size over
     its weight); its rows are predicted from the mix (its modality's mixing: for text,
     modalities/text/mixture/numbers.py).
@@ -50,9 +51,9 @@ def steps_per_epoch(
     """
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
-    if isinstance(data, Mapping) or weights is not None or mix_by is not None:
-        options = {"sequence_length": sequence_length, "packing": packing, **text_options}
-        return _mixture_steps(data, batch_size, split, drop_remainder, weights, mix_by, options)
+    if isinstance(data, (Mixture, Mapping)):
+        return _mixture_steps(data, batch_size, preset, split, drop_remainder, preset_options)
+    options = _preset_options(preset, preset_options)
     src = resolve(data, split=split, training=True)
     if src.examples is None:
         raise ManifestError(
@@ -62,7 +63,6 @@ def steps_per_epoch(
         )
     modality = modality_of_records(src.manifest, {}, src.tfds)
     epoch = modality.epoch if modality is not None else records_in_epoch
-    options = {"sequence_length": sequence_length, "packing": packing, **text_options}
     examples, what = epoch(src, batch_size, options)
     steps = examples // batch_size if drop_remainder else math.ceil(examples / batch_size)
     if steps == 0:
@@ -73,19 +73,18 @@ def steps_per_epoch(
 
 
 def _mixture_steps(
-    data: Any,
+    data: Mixture | Mapping[str, SourceData],
     batch_size: int,
+    preset: str | PresetLike | None,
     split: str | None,
     drop_remainder: bool,
-    weights: Any,
-    mix_by: Any,
     options: dict[str, Any],
 ) -> int:
-    """Batches in one epoch of a mixture (every source read whole at least once)."""
+    """Batches in one epoch of a mixture (every source read whole at least once), planned as
+    build() plans it (`weights=` and `mix_by=` among `options` for a mapping)."""
     from tfpipe.pipeline.build import plan  # the build stands above its steps
 
-    options = {k: v for k, v in options.items() if v is not None}
-    pipe = plan(data, batch_size=batch_size, split=split, weights=weights, mix_by=mix_by, seed=0, **options)
+    pipe = plan(data, batch_size=batch_size, preset=preset, split=split, seed=0, **options)
     units = pipe.epoch_rows()  # type: ignore[attr-defined]
     steps = units // batch_size if drop_remainder else math.ceil(units / batch_size)
     if steps == 0:
@@ -93,3 +92,26 @@ def _mixture_steps(
             f"One epoch of the mixture holds {units:,} rows or records, fewer than one batch of {batch_size}."
         )
     return steps
+
+
+def _preset_options(preset: str | PresetLike | None, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The preset options `steps_per_epoch` was given: keywords over a named preset's, or a
+    preset object's own (those not at their defaults; a keyword beside it is refused, as build()
+    does)."""
+    if preset is None or isinstance(preset, str):
+        if preset is not None:
+            get_preset(preset)  # a name no preset has is refused
+        return dict(options)
+    chosen = get_preset(preset)
+    if options:
+        raise ConfigError(
+            f"{', '.join(f'{k}=' for k in sorted(options))} set options of the preset object given "
+            f"as preset=, which carries its own: set them there. Received: preset={preset!r}"
+        )
+    if not dataclasses.is_dataclass(chosen):
+        return {}
+    return {
+        f.name: getattr(chosen, f.name)
+        for f in dataclasses.fields(chosen)
+        if getattr(chosen, f.name) != f.default
+    }

@@ -15,26 +15,34 @@ Example:
   >>> ds = tfpipe.build("data/points", preset="points", batch_size=512)
 
 Each modality's preset is registered with it (tfpipe/modalities/: "imagenet", "tabular" and
-"text" are the built-in modalities'); `preset=None` picks the manifest's modality's. The types a
-preset is made of are in tfpipe/presets/base.py (which the modalities' presets import, so that no
-preset imports the registry that finds it); this module is the registry.
+"text" are the built-in modalities', each in its folder's preset.py); `preset=None` picks the
+manifest's modality's. A built-in preset is a frozen object that carries its options, and its
+class is here by name (`tfpipe.presets.Text`, `ImageNet`, `Tabular`, found through the registry
+on first use): `build(data, preset=tfpipe.presets.Text(sequence_length=512))`, or by name with
+the options as keywords, `build(data, preset="text", sequence_length=512)`. The types a preset is
+made of are in tfpipe/presets/base.py (which the modalities' presets import, so that no preset
+imports the registry that finds it); this module is the registry.
 """
 
 from __future__ import annotations
 
 from tfpipe.errors import ConfigError
 from tfpipe.modalities import modalities
-from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, options_of
+from tfpipe.presets.base import Decoder, Preset, PresetContext, PresetLike, declared_options, with_options
 
 __all__ = [
     "Decoder",
+    "ImageNet",
     "Preset",
     "PresetContext",
     "PresetLike",
+    "Tabular",
+    "Text",
+    "declared_options",
     "get_preset",
-    "options_of",
     "preset_names",
     "register_preset",
+    "with_options",
 ]
 
 
@@ -66,6 +74,11 @@ def get_preset(name: str | PresetLike) -> PresetLike:
     Raises:
       ConfigError: no preset has that name; lists the registered names.
     """
+    if isinstance(name, type):
+        raise ConfigError(
+            f"preset must be a preset object or a name; {name.__name__} is a class: pass an instance, "
+            f"e.g. preset={name.__name__}(...). Received: preset={name!r}"
+        )
     if isinstance(name, PresetLike):
         return name
     presets = _presets()
@@ -85,3 +98,12 @@ def _presets() -> dict[str, PresetLike]:
     """The registered presets: the modalities' own, and those registered here (which replace a
     modality's of the same name only with overwrite=True)."""
     return {m.preset.name: m.preset for m in modalities()} | _REGISTRY
+
+
+def __getattr__(name: str) -> type:
+    """A registered modality's preset class by its name (`tfpipe.presets.Text`, `ImageNet`,
+    `Tabular`: the built-ins'), found through the registry, which loads the modalities by name."""
+    for m in modalities():
+        if type(m.preset).__name__ == name:
+            return type(m.preset)
+    raise AttributeError(f"module 'tfpipe.presets' has no attribute {name!r}")

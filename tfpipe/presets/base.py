@@ -1,17 +1,30 @@
 """What a preset is made of: the `PresetContext` it is bound to, the `Decoder` it returns, the
-`PresetLike` protocol and the simple `Preset`. The registry is tfpipe/presets/__init__.py."""
+`PresetLike` protocol and the simple `Preset`; the options a preset declares and takes from
+`build()`'s keywords. The registry is tfpipe/presets/__init__.py."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from tfpipe._tf import Feature, Nest, Tensor
 from tfpipe.errors import ConfigError
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from tfpipe.format.manifest import Manifest
     from tfpipe.format.schema import Schema
+
+    class _OptionsPreset(DataclassInstance, Protocol):
+        """A preset that is a dataclass of its options (`with_options`)."""
+
+        @property
+        def name(self) -> str: ...
+
+
+P = TypeVar("P", bound="_OptionsPreset")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -35,7 +48,7 @@ class PresetContext:
     training: bool
     where: str
     split: str | None = None
-    suggested: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    suggested: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,15 +83,15 @@ class Decoder:
         into rows (`modalities.text.rows.TextRows`).
     """
 
-    spec: Mapping[str, Any]
+    spec: Mapping[str, Feature]
     required: tuple[str, ...]
-    decode: Callable[..., Any]
-    finalize: Callable[[Any], Any] | None = None
+    decode: Callable[[Mapping[str, Tensor], Tensor | None, Tensor | None], Nest]
+    finalize: Callable[..., Nest] | None = None  # tf.data hands a tuple element as its arguments
     batched: bool = True
     random: bool = False
     needs_source: bool = False
-    check: Callable[[Any], Any] | None = None
-    describe: Callable[[Any], list[Any]] | None = None
+    check: Callable[[Mapping[str, Tensor]], Tensor] | None = None
+    describe: Callable[[Mapping[str, Tensor]], list[Tensor]] | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     packing: Any = None
@@ -87,11 +100,19 @@ class Decoder:
 
 @runtime_checkable
 class PresetLike(Protocol):
-    """What the registry accepts: a name, and `bind` returning a Decoder."""
+    """What the registry accepts: a name, and `bind` returning a Decoder.
 
-    name: str
+    `bind` gets the preset's options given as keywords of `build()` (`options`, empty when none
+    are). A preset declares the names it takes with an `option_names` attribute, or as a
+    dataclass whose fields are its options (the built-in `Text`, `ImageNet`, `Tabular`): `build()`
+    then refuses a keyword that both the preset and one of its own options claim. A preset that
+    declares none gets every keyword that is not one of build()'s own.
+    """
 
-    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder: ...
+    @property
+    def name(self) -> str: ...
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, object]) -> Decoder: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,9 +128,10 @@ class Preset:
     """
 
     name: str
-    spec: Mapping[str, Any] | Callable[[PresetContext], Mapping[str, Any]]
-    map_fn: Callable[[Any, bool], Any]
+    spec: Mapping[str, Feature] | Callable[[PresetContext], Mapping[str, Feature]]
+    map_fn: Callable[[Mapping[str, Tensor], bool], Nest]
     batched: bool = True
+    option_names: ClassVar[frozenset[str]] = frozenset()  # it takes none
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -117,7 +139,7 @@ class Preset:
         if not callable(self.map_fn):
             raise ConfigError(f"Preset {self.name!r}: map_fn must be callable. Received: {self.map_fn!r}")
 
-    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
+    def bind(self, ctx: PresetContext, options: Mapping[str, object]) -> Decoder:
         if options:
             raise ConfigError(f"Preset {self.name!r} takes no options. Received: {sorted(options)}")
         spec = dict(self.spec(ctx) if callable(self.spec) else self.spec)
@@ -130,13 +152,32 @@ class Preset:
         )
 
 
-def options_of(cls: type, options: Mapping[str, Any], preset: str) -> Any:
-    """Builds a preset's options dataclass, refusing unknown names with the accepted ones."""
-    names = {f.name for f in dataclasses.fields(cls)}
+def declared_options(preset: PresetLike) -> frozenset[str] | None:
+    """The option names `preset` takes: its `option_names`, else a dataclass's fields; None when
+    it declares none (it then gets every keyword that is not one of build()'s own)."""
+    names = getattr(preset, "option_names", None)
+    if names is not None:
+        return frozenset(names)
+    if dataclasses.is_dataclass(preset):
+        return frozenset(f.name for f in dataclasses.fields(preset))
+    return None
+
+
+def with_options(preset: P, options: Mapping[str, object]) -> P:
+    """`preset` (a dataclass of its options) with `options` in place of its own: a named preset's
+    defaults overridden by build()'s keywords, as keras-hub's `from_preset(name, **overrides)`.
+
+    Raises:
+      ConfigError: a name the preset does not take (the message lists those it takes).
+    """
+    if not options:
+        return preset
+    names = {f.name for f in dataclasses.fields(preset)}
     unknown = sorted(set(options) - names)
     if unknown:
         raise ConfigError(
-            f"Unknown option(s) {unknown} for preset {preset!r}. It takes: {sorted(names)}; "
-            "pipeline settings are PipelineConfig fields."
+            f"Unknown option(s) {unknown} for preset {preset.name!r}. It takes: {sorted(names)}; "
+            "the pipeline's own options are build()'s (seed, cache, num_hosts, ...: "
+            "docs/reference/api.md, the short forms)."
         )
-    return cls(**options)
+    return dataclasses.replace(preset, **options)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-from tfpipe import storage
+from tfpipe import _tf, storage
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.service.address import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -335,8 +335,6 @@ def start(config: DispatcherConfig | WorkerConfig) -> Server:
 
 
 def _start_unchecked(config: DispatcherConfig | WorkerConfig) -> Server:
-    from tfpipe import _tf
-
     tf_ = _tf.tf()
     svc = tf_.data.experimental.service
     check_port_free(config.port)  # again: a worker may have waited for its dispatcher
@@ -411,7 +409,6 @@ def serve(
                 on_waiting(address)
             if not wait_for(address, config.connect_timeout, "dispatcher", stop=signals.arrived):
                 raise InterruptedError("stopped by a signal while waiting for the dispatcher")
-        from tfpipe import _tf
 
         _tf.tf()  # the slow TF import, while a signal still just sets `signals.arrived`
         if signals.arrived.is_set():

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
+from tfpipe import _tf
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.service.address import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -154,7 +155,6 @@ def distribute(
         connect_timeout,
         peer_timeout,
     )
-    from tfpipe import _tf
 
     tf_ = _tf.tf()
     svc, address = tf_.data.experimental.service, ServiceAddress.parse(service)
@@ -191,8 +191,6 @@ def _service_dataset(ds: tf.data.Dataset, svc: Any, address: ServiceAddress, con
 
 def _check_offloadable(ds: tf.data.Dataset) -> None:
     """Refuses a call while tracing a graph, and a dataset that calls back into Python."""
-    from tfpipe import _tf
-
     if not _tf.tf().executing_eagerly():
         raise ConfigError(
             "distribute() must be called eagerly, outside tf.function: it checks "
@@ -214,8 +212,6 @@ _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 
 def _python_ops(ds: tf.data.Dataset) -> list[str]:
     """The Python-callback ops anywhere in `ds`'s graph, including inside map functions."""
-    from tfpipe import _tf
-
     tf_ = _tf.tf()
     # The same serialization registration does; `_variant_tensor` is how TF itself gets it.
     graph = tf_.raw_ops.DatasetToGraphV2(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     if name == "LocalGCS":
-        from tfpipe.testing.gcs import LocalGCS
+        from tfpipe.testing.gcs import LocalGCS  # the GCS twin's modules (~60 ms): on first use
 
         return LocalGCS
     if name == "fake_data":

@@ -10,7 +10,8 @@ import dataclasses
 import math
 import threading
 import time
-from typing import Any
+
+from tfpipe.format.jsonobject import JsonObject
 
 CHUNK = 64 << 10
 """Bytes moved per paced step: at 5 MB/s one step is 13 ms, fine enough for second-long reads."""
@@ -60,11 +61,11 @@ class Shaping:
     def active(self) -> bool:
         return self != Shaping()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> Shaping:
+    def from_json(cls, obj: JsonObject) -> Shaping:
         unknown = set(obj) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(

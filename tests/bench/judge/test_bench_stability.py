@@ -181,7 +181,7 @@ def test_stage_advice_names_what_the_user_changes() -> None:
     assert "decode_and_crop" not in decode.action  # tfpipe's own stage, not the user's
     read = _stage_advice("read")
     assert read is not None
-    for change in ("tfpipe convert --num-shards", "PipelineConfig(cycle_length=", 'cache="memory"'):
+    for change in ("tfpipe convert --num-shards", "Order(cycle_length=", 'cache="memory"'):
         assert change in read.action
     assert "Move per-example work" not in read.action + decode.action
     pack = _stage_advice("pack", "text")

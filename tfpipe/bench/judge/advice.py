@@ -184,9 +184,9 @@ def _stage_advice(bottleneck: Bottleneck, *, preset: str, data_on_gcs: bool) -> 
             f"Reading records is the bottleneck: {share}.",
             "Reading is the bottleneck. Convert into more shards (`tfpipe convert --num-shards`, "
             "at least 4x the interleave's cycle_length), read more of them at once "
-            "(tfpipe.build(..., config=tfpipe.PipelineConfig(cycle_length=..., "
-            "read_parallelism=...))), or cache the records when they fit in memory "
-            '(PipelineConfig(cache="memory"))' + (gcs if data_on_gcs else "."),
+            "(tfpipe.build(..., order=tfpipe.Order(cycle_length=...), "
+            "tuning=tfpipe.Tuning(read_parallelism=...))), or cache the records when they fit in "
+            'memory (tuning=tfpipe.Tuning(cache="memory"))' + (gcs if data_on_gcs else "."),
         )
     return None
 
@@ -238,7 +238,7 @@ def _cores_advice(
                 f"{cores.cores} of this host's {cores.available} cores should keep up, "
                 f"yet the measured pipeline does not ({rate(producer_eps)} vs "
                 f"{rate(consumer_eps)} {unit}/s).",
-                "Give tf.data the host's cores: raise PipelineConfig threadpool size and "
+                "Give tf.data the host's cores: raise tfpipe.Tuning(private_threadpool_size=...) and "
                 "check nothing else (e.g. the training loop) holds them.",
             )
         )

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import devices
+from tfpipe._tf import tf
 from tfpipe.errors import ConfigError
 
 # The Keras models `--model` builds with random weights (nothing is downloaded), by the batches
@@ -278,7 +279,7 @@ def monitored_fit(model: Any, dataset: Any, *, seconds: float, warmup_steps: int
     """
     import keras
 
-    from tfpipe.monitor import InputWait
+    from tfpipe.monitor import InputWait  # the monitor imports Keras: only a --fit run loads it
 
     class Timer(keras.callbacks.Callback):
         """Stops fit `seconds` after warm-up (from a batch's beginning, so Keras keeps its
@@ -350,8 +351,6 @@ def model_on_device(
     name: str, pipeline: Pipeline, *, num_classes: int, device: Device | None = None
 ) -> ModelOnDevice:
     """Builds `name` for `pipeline`'s batches on `device` (the best local one when None)."""
-    from tfpipe._tf import tf
-
     device = device or discover_device()
     real = pipeline.dataset()
     batch = next(iter(real.take(1)))

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tfpipe import storage
+from tfpipe._tf import Dataset, Nest, tf
 from tfpipe.bench import wait
 from tfpipe.bench.measure import host
 from tfpipe.bench.results import HostLoad, Rate, ScalingPoint, StageRate
@@ -21,6 +23,7 @@ from tfpipe.errors import ConfigError, DataError, field_error
 
 if TYPE_CHECKING:
     from tfpipe.pipeline import Pipeline
+    from tfpipe.pipeline.stages.stage import Stage
 
 # Pull elements in chunks lasting about this long, so the window ends within ~0.1 s of its
 # length without checking the clock after every element.
@@ -50,7 +53,7 @@ def core_counts(max_cores: int) -> list[int]:
     return counts
 
 
-def prefix_points(stages: Sequence[Any]) -> list[tuple[str, int, tuple[str, ...]]]:
+def prefix_points(stages: Sequence[Stage]) -> list[tuple[str, int, tuple[str, ...]]]:
     """Where to cut the stage list: after each run of stages of the same group.
 
     Returns:
@@ -75,11 +78,9 @@ def prefix_points(stages: Sequence[Any]) -> list[tuple[str, int, tuple[str, ...]
 TRANSPORT_BATCH = 256
 
 
-def transport(ds: Any) -> Any:
+def transport(ds: Dataset) -> Dataset:
     """Batches single elements for timing: a plain batch when every shape is static, else a
     ragged batch (variable-size images, for example)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     static = all(
         getattr(spec, "shape", None) is not None and spec.shape.is_fully_defined()
@@ -197,7 +198,7 @@ def pooled(windows: Sequence[Rate]) -> Rate:
     )
 
 
-def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
+def _warm_up(it: Iterator[Nest], warmup: float) -> tuple[int, bool, float]:
     """Pulls in chunks until `warmup` seconds have passed, learning the chunk size that takes
     about CHUNK_SECONDS (the first element, which may take seconds while shuffle buffers fill,
     is already out).
@@ -220,7 +221,7 @@ def _warm_up(it: Any, warmup: float) -> tuple[int, bool, float]:
 
 
 def _window(
-    it: Any, chunk: int, exhausted: bool, seconds: float
+    it: Iterator[Nest], chunk: int, exhausted: bool, seconds: float
 ) -> tuple[int, float, float, list[tuple[int, float]]]:
     """The timed window: pulls chunks for `seconds` or until the dataset ends.
 
@@ -252,7 +253,7 @@ def cpu_seconds() -> float:
     return time.process_time()
 
 
-def _pull(it: Any, n: int) -> int:
+def _pull(it: Iterator[Nest], n: int) -> int:
     """Takes up to n elements; returns how many there were."""
     for i in range(n):
         try:
@@ -363,11 +364,7 @@ def measure_scaling(
 
 def _profiler(logdir: str) -> Callable[[bool], None]:
     def toggle(start: bool) -> None:
-        from tfpipe._tf import tf
-
         if start:
-            from tfpipe import storage
-
             if not storage.is_gcs(logdir) and not os.path.isdir(logdir):
                 os.mkdir(logdir)  # its parent was checked up front; tfpipe makes no parents
             tf().profiler.experimental.start(logdir)

@@ -23,13 +23,17 @@ not slow it below batch/step (see `_consume`).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from tfpipe._tf import Tensor, tf
 from tfpipe.bench.measure import models
 from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import predicted_wait
 
 if TYPE_CHECKING:
+    import tensorflow  # imported where a dataset is made (tfpipe._tf.tf())
+
     from tfpipe.pipeline import Pipeline
 
 # Rounds of (producer phase, consumer phase) in a simulation.
@@ -93,14 +97,12 @@ def simulate(pipeline: Pipeline, *, step_time_ms: float, seconds: float, warmup:
     )
 
 
-def _taker() -> Any:
+def _taker() -> Callable[[tensorflow.data.Iterator], Tensor]:
     """A tf.function that takes one element and returns the seconds GetNext blocked."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
 
     @tf_.function
-    def take(iterator: Any) -> Any:
+    def take(iterator: tensorflow.data.Iterator) -> Tensor:
         t0 = tf_.timestamp()
         with tf_.control_dependencies([t0]):
             element = iterator.get_next()
@@ -110,7 +112,9 @@ def _taker() -> Any:
     return take
 
 
-def _produce(take: Any, it: Any, seconds: float) -> tuple[int, float]:
+def _produce(
+    take: Callable[[tensorflow.data.Iterator], Tensor], it: tensorflow.data.Iterator, seconds: float
+) -> tuple[int, float]:
     """Pulls as fast as the pipeline yields for `seconds`: (elements, seconds).
 
     Batches the consumer phase left in the buffers come out at once; counting starts at the
@@ -128,7 +132,12 @@ def _produce(take: Any, it: Any, seconds: float) -> tuple[int, float]:
     return n, time.perf_counter() - start
 
 
-def _consume(take: Any, it: Any, step: float, seconds: float) -> tuple[float, int, float]:
+def _consume(
+    take: Callable[[tensorflow.data.Iterator], Tensor],
+    it: tensorflow.data.Iterator,
+    step: float,
+    seconds: float,
+) -> tuple[float, int, float]:
     """The sleeping consumer for `seconds` after the buffers refill: (wait, steps, seconds).
 
     A producer phase leaves the buffers empty, which a steady consumer of a faster producer

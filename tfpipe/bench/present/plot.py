@@ -4,13 +4,19 @@ unit of the report's view (`view.ReportView`: examples, or text's real tokens)."
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tfpipe import storage
 from tfpipe.bench.fmt import figure, percent, rate_short
 from tfpipe.bench.judge.report import Report
 from tfpipe.bench.judge.verdict import rate_at
+from tfpipe.bench.present.output import plot_format
+from tfpipe.bench.present.render import headline, profile_sentences
 from tfpipe.bench.present.view import view
 from tfpipe.errors import ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes  # matplotlib is imported where a plot is drawn
 
 _OK, _SLOW, _WORST, _CONSUMER = "#4C9F70", "#8DA0CB", "#E4572E", "#222222"
 
@@ -34,9 +40,6 @@ def write_plot(report: Report, path: str) -> str:
     matplotlib.use("Agg", force=False)
     from matplotlib import pyplot as plt
 
-    from tfpipe import storage
-    from tfpipe.bench.present.output import plot_format
-
     fmt = plot_format(path)
     consumer = report.consumer.examples_per_sec
     if not math.isfinite(consumer):
@@ -49,8 +52,6 @@ def write_plot(report: Report, path: str) -> str:
     source = report.consumer.description + (" - approximate" if report.consumer.approximate else "")
     lines = [textwrap.shorten(f"Consumer: {source}", 190, placeholder=" ...")]
     if report.profile is not None:
-        from tfpipe.bench.present.render import profile_sentences
-
         lines = [*(profile_sentences(report) or ()), *lines]
     lines = [*view(report).footer, *lines]
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=8, color="#444444")
@@ -70,8 +71,6 @@ TITLE_WIDTH = 105
 def _title(report: Report) -> str:
     """The verdict as the terminal's headline says it, with the same doubt, and its figures."""
     import textwrap
-
-    from tfpipe.bench.present.render import headline
 
     i = report.predicted_input_wait_interval
     interval = "" if i is None else f" [{100 * i.low:.0f}, {100 * i.high:.0f}]"
@@ -112,7 +111,7 @@ def _scaling_points(report: Report) -> list[tuple[int, float]]:
     return [(cores, eps) for cores, eps, _ in view(report).scaling]
 
 
-def _stage_panel(ax1: Any, report: Report) -> None:
+def _stage_panel(ax1: Axes, report: Report) -> None:
     """Stage prefixes as bars, top to bottom in pipeline order, against the consumer line."""
     consumer = _consumer_rate(report)
     labels, values, colors, notes = [], [], [], []
@@ -170,7 +169,7 @@ def _mb(mb_per_sec: float | None) -> str:
     return "" if mb_per_sec is None else f" ({figure(mb_per_sec)} MB/s)"
 
 
-def _scaling_panel(ax2: Any, report: Report) -> None:
+def _scaling_panel(ax2: Axes, report: Report) -> None:
     """Throughput against cores, extended to where the extrapolation meets the consumer."""
     from matplotlib.ticker import MaxNLocator
 
@@ -242,7 +241,7 @@ def _scaling_title(report: Report, points: list[tuple[int, float]]) -> str:
     )
 
 
-def _cores_needed_note(ax2: Any, report: Report, shown: int, x_max: float) -> None:
+def _cores_needed_note(ax2: Axes, report: Report, shown: int, x_max: float) -> None:
     """Marks the cores needed at x = needed, or says it lies off the chart (past `shown`)."""
     needed = report.cores.cores
     note = f"~{needed} cores needed" + (" (extrapolated)" if report.cores.extrapolated else "")

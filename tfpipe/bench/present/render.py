@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe.bench.fmt import cores as fmt_cores
 from tfpipe.bench.fmt import figure, human_bytes, percent, rate
@@ -12,13 +12,18 @@ from tfpipe.bench.judge.verdict import Bottleneck
 from tfpipe.bench.present.view import view
 from tfpipe.bench.results import FitCheck, Simulation
 from tfpipe.bench.wait import verdict_detail, verdict_title
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.plural import counted
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType  # rich is imported where a table is built
+    from rich.table import Table
 
 # The verdict's colour in the terminal (yellow when the run cannot tell); its words are wait's.
 _COLOR = {"not_input_bound": "green", "moderately_input_bound": "yellow", "highly_input_bound": "red"}
 
 
-def renderables(report: Report) -> list[Any]:
+def renderables(report: Report) -> list[RenderableType]:
     """The terminal view: summary, stage prefixes, scaling, and recommendations."""
     from rich import box
     from rich.panel import Panel
@@ -67,7 +72,7 @@ def _in_full(report: Report) -> list[WholeLine]:
     return [WholeLine(f"{what}: {value}") for what, value in named if len(value) > _LONG]
 
 
-def _measured_rows(report: Report) -> list[tuple[str, Any]]:
+def _measured_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: the data, the batch, the producer and the consumer."""
     from rich.markup import escape
     from rich.text import Text
@@ -90,7 +95,7 @@ def _measured_rows(report: Report) -> list[tuple[str, Any]]:
     )
     p, c = report.producer, report.consumer
     produced, cost, consumed = v.produced, v.cost, v.consumed
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Data", data),
         ("Batch", batch),
         (
@@ -121,7 +126,7 @@ def _windows(report: Report) -> str:
     )
 
 
-def backend_sentence(env: dict[str, Any]) -> str:
+def backend_sentence(env: JsonObject) -> str:
     """Which Keras backend a model runs on and which TensorFlow runs tf.data ("" when the report
     does not say: written before schema_minor_version 1)."""
     backend = env.get("keras_backend")
@@ -134,7 +139,7 @@ def backend_sentence(env: dict[str, Any]) -> str:
     return f"Keras {env.get('keras')} on {on}; tf.data on {tf}"
 
 
-def _storage_rows(report: Report) -> list[tuple[str, Any]]:
+def _storage_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: what reading without a cache gives, and the first epoch's rate."""
     s = report.storage
     assert s is not None
@@ -147,7 +152,7 @@ def _storage_rows(report: Report) -> list[tuple[str, Any]]:
         text += f", ~{figure(s.requests_per_sec)} requests/s (estimated: one GET per 64 MiB block)"
     if s.needed_mb_per_sec is not None:
         text += f"; the consumer needs {figure(s.needed_mb_per_sec)} MB/s"
-    rows: list[tuple[str, Any]] = [("Storage", text)]
+    rows: list[tuple[str, RenderableType]] = [("Storage", text)]
     if s.first_epoch_examples_per_sec is not None:
         rows.append(
             (
@@ -176,7 +181,7 @@ def profile_sentences(report: Report) -> tuple[str, str] | None:
     return measured, predicted
 
 
-def _profile_rows(report: Report) -> list[tuple[str, Any]]:
+def _profile_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows for --from-profile: the Profiler's figures and the prediction beside them."""
     from rich.markup import escape
     from rich.text import Text
@@ -195,7 +200,7 @@ def _profile_rows(report: Report) -> list[tuple[str, Any]]:
         f"({p.step_time_min_ms:,.1f}-{p.step_time_max_ms:,.1f} ms, sd {p.step_time_std_ms:,.1f}); "
         f"{escape(p.format)}; {where}"
     )
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Profiled run", Text(sentences[0], style="bold")),
         ("", detail),
     ]
@@ -257,7 +262,7 @@ def bottleneck_sentence(b: Bottleneck, unit: str = "example") -> str:
     )
 
 
-def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
+def _verdict_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows: the verdict, the bottleneck, cores (from the scaling curve and from CPU
     cost, and why they differ when they do) and tf.data service workers needed."""
     from rich.text import Text
@@ -270,7 +275,7 @@ def _verdict_rows(report: Report) -> list[tuple[str, Any]]:
         verdict.append(f"; measured {report.measured_input_wait:.1%} ({report.measured_by})", style="bold")
     b, cpu, sv = report.bottleneck, report.cpu_cores, report.service
     unit = view(report).example  # text: sequence
-    rows: list[tuple[str, Any]] = [
+    rows: list[tuple[str, RenderableType]] = [
         ("Verdict", verdict),
         ("Bottleneck", bottleneck_sentence(b, unit)),
         ("Cores needed", curve_cores_sentence(report)),
@@ -316,7 +321,7 @@ def measured_curve(report: Report) -> str:
     )
 
 
-def _host_rows(report: Report) -> list[tuple[str, Any]]:
+def _host_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """The host's load beside the run, and whether it makes the figures unreliable."""
     from rich.text import Text
 
@@ -365,11 +370,11 @@ def short_step_sentence(s: Simulation) -> str:
     )
 
 
-def _check_rows(report: Report) -> list[tuple[str, Any]]:
+def _check_rows(report: Report) -> list[tuple[str, RenderableType]]:
     """Summary rows for the optional runs: --simulate, --fit, --compare, --profile."""
     from rich.text import Text
 
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, RenderableType]] = []
     if report.simulation is not None:
         s = report.simulation
         rows.append(
@@ -400,7 +405,7 @@ def _check_rows(report: Report) -> list[tuple[str, Any]]:
     return rows
 
 
-def _stage_table(report: Report) -> Any:
+def _stage_table(report: Report) -> Table:
     from rich import box
     from rich.table import Table
 
@@ -427,7 +432,7 @@ def _stage_table(report: Report) -> Any:
     return table
 
 
-def _scaling_table(report: Report) -> Any:
+def _scaling_table(report: Report) -> Table:
     from rich import box
     from rich.table import Table
 
@@ -454,7 +459,7 @@ def _scaling_table(report: Report) -> Any:
     return table
 
 
-def _recommendations(report: Report) -> Any:
+def _recommendations(report: Report) -> RenderableType:
     from rich import box
     from rich.markup import escape
     from rich.table import Table

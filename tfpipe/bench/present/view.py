@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from tfpipe.bench.fmt import rate
 from tfpipe.bench.judge.report import Report
 from tfpipe.modalities import modality_of_preset
 from tfpipe.plural import counted
@@ -65,8 +66,6 @@ def view(report: Report) -> ReportView:
 
 def examples(report: Report) -> ReportView:
     """The view in examples: every rate and cost as measured."""
-    from tfpipe.bench.fmt import rate
-
     p, c, st = report.producer, report.consumer, report.storage
     return ReportView(
         unit="examples",

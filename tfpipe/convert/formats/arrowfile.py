@@ -10,17 +10,21 @@ out in slices of `chunk_rows`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.convert.formats import parquetfile
 from tfpipe.errors import DataError
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa  # imported where used
+
 SUFFIXES = (".arrow", ".feather", ".arrows", ".ipc")
 _STREAM = b"\xff\xff\xff\xff"  # an IPC stream's first message starts with this continuation marker
 
 
-def open_file(path: str) -> Any:
+def open_file(path: str) -> pa.Table:
     """The file as a `pyarrow.Table`.
 
     Raises:
@@ -49,7 +53,7 @@ def open_file(path: str) -> Any:
     return table
 
 
-def batches(table: Any, chunk_rows: int) -> Iterator[Any]:
+def batches(table: pa.Table, chunk_rows: int) -> Iterator[pd.DataFrame]:
     """The table's rows as DataFrames of `chunk_rows` rows (the last one shorter)."""
     for start in range(0, table.num_rows, chunk_rows):
         yield parquetfile.to_frame(table.slice(start, chunk_rows))

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
 
 from tfpipe import storage
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 
 STATE = "state.json"
 INFO = "dataset_info.json"
@@ -39,7 +39,7 @@ class SavedDataset:
 
     folder: str
     files: tuple[str, ...]
-    features: dict[str, Any]
+    features: JsonObject
 
     def class_names(self, column: str) -> tuple[str, ...] | None:
         """The names of a `ClassLabel` column, or None (another feature, or no such column)."""
@@ -54,7 +54,7 @@ class SavedDataset:
         return f"{kind}({feature['dtype']!r})" if "dtype" in feature else str(kind)
 
 
-def _read_json(path: str) -> Any:
+def _read_json(path: str) -> object:
     try:
         return json.loads(storage.read_bytes(path))
     except ValueError as e:
@@ -109,7 +109,7 @@ def dataset_dict_error(folder: str, splits: list[str], options: str = "") -> Dat
     )
 
 
-def class_names(features: dict[str, Any], column: str) -> tuple[str, ...] | None:
+def class_names(features: JsonObject, column: str) -> tuple[str, ...] | None:
     """The names of `column` when `features` (datasets' JSON form) makes it a `ClassLabel`."""
     feature = features.get(column)
     if isinstance(feature, dict) and feature.get("_type") == "ClassLabel" and "names" in feature:
@@ -117,7 +117,7 @@ def class_names(features: dict[str, Any], column: str) -> tuple[str, ...] | None
     return None
 
 
-def schema_features(metadata: dict[bytes, bytes] | None) -> dict[str, Any]:
+def schema_features(metadata: dict[bytes, bytes] | None) -> JsonObject:
     """The features in an Arrow or Parquet schema's `huggingface` metadata (datasets writes it
     into every file), or {}."""
     try:

@@ -14,11 +14,16 @@ have no value for it).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.text.convert import listing as text_listing
 from tfpipe.modalities.text.convert import reader as text_reader
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a file is read
+
 
 SUFFIXES = (".jsonl", ".ndjson")
 _INT64 = 1 << 63
@@ -35,7 +40,7 @@ def named(path: str) -> bool:
     return text_listing.kind_of(path) == "jsonl"
 
 
-def first_object(path: str) -> dict[str, Any] | None:
+def first_object(path: str) -> JsonObject | None:
     """The first record of a JSON Lines file, or None when its first line is not one."""
     try:
         for _, obj in text_reader.json_objects(path):
@@ -53,7 +58,7 @@ def frames(path: str, chunk_rows: int, kinds: dict[str, str] | None = None) -> I
       DataError: a line that does not parse or breaks the rules above, named by line.
     """
     names = list(kinds) if kinds is not None else None
-    rows: list[dict[str, Any]] = []
+    rows: list[JsonObject] = []
     lines: list[int] = []
     for number, obj in text_reader.json_objects(path):
         rows.append(obj)
@@ -69,11 +74,11 @@ def frames(path: str, chunk_rows: int, kinds: dict[str, str] | None = None) -> I
 
 def _frame(
     path: str,
-    rows: list[dict[str, Any]],
+    rows: list[JsonObject],
     lines: list[int],
     names: list[str] | None,
     kinds: dict[str, str] | None,
-) -> Any:
+) -> pd.DataFrame:
     import pandas as pd
 
     if names is None:  # the first chunk: every field, in the order lines first name them
@@ -96,7 +101,9 @@ def _frame(
     return pd.DataFrame(columns, index=pd.RangeIndex(len(rows)))
 
 
-def _column(path: str, name: str, values: list[Any], lines: list[int], kind: str | None) -> Any:
+def _column(
+    path: str, name: str, values: list[Any], lines: list[int], kind: str | None
+) -> pd.api.extensions.ExtensionArray:
     """One field's values as a nullable pandas array of its JSON type (or of `kind`)."""
     import numpy as np
     import pandas as pd

@@ -17,11 +17,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa  # each imported where used: a CSV conversion needs none
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
 
 SUFFIXES = (".parquet", ".pq")
 _PARTITION_RE = re.compile(r"^([^=/]+)=([^/]*)$")
@@ -29,7 +37,7 @@ Partition = dict[str, str | None]
 """A file's Hive partition values by key, in folder order (None: `__HIVE_DEFAULT_PARTITION__`)."""
 
 
-def arrow_to_pandas(arrow_type: Any) -> Any:
+def arrow_to_pandas(arrow_type: pa.DataType) -> object:
     """Integers and bools as nullable pandas dtypes: to_pandas() would make an int64 column
     with nulls float64, and 16777217 would come back as 16777216."""
     import pandas as pd
@@ -42,7 +50,7 @@ def arrow_to_pandas(arrow_type: Any) -> Any:
     return None
 
 
-def open_file(path: str) -> Any:
+def open_file(path: str) -> pq.ParquetFile:
     """A `pyarrow.parquet.ParquetFile` that checks page checksums.
 
     Raises:
@@ -69,14 +77,16 @@ def check_unique_names(path: str, names: list[str]) -> None:
         raise DataError(f"{path}: expected unique column names. Received: {dupes} more than once in {names}")
 
 
-def batches(pf: Any, chunk_rows: int) -> Any:
+def batches(pf: pq.ParquetFile, chunk_rows: int) -> Iterator[pd.DataFrame]:
     """The file's rows as DataFrames, every stored column a column (the pandas metadata, which
     would turn a stored index back into an index, is not applied)."""
     for batch in pf.iter_batches(batch_size=chunk_rows):
         yield to_frame(batch)
 
 
-def float_series(values: Any, null: Any, index: Any = None, name: Any = None) -> Any:
+def float_series(
+    values: np.ndarray, null: np.ndarray, index: pd.Index | None = None, name: object = None
+) -> pd.Series:
     """Float values and their null mask as a nullable Float64 series that keeps NaN apart from
     null (a NaN where `null` is False is a value)."""
     import numpy as np
@@ -87,7 +97,7 @@ def float_series(values: Any, null: Any, index: Any = None, name: Any = None) ->
     return pd.Series(pd.arrays.FloatingArray(data, np.asarray(null, dtype=bool)), index=index, name=name)
 
 
-def to_frame(batch: Any) -> Any:
+def to_frame(batch: pa.RecordBatch | pa.Table) -> pd.DataFrame:
     """An Arrow record batch (or table) as a DataFrame: integers and bools nullable, and floats
     nullable with a NaN kept as a value apart from a null (to_pandas() makes both NaN)."""
     import pyarrow as pa
@@ -103,7 +113,7 @@ def to_frame(batch: Any) -> Any:
     return frame
 
 
-def index_note(path: str, schema: Any) -> str | None:
+def index_note(path: str, schema: pa.Schema) -> str | None:
     """What the summary says of a pandas index stored in the file (whose Arrow schema is
     `schema`) as a column, if there is one."""
     metadata = schema.pandas_metadata or {}
@@ -216,7 +226,7 @@ def hive_dataset(src: str, relative: list[str]) -> Dataset:
     return Dataset(files, keys, partitions, skipped)
 
 
-def _values(scheme: Any, rel: str, keys: tuple[str, ...]) -> Partition:
+def _values(scheme: ds.Partitioning, rel: str, keys: tuple[str, ...]) -> Partition:
     import pyarrow.dataset as ds
 
     found = ds.get_partition_keys(scheme.parse(rel))

@@ -11,10 +11,14 @@ file (memory-mapped when local) slices.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.convert.formats import arrowfile, hfsaved, parquetfile
 from tfpipe.errors import DataError
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported where used
+    import pyarrow.parquet as pq
 
 BATCH_ROWS = 1024
 """Rows read at a time."""
@@ -28,7 +32,7 @@ def declared_labels(path: str, kind: str, column: str) -> tuple[str, ...] | None
     return hfsaved.class_names(hfsaved.schema_features(_schema(path, kind).metadata), column)
 
 
-def _schema(path: str, kind: str) -> Any:
+def _schema(path: str, kind: str) -> pa.Schema:
     return parquetfile.open_file(path).schema_arrow if kind == "parquet" else arrowfile.open_file(path).schema
 
 
@@ -58,7 +62,7 @@ def cells(path: str, kind: str, text_field: str, label: str | None, start: int =
         raise DataError(f"{path}: expected {what}. Received: {e}") from None
 
 
-def _check_columns(path: str, schema: Any, columns: list[str], text_field: str) -> None:
+def _check_columns(path: str, schema: pa.Schema, columns: list[str], text_field: str) -> None:
     import pyarrow as pa
 
     for name, what in zip(columns, ("text", "label"), strict=False):
@@ -72,7 +76,7 @@ def _check_columns(path: str, schema: Any, columns: list[str], text_field: str) 
         raise DataError(f"{path}: expected text (a string column) in column {text_field!r}. Received: {kind}")
 
 
-def _parquet_rows(pf: Any, columns: list[str], label: str | None, start: int) -> Iterator[Cell]:
+def _parquet_rows(pf: pq.ParquetFile, columns: list[str], label: str | None, start: int) -> Iterator[Cell]:
     """Rows from `start` on; the row groups before the one that holds it are not read."""
     groups: list[int] = []
     row = 0

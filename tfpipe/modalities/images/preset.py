@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import ClassVar, Literal, get_args
 
+from tfpipe._tf import Feature, Nest, Tensor, tf
 from tfpipe.errors import ConfigError
-from tfpipe.presets.base import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, with_options
 from tfpipe.validation import (
     check_bool,
     check_choice,
@@ -57,6 +59,7 @@ STDDEV_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 # The tensorflow/tpu reference's label offset, for its label key in records without a manifest.
 FOREIGN_LABEL_OFFSET = 1
 IMAGENET_TO_GCS_LABEL_KEY = "image/class/label"
+IMAGE_KEY = "image/encoded"  # the imagenet_to_gcs layout's image
 # Sanity bounds: a larger output or more crop attempts is a typo, not a setting.
 MAX_IMAGE_SIZE = 8192
 MAX_CROP_ATTEMPTS = 1000
@@ -64,8 +67,11 @@ _INT32_MAX = (1 << 31) - 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ImagenetOptions:
-    """The imagenet preset's `preset_options`.
+class ImageNet:
+    """The imagenet preset with its options: `preset=tfpipe.presets.ImageNet(image_size=160)`.
+
+    `build(data, image_size=160)` on image records is the same: the keywords override the named
+    preset's options, as keras-hub's `from_preset(name, ...)` does.
 
     Attributes:
       image_size: output height and width.
@@ -86,9 +92,11 @@ class ImagenetOptions:
       crop_fraction: eval centre-crop fraction of the shorter side (0.875 = 224/256).
       area_range, aspect_ratio_range, max_attempts, min_object_covered: the random crop.
       flip: random horizontal flip in training.
-      image_key, label_key: feature keys.
+      image_key, label_key: feature keys. None: the data's (a TFDS dataset's image and label
+        features), else the imagenet_to_gcs keys `image/encoded` and `image/class/label`.
     """
 
+    name: ClassVar[str] = "imagenet"
     image_size: int = 224
     dtype: ImageDtype = "uint8"
     normalize: bool | None = None
@@ -102,8 +110,8 @@ class ImagenetOptions:
     max_attempts: int = 10
     min_object_covered: float = 0.1
     flip: bool = True
-    image_key: str = "image/encoded"
-    label_key: str = "image/class/label"
+    image_key: str | None = None
+    label_key: str | None = None
 
     def __post_init__(self) -> None:
         fix = functools.partial(object.__setattr__, self)
@@ -151,26 +159,88 @@ class ImagenetOptions:
             ),
         )
         check_bool("flip", self.flip)
-        check_str("image_key", self.image_key)
-        check_str("label_key", self.label_key)
+        check_str("image_key", self.image_key, optional=True)
+        check_str("label_key", self.label_key, optional=True)
 
     @property
     def normalized(self) -> bool:
         return self.dtype != "uint8" if self.normalize is None else self.normalize
 
+    @property
+    def image_feature(self) -> str:
+        """The image's feature key (`image_key`, or the imagenet_to_gcs key)."""
+        return self.image_key or IMAGE_KEY
+
+    @property
+    def label_feature(self) -> str:
+        """The label's feature key (`label_key`, or the imagenet_to_gcs key)."""
+        return self.label_key or IMAGENET_TO_GCS_LABEL_KEY
+
+    def bind(self, ctx: PresetContext, options: Mapping[str, object]) -> Decoder:
+        """This preset, with `options` over its own and the data's feature keys where it names
+        none, bound to the image records `ctx` describes."""
+        tf_ = tf()
+        opts = with_options(self, options)
+        opts = dataclasses.replace(
+            opts,
+            image_key=opts.image_key or _suggested(ctx, "image_key"),
+            label_key=opts.label_key or _suggested(ctx, "label_key"),
+        )
+        image_key, label_key = opts.image_feature, opts.label_feature
+        offset, note, changes_labels = label_offset_for(opts, ctx)
+        # tfpipe convert's image layouts hold JPEG; other records (TFDS's default, a table
+        # written by WriteDataset) may hold PNG too.
+        jpeg_only = ctx.manifest is not None and ctx.manifest.layout in ("imagenet", "images")
+        spec: dict[str, Feature] = {
+            image_key: tf_.io.FixedLenFeature((), tf_.string),
+            label_key: tf_.io.FixedLenFeature((), tf_.int64),
+        }
+        has_filename = "image/filename" in ctx.keys
+        if has_filename:
+            spec["image/filename"] = tf_.io.FixedLenFeature((), tf_.string, default_value="")
+
+        def check(features: Mapping[str, Tensor]) -> Tensor:
+            encoded = features[image_key]
+            if jpeg_only:
+                return _jpeg_complete(encoded)
+            return tf_.logical_or(_jpeg_complete(encoded), _png_complete(encoded))
+
+        def describe(features: Mapping[str, Tensor]) -> list[Tensor]:
+            if has_filename:
+                return ["image/filename:", features["image/filename"]]
+            return []
+
+        return Decoder(
+            spec=spec,
+            required=(image_key, label_key),
+            decode=_decode_fn(tf_, opts, ctx.training, offset, jpeg_only),
+            finalize=_label_guard(tf_, offset, label_key, ctx.where),
+            batched=False,
+            random=ctx.training,
+            needs_source=True,
+            check=check,
+            describe=describe,
+            notes=(note,) + (() if jpeg_only else (f"images in {image_key!r} decoded as JPEG or PNG",)),
+            warnings=(note,) if changes_labels else (),
+        )
+
+
+def _suggested(ctx: PresetContext, key: str) -> str | None:
+    """A feature key the data's own description names (a TFDS dataset's), or None."""
+    value = ctx.suggested.get(key)
+    return value if isinstance(value, str) else None
+
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _is_jpeg(tf_: Any, encoded: Any) -> Any:
+def _is_jpeg(tf_: ModuleType, encoded: Tensor) -> Tensor:
     return tf_.equal(tf_.strings.substr(encoded, 0, 3), b"\xff\xd8\xff")
 
 
-def _png_complete(encoded: Any) -> Any:
+def _png_complete(encoded: Tensor) -> Tensor:
     """True when the bytes start with the PNG signature and end with its IEND chunk (zero
     length, "IEND", a CRC: the last 12 bytes). Catches empty, non-PNG and truncated data."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     n = tf_.strings.length(encoded)
     signature = tf_.equal(tf_.strings.substr(encoded, 0, 8), PNG_SIGNATURE)
@@ -178,19 +248,17 @@ def _png_complete(encoded: Any) -> Any:
     return tf_.logical_and(signature, end)
 
 
-def _png_shape(tf_: Any, encoded: Any) -> Any:
+def _png_shape(tf_: ModuleType, encoded: Tensor) -> Tensor:
     """[height, width, 3] int32 of a PNG from its IHDR chunk (bytes 16-23, big-endian), without
     decoding it, as `extract_jpeg_shape` for a JPEG (3: decoded as RGB)."""
     wh = tf_.io.decode_raw(tf_.strings.substr(encoded, 16, 8), tf_.int32, little_endian=False)
     return tf_.stack([wh[1], wh[0], 3])
 
 
-def _jpeg_complete(encoded: Any) -> Any:
+def _jpeg_complete(encoded: Tensor) -> Tensor:
     """True when the bytes start with a JPEG SOI marker and an EOI marker sits in the last
     64 bytes. Catches empty, non-JPEG and truncated data without decoding (and without
     raising). Byte stuffing keeps 0xFFD9 out of entropy-coded data, so it cannot match early."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     n = tf_.strings.length(encoded)
     soi = tf_.equal(tf_.strings.substr(encoded, 0, 3), b"\xff\xd8\xff")
@@ -199,57 +267,9 @@ def _jpeg_complete(encoded: Any) -> Any:
     return tf_.logical_and(soi, eoi)
 
 
-class ImagenetPreset:
-    """`preset="imagenet"`: (uint8 images [S, S, 3], int32 0-based labels)."""
-
-    name = "imagenet"
-
-    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
-        from tfpipe._tf import tf
-
-        tf_ = tf()
-        fields = {f.name for f in dataclasses.fields(ImagenetOptions)}
-        suggested = {k: v for k, v in ctx.suggested.items() if k in fields}
-        opts = options_of(ImagenetOptions, {**suggested, **options}, "imagenet")
-        offset, note, changes_labels = label_offset_for(opts, ctx)
-        # tfpipe convert's image layouts hold JPEG; other records (TFDS's default, a table
-        # written by WriteDataset) may hold PNG too.
-        jpeg_only = ctx.manifest is not None and ctx.manifest.layout in ("imagenet", "images")
-        spec = {
-            opts.image_key: tf_.io.FixedLenFeature((), tf_.string),
-            opts.label_key: tf_.io.FixedLenFeature((), tf_.int64),
-        }
-        has_filename = "image/filename" in ctx.keys
-        if has_filename:
-            spec["image/filename"] = tf_.io.FixedLenFeature((), tf_.string, default_value="")
-
-        def check(features: Any) -> Any:
-            encoded = features[opts.image_key]
-            if jpeg_only:
-                return _jpeg_complete(encoded)
-            return tf_.logical_or(_jpeg_complete(encoded), _png_complete(encoded))
-
-        def describe(features: Any) -> list[Any]:
-            if has_filename:
-                return ["image/filename:", features["image/filename"]]
-            return []
-
-        return Decoder(
-            spec=spec,
-            required=(opts.image_key, opts.label_key),
-            decode=_decode_fn(tf_, opts, ctx.training, offset, jpeg_only),
-            finalize=_label_guard(tf_, offset, opts.label_key, ctx.where),
-            batched=False,
-            random=ctx.training,
-            needs_source=True,
-            check=check,
-            describe=describe,
-            notes=(note,) + (() if jpeg_only else (f"images in {opts.image_key!r} decoded as JPEG or PNG",)),
-            warnings=(note,) if changes_labels else (),
-        )
-
-
-def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int, jpeg_only: bool = True) -> Any:
+def _decode_fn(
+    tf_: ModuleType, opts: ImageNet, training: bool, offset: int, jpeg_only: bool = True
+) -> Callable[[Mapping[str, Tensor], Tensor | None, Tensor | None], tuple[Tensor, Tensor]]:
     """`(features, seed, source) -> (image, label)` for one record: crop, resize, flip, cast.
     A JPEG is decoded through the fused decode-and-crop; a PNG (`jpeg_only=False`) whole, then
     cropped: PNG has no partial decode."""
@@ -257,8 +277,10 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int, jpe
     out_dtype = {"uint8": tf_.uint8, "bfloat16": tf_.bfloat16, "float32": tf_.float32}[opts.dtype]
     scale, shift = _normalization_rows(tf_, opts)
 
-    def decode(features: Any, seed: Any, source: Any) -> Any:
-        encoded = features[opts.image_key]
+    def decode(
+        features: Mapping[str, Tensor], seed: Tensor | None, source: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        encoded = features[opts.image_feature]
         if jpeg_only:
             shape = tf_.io.extract_jpeg_shape(encoded)
         else:
@@ -296,17 +318,17 @@ def _decode_fn(tf_: Any, opts: ImagenetOptions, training: bool, offset: int, jpe
         image = tf_.ensure_shape(image, [size, size, 3])
         # int64 here, int32 from the label guard on the batch: a dataset function with an int32
         # output beside another output cannot run on one device (tfpipe._tf.plain).
-        return image, features[opts.label_key] - offset
+        return image, features[opts.label_feature] - offset
 
     return decode
 
 
-def _crop(tf_: Any, image: Any, window: Any) -> Any:
+def _crop(tf_: ModuleType, image: Tensor, window: Tensor) -> Tensor:
     """`image[y : y + h, x : x + w]` for a window [y, x, h, w] (decode_and_crop_jpeg's)."""
     return tf_.slice(image, tf_.stack([window[0], window[1], 0]), tf_.stack([window[2], window[3], 3]))
 
 
-def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
+def _normalization_rows(tf_: ModuleType, opts: ImageNet) -> tuple[Tensor, Tensor]:
     """(x - mean) / std as `x * scale + shift`, with scale and shift one image row long
     ([1, S, 3]). TF's CPU kernels broadcast a [3] vector over the channel axis element by
     element; row-long constants run at the speed of same-shape ops. Measured with
@@ -321,14 +343,14 @@ def _normalization_rows(tf_: Any, opts: ImagenetOptions) -> tuple[Any, Any]:
     )
 
 
-def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, str, bool]:
-    """The offset subtracted from `opts.label_key`, a note saying where it came from, and
+def label_offset_for(opts: ImageNet, ctx: PresetContext) -> tuple[int, str, bool]:
+    """The offset subtracted from the label feature, a note saying where it came from, and
     whether that note is a default that changes the stored labels (then it is warned).
 
     A default offset describes one feature: the manifest's label, or for records without a
     manifest the imagenet_to_gcs key (1-based). Any other key is read as stored.
     """
-    key = opts.label_key
+    key = opts.label_feature
     if opts.label_offset is not None:
         return (
             opts.label_offset,
@@ -369,11 +391,11 @@ def label_offset_for(opts: ImagenetOptions, ctx: PresetContext) -> tuple[int, st
     )
 
 
-def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
+def _label_guard(tf_: ModuleType, offset: int, key: str, where: str) -> Callable[[Tensor, Tensor], Nest]:
     """The final map on batches: the labels (int64, offset subtracted) as int32; a label below
     0 means the offset does not fit the records, one beyond int32 that they are not class ids."""
 
-    def guard(images: Any, labels: Any) -> Any:
+    def guard(images: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
         ok = tf_.reduce_all(labels >= 0)
         message = (
             f"Labels below 0 after subtracting label_offset={offset} from {key!r} in the "
@@ -395,14 +417,14 @@ def _label_guard(tf_: Any, offset: int, key: str, where: str) -> Any:
     return guard
 
 
-def _center_window(tf_: Any, shape: Any, fraction: float) -> Any:
+def _center_window(tf_: ModuleType, shape: Tensor, fraction: float) -> Tensor:
     height, width = shape[0], shape[1]
     crop = tf_.cast(fraction * tf_.cast(tf_.minimum(height, width), tf_.float32), tf_.int32)
     crop = tf_.maximum(crop, 1)
     return tf_.stack([(height - crop + 1) // 2, (width - crop + 1) // 2, crop, crop])
 
 
-def _random_window(tf_: Any, shape: Any, seed: Any, opts: ImagenetOptions) -> Any:
+def _random_window(tf_: ModuleType, shape: Tensor, seed: Tensor, opts: ImageNet) -> Tensor:
     whole = tf_.constant([0.0, 0.0, 1.0, 1.0], tf_.float32, shape=[1, 1, 4])
     begin, crop_size, _ = tf_.image.stateless_sample_distorted_bounding_box(
         shape,
@@ -422,4 +444,4 @@ def _random_window(tf_: Any, shape: Any, seed: Any, opts: ImagenetOptions) -> An
     return tf_.where(failed, _center_window(tf_, shape, opts.crop_fraction), tf_.stack([y, x, h, w]))
 
 
-IMAGENET = ImagenetPreset()
+IMAGENET = ImageNet()  # the registry's "imagenet": its options come from build()'s keywords

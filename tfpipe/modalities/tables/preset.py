@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from types import ModuleType
+from typing import ClassVar
 
+from tfpipe._tf import Feature, Tensor, tf
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.format.schema import MISSING_SUFFIX
-from tfpipe.presets.base import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, with_options
 from tfpipe.validation import check_bool, check_str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TabularOptions:
-    """The tabular preset's `preset_options`.
+class Tabular:
+    """The tabular preset with its options: `preset=tfpipe.presets.Tabular(label="price")`.
+
+    `build(data, label="price")` on a table is the same: the keywords override the named
+    preset's options, as keras-hub's `from_preset(name, ...)` does.
 
     Attributes:
       label: the label column. None: the manifest's label (required for foreign records).
@@ -33,6 +38,7 @@ class TabularOptions:
       int_labels: cast int64 labels to int32 (what Keras losses and TPUs expect).
     """
 
+    name: ClassVar[str] = "tabular"
     label: str | None = None
     features: tuple[str, ...] | None = None
     mask_suffix: str = MISSING_SUFFIX
@@ -51,17 +57,10 @@ class TabularOptions:
         check_str("mask_suffix", self.mask_suffix)
         check_bool("int_labels", self.int_labels)
 
-
-class TabularPreset:
-    """`preset="tabular"`: a dict of the schema's columns, and the manifest's label."""
-
-    name = "tabular"
-
-    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
-        from tfpipe._tf import tf
-
+    def bind(self, ctx: PresetContext, options: Mapping[str, object]) -> Decoder:
+        """This preset, with `options` over its own, bound to the table `ctx` describes."""
         tf_ = tf()
-        opts = options_of(TabularOptions, options, "tabular")
+        opts = with_options(self, options)
         schema = ctx.schema
         if schema is None:
             raise ConfigError(f"The tabular preset needs a schema; none could be read from {ctx.where}")
@@ -79,7 +78,7 @@ class TabularPreset:
                     f"Received columns: {schema.names}"
                 )
         full = schema.parse_spec()
-        spec: dict[str, Any] = {}
+        spec: dict[str, Feature] = {}
         masks: dict[str, str] = {}
         for column in (*columns, label):
             spec[column] = full[column]
@@ -89,7 +88,9 @@ class TabularPreset:
                 masks[field.mask_name] = column + opts.mask_suffix
         label_is_int = schema[label].dtype == "int64"
 
-        def decode(features: Any, seed: Any, source: Any) -> Any:
+        def decode(
+            features: Mapping[str, Tensor], seed: Tensor | None, source: Tensor | None
+        ) -> tuple[dict[str, Tensor], Tensor]:
             out = {c: features[c] for c in columns}
             for key, name in masks.items():
                 out[name] = tf_.cast(features[key], tf_.bool)
@@ -101,7 +102,7 @@ class TabularPreset:
         return Decoder(spec=spec, required=tuple(spec), decode=decode, batched=True)
 
 
-def _to_int32(tf_: Any, labels: Any, column: str, where: str) -> Any:
+def _to_int32(tf_: ModuleType, labels: Tensor, column: str, where: str) -> Tensor:
     """int64 labels as int32, refusing values a cast would wrap around."""
     fits = tf_.reduce_all((labels >= -(2**31)) & (labels < 2**31))
     message = (
@@ -113,4 +114,4 @@ def _to_int32(tf_: Any, labels: Any, column: str, where: str) -> Any:
         return tf_.cast(labels, tf_.int32)
 
 
-TABULAR = TabularPreset()
+TABULAR = Tabular()  # the registry's "tabular": its options come from build()'s keywords

@@ -9,9 +9,9 @@ from typing import Any
 
 from tfpipe.errors import ConfigError
 from tfpipe.modalities.modality import records_in_epoch
-from tfpipe.modalities.text.preset import TextOptions, plan_packing
+from tfpipe.modalities.text.preset import TEXT, plan_packing
 from tfpipe.packing.fill import epoch_rows
-from tfpipe.presets.base import PresetContext, options_of
+from tfpipe.presets.base import PresetContext, with_options
 
 
 def epoch(src: Any, batch_size: int, options: Mapping[str, Any]) -> tuple[int, str]:
@@ -35,7 +35,7 @@ def epoch(src: Any, batch_size: int, options: Mapping[str, Any]) -> tuple[int, s
             "steps_per_epoch needs the sequence_length (and packing) build() gets. Received: "
             "sequence_length=None"
         )
-    opts = options_of(TextOptions, dict(options), "text")
+    opts = with_options(TEXT, options)
     ctx = PresetContext(manifest, manifest.schema, {}, True, src.where, src.split)
     rows = epoch_rows(plan_packing(ctx, opts)[0])
     return (

@@ -3,7 +3,7 @@
 `build(data, batch_size=B, sequence_length=L)` on a dataset whose manifest says layout "text"
 picks this preset. One record is one document (`tokens`: every token id, int64 list; `label`:
 an int64 scalar for classification). The pipeline reads documents in chunks, packs each chunk
-into rows of L (by tfpipe/packing/'s rules, in graph: pipeline/packing.py) and batches the rows;
+into rows of L (by tfpipe/packing/'s rules, in graph: packer.py) and batches the rows;
 this preset says how (`TextPacking`) and shapes the batches for the model (`Decoder.finalize`).
 
 Outputs (`output=`):
@@ -25,13 +25,16 @@ Outputs (`output=`):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import ClassVar, Literal
 
+from tfpipe._tf import Feature, Nest, Tensor, tf
 from tfpipe.errors import ConfigError, field_error
-from tfpipe.modalities.text.rows import TextPacking, TextRows
+from tfpipe.format.manifest_text import SplitText, TokenizerInfo
+from tfpipe.modalities.text.rows import TextRows
+from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.spec import MAX_SEQUENCE_LENGTH, MODES, Mode
-from tfpipe.presets.base import Decoder, PresetContext, options_of
+from tfpipe.presets.base import Decoder, PresetContext, with_options
 from tfpipe.validation import check_bool, check_choice, check_int, check_str
 
 Output = Literal["packed", "causal_lm", "keras_causal_lm", "keras_classifier"]
@@ -40,11 +43,15 @@ TOKENS = "tokens"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class TextOptions:
-    """The text preset's options (keywords of `build()`).
+class Text:
+    """The text preset with its options: `preset=tfpipe.presets.Text(sequence_length=512)`.
+
+    `build(data, sequence_length=512, output="causal_lm")` on a text dataset is the same as
+    `build(data, preset=Text(sequence_length=512, output="causal_lm"))`: the keywords override
+    the named preset's options, as keras-hub's `from_preset(name, sequence_length=...)` does.
 
     Attributes:
-      sequence_length: L, the tokens in a row. Required.
+      sequence_length: L, the tokens in a row. Required (by the time the preset is bound).
       packing: "first_fit" (several documents a row), "none" (one a row, padded) or "concat"
         (end to end, cut every L). None: "first_fit", or "none" for "keras_classifier".
       truncate: keep only the first L tokens of a longer document (said in `describe()`).
@@ -60,6 +67,7 @@ class TextOptions:
         worth at the split's mean length.
     """
 
+    name: ClassVar[str] = "text"
     sequence_length: int | None = None
     packing: Mode | None = None
     truncate: bool = False
@@ -69,12 +77,7 @@ class TextOptions:
     chunk: int | None = None
 
     def __post_init__(self) -> None:
-        if self.sequence_length is None:
-            raise ConfigError(
-                "The text preset needs sequence_length=L, the tokens in a row (e.g. 512); "
-                "documents are packed into rows of L. Received: sequence_length=None"
-            )
-        check_int("sequence_length", self.sequence_length, 2, MAX_SEQUENCE_LENGTH)
+        check_int("sequence_length", self.sequence_length, 2, MAX_SEQUENCE_LENGTH, optional=True)
         if self.packing is not None:
             check_choice("packing", self.packing, MODES)
         if self.output is not None:
@@ -85,21 +88,14 @@ class TextOptions:
         check_str("label", self.label, optional=True)
         check_int("chunk", self.chunk, 1, 1 << 24, optional=True)
 
-
-class TextPreset:
-    """`preset="text"`: packed static-shape batches of a tokenized text dataset."""
-
-    name = "text"
-
-    def bind(self, ctx: PresetContext, options: Mapping[str, Any]) -> Decoder:
-        from tfpipe._tf import tf
-
+    def bind(self, ctx: PresetContext, options: Mapping[str, object]) -> Decoder:
+        """This preset, with `options` over its own, bound to the text split `ctx` names."""
         tf_ = tf()
-        opts = options_of(TextOptions, options, "text")
+        opts = with_options(self, options)
         packing, output, notes = plan_packing(ctx, opts)
-        spec: dict[str, Any] = {TOKENS: tf_.io.RaggedFeature(tf_.int64, row_splits_dtype=tf_.int64)}
-        if packing.classify:
-            spec[packing.label] = tf_.io.FixedLenFeature([], tf_.int64)  # type: ignore[index]
+        spec: dict[str, Feature] = {TOKENS: tf_.io.RaggedFeature(tf_.int64, row_splits_dtype=tf_.int64)}
+        if packing.label is not None:  # a classifier's
+            spec[packing.label] = tf_.io.FixedLenFeature([], tf_.int64)
         return Decoder(
             spec=spec,
             required=tuple(spec),
@@ -107,7 +103,7 @@ class TextPreset:
             finalize=output_form(output),
             batched=True,
             notes=(
-                f"text: output {output!r}, packing {packing.mode!r}, sequence_length {opts.sequence_length}",
+                f"text: output {output!r}, packing {packing.mode!r}, sequence_length {packing.sequence_length}",
                 *notes,
             ),
             packing=packing,
@@ -115,14 +111,21 @@ class TextPreset:
         )
 
 
-def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, str, list[str]]:
+def plan_packing(ctx: PresetContext, opts: Text) -> tuple[TextPacking, str, list[str]]:
     """(how the pipeline packs, the output form, notes) for `opts` on the split `ctx` names;
     no TensorFlow, so `steps_per_epoch` counts the rows `build()` makes from the same packing.
 
     Raises:
-      ConfigError: options that do not fit each other or the dataset (a classifier without a
-        label, [CLS] or [SEP]; eos=True without an EOS; documents longer than a classifier row).
+      ConfigError: no sequence_length; options that do not fit each other or the dataset (a
+        classifier without a label, [CLS] or [SEP]; eos=True without an EOS; documents longer
+        than a classifier row).
     """
+    if opts.sequence_length is None:
+        raise ConfigError(
+            "The text preset needs sequence_length=L, the tokens in a row (e.g. 512); "
+            "documents are packed into rows of L. Received: sequence_length=None"
+        )
+    L = opts.sequence_length
     label = opts.label or (ctx.schema.label if ctx.schema is not None else None)
     output = opts.output or ("keras_classifier" if label else "packed")
     classify = output == "keras_classifier"
@@ -139,12 +142,11 @@ def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, st
     text = _split_text(ctx)
     if opts.truncate:
         notes.append(
-            f"truncate=True: documents longer than {opts.sequence_length} tokens keep their first "
-            f"{opts.sequence_length} and lose the rest"
-            + (f" ({_longer(text, opts.sequence_length)} such documents in the split)" if text else "")
+            f"truncate=True: documents longer than {L} tokens keep their first {L} and lose the rest"
+            + (f" ({_longer(text, L)} such documents in the split)" if text else "")
         )
     packing = TextPacking(
-        sequence_length=opts.sequence_length,  # type: ignore[arg-type]
+        sequence_length=L,
         mode=mode,
         truncate=opts.truncate or classify,
         eos=eos,
@@ -160,7 +162,7 @@ def plan_packing(ctx: PresetContext, opts: TextOptions) -> tuple[TextPacking, st
     return packing, output, notes
 
 
-def _split_text(ctx: PresetContext) -> Any:
+def _split_text(ctx: PresetContext) -> SplitText | None:
     """The split's SplitText from the manifest (documents, tokens, histogram), or None."""
     manifest = ctx.manifest
     if manifest is None:
@@ -169,13 +171,13 @@ def _split_text(ctx: PresetContext) -> Any:
     return split.text if split is not None else None
 
 
-def _longer(text: Any, limit: int) -> int:
+def _longer(text: SplitText, limit: int) -> int:
     """Documents longer than `limit` tokens, from the length histogram."""
     h = text.length_histogram or {}
     return sum(c for lo, c in zip(h.get("lengths", []), h.get("counts", []), strict=True) if lo > limit)
 
 
-def _eos(opts: TextOptions, output: str, adds: Mapping[str, int], tokenizer: Any) -> int | None:
+def _eos(opts: Text, output: str, adds: Mapping[str, int], tokenizer: TokenizerInfo | None) -> int | None:
     """The id appended to each document, or None.
 
     Raises:
@@ -204,7 +206,7 @@ def _eos(opts: TextOptions, output: str, adds: Mapping[str, int], tokenizer: Any
     return adds["eos"] if want else None
 
 
-def _roles(tokenizer: Any) -> str:
+def _roles(tokenizer: TokenizerInfo | None) -> str:
     """The roles a dataset's tokenizer declares, for messages ("eos [EOS] (id 3), ...")."""
     if tokenizer is None or not tokenizer.special_ids:
         return "none"
@@ -215,20 +217,20 @@ def _roles(tokenizer: Any) -> str:
     )
 
 
-def _said(tokenizer: Any, role: str, i: int) -> str:
+def _said(tokenizer: TokenizerInfo | None, role: str, i: int) -> str:
     """A role's token for notes: "[EOS] (id 3, a special token's name)", or "id 3"."""
     if tokenizer is None or role not in tokenizer.special_tokens or tokenizer.special_ids.get(role) != i:
         return f"id {i}"
     return f"{tokenizer.special_tokens[role]} (id {i}, {tokenizer.roles_from.get(role, 'declared')})"
 
 
-def _eos_note(tokenizer: Any, eos: int, asked: Any) -> str:
+def _eos_note(tokenizer: TokenizerInfo | None, eos: int, asked: bool | int | None) -> str:
     if not isinstance(asked, bool) and asked is not None:
         return f"each document ends with token id {eos} (eos={eos}) before packing"
     return f"each document ends with the tokenizer's EOS, {_said(tokenizer, 'eos', eos)}, before packing"
 
 
-def _framing_note(tokenizer: Any, adds: Mapping[str, int]) -> str:
+def _framing_note(tokenizer: TokenizerInfo | None, adds: Mapping[str, int]) -> str:
     cls, sep = adds["cls"], adds["sep"]
     ids = tokenizer.special_ids if tokenizer is not None else {}
     if ids.get("cls") == cls and ids.get("sep") == sep:
@@ -240,7 +242,12 @@ def _framing_note(tokenizer: Any, adds: Mapping[str, int]) -> str:
 
 
 def _check_classify(
-    ctx: PresetContext, opts: TextOptions, mode: str, label: Any, adds: Mapping[str, int], tokenizer: Any
+    ctx: PresetContext,
+    opts: Text,
+    mode: str,
+    label: str | None,
+    adds: Mapping[str, int],
+    tokenizer: TokenizerInfo | None,
 ) -> None:
     if mode != "none":
         raise ConfigError(
@@ -263,7 +270,7 @@ def _check_classify(
             f"tokens {_roles(tokenizer)}. Convert with --special-tokens cls=TOKEN,sep=TOKEN to name them."
         )
     text = _split_text(ctx)
-    room = opts.sequence_length - 2
+    room = int(opts.sequence_length or 0) - 2
     if not opts.truncate and text is not None and _longer(text, room):
         raise ConfigError(
             f"{_longer(text, room)} document(s) of {ctx.where} are longer than sequence_length - 2 = "
@@ -272,7 +279,7 @@ def _check_classify(
         )
 
 
-def output_form(output: str) -> Any:
+def output_form(output: str) -> Callable[[Mapping[str, Tensor]], Nest] | None:
     """The final map from packed rows (`{"tokens", "segment_ids", "positions"}` [B, L], plus
     "label" when classifying) to what the model takes."""
     if output == "packed":
@@ -284,10 +291,8 @@ def output_form(output: str) -> Any:
     }[output]
 
 
-def causal_lm(rows: Mapping[str, Any]) -> Any:
+def causal_lm(rows: Mapping[str, Tensor]) -> tuple[dict[str, Tensor], Tensor, Tensor]:
     """`(rows, targets, loss_weights)`: each token's target is the next token of its segment."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     seg = rows["segment_ids"]
     pad = tf_.zeros_like(seg[:, :1])
@@ -297,18 +302,14 @@ def causal_lm(rows: Mapping[str, Any]) -> Any:
     return dict(rows), targets * tf_.cast(weights, targets.dtype), weights
 
 
-def keras_causal_lm(rows: Mapping[str, Any]) -> Any:
+def keras_causal_lm(rows: Mapping[str, Tensor]) -> tuple[dict[str, Tensor], Tensor, Tensor]:
     """`({"token_ids", "padding_mask"}, targets, loss_weights)`, as KerasHub's CausalLM takes."""
-    from tfpipe._tf import tf
-
     x, targets, weights = causal_lm(rows)
     return {"token_ids": x["tokens"], "padding_mask": tf().not_equal(x["segment_ids"], 0)}, targets, weights
 
 
-def keras_classifier(rows: Mapping[str, Any]) -> Any:
+def keras_classifier(rows: Mapping[str, Tensor]) -> tuple[dict[str, Tensor], Tensor]:
     """`({"token_ids", "padding_mask", "segment_ids"}, label)`, as KerasHub's classifiers take."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     seg = rows["segment_ids"]
     x = {
@@ -319,7 +320,7 @@ def keras_classifier(rows: Mapping[str, Any]) -> Any:
     return x, rows["label"]
 
 
-def attention_mask(segment_ids: Any, causal: bool = False) -> Any:
+def attention_mask(segment_ids: Tensor, causal: bool = False) -> Tensor:
     """The block-diagonal attention mask of packed rows: `[B, L, L]` bool, True where query i
     may attend to key j (same segment, not padding; with `causal`, also j <= i).
 
@@ -345,11 +346,11 @@ def attention_mask(segment_ids: Any, causal: bool = False) -> Any:
     return same
 
 
-def _symbolic(x: Any) -> bool:
+def _symbolic(x: object) -> bool:
     """A Keras functional model's input (a KerasTensor), which ops take as it is."""
     import keras
 
     return isinstance(x, keras.KerasTensor)
 
 
-TEXT = TextPreset()
+TEXT = Text()  # the registry's "text": its options come from build()'s keywords

@@ -10,58 +10,19 @@ a pipeline is text.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tfpipe.modalities.text import lengths as text_lengths
 from tfpipe.modalities.text import stages as text_stages
 from tfpipe.modalities.text.mixture.mixing import TextMixing
+from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.fill import epoch_rows
-from tfpipe.packing.spec import Mode
 from tfpipe.pipeline.stages.preset import parse_stage
 from tfpipe.pipeline.stages.stage import Stage, StagePlan
 
 if TYPE_CHECKING:
     from tfpipe.pipeline.read.resolve import ResolvedData
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class TextPacking:
-    """What the pipeline's chunk, pack and batch stages do for this preset.
-
-    Attributes:
-      sequence_length: L.
-      mode: "first_fit", "none" or "concat".
-      truncate: keep only each document's first L tokens.
-      eos: the id appended to every document, or None.
-      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
-      label: the label feature (classify).
-      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
-      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
-      histogram: the split's length histogram from the manifest, or None.
-      chunk: documents per chunk, or None: chosen from the mean length.
-    """
-
-    sequence_length: int
-    mode: Mode
-    truncate: bool = False
-    eos: int | None = None
-    classify: bool = False
-    cls: int | None = None
-    sep: int | None = None
-    label: str | None = None
-    vocab_size: int | None = None
-    mean_tokens: float | None = None
-    histogram: Mapping[str, list[int]] | None = None
-    chunk: int | None = None
-
-    def identity(self) -> dict[str, Any]:
-        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
-        return {
-            "sequence_length": self.sequence_length,
-            "packing": self.mode,
-            "truncate": self.truncate,
-            "eos": self.eos,
-        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,7 +77,7 @@ class TextRows:
         )
 
     def eval_counts(self, src: ResolvedData, pipelines: int) -> tuple[list[int] | None, str]:
-        rows = text_stages.pipeline_rows(self.pack, src, pipelines)
+        rows = text_lengths.pipeline_rows(self.pack, src, pipelines)
         if rows is None:
             return None, "the text split has no lengths file to count its rows from (convert it again)"
         return rows, ""

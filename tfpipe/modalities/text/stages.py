@@ -25,24 +25,101 @@ record before the start read and parsed (`describe()` says so).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Feature, Tensor, plain, tf
 from tfpipe.errors import ConfigError
 from tfpipe.modalities.text import packer
-from tfpipe.packing import reference
+from tfpipe.modalities.text.lengths import lengths_file, ordered_lengths
 from tfpipe.packing.fill import epoch_rows, predicted_fill
-from tfpipe.packing.spec import added_tokens, chunk_size
+from tfpipe.packing.spec import Mode, added_tokens, chunk_size
+from tfpipe.pipeline.config import PipelineConfig
 from tfpipe.pipeline.order import stream as order_stream
-from tfpipe.pipeline.order.resumable import KEY_ROWS, MAX_POSITION, domain_key
+from tfpipe.pipeline.order.resumable import KEY_ROWS, MAX_POSITION, OrderSpec, domain_key
 from tfpipe.pipeline.read import raw
-from tfpipe.pipeline.read.sharding import share_files
+from tfpipe.pipeline.read.resolve import ResolvedData
+from tfpipe.presets import Decoder
+
+if TYPE_CHECKING:
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
 
 TOKENS = "tokens"
+StageFn = Callable[[Dataset], Dataset]
 
 
-def documents(pack: Any, features: Any, where: str = "") -> Any:
+@dataclasses.dataclass(frozen=True, slots=True)
+class TextPacking:
+    """What the pipeline's chunk, pack and batch stages do for this preset.
+
+    Attributes:
+      sequence_length: L.
+      mode: "first_fit", "none" or "concat".
+      truncate: keep only each document's first L tokens.
+      eos: the id appended to every document, or None.
+      classify: one document a row as [CLS] tokens [SEP] (`cls`, `sep`), with its label.
+      label: the label feature (classify).
+      vocab_size: token ids must be below it (None: below 2**31, the int32 outputs).
+      mean_tokens: the split's mean document length from the manifest (chunk size), or None.
+      histogram: the split's length histogram from the manifest, or None.
+      chunk: documents per chunk, or None: chosen from the mean length.
+    """
+
+    sequence_length: int
+    mode: Mode
+    truncate: bool = False
+    eos: int | None = None
+    classify: bool = False
+    cls: int | None = None
+    sep: int | None = None
+    label: str | None = None
+    vocab_size: int | None = None
+    mean_tokens: float | None = None
+    histogram: Mapping[str, list[int]] | None = None
+    chunk: int | None = None
+
+    def identity(self) -> dict[str, int | str | bool | None]:
+        """What a resumed run must share with the run it resumes (see pipeline/order/position.py)."""
+        return {
+            "sequence_length": self.sequence_length,
+            "packing": self.mode,
+            "truncate": self.truncate,
+            "eos": self.eos,
+        }
+
+
+class TextPlan(Protocol):
+    """What the text stages read of the pipeline's plan (stages/stage.py's `StagePlan`, a floor
+    above this one)."""
+
+    @property
+    def decoder(self) -> Decoder: ...
+    @property
+    def config(self) -> PipelineConfig: ...
+    @property
+    def source(self) -> ResolvedData: ...
+    @property
+    def order(self) -> OrderSpec | None: ...
+    @property
+    def start(self) -> Callable[[], Tensor] | None: ...
+    @property
+    def training(self) -> bool: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def deterministic(self) -> bool: ...
+    @property
+    def cache(self) -> str: ...
+
+
+def packing_of(p: TextPlan) -> TextPacking:
+    """How the text pipeline `p` packs (a text plan's decoder always says)."""
+    assert p.decoder.packing is not None, "a text stage on a pipeline that packs no text"
+    return p.decoder.packing
+
+
+def documents(pack: TextPacking, features: Mapping[str, Tensor], where: str = "") -> Tensor:
     """The chunk's documents as packed: the EOS appended, the [CLS] and [SEP] around a
     classifier's (its first L - 2 tokens), ids checked against the vocabulary."""
     tf_ = tf()
@@ -70,12 +147,12 @@ def documents(pack: Any, features: Any, where: str = "") -> Any:
     return tokens
 
 
-def column(tf_: Any, n: Any, value: int) -> Any:
+def column(tf_: ModuleType, n: Tensor, value: int | None) -> Tensor:
     """`[n, 1]` of `value`, as a RaggedTensor to concatenate with documents."""
     return tf_.RaggedTensor.from_tensor(tf_.fill(tf_.stack([n, 1]), tf_.constant(value, tf_.int64)))
 
 
-def rows_of(pack: Any, lengths: Any) -> Any:
+def rows_of(pack: TextPacking, lengths: Tensor) -> Tensor:
     """The rows a chunk packs into (int64 scalar), from its records' token counts alone (int64
     `[docs]`): each document as `documents` makes it, placed as `pack_stage` places it."""
     tf_ = tf()
@@ -83,12 +160,12 @@ def rows_of(pack: Any, lengths: Any) -> Any:
     return packer.place(tf_, lengths + added_tokens(pack), L, pack.mode, pack.truncate)[-1]
 
 
-def chunk_stage(p: Any) -> Callable[[Any], Any]:
+def chunk_stage(p: TextPlan) -> StageFn:
     """`(record, source)` -> chunks `(records, sources, skip)`; the resumable order's stream
     yields chunks already."""
-    size = chunk_size(p.decoder.packing)
+    size = chunk_size(packing_of(p))
 
-    def chunk(ds: Any) -> Any:
+    def chunk(ds: Dataset) -> Dataset:
         if p.order is not None:
             return ds
         tf_ = tf()
@@ -98,18 +175,18 @@ def chunk_stage(p: Any) -> Callable[[Any], Any]:
     return chunk
 
 
-def pack_stage(p: Any) -> Callable[[Any], Any]:
+def pack_stage(p: TextPlan) -> StageFn:
     """Parsed chunks -> rows `{"tokens", "segment_ids", "positions"}` ([L] int64 each, plus
     "label" when classifying; int32 again per batch, `batch_stage`), one an element."""
-    pack = p.decoder.packing
+    pack = packing_of(p)
     shuffle = p.training
     key = domain_key(int(p.config.seed or 0), KEY_ROWS)
 
-    def rows(features: Any, source: Any, skip: Any) -> Any:
+    def rows(features: Mapping[str, Tensor], source: Tensor, skip: Tensor) -> dict[str, Tensor]:
         tf_ = tf()
         docs = documents(pack, features, p.source.where)
         out = packer.pack(docs, pack.sequence_length, pack.mode, pack.truncate)
-        if pack.classify:
+        if pack.classify and pack.label is not None:
             out["label"] = tf_.cast(features[pack.label], tf_.int32)
         if shuffle:
             rows = tf_.shape(out["tokens"], out_type=tf_.int64)[0]
@@ -120,7 +197,7 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
         # for the packer's ~360 nodes.
         return {k: tf_.cast(v[skip:], tf_.int64) for k, v in out.items()}
 
-    def pack_rows(ds: Any) -> Any:
+    def pack_rows(ds: Dataset) -> Dataset:
         return raw.unbatch(
             ds.map(plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
         )
@@ -128,14 +205,14 @@ def pack_stage(p: Any) -> Callable[[Any], Any]:
     return pack_rows
 
 
-def chunk_seed(tf_: Any, key: int, docs: Any) -> Any:
+def chunk_seed(tf_: ModuleType, key: int, docs: Tensor) -> Tensor:
     """The seed of a chunk's row order: (the rows key ^ the chunk's tokens, its length-weighted
     index sum), so the order is a function of the seed and the chunk's documents alone (a chunk
     knows no position outside the resumable order). `order_stream.permutation` keys by it."""
     return lengths_seed(tf_, key, tf_.cast(docs.row_lengths(), tf_.int64))
 
 
-def lengths_seed(tf_: Any, key: int, lengths: Any) -> Any:
+def lengths_seed(tf_: ModuleType, key: int, lengths: Tensor) -> Tensor:
     """`chunk_seed` of a chunk whose documents (or a mixture's segments) have these lengths."""
     weighted = tf_.reduce_sum(lengths * tf_.range(1, tf_.size(lengths, out_type=tf_.int64) + 1))
     return tf_.stack(
@@ -143,13 +220,13 @@ def lengths_seed(tf_: Any, key: int, lengths: Any) -> Any:
     )
 
 
-def batch_stage(p: Any) -> Callable[[Any], Any]:
+def batch_stage(p: TextPlan) -> StageFn:
     """Rows -> `[B, L]` int32 batches: whole in training; in eval the last one partial, padded
     with empty rows (segment ids 0) by the "pad" stage (`pad_remainder`, True for text by
     default)."""
     size = p.batch_size
 
-    def batch(ds: Any) -> Any:
+    def batch(ds: Dataset) -> Dataset:
         tf_ = tf()
         batches = ds.batch(size, drop_remainder=bool(p.training or p.config.drop_remainder))
         return batches.map(plain(lambda rows: {k: tf_.cast(v, tf_.int32) for k, v in rows.items()}))
@@ -165,19 +242,20 @@ MIN_COUNTED_EPOCHS = 4
 MAX_COUNTED_DOCUMENTS = 1 << 24
 
 
-def start_limit(spec: Any, pack: Any) -> int:
+def start_limit(spec: OrderSpec, pack: TextPacking) -> int:
     """The last step a resumable text pipeline can start at: the count of the rows before it
     walks at most max(MIN_COUNTED_EPOCHS epochs, MAX_COUNTED_DOCUMENTS documents), at the rows
     a split packs into by the manifest's histogram (its pieces for "none"; its tokens over L,
     at most the rows, for the packing modes: no simulation at build()); and the row position
     stays within `order.MAX_POSITION`, so its int64 arithmetic never wraps."""
     rows_per_step = spec.global_batch // spec.pipelines
-    documents = sum(pack.histogram["counts"]) if pack.histogram else 0
+    histogram = pack.histogram or {}
+    documents = sum(histogram.get("counts", []))
     rows = 0
     if documents and (pack.mode == "none" or pack.classify):
         rows = epoch_rows(pack)
     elif documents:
-        rows = sum(pack.histogram["tokens"]) // pack.sequence_length
+        rows = sum(histogram["tokens"]) // pack.sequence_length
     walked = max(MIN_COUNTED_EPOCHS * spec.examples, MAX_COUNTED_DOCUMENTS)
     if rows and documents:
         share = spec.pipelines if spec.by_record else 1  # this pipeline keeps 1/n of the stream
@@ -185,7 +263,9 @@ def start_limit(spec: Any, pack: Any) -> int:
     return MAX_POSITION // rows_per_step
 
 
-def start_fn(spec: Any, pack: Any, position: Any, step: int) -> Callable[[], Any]:
+def start_fn(
+    spec: OrderSpec, pack: TextPacking, position: Position | None, step: int
+) -> Callable[[], Tensor]:
     """The step a resumable text pipeline starts at: fixed, or the Position's (read when an
     iterator starts). A Position is bound to what a step means, packing included.
 
@@ -211,7 +291,7 @@ def start_fn(spec: Any, pack: Any, position: Any, step: int) -> Callable[[], Any
         return fixed
     position.bind(spec.identity() | pack.identity() | {"chunk": chunk_size(pack)})
 
-    def start() -> Any:
+    def start() -> Tensor:
         step = tf_.cast(position.read(), tf_.int64)
         message = f"the step of the Position must be at most {limit} for this text dataset: {why}"
         bound = tf_.constant(limit, tf_.int64)
@@ -221,18 +301,19 @@ def start_fn(spec: Any, pack: Any, position: Any, step: int) -> Callable[[], Any
     return start
 
 
-def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
+def resumable_chunks(p: TextPlan, read: Callable[..., Dataset], parallelism: int) -> Dataset:
     """The resumable order's stream in chunks `(records, sources, skip)`, from the step that
     `p.start()` gives: the chunk holding the step's first row, and its rows before it as skip."""
     tf_ = tf()
-    spec, pack = p.order, p.decoder.packing
+    spec, pack, start = p.order, packing_of(p), p.start
+    assert spec is not None and start is not None, "the resumable order's plan has its spec and start"
     size = chunk_size(pack)
     stride = spec.pipelines if spec.by_record else 1
     rows_per_step = spec.global_batch // spec.pipelines
     lengths = lengths_file(p.source)
     records = order_stream.cached_records(spec, read) if p.cache == "memory" else None  # one load
 
-    def chunks(first: Any) -> Any:
+    def chunks(first: Tensor) -> Dataset:
         return order_stream.stream(
             spec,
             read,
@@ -245,7 +326,7 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
             load=None if records is None else lambda: records.get_single_element()[0],  # shared
         )
 
-    def find(target: Any) -> Any:
+    def find(target: Tensor) -> tuple[Tensor, Tensor]:
         """(chunk, rows before it) of the chunk holding row `target` of the stream."""
         if lengths is None:  # no lengths file: every record before the start read and parsed
             parse_spec = {TOKENS: p.decoder.spec[TOKENS]}
@@ -264,139 +345,19 @@ def resumable_chunks(p: Any, read: Callable[..., Any], parallelism: int) -> Any:
         found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
         return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
 
-    def from_step(_: Any) -> Any:
-        first, skips = first_chunk(tf_, p.start, rows_per_step, find)
+    def from_step(_: Tensor) -> Dataset:
+        first, skips = first_chunk(tf_, start, rows_per_step, find)
         return tf_.data.Dataset.zip((chunks(first), skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
 
     return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
 
 
-def record_lengths(tf_: Any, records: Any, parse_spec: Any) -> Any:
+def record_lengths(tf_: ModuleType, records: Tensor, parse_spec: Mapping[str, Feature]) -> Tensor:
     """The token counts (int64 `[n]`) of serialized text records, parsed."""
     return tf_.cast(tf_.io.parse_example(records, parse_spec)[TOKENS].row_lengths(), tf_.int64)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Lengths:
-    """A split's lengths file and what the manifest says it holds (checked as it is read)."""
-
-    path: str
-    documents: int
-    tokens: int
-
-
-def lengths_file(src: Any) -> Lengths | None:
-    """The lengths file of the split `src` reads, or None (converted without one)."""
-    manifest, split = src.manifest, src.split
-    path = manifest.lengths_path(split) if manifest is not None and split is not None else None
-    if path is None:
-        return None
-    text = manifest.split(split).text
-    return Lengths(path, text.documents, text.tokens)
-
-
-def read_lengths(lengths: Lengths) -> Any:
-    """Every record's token count (int64 `[documents]`, in record order across the split's
-    shards): one read of the lengths file, checked against the manifest's documents and tokens."""
-    tf_ = tf()
-    data = tf_.io.read_file(lengths.path)
-    size = tf_.cast(tf_.strings.length(data), tf_.int64)
-    expected = (
-        f"Expected the lengths file {lengths.path} to hold {lengths.documents} uint32 lengths summing "
-        f"to {lengths.tokens} tokens, as the manifest says; it was changed or is not this conversion's "
-        "(convert the split again). Received:"
-    )
-    check = tf_.debugging.Assert(tf_.equal(size, 4 * lengths.documents), [expected, size, "bytes"])
-    with tf_.control_dependencies([check]):
-        # decode_raw has no uint32: int32 bits, made unsigned in int64.
-        signed = tf_.cast(tf_.io.decode_raw(data, tf_.int32, little_endian=True), tf_.int64)
-    values = tf_.bitwise.bitwise_and(signed, tf_.constant(0xFFFFFFFF, tf_.int64))
-    total = tf_.reduce_sum(values)
-    check = tf_.debugging.Assert(tf_.equal(total, lengths.tokens), [expected, total, "tokens"])
-    with tf_.control_dependencies([check]):
-        return tf_.identity(values)
-
-
-def pipeline_rows(pack: Any, src: Any, pipelines: int) -> list[int] | None:
-    """The rows each of `pipelines` eval input pipelines packs (its records in source order, in
-    chunks, each packed on its own: the eval stages' rows, counted by the NumPy packer they
-    equal), from the split's lengths file; None without one."""
-    import numpy as np
-
-    lengths = lengths_file(src)
-    if lengths is None:
-        return None
-    values = load_lengths(lengths)
-    starts = np.concatenate([[0], np.cumsum(src.counts)])
-    out = []
-    for j in range(pipelines):
-        share = share_files(src.sizes, src.counts, pipelines, j, compressed=bool(src.compression))
-        if share.shard_by == "record":
-            mine = values[j::pipelines]
-        else:
-            mine = np.concatenate([values[starts[f] : starts[f + 1]] for f in share.files] or [values[:0]])
-        out.append(count_rows(pack, mine))
-    return out
-
-
-def count_rows(pack: Any, lengths: Any) -> int:
-    """The rows documents of these token counts pack into, chunk by chunk, as `rows_of` counts
-    each chunk (in NumPy: `reference.place`, which the graph packer equals)."""
-    size = chunk_size(pack)
-    L = pack.sequence_length
-    total = 0
-    for begin in range(0, len(lengths), size):
-        chunk = lengths[begin : begin + size] + added_tokens(pack)
-        total += reference.place(chunk, L, pack.mode, pack.truncate).rows
-    return int(total)
-
-
-def load_lengths(lengths: Lengths) -> Any:
-    """The lengths file as int64 NumPy (`read_lengths` outside the graph), checked against the
-    manifest's documents and tokens."""
-    import numpy as np
-
-    from tfpipe import storage
-    from tfpipe.errors import DataError
-
-    data = storage.read_bytes(lengths.path)
-    values = np.frombuffer(data, "<u4").astype(np.int64) if len(data) % 4 == 0 else None
-    if values is None or len(values) != lengths.documents or int(values.sum()) != lengths.tokens:
-        got = f"{len(data)} bytes" + (f", {int(values.sum())} tokens" if values is not None else "")
-        raise DataError(
-            f"Expected the lengths file {lengths.path} to hold {lengths.documents} uint32 lengths "
-            f"summing to {lengths.tokens} tokens, as the manifest says; it was changed or is not this "
-            f"conversion's (convert the split again). Received: {got}"
-        )
-    return values
-
-
-def ordered_lengths(spec: Any, lengths: Lengths, size: int, read: Callable[[], Any] | None = None) -> Any:
-    """The lengths of the records of the order's stream from position 0, in chunks of `size`
-    (`(lengths, "")` pairs, as `order_stream.stream` batches records): the order applied to the
-    lengths file read once (`read()`, else `read_lengths`), not to the records."""
-    tf_ = tf()
-
-    def table() -> Any:
-        first = tf_.constant(spec.first_ids, tf_.int64)
-        rows = tf_.ragged.range(first, first + tf_.constant(spec.counts, tf_.int64)).flat_values
-        values = read() if read is not None else read_lengths(lengths)
-        return tf_.gather(values, rows)  # this pipeline's files, in their order
-
-    return order_stream.stream(
-        spec,
-        None,
-        lambda: tf_.constant(0, tf_.int64),
-        cached=True,
-        sources=False,
-        keys=False,
-        batch=size,
-        parallelism=1,
-        load=table,
-    )
-
-
-def _documents_of(src: Any) -> int:
+def _documents_of(src: ResolvedData | None) -> int:
     """The documents of the split `src` reads, from its manifest (0 when unknown)."""
     manifest, split = getattr(src, "manifest", None), getattr(src, "split", None)
     text = manifest.splits[split].text if manifest is not None and split in manifest.splits else None
@@ -408,7 +369,7 @@ TPU_LANES, TPU_SUBLANES = 128, 8
 
 
 def plan_notes(
-    pack: Any, batch: int, src: Any = None, resumable: bool = False
+    pack: TextPacking, batch: int, src: ResolvedData | None = None, resumable: bool = False
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(notes for `describe()`, warnings about TPU tiling) of a text pipeline with `batch` rows
     a batch (per replica), reading `src` in the resumable order or not."""
@@ -445,8 +406,11 @@ def plan_notes(
 
 
 def first_chunk(
-    tf_: Any, start: Callable[[], Any], rows_per_step: int, find: Callable[[Any], tuple[Any, Any]]
-) -> tuple[Any, Any]:
+    tf_: ModuleType,
+    start: Callable[[], Tensor],
+    rows_per_step: int,
+    find: Callable[[Tensor], tuple[Tensor, Tensor]],
+) -> tuple[Tensor, Dataset]:
     """(the chunk holding the start step's first row, each chunk's rows to skip from it on: the
     step's rows before it in that chunk, then 0s). `find(row)` gives (chunk, rows before it);
     a fixed start at 0 finds nothing, a Position's step is read when the iterator starts."""

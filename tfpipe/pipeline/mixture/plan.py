@@ -13,12 +13,14 @@ pack and batch).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
+from tfpipe._tf import Tensor, tf
 from tfpipe.errors import ConfigError, TfpipeError
 from tfpipe.modalities import modality_of_records
+from tfpipe.pipeline import checks
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.mixing import Mixing, mixing_of
@@ -35,15 +37,17 @@ if TYPE_CHECKING:
     # Imported where they are made: at module level this import makes mypy 2.4 report tfpipe's
     # own `build` as defined twice (tfpipe/__init__.py), an artefact of its import-cycle order.
     from tfpipe.pipeline.mixture.pipeline import MixtureEval, MixturePipeline
+    from tfpipe.pipeline.order.position import Position  # imports TensorFlow
+    from tfpipe.pipeline.order.resumable import OrderSpec
 
 
 def plan_mixture(
-    data: Mapping[str, Any],
+    data: Mapping[str, str | Sequence[str]],
     *,
-    weights: Any,
-    mix_by: Any,
+    weights: Mapping[str, float] | None,
+    mix_by: str | None,
     plan_one: Callable[..., Pipeline],
-    start_step: Any,
+    start_step: int | Position,
     **kwargs: Any,
 ) -> MixturePipeline | MixtureEval:
     """Plans a mixture: each source planned by `plan_one` (build.plan for one dataset), checked
@@ -76,7 +80,7 @@ def plan_mixture(
     if as_int(seed) is None:
         raise ConfigError(f"seed must be an int. Received: {seed!r}")
     service = kwargs.pop("service", None)
-    _check_service(service, position, config, kwargs.get("processing_mode"))
+    checks.check_mixture_service(service, position, config, kwargs.get("processing_mode"))
     _check_one_kind(
         names, data, kwargs.get("split", getattr(config, "split", None)), kwargs.get("training", True)
     )
@@ -118,7 +122,7 @@ def _evaluation(
     _check_distinct(names, parts)
     _check_agree(names, parts)
     first = parts[0]
-    from tfpipe.pipeline.mixture.pipeline import MixtureEval
+    from tfpipe.pipeline.mixture.pipeline import MixtureEval  # here, not at the top: see TYPE_CHECKING
 
     return MixtureEval(
         stages=first.stages,
@@ -131,30 +135,7 @@ def _evaluation(
     )
 
 
-def _check_service(service: str | None, position: Any, config: Any, mode: Any) -> None:
-    """Refuses what the tf.data service cannot run of a mixture: a Position (its variable lives
-    in this process) and sharding modes that split the stream (its order is the mixture's)."""
-    if service is None:
-        return
-    from tfpipe.pipeline import checks
-    from tfpipe.pipeline.config import PipelineConfig
-
-    checks.check_service(service, config or PipelineConfig())
-    if position is not None:
-        raise ConfigError(
-            "A mixture on the tf.data service starts at an int start_step: a Position's variable "
-            "lives in this process, and the service's workers cannot read it. Pass "
-            "start_step=position.step. Received: start_step=Position"
-        )
-    mode = mode or getattr(config, "processing_mode", "parallel_epochs")
-    if mode != "parallel_epochs":
-        raise ConfigError(
-            "A mixture on the tf.data service runs whole on each worker (processing_mode="
-            f"'parallel_epochs'), so its order holds. Received: processing_mode={mode!r}"
-        )
-
-
-def _names(data: Mapping[str, Any]) -> list[str]:
+def _names(data: Mapping[str, str | Sequence[str]]) -> list[str]:
     names = list(data)
     if len(names) < 2 or not all(isinstance(n, str) and n for n in names):
         raise ConfigError(
@@ -174,7 +155,9 @@ def _mix_by(mix_by: Any, mixing: Mixing) -> mixture_spec.MixBy:
     return mix_by
 
 
-def _check_one_kind(names: list[str], data: Mapping[str, Any], split: Any, training: Any) -> None:
+def _check_one_kind(
+    names: list[str], data: Mapping[str, str | Sequence[str]], split: str | None, training: bool
+) -> None:
     """Refuses sources of different modalities (text, images, tables) by name before each is
     planned: planned one by one, the second would refuse the first's options (sequence_length
     for images), naming an option rather than the mixture's sources."""
@@ -227,18 +210,18 @@ def _check_agree(names: list[str], parts: tuple[Pipeline, ...]) -> None:
                 )
 
 
-def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
-    def tok(p: Pipeline) -> Any:
+def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, object, object]]:
+    def tok(p: Pipeline) -> str | None:
         m = p.source.manifest
         return m.tokenizer.fingerprint if m is not None and m.tokenizer is not None else None
 
-    def schema(p: Pipeline) -> Any:
+    def schema(p: Pipeline) -> object:
         s = p.source.schema
         return (
             None if s is None else ([(f.name, str(f.dtype), tuple(f.shape or ())) for f in s.fields], s.label)
         )
 
-    def packing(p: Pipeline) -> Any:
+    def packing(p: Pipeline) -> object:
         return batching_of(p.decoder).identity()
 
     return [
@@ -250,7 +233,12 @@ def _traits(a: Pipeline, b: Pipeline) -> list[tuple[str, Any, Any]]:
 
 
 def _assemble(
-    mix: MixSpec, parts: tuple[Pipeline, ...], position: Any, step: int, seed: int, service: str | None
+    mix: MixSpec,
+    parts: tuple[Pipeline, ...],
+    position: Position | None,
+    step: int,
+    seed: int,
+    service: str | None,
 ) -> MixturePipeline:
     """The mixture's Pipeline: the first source's stages with the mixed stream as its read (and
     the stages its mixing replaces: text's pack and batch)."""
@@ -285,7 +273,7 @@ def _assemble(
         **mixing.replaced(mix, plan),
     }
     made = tuple(dataclasses.replace(s, fn=replaced.get(s.name, s.fn)) for s in make_stages(plan))
-    from tfpipe.pipeline.mixture.pipeline import MixturePipeline
+    from tfpipe.pipeline.mixture.pipeline import MixturePipeline  # here, not at the top: see TYPE_CHECKING
 
     return MixturePipeline(
         stages=made,
@@ -332,7 +320,7 @@ def _source_read(p: Pipeline, mixing: Mixing, block: int) -> mixture_stream.Sour
     )
 
 
-def _check_resumable(o: Any, per_replica: int) -> None:
+def _check_resumable(o: OrderSpec, per_replica: int) -> None:
     """A start needs each input pipeline to consume the same whole batches a step."""
     if o.pipelines > 1 and (o.global_batch % o.pipelines or (o.global_batch // o.pipelines) % per_replica):
         raise ConfigError(
@@ -343,15 +331,13 @@ def _check_resumable(o: Any, per_replica: int) -> None:
 
 
 def _start_fn(
-    position: Any, step: int, identity: dict[str, Any], per_step: int, limit: int
-) -> Callable[[], Any]:
+    position: Position | None, step: int, identity: dict[str, Any], per_step: int, limit: int
+) -> Callable[[], Tensor]:
     """The step the mixture starts at: fixed, or the Position's (read when an iterator starts).
 
     Raises:
       ConfigError: a fixed step beyond `limit` (a Position's is checked when it is read).
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     why = (
         "a mixture of text finds its start by walking the chunks before it, and keeps each "
@@ -368,7 +354,7 @@ def _start_fn(
         return fixed
     position.bind(identity)
 
-    def start() -> Any:
+    def start() -> Tensor:
         value = tf_.cast(position.read(), tf_.int64)
         message = f"the step of the Position must be at most {limit} for this mixture: {why}"
         check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64), message=message)

@@ -49,7 +49,7 @@ from tfpipe.errors import ConfigError
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
-    from tfpipe.pipeline.config import Order, PipelineConfig
+    from tfpipe.pipeline.config import OrderKind, PipelineConfig
     from tfpipe.pipeline.order.position import Position
     from tfpipe.pipeline.read.resolve import ResolvedData
     from tfpipe.pipeline.read.sharding import FileShare
@@ -139,11 +139,11 @@ def decide(
     cfg: PipelineConfig,
     src: ResolvedData,
     *,
-    default: Order,
+    default: OrderKind,
     training: bool,
     service: str | None,
     resuming: bool,
-) -> tuple[Order | None, tuple[str, ...]]:
+) -> tuple[OrderKind | None, tuple[str, ...]]:
     """The training order for this data (None in eval) and the notes saying why.
 
     Args:
@@ -161,7 +161,7 @@ def decide(
             )
         return None, ()
     why_not = _why_not(cfg, src, service)
-    chosen: Order = default if cfg.order is None else cfg.order
+    chosen: OrderKind = default if cfg.order is None else cfg.order
     notes: tuple[str, ...] = ()
     if chosen == "resumable" and why_not:
         if cfg.order is not None or resuming:

@@ -11,6 +11,7 @@ import stat
 from collections.abc import Sequence
 
 from tfpipe import storage
+from tfpipe._tf import tf
 from tfpipe.errors import DataError
 from tfpipe.format.schema import MISSING_SUFFIX, Field, Schema, dtype_of_feature_list
 
@@ -88,8 +89,6 @@ def sizes(files: list[str]) -> list[int]:
 
 
 def head(path: str, n: int) -> bytes:
-    from tfpipe._tf import tf
-
     tf_ = tf()
     try:
         with tf_.io.gfile.GFile(path, "rb") as f:
@@ -99,8 +98,6 @@ def head(path: str, n: int) -> bytes:
 
 
 def first_record(path: str, compression: str) -> bytes:
-    from tfpipe._tf import tf
-
     tf_ = tf()
     try:
         for record in tf_.data.TFRecordDataset(path, compression_type=compression).take(1):
@@ -118,8 +115,6 @@ def first_record(path: str, compression: str) -> bytes:
 def infer_schema(record: bytes, path: str) -> Schema:
     """A schema from one serialized tf.train.Example: kinds from the protobuf, shapes from
     the value counts (a single value is a scalar)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     try:
         example = tf_.train.Example.FromString(record)

@@ -4,9 +4,9 @@ tf.data.Options every pipeline is made with.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tfpipe._tf import tf
+from tfpipe._tf import Dataset, Options, tf
 from tfpipe.pipeline.stages import padding
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
 from tfpipe.service.stage import distribute
@@ -20,7 +20,7 @@ def pad_stage(p: StagePlan) -> StageFn:
     the batches every input pipeline yields (`pad_remainder`, see stages/padding.py); the cardinality
     set when known."""
 
-    def pad(ds: Any) -> Any:
+    def pad(ds: Dataset) -> Dataset:
         if p.training:
             return ds
         if p.config.pad_remainder:
@@ -34,7 +34,7 @@ def pad_stage(p: StagePlan) -> StageFn:
 
 
 def service_stage(p: StagePlan) -> StageFn:
-    def service(ds: Any) -> Any:
+    def service(ds: Dataset) -> Dataset:
         # Options applied after this stage never reach the workers: hand them over here.
         cfg = p.config
         return distribute(
@@ -51,13 +51,13 @@ def service_stage(p: StagePlan) -> StageFn:
 
 
 def prefetch_stage(p: StagePlan) -> StageFn:
-    def prefetch(ds: Any) -> Any:
+    def prefetch(ds: Dataset) -> Dataset:
         return ds.prefetch(p.config.prefetch)
 
     return prefetch
 
 
-def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None = None) -> Any:
+def make_options(cfg: PipelineConfig, shard_by: str, threadpool_size: int | None = None) -> Options:
     """The tf.data.Options of a pipeline: set deliberately, not left to defaults.
 
     Autotune on, with the RAM budget and CPU budget; map parallelisation and parallel batch

@@ -11,9 +11,8 @@ its own in-memory cache with cache="memory"), in the elements of the plan's batc
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.pipeline.read import raw
 from tfpipe.pipeline.read.generation import Generation
 from tfpipe.pipeline.read.shard import read_shard, verify_group
@@ -23,7 +22,7 @@ from tfpipe.pipeline.stages.stage import StageFn, StagePlan
 def list_files_stage(p: StagePlan) -> StageFn:
     """Every file with its size and record count (the first stage: its input is ignored)."""
 
-    def list_files(_: Any) -> Any:
+    def list_files(_: Dataset | None) -> Dataset:
         tf_ = tf()
         src = p.source
         return tf_.data.Dataset.from_tensor_slices(
@@ -36,7 +35,7 @@ def list_files_stage(p: StagePlan) -> StageFn:
 def shard_stage(p: StagePlan) -> StageFn:
     """This input pipeline's files (file sharding) or records (record sharding)."""
 
-    def shard(ds: Any) -> Any:
+    def shard(ds: Dataset) -> Dataset:
         if p.shard_by == "none" or p.order is not None:  # the resumable order shards itself
             return ds
         return ds.shard(p.num_shards, p.shard_index)
@@ -51,7 +50,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
     cfg = p.config
     read = shard_reader(p)
 
-    def interleave(ds: Any) -> Any:
+    def interleave(ds: Dataset) -> Dataset:
         tf_ = tf()
         if p.order is not None:  # in the batching's elements (records, or text's chunks)
             return p.batching.ordered(
@@ -88,7 +87,7 @@ def interleave_stage(p: StagePlan) -> StageFn:
     return interleave
 
 
-def shard_reader(p: StagePlan) -> Callable[..., Any]:
+def shard_reader(p: StagePlan) -> Callable[..., Dataset]:
     """`(path, size, count, grouped) -> Dataset`: one shard's verified read as the plan sets it."""
     src = p.source
     mean_bytes = src.bytes // src.examples if src.bytes and src.examples else None
@@ -96,7 +95,7 @@ def shard_reader(p: StagePlan) -> Callable[..., Any]:
     buffer = p.reader_buffer
     generation = Generation.of(src)  # reads never mix two conversions of the split
 
-    def read(path: Any, size: Any, count: Any, grouped: bool) -> Any:
+    def read(path: Tensor, size: Tensor, count: Tensor, grouped: bool) -> Dataset:
         return read_shard(
             path,
             size,
@@ -126,7 +125,7 @@ def cache_stage(p: StagePlan) -> StageFn:
     """The serialized records in memory or on disk, before shuffle and augmentation (the
     resumable order keeps its own cache, see order/stream.py)."""
 
-    def cache(ds: Any) -> Any:
+    def cache(ds: Dataset) -> Dataset:
         if p.cache == "none" or p.order is not None:
             return ds
         return ds.cache(p.cache[len("disk:") :] if p.cache.startswith("disk:") else "")
@@ -135,7 +134,7 @@ def cache_stage(p: StagePlan) -> StageFn:
 
 
 def shuffle_stage(p: StagePlan) -> StageFn:
-    def shuffle(ds: Any) -> Any:
+    def shuffle(ds: Dataset) -> Dataset:
         if not p.training or p.order is not None:  # the resumable order permutes its windows
             return ds
         return ds.shuffle(p.shuffle_buffer, seed=p.config.seed, reshuffle_each_iteration=True)
@@ -144,7 +143,7 @@ def shuffle_stage(p: StagePlan) -> StageFn:
 
 
 def repeat_stage(p: StagePlan) -> StageFn:
-    def repeat(ds: Any) -> Any:
+    def repeat(ds: Dataset) -> Dataset:
         return ds.repeat() if p.training and p.order is None else ds  # the resumable order is endless
 
     return repeat

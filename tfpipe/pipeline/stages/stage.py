@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from tfpipe._tf import Dataset, Tensor
 from tfpipe.pipeline.read import skips
 from tfpipe.pipeline.read.sharding import FileShare, ShardBy
 
@@ -39,7 +40,7 @@ StageName = Literal[
     "prefetch",
 ]
 Group = Literal["read", "parse", "decode", "pack", "batch", "final"]
-StageFn = Callable[[Any], Any]
+StageFn = Callable[[Dataset], Dataset]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,7 +143,7 @@ class StagePlan:
     service: str | None
     counter: skips.SkipCounter | None
     order: OrderSpec | None = None  # the resumable order; None: "shuffle_buffer"
-    start: Callable[[], Any] | None = None  # its start position (read when an iterator starts)
+    start: Callable[[], Tensor] | None = None  # its start position (read when an iterator starts)
     batches: int | None = None  # eval: the batches it yields, when known (its cardinality)
     padding_batches: int = 0  # eval: whole batches of padding after its own (pad_remainder)
 

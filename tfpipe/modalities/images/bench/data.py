@@ -23,7 +23,7 @@ IMAGE_CLASSES = 10
 def generate(spec: Any, raw: str) -> str:
     """`spec.examples` ImageNet-like JPEGs (mean ~108 KB at ~470x390) in IMAGE_CLASSES class
     folders under `raw`."""
-    from tfpipe.synthetic import folders
+    from tfpipe.synthetic import folders  # numpy and PIL, loaded when bench generates images
 
     per, extra = divmod(spec.examples, IMAGE_CLASSES)
     classes = min(IMAGE_CLASSES, spec.examples)

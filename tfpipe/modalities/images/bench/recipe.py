@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfpipe._tf import tf
+
 
 def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224, compression: str = "") -> Any:
     """The baseline pipeline over `files` (imagenet_to_gcs records): (float32 images, int32 labels).
@@ -27,8 +29,6 @@ def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224, 
       image_size: output height and width.
       compression: TFRecordDataset compression_type ("" or "GZIP").
     """
-    from tfpipe._tf import tf
-
     tf_ = tf()
     autotune = tf_.data.AUTOTUNE
     spec = {

@@ -48,7 +48,12 @@ def encode_images(task: ImageTask) -> list[Encoded]:
       StorageError: a file could not be read (missing, permissions, a gs:// outage after
         the retries): that fails the run, which `--resume` continues, instead of dropping it.
     """
-    from tfpipe.modalities.images.convert.decode import UndecodableImage, normalize_image, trusted_passthrough
+    # PIL and numpy: loaded where images are encoded
+    from tfpipe.modalities.images.convert.decode import (
+        UndecodableImage,
+        normalize_image,
+        trusted_passthrough,
+    )
 
     out = []
     for item in task.items:
@@ -88,7 +93,7 @@ def copy_images(work: ImageTask, shard: int, first: int) -> EncodedPiece | None:
     reads it again from the page cache: the copy itself runs in the writing process, so the
     bytes never cross a pipe.
     """
-    from tfpipe.modalities.images.convert.decode import trusted_passthrough
+    from tfpipe.modalities.images.convert.decode import trusted_passthrough  # PIL and numpy, as above
 
     if work.check != "header":
         return None

@@ -20,7 +20,7 @@ CONVERT = "tfpipe convert TABLE DEST --label COLUMN"
 
 def generate(spec: Any, raw: str) -> str:
     """A `spec.examples`-row table of TABLE_COLUMNS mixed-type columns, as Parquet in `raw`."""
-    from tfpipe.synthetic import tables
+    from tfpipe.synthetic import tables  # numpy, loaded when bench generates a table
 
     os.makedirs(raw, exist_ok=True)
     df = tables.make_table(spec.examples, seed=spec.seed, columns=TABLE_COLUMNS)

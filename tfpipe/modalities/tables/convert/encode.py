@@ -4,12 +4,16 @@ row, nulls filled where the column has a mask. Pure: the same task gives the sam
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe.convert.encode import Encoded, EncodedPiece, Work
 from tfpipe.format.codec import encode_columns
-from tfpipe.format.schema import Schema
+from tfpipe.format.schema import Field, Schema
 from tfpipe.modalities.tables.convert.infer import null_value_error
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd  # a table's workers import it where they read
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -17,7 +21,7 @@ class TableTask(Work):
     """A chunk of rows (a pandas DataFrame indexed by row number within its file `where`),
     and the index of its first row among all rows written."""
 
-    frame: Any
+    frame: pd.DataFrame
     first_row: int
     schema: Schema
     where: str
@@ -26,7 +30,9 @@ class TableTask(Work):
         return EncodedPiece(shard, first, encode_table(self))
 
 
-def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[Any, Any]:
+def column_values(
+    frame: pd.DataFrame, field: Field, first_row: int, where: str
+) -> tuple[list[bytes] | np.ndarray, np.ndarray | None]:
     """A column as plain Python values, nulls filled with a default, plus the null mask.
 
     Raises:
@@ -46,7 +52,7 @@ def column_values(frame: Any, field: Any, first_row: int, where: str) -> tuple[A
 
 
 def encode_table(task: TableTask) -> list[Encoded]:
-    columns: dict[str, Any] = {}
+    columns: dict[str, list[bytes] | np.ndarray] = {}
     for field in task.schema.fields:
         columns[field.name], mask = column_values(task.frame, field, task.first_row, task.where)
         if mask is not None:

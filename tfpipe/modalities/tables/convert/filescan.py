@@ -19,6 +19,7 @@ from tfpipe.convert.formats import parquetfile
 from tfpipe.convert.kind import OnWorkers
 from tfpipe.convert.problems import Problems
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 from tfpipe.modalities.tables.convert.infer import Column
@@ -32,7 +33,7 @@ class FileScan:
     """One file's first pass, or the error that stopped it."""
 
     path: str
-    columns: tuple[dict[str, Any], ...] = ()  # Column fields, in column order
+    columns: tuple[JsonObject, ...] = ()  # Column fields, in column order
     total: int = 0
     kept: int = 0
     dropped: int = 0
@@ -41,11 +42,11 @@ class FileScan:
     notes: tuple[str, ...] = ()
     identity: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> FileScan:
+    def from_json(cls, obj: JsonObject) -> FileScan:
         return cls(
             obj["path"],
             tuple(obj["columns"]),
@@ -122,7 +123,7 @@ def _fold_kind(have: str, new: str) -> str | None:
     return None
 
 
-def _fold_column(have: Column, new: dict[str, Any]) -> bool:
+def _fold_column(have: Column, new: JsonObject) -> bool:
     """Folds one file's column into `have`; False if the fold may differ from the sequential pass."""
     kind = _fold_kind(have.kind, new["kind"])
     if kind is None or (have.kind in _TEXT and new["kind"] in _NUMBERS):  # numbers checks differ

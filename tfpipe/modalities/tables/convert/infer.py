@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a frame is read
 
 from tfpipe.errors import DataError
 from tfpipe.format.schema import kind_for_pandas
@@ -33,7 +37,7 @@ DECLARABLE = ("int", "float", "bool", "string")
 """The types `column_types` (`--column-type COLUMN=TYPE`) declares."""
 
 
-def kind_of(column: str, series: Any, path: str) -> str:
+def kind_of(column: str, series: pd.Series, path: str) -> str:
     """The kind of a chunk of typed values (a Parquet column, or text once typed)."""
     import pandas as pd
     from pandas.api import types as pdt
@@ -76,8 +80,8 @@ class Column:
     sample: str = ""  # where the kind was taken from
     source_dtype: str = ""
     first_null: tuple[str, int] | None = None
-    whole: tuple[str, int, Any] | None = None  # a whole number float32 would change
-    fraction: tuple[str, int, Any] | None = None  # the first value that is not a whole number
+    whole: tuple[str, int, float] | None = None  # a whole number float32 would change
+    fraction: tuple[str, int, object] | None = None  # the first value that is not a whole number
     text: bool = False  # read as text (CSV fields, Hive partition values), typed by `values`
     declared: str = ""  # the type `column_types` gives it, or "" (inferred)
     failed: bool = False  # a problem was reported: the column's later values are not checked
@@ -87,10 +91,10 @@ class Column:
     first_code: tuple[str, int, str] | None = None  # a number pandas reads that stays text here
     first_na: tuple[str, int, str] | None = None  # the first value pandas reads as missing
     first_nan: tuple[str, int] | None = None  # the first NaN (a value, not a null)
-    underflow: tuple[str, int, Any] | None = None  # the first value float32 would store as 0 or subnormal
+    underflow: tuple[str, int, float] | None = None  # the first value float32 would store as 0 or subnormal
     underflows: int = 0  # how many such values
 
-    def add_text(self, text: Any, path: str, csv_first_file: bool) -> None:
+    def add_text(self, text: pd.Series, path: str, csv_first_file: bool) -> None:
         """Takes in one chunk of this column's text (nulls where the field was empty or one of
         `null_values`), typed by the rules of `values` or as declared.
 
@@ -123,7 +127,7 @@ class Column:
                 )
         self.add(values.typed(text, kind), path, csv_first_file, text=text)
 
-    def _count_text(self, nonnull: Any, kind: str, path: str) -> None:
+    def _count_text(self, nonnull: pd.Series, kind: str, path: str) -> None:
         """Counts what the notes need: values pandas would read as numbers or as missing."""
         self.texts += len(nonnull)
         if kind in ("int", "float"):
@@ -142,7 +146,7 @@ class Column:
             i = int(code.argmax())
             self.first_code = (path, int(nonnull.index[i]), str(nonnull.iloc[i]))
 
-    def add(self, series: Any, path: str, csv_first_file: bool, text: Any = None) -> None:
+    def add(self, series: pd.Series, path: str, csv_first_file: bool, text: pd.Series | None = None) -> None:
         """Takes in one chunk's typed values of this column (`text`: the text they were read
         from, for messages).
 
@@ -169,7 +173,7 @@ class Column:
             if null.any():
                 self.first_null = (path, int(series.index[null.argmax()]))
 
-    def _dtype_name(self, series: Any) -> str:
+    def _dtype_name(self, series: pd.Series) -> str:
         """The source dtype, for the manifest. Parquet floats are read as nullable Float32/64
         only to keep NaN apart from null; their source dtype is the numpy one they are stored
         as (float32, float64), as manifests have always named it."""
@@ -178,7 +182,7 @@ class Column:
         name = str(series.dtype)
         return name.lower() if not self.text and pdt.is_float_dtype(series.dtype) else name
 
-    def _type_change(self, series: Any, path: str, csv_first_file: bool) -> str:
+    def _type_change(self, series: pd.Series, path: str, csv_first_file: bool) -> str:
         row, value = values.first_misfit(series, self.kind)
         hint = (
             f" To keep the column as text, declare it: --column-type {self.name}=string "
@@ -194,10 +198,11 @@ class Column:
             f"fit, rather than re-typing the column in silence. Fix or remove the value.{hint}"
         )
 
-    def _check_numbers(self, kind: str, series: Any, path: str) -> None:
+    def _check_numbers(self, kind: str, series: pd.Series, path: str) -> None:
         """Refuses a value beyond the Example type's range; notes the first whole number that
         float32 would change and the first fraction, in case the column ends up float."""
         nonnull = series.dropna()
+        inexact: Callable[[pd.Series], tuple[int, float] | None]
         if kind == "int":
             beyond, inexact = values.first_beyond_int64(nonnull), values.first_inexact_int
             limit = f"that fit int64 (at most {values.INT64_MAX}), the integer type of tf.train.Example"
@@ -216,12 +221,12 @@ class Column:
             found = inexact(nonnull)
             self.whole = None if found is None else (path, *found)
         if kind == "float" and self.fraction is None:
-            found = values.first_fraction(nonnull)
-            self.fraction = None if found is None else (path, *found)
+            fraction = values.first_fraction(nonnull)
+            self.fraction = None if fraction is None else (path, *fraction)
         if kind == "float":
             self._check_small(nonnull, path)
 
-    def _check_small(self, nonnull: Any, path: str) -> None:
+    def _check_small(self, nonnull: pd.Series, path: str) -> None:
         """Counts the values float32 would store as 0.0 or a subnormal, and finds the first NaN."""
         import numpy as np
 

@@ -15,12 +15,16 @@ import dataclasses
 import os
 import stat
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, jsonlfile, parquetfile
 from tfpipe.errors import DataError, TfpipeError
 from tfpipe.format.manifest import SkippedInput
+from tfpipe.modalities.tables.convert import values
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a file is read: pandas takes ~0.5 s
 
 # A column's kind as pandas reads it in the second pass; "null" is a column with no value at all.
 # Floats are read as text and typed by `values.floats`, as in the first pass: pandas' own
@@ -132,7 +136,7 @@ def _suffix(name: str, fmt: str) -> str:
 
 def read_chunks(
     files: tuple[str, ...], reading: Reading, chunk_rows: int, drop_null: str | None = None
-) -> Iterator[tuple[Any, int, str]]:
+) -> Iterator[tuple[pd.DataFrame, int, str]]:
     """Yields (DataFrame chunk, index of its first row, file) across all files in order.
 
     A chunk's index holds each row's number within its file (0-based, header excluded), for
@@ -151,7 +155,7 @@ def read_chunks(
 
 def file_chunks(
     path: str, reading: Reading, chunk_rows: int, header: list[str] | None = None
-) -> Iterator[Any]:
+) -> Iterator[pd.DataFrame]:
     """One file's rows as DataFrames of `chunk_rows`, indexed by row number within the file.
 
     Args:
@@ -191,7 +195,7 @@ def file_chunks(
 
 def _reader(
     path: str, reading: Reading, chunk_rows: int, header: list[str] | None
-) -> tuple[Iterator[Any], tuple[type[BaseException], ...], str]:
+) -> tuple[Iterator[pd.DataFrame], tuple[type[BaseException], ...], str]:
     """The file's frames, the errors its reader raises on bad data, and what it expected."""
     import pandas as pd
     import pyarrow as pa
@@ -211,11 +215,11 @@ def _reader(
     return frames, (pa.ArrowException, OSError), "Parquet data whose pages pass their checksums"
 
 
-def _csv_frames(path: str, reading: Reading, chunk_rows: int, header: list[str] | None) -> Iterator[Any]:
+def _csv_frames(
+    path: str, reading: Reading, chunk_rows: int, header: list[str] | None
+) -> Iterator[pd.DataFrame]:
     """A CSV file's chunks: text in the first pass (`kinds` None), else typed as `kinds` says."""
     import pandas as pd
-
-    from tfpipe.modalities.tables.convert import values
 
     names = header if reading.kinds is None else list(reading.kinds)
     dtype = (
@@ -246,12 +250,10 @@ def _csv_frames(path: str, reading: Reading, chunk_rows: int, header: list[str] 
 
 
 def _with_partition(
-    frame: Any, partition: parquetfile.Partition, kinds: dict[str, str] | None, path: str
-) -> Any:
+    frame: pd.DataFrame, partition: parquetfile.Partition, kinds: dict[str, str] | None, path: str
+) -> pd.DataFrame:
     """The frame with its file's partition values as columns: text, or typed as `kinds` says."""
     import pandas as pd
-
-    from tfpipe.modalities.tables.convert import values
 
     clash = sorted(set(partition) & {str(c) for c in frame.columns})
     if clash:

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
-from tfpipe.convert.config import ALL_COLUMNS
+from tfpipe.convert.config import ALL_COLUMNS, ConvertConfig
 from tfpipe.convert.formats import arrowfile, csvfile, hfsaved, parquetfile, textcolumns
 from tfpipe.convert.problems import Problems
 from tfpipe.errors import ConfigError, DataError
 from tfpipe.format.manifest import SkippedInput
 from tfpipe.format.schema import KIND_DTYPES, MISSING_SUFFIX, Field, Schema
+from tfpipe.modalities.tables.convert.encode import TableTask, encode_table
 from tfpipe.modalities.tables.convert.infer import Column, null_value_error
 from tfpipe.modalities.tables.convert.read import (
     TABLE_SUFFIXES as TABLE_SUFFIXES,  # where bench.data finds it
@@ -35,6 +36,11 @@ from tfpipe.modalities.tables.convert.read import (
     list_table,
     read_chunks,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd  # imported where a file is read
+
 
 _LISTED_DROPS = 20  # dropped row numbers listed per file in the manifest; the count is exact
 
@@ -59,7 +65,7 @@ class TableOptions:
     column_types: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def of(cls, cfg: Any) -> TableOptions:
+    def of(cls, cfg: ConvertConfig) -> TableOptions:
         """The table options of a `ConvertConfig`."""
         return cls(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls)})
 
@@ -99,7 +105,7 @@ class TableScan:
     identities: tuple[str, ...] = ()
     class_names: tuple[str, ...] = ()
 
-    def chunks(self, chunk_rows: int) -> Iterator[tuple[Any, int, str]]:
+    def chunks(self, chunk_rows: int) -> Iterator[tuple[pd.DataFrame, int, str]]:
         """The second pass: (frame, index of its first written row, file), types fixed.
 
         Raises:
@@ -120,7 +126,7 @@ class TableScan:
             )
 
 
-def _label_nulls(frame: Any, label: str, missing_label: str, path: str) -> Any:
+def _label_nulls(frame: pd.DataFrame, label: str, missing_label: str, path: str) -> np.ndarray:
     """The rows where the label is null, or a DataError naming the first one."""
     null = frame[label].isna().to_numpy()
     if null.any() and missing_label != "drop":
@@ -259,7 +265,7 @@ def scan_file(
 def _start_columns(
     src: str,
     path: str,
-    chunk: Any,
+    chunk: pd.DataFrame,
     columns: dict[str, Column],
     options: TableOptions,
     fmt: str,
@@ -282,8 +288,8 @@ def _start_columns(
 
 
 def _drop_label_nulls(
-    chunk: Any, path: str, options: TableOptions, found: FileState, problems: Problems
-) -> Any:
+    chunk: pd.DataFrame, path: str, options: TableOptions, found: FileState, problems: Problems
+) -> pd.DataFrame:
     """The chunk without its null-label rows (counted) under missing_label="drop"; with "error",
     the first such row of the file is a problem."""
     if options.label is None:
@@ -302,7 +308,7 @@ def _drop_label_nulls(
     return chunk
 
 
-def _add(column: Column, series: Any, path: str, csv_first_file: bool, problems: Problems) -> None:
+def _add(column: Column, series: pd.Series, path: str, csv_first_file: bool, problems: Problems) -> None:
     try:
         if column.text:
             column.add_text(series, path, csv_first_file)
@@ -323,7 +329,7 @@ def _read_schema(path: str, fmt: str, label: str | None, found: FileState) -> tu
 
 
 def _not_a_class(
-    chunk: Any, classes: tuple[str, ...] | None, path: str, label: Any, problems: Problems
+    chunk: pd.DataFrame, classes: tuple[str, ...] | None, path: str, label: str | None, problems: Problems
 ) -> bool:
     """Whether a label of the chunk is no class index of the file's ClassLabel, if it declares
     one (datasets writes -1 for "no label"); the first such row is a problem."""
@@ -449,7 +455,7 @@ def _dropped_rows(drops: dict[str, tuple[int, list[int]]], label: str | None) ->
 
 
 def _check_mask_names(
-    src: str, columns: dict[str, Column], nulls: dict[str, Any], problems: Problems
+    src: str, columns: dict[str, Column], nulls: dict[str, tuple[str, int]], problems: Problems
 ) -> None:
     """Refuses a column named like another column's null mask (`Ozone/missing` beside a masked
     `Ozone`): one would overwrite the other in every record."""
@@ -465,8 +471,6 @@ def _check_mask_names(
 
 def _estimate_bytes(scan: TableScan) -> int:
     """Encodes the first chunk (<= 1000 rows) and scales its size to all rows."""
-    from tfpipe.modalities.tables.convert.encode import TableTask, encode_table
-
     chunk, _, path = next(scan.chunks(min(1000, scan.rows)))
     records = encode_table(TableTask(chunk, 0, scan.schema, path))
     per_row = sum(len(r.record or b"") + 16 for r in records) / max(len(records), 1)

@@ -20,7 +20,12 @@ would become 123456792.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # both imported where used: a chunk of text needs neither until it is checked
+    import numpy as np
+    import pandas as pd
 
 from tfpipe.convert.formats.parquetfile import float_series
 
@@ -48,7 +53,7 @@ PANDAS_NA_TEXT = (
 field). tfpipe keeps them as written, and says so where a column holds them."""
 
 
-def text_kind(nonnull: Any) -> str:
+def text_kind(nonnull: pd.Series) -> str:
     """ "int", "float", "bool" or "string": the kind of a chunk of non-null text values."""
     if not len(nonnull):
         return "null"
@@ -61,7 +66,7 @@ def text_kind(nonnull: Any) -> str:
     return "string"
 
 
-def fits_text(nonnull: Any, kind: str, declared: bool = False) -> Any:
+def fits_text(nonnull: pd.Series, kind: str, declared: bool = False) -> np.ndarray:
     """A boolean mask: which text values read as `kind` (as declared, or as inferred)."""
     import pandas as pd
 
@@ -77,7 +82,7 @@ def fits_text(nonnull: Any, kind: str, declared: bool = False) -> Any:
     return pd.Series(True, index=nonnull.index).to_numpy(dtype=bool)
 
 
-def typed(text: Any, kind: str) -> Any:
+def typed(text: pd.Series, kind: str) -> pd.Series:
     """Text values (nulls allowed) as the pandas dtype of `kind`, as the second pass reads them.
 
     Raises:
@@ -97,7 +102,7 @@ def typed(text: Any, kind: str) -> Any:
     return text.astype("string")
 
 
-def floats(text: Any) -> Any:
+def floats(text: pd.Series) -> pd.Series:
     """Float text (nulls allowed) as a nullable Float64 series in which a NaN is a value and
     only a null is missing: pandas' own casts would make `nan` a null.
 
@@ -124,7 +129,7 @@ LOOSE_NUMBER = (
 """What pandas reads as a number, codes with leading zeros and bare exponents included."""
 
 
-def beyond_int64_text(nonnull: Any) -> tuple[int, Any] | None:
+def beyond_int64_text(nonnull: pd.Series) -> tuple[int, int] | None:
     """The first integer text outside int64's range (`-2**63-1`, `2**64`), which no Example holds."""
     import numpy as np
 
@@ -151,7 +156,7 @@ becomes 9.99995e-41) or none (1e-50 becomes 0.0)."""
 _EXACT_IN_FLOAT64 = 2**53
 
 
-def _first(series: Any, mask: Any) -> tuple[int, Any] | None:
+def _first(series: pd.Series, mask: np.ndarray | Sequence[bool]) -> tuple[int, object] | None:
     import numpy as np
 
     hits = np.flatnonzero(mask)
@@ -161,18 +166,18 @@ def _first(series: Any, mask: Any) -> tuple[int, Any] | None:
     return int(series.index[hits[0]]), value.item() if hasattr(value, "item") else value
 
 
-def _floats(series: Any) -> Any:
+def _floats(series: pd.Series) -> np.ndarray:
     return series.to_numpy(dtype="float64")
 
 
-def _as_float32(x: Any) -> Any:
+def _as_float32(x: np.ndarray) -> np.ndarray:
     import numpy as np
 
     with np.errstate(over="ignore"):
         return x.astype(np.float32).astype(np.float64)
 
 
-def first_float32_overflow(series: Any) -> tuple[int, Any] | None:
+def first_float32_overflow(series: pd.Series) -> tuple[int, object] | None:
     """A finite value beyond float32's range, which float32 would store as inf."""
     import numpy as np
 
@@ -180,7 +185,7 @@ def first_float32_overflow(series: Any) -> tuple[int, Any] | None:
     return _first(series, np.isfinite(x) & np.isinf(_as_float32(x)))
 
 
-def float32_underflow(series: Any) -> tuple[int, int, Any] | None:
+def float32_underflow(series: pd.Series) -> tuple[int, int, float] | None:
     """(count, first row, first value) of the values float32 would store as 0.0 or with fewer
     digits than its usual 24 bits: non-zero and below its smallest normal number, and not
     already a float32 value (a float32 source column is stored as it is)."""
@@ -193,19 +198,20 @@ def float32_underflow(series: Any) -> tuple[int, int, Any] | None:
     if not count:
         return None
     row, value = _first(series, mask)  # type: ignore[misc]
-    return count, row, value
+    return count, row, float(value)  # type: ignore[arg-type]  # a float column's value
 
 
-def first_inexact_whole_float(series: Any) -> tuple[int, Any] | None:
+def first_inexact_whole_float(series: pd.Series) -> tuple[int, float] | None:
     """A whole number up to 2**53 that float32 cannot hold exactly."""
     import numpy as np
 
     x = _floats(series)
     with np.errstate(invalid="ignore"):
-        return _first(series, (x == np.floor(x)) & (np.abs(x) <= _EXACT_IN_FLOAT64) & (_as_float32(x) != x))
+        hit = _first(series, (x == np.floor(x)) & (np.abs(x) <= _EXACT_IN_FLOAT64) & (_as_float32(x) != x))
+    return None if hit is None else (hit[0], float(hit[1]))  # type: ignore[arg-type]  # a float column's value
 
 
-def first_fraction(series: Any) -> tuple[int, Any] | None:
+def first_fraction(series: pd.Series) -> tuple[int, object] | None:
     """A finite value that is not a whole number."""
     import numpy as np
 
@@ -213,7 +219,7 @@ def first_fraction(series: Any) -> tuple[int, Any] | None:
     return _first(series, np.isfinite(x) & (x != np.floor(x)))
 
 
-def first_beyond_int64(series: Any) -> tuple[int, Any] | None:
+def first_beyond_int64(series: pd.Series) -> tuple[int, object] | None:
     """An unsigned value above int64's maximum."""
     from pandas.api import types as pdt
 
@@ -222,7 +228,7 @@ def first_beyond_int64(series: Any) -> tuple[int, Any] | None:
     return _first(series, series.to_numpy(dtype="uint64") > INT64_MAX)
 
 
-def first_inexact_int(series: Any) -> tuple[int, Any] | None:
+def first_inexact_int(series: pd.Series) -> tuple[int, int] | None:
     """An integer that float32 cannot hold exactly (so the column must not become float)."""
     import numpy as np
 
@@ -240,7 +246,7 @@ def first_inexact_int(series: Any) -> tuple[int, Any] | None:
     return None if first is None else (int(series.index[first]), int(a[first]))
 
 
-def first_misfit(series: Any, kind: str, declared: bool = False) -> tuple[int, Any]:
+def first_misfit(series: pd.Series, kind: str, declared: bool = False) -> tuple[int, object]:
     """The first value of `series` that does not read as `kind` ("int", "float" or "bool"):
     text by the rules above (`declared`: as a column declared `kind` reads it)."""
     from pandas.api import types as pdt
@@ -252,7 +258,7 @@ def first_misfit(series: Any, kind: str, declared: bool = False) -> tuple[int, A
     return _first(nonnull, mask if mask is not None and mask.any() else [True])  # type: ignore[return-value]
 
 
-def as_float32(value: Any) -> str:
+def as_float32(value: float) -> str:
     """`value` as float32 stores it, written as a whole number where it is one."""
     import numpy as np
 

@@ -11,6 +11,7 @@ from typing import Any
 from tfpipe.format.manifest import MANIFEST_NAME
 from tfpipe.modalities.modality import Synthetic
 from tfpipe.modalities.text.convert.reader import kind_of
+from tfpipe.synthetic import text
 
 # The text default's tokenizer, trained on its documents at the first run: a byte-level BPE
 # (every byte kept, so any text round-trips) of 8,000 ids, as small models use.
@@ -21,8 +22,6 @@ TOKENIZE = "tfpipe convert CORPUS DEST --tokenizer PATH (or --train-tokenizer bp
 
 def generate(spec: Any, raw: str) -> str:
     """`spec.examples` documents of this CPython's docstrings, as JSON Lines files in `raw`."""
-    from tfpipe.synthetic import text
-
     docs = text.documents(spec.examples)
     text.write_corpus(raw, docs, "jsonl", files=min(spec.shards, len(docs)))
     return raw

@@ -23,15 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tfpipe import storage
+from tfpipe._tf import tf
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import SourceText, TextMeasure
-from tfpipe.errors import DataError
+from tfpipe.errors import DataError, MissingExtraError
 from tfpipe.modalities.text.bench import mixshare
+from tfpipe.modalities.text.convert.tokenizers import load_checked
 from tfpipe.modalities.text.mixture import pack as mixture_pack
+from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
 
 if TYPE_CHECKING:
+    from tfpipe.format.manifest_text import SplitText
     from tfpipe.pipeline.stages.pipeline import Pipeline
 
 # Length percentiles reported; the suggested length holds p99's documents whole.
@@ -62,13 +67,13 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
     text = _split_text(pipe)
-    pack = pipe.decoder.packing
+    pack = packing_of(pipe)
     mixture = getattr(pipe, "mixture", None) is not None
     # A mixture's histogram is its own, from the mix (text's mixture/numbers.py), and so is its fill.
-    hist = dict(pack.histogram) if mixture else dict(text.length_histogram)
+    hist = dict(pack.histogram or {}) if mixture else dict(text.length_histogram)
     L = pack.sequence_length
     per_document = float(packed_lengths(pack).mean())
-    predicted: dict[str, float] = {m: _predict(pipe, L, m) for m in _modes(pack)}
+    predicted: dict[str, float] = {m: predict(pipe, L, m) for m in _modes(pack)}
     rows, real, fill_sd, batches, sample, by_source = _count_batches(pipe, seconds)
     if not real:
         raise DataError(
@@ -95,7 +100,7 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokens=text.tokens,
         lengths=lengths,
         suggested_length=suggested,
-        suggested_fill=_predict(pipe, suggested, pack.mode),
+        suggested_fill=predict(pipe, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
         tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,
@@ -107,13 +112,6 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
     )
 
 
-def _predict(pipe: Pipeline, L: int, mode: Mode) -> float:
-    """The fill predicted at L in `mode`: a mixture's from the mix, else the histogram's."""
-    if getattr(pipe, "mixture", None) is not None:
-        return float(pipe.predicted_fill(L, mode))  # type: ignore[attr-defined]
-    return predicted_fill(pipe.decoder.packing, L, mode)
-
-
 def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
     """A mixture's sources, each as its own manifest predicts it alone (empty for one dataset):
     each part was planned as one dataset, so its packing holds its own histogram."""
@@ -122,7 +120,7 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
         return ()
     out = []
     for name, part in zip(mix.names, parts, strict=True):
-        text, pack = _split_text(part), part.decoder.packing
+        text, pack = _split_text(part), packing_of(part)
         lengths = _percentiles(text.length_histogram, pack.sequence_length - (2 if pack.classify else 0))
         suggested = _suggested_length(lengths["p99"] + added_tokens(pack))
         out.append(
@@ -134,16 +132,26 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
                 predicted_fill={m: predicted_fill(pack, pack.sequence_length, m) for m in _modes(pack)},
                 epoch_rows=epoch_rows(pack),
                 suggested_length=suggested,
-                suggested_fill=_predict(pipe, suggested, pack.mode),
+                suggested_fill=predict(part, suggested, pack.mode),  # alone, as its own fill above
             )
         )
     return tuple(out)
 
 
-def _split_text(pipe: Pipeline) -> Any:
-    """The split's SplitText (documents, tokens, length histogram) from the manifest."""
+def packing_of(pipe: Pipeline) -> TextPacking:
+    """How the text pipeline `pipe` packs.
+
+    Raises:
+      DataError: `pipe` packs no text.
+    """
     if pipe.decoder.packing is None:
         raise DataError(f"Expected a text pipeline (preset 'text'). Received: preset {pipe.preset.name!r}")
+    return pipe.decoder.packing
+
+
+def _split_text(pipe: Pipeline) -> SplitText:
+    """The split's SplitText (documents, tokens, length histogram) from the manifest."""
+    packing_of(pipe)
     src = pipe.source
     split = src.manifest.splits.get(src.split) if src.manifest is not None and src.split else None
     text = split.text if split is not None else None
@@ -158,10 +166,10 @@ def _split_text(pipe: Pipeline) -> Any:
 
 def pack_chunk(pipe: Pipeline) -> int:
     """Documents the pipeline packs together."""
-    return chunk_size(pipe.decoder.packing)
+    return chunk_size(packing_of(pipe))
 
 
-def _modes(pack: Any) -> tuple[Mode, ...]:
+def _modes(pack: TextPacking) -> tuple[Mode, ...]:
     """The packing modes this pipeline could use: a classifier's row holds one document."""
     return ("none",) if pack.classify else MODES
 
@@ -169,8 +177,10 @@ def _modes(pack: Any) -> tuple[Mode, ...]:
 def predict(pipe: Pipeline, L: int, mode: Mode) -> float:
     """The fill of `mode` at `L`, predicted from the manifest's histogram as this pipeline packs
     (`packing.fill.predicted_fill`, what `describe()` says): its chunk, its EOS or [CLS]/[SEP]
-    added to each document, its truncation."""
-    return predicted_fill(pipe.decoder.packing, L, mode)
+    added to each document, its truncation. A mixture's is its own, from the mix."""
+    if getattr(pipe, "mixture", None) is not None:
+        return float(pipe.predicted_fill(L, mode))  # type: ignore[attr-defined]
+    return predicted_fill(packing_of(pipe), L, mode)
 
 
 def _percentiles(histogram: Mapping[str, Any], L: int) -> dict[str, int]:
@@ -202,13 +212,11 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
     """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
     the standard deviation of a batch's fill, batches, the first batches' documents as token
     lists, for the tokenizer's timing, and a mixture's real tokens by source of each batch)."""
-    from tfpipe._tf import tf
-
     tf_ = tf()
     mixture = getattr(pipe, "mixture", None) is not None
     batches = mixture_pack.counting(pipe) if mixture else pipe.dataset(_prefix(pipe, "batch"))
     ds = batches.map(lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows))
-    slots = pipe.batch_size * pipe.decoder.packing.sequence_length
+    slots = pipe.batch_size * packing_of(pipe).sequence_length
     n, real, squares, sampled = 0, 0, 0.0, 0
     sample: list[list[int]] = []
     by_source: list[Any] = []
@@ -264,16 +272,11 @@ def _tokenize_cost(pipe: Pipeline, sample: list[list[int]]) -> tuple[list[float]
     TOKENIZE_ROUNDS rounds after an untimed one: documents of the first batches decoded, then
     encoded again, timed in this thread's CPU time (the process's would count the pipeline's
     threads still busy beside it). (None, why) when it cannot run here."""
-    from tfpipe import storage
-    from tfpipe.errors import MissingExtraError
-
     manifest = pipe.source.manifest
     info = manifest.tokenizer if manifest is not None else None
     if info is None or not sample:
         return None, "the dataset names no tokenizer"
     try:
-        from tfpipe.modalities.text.convert.tokenizers import load_checked
-
         tok = load_checked(storage.join(manifest.root, info.file), info.fingerprint)
     except (MissingExtraError, DataError) as e:  # bench goes on: the report says why
         return None, str(e)

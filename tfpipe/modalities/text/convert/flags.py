@@ -7,6 +7,7 @@ import argparse
 from typing import get_args
 
 from tfpipe.convert.config import TokenizerTraining
+from tfpipe.modalities.text.convert.specialtokens import parse
 
 
 def add_flags(g: argparse._ArgumentGroup) -> None:
@@ -54,6 +55,4 @@ def add_flags(g: argparse._ArgumentGroup) -> None:
 
 def flag_options(args: argparse.Namespace) -> dict[str, object]:
     """--special-tokens as convert() takes it (a mapping of roles to tokens)."""
-    from tfpipe.modalities.text.convert.specialtokens import parse
-
     return {"special_tokens": parse(args.special_tokens)} if args.special_tokens else {}

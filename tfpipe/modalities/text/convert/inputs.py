@@ -14,10 +14,11 @@ import array
 import bisect
 import dataclasses
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tfpipe.convert.encode import Piece
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.text.convert import reader as text_reader
 from tfpipe.modalities.text.convert.encode import TextTask
 from tfpipe.modalities.text.convert.ranges import (
@@ -59,13 +60,13 @@ class TextInputs:
     def pieces(self, shard: int, first: int, count: int) -> Iterator[Piece]:
         yield from cut(self, shard, first, count, Cursor(self.files, self.reading))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = dataclasses.asdict(self)
         out["files"] = [(path, start, list(points)) for path, start, points in self.files]
         return out
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> TextInputs:
+    def from_json(cls, obj: JsonObject) -> TextInputs:
         return cls(
             files=tuple(
                 (str(p), int(i), array.array("q", map(int, points))) for p, i, points in obj["files"]

@@ -25,6 +25,7 @@ from typing import Any
 
 from tfpipe import storage
 from tfpipe.convert.formats import hfsaved, textfile
+from tfpipe.convert.formats.parquetfile import walk
 from tfpipe.convert.formats.textfile import UNREADABLE
 from tfpipe.errors import DataError
 from tfpipe.format.manifest import SkippedInput
@@ -243,8 +244,6 @@ def _subfolder_way(src: str, folders: list[str]) -> str:
     """What to pass instead of a folder with subfolders: a glob that matches every corpus file
     under it (checked), else each folder on its own. Hive partition values (`lang=en/`) are
     said not to be read: a text record holds tokens, and a label from a field or column."""
-    from tfpipe.convert.formats.parquetfile import walk
-
     files = [f for f in walk(src) if kind_of(f)]
     shapes = {(f.count("/"), os.path.splitext(f.lower())[1]) for f in files}
     hive = " The folder names' key=value pairs are not read into the records." * all(

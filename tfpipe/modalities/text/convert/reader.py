@@ -37,6 +37,7 @@ from tfpipe import storage
 from tfpipe.convert.formats import textcolumns, textfile
 from tfpipe.convert.formats.textfile import UNREADABLE, strip_bom
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.text.convert.listing import COLUMNS, kind_of, read_as
 
 
@@ -287,7 +288,7 @@ class _Duplicated(dict):  # type: ignore[type-arg]
     keys_twice: list[str]
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _object(pairs: list[tuple[str, Any]]) -> JsonObject:
     obj = dict(pairs)
     if len(obj) == len(pairs):
         return obj
@@ -300,7 +301,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_object)  # one, not one a line (json.loads' cost)
 
 
-def json_object(text: str, path: str, number: int) -> dict[str, Any]:
+def json_object(text: str, path: str, number: int) -> JsonObject:
     """One line of a JSON Lines file as its JSON object.
 
     Raises:
@@ -324,7 +325,7 @@ def json_object(text: str, path: str, number: int) -> dict[str, Any]:
     return obj
 
 
-def json_objects(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def json_objects(path: str) -> Iterator[tuple[int, JsonObject]]:
     """(line number, object) of each line of a JSON Lines file, blank lines left out, read
     through the one text decoder as a corpus is (compression, UTF-16/32, universal newlines).
 
@@ -354,7 +355,7 @@ def _json_document(text: str, reading: Reading, path: str, number: int) -> Doc:
     return Doc(doc, label, number)
 
 
-def _field(obj: dict[str, Any], name: str, path: str, number: int, what: str) -> Any:
+def _field(obj: JsonObject, name: str, path: str, number: int, what: str) -> Any:
     if name not in obj:
         flag = "--text-field" if what == "text" else "--label"
         raise DataError(

@@ -16,14 +16,14 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tfpipe import storage
 from tfpipe.convert.config import TOKENIZER_OPTIONS, ConvertConfig
 from tfpipe.convert.encode import Piece
 from tfpipe.convert.writer import files_holding
 from tfpipe.errors import ConfigError, DataError, DestinationError
-from tfpipe.format.codec import decode_example
+from tfpipe.format.decode import decode_example
 from tfpipe.format.manifest import Manifest
 from tfpipe.format.manifest_text import TokenizerInfo
 from tfpipe.format.schema import Schema
@@ -233,7 +233,7 @@ def sample(manifest: Manifest, split: str, count: int = 1) -> list[tuple[list[in
         with storage.open_read(path) as raw:
             stream = gzip.GzipFile(fileobj=raw) if manifest.compression == "gzip" else raw
             for record in read_records(stream, path):  # type: ignore[arg-type]
-                ids = decode_example(record)["tokens"]
+                ids = cast("list[int]", decode_example(record)["tokens"])  # an int64 list
                 out.append((ids, tok.decode(ids)))
                 if len(out) == count:
                     return out

@@ -107,7 +107,7 @@ def hf_roles(spec: Mapping[str, Any], token_to_id: Callable[[str], int | None]) 
     return roles.ordered()
 
 
-def _post_processor_roles(post: Any) -> list[tuple[str, str]]:
+def _post_processor_roles(post: object) -> list[tuple[str, str]]:
     """(role, token) of what a post-processor frames a sequence with."""
     if not isinstance(post, dict):
         return []
@@ -182,7 +182,7 @@ def parse(text: str | Sequence[str]) -> dict[str, str]:
     return out
 
 
-def check_named(named: Any) -> dict[str, str]:
+def check_named(named: object) -> dict[str, str]:
     """The user's names as a plain mapping, each role one of ROLES.
 
     Raises:

@@ -9,9 +9,10 @@ import array
 import base64
 import dataclasses
 import sys
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tfpipe.errors import DataError
+from tfpipe.format.jsonobject import JsonObject
 from tfpipe.format.manifest import Checksum
 from tfpipe.format.manifest_text import LengthsFile, SplitText, length_bin
 
@@ -87,7 +88,7 @@ class TextTally:
         in memory once the shard's done-record holds them (`kind.Tally.kept`)."""
         return dataclasses.replace(self, lengths=array.array("I")) if self.lengths else self
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return fields | {
             "bins": [[k, *v] for k, v in sorted(self.bins.items())],
@@ -95,7 +96,7 @@ class TextTally:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> TextTally:
+    def from_json(cls, obj: JsonObject) -> TextTally:
         """The tally of a done-record. A record without lengths (written before the lengths file
         existed) raises KeyError: its shard is rewritten on resume, as for any unreadable record."""
         fields = {f.name for f in dataclasses.fields(cls)} - {"bins", "lengths"}

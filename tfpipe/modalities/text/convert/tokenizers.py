@@ -16,7 +16,8 @@ import dataclasses
 import functools
 import hashlib
 import json
-from typing import Any, Literal
+from types import ModuleType
+from typing import Literal
 
 from tfpipe import storage
 from tfpipe.errors import DataError, MissingExtraError
@@ -32,7 +33,7 @@ INSTALL_HINT = 'pip install "tfpipe[text]"'
 _META_SPACE = "\u2581"  # SentencePiece's visible space, '▁'
 
 
-def require(module: str) -> Any:
+def require(module: str) -> ModuleType:
     """Imports `sentencepiece` or `tokenizers`, or says in one line to install the text extra.
 
     Raises:
@@ -336,7 +337,7 @@ class _HuggingFace(Tokenizer):
         return not self._byte_level and "".join(decoded.split()) == "".join(text.split())
 
 
-def _type(component: Any) -> str:
+def _type(component: object) -> str:
     """The type name of a tokenizer.json component ("ByteLevel", "Sequence[NFC, Lowercase]")."""
     if not isinstance(component, dict):
         return ""
@@ -345,7 +346,7 @@ def _type(component: Any) -> str:
     return f"{kind}[{', '.join(parts)}]" if parts else kind
 
 
-def _adds_prefix_space(pre: Any) -> bool:
+def _adds_prefix_space(pre: object) -> bool:
     """Whether a tokenizer.json's pre-tokenizer is byte-level with add_prefix_space."""
     if not isinstance(pre, dict):
         return False

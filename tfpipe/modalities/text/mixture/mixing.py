@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpipe.errors import ConfigError
+from tfpipe.modalities.text import lengths as text_lengths
 from tfpipe.modalities.text import stages as text_stages
 from tfpipe.modalities.text.mixture import numbers
 from tfpipe.modalities.text.mixture import pack as mixture_pack
@@ -85,7 +86,7 @@ class TextMixing:
         Raises:
           ConfigError: the split has none (converted before tfpipe wrote one).
         """
-        lengths = text_stages.lengths_file(p.source)
+        lengths = text_lengths.lengths_file(p.source)
         if lengths is None:
             raise ConfigError(
                 f"A text mixture counts each source's rows from its lengths file; {p.source.where} has "

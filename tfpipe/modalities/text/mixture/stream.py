@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.modalities.text import lengths as text_lengths
 from tfpipe.modalities.text import packer
 from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.mixture import regroup
@@ -117,14 +118,16 @@ def _lengths_table(s: SourceRead) -> Callable[[], Any]:
     """The source's lengths file read once, by the first iterator (every later one takes it
     from memory), as `mixture.stream.loaded` loads records."""
     tf_ = tf()
-    table = tf_.data.Dataset.from_tensors(0).map(plain(lambda _: text_stages.read_lengths(s.lengths))).cache()
+    table = (
+        tf_.data.Dataset.from_tensors(0).map(plain(lambda _: text_lengths.read_lengths(s.lengths))).cache()
+    )
     return lambda: table.get_single_element()
 
 
 def _ordered_lengths(s: SourceRead, table: Callable[[], Any]) -> Any:
-    """The source's lengths in its order from position 0 (`text_stages.ordered_lengths`), one
+    """The source's lengths in its order from position 0 (`text_lengths.ordered_lengths`), one
     part a block."""
-    return text_stages.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(plain(lambda x, _: (x,)))
+    return text_lengths.ordered_lengths(s.spec, s.lengths, s.block, read=table).map(plain(lambda x, _: (x,)))
 
 
 # Documents: chunks of the mixed documents.
@@ -326,7 +329,7 @@ def find_start(
     """(chunk, rows before it, each source's (document, tokens before it) there) of the chunk
     holding row `target` of this input pipeline's mixed text, run now (describe(), tests)."""
     tables: list[Callable[[], Any]] = [
-        functools.partial(text_stages.read_lengths, s.lengths) for s in sources
+        functools.partial(text_lengths.read_lengths, s.lengths) for s in sources
     ]
     if cut is None:
         return _document_find(mix, sources, pack, size, tables)(target)
