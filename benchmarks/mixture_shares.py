@@ -1,22 +1,17 @@
 """How far a text mixture's realised token share strays over windows of 100 batches (issue 35 A,
-target 0.5 point), simulated in NumPy on real lengths: the design merged now against the
-piece-level one proposed for it, so the choice is measured before it is built.
+target 0.5 point), simulated in NumPy on real lengths: the design of issue 35 (a choice per
+document) against the one built for issue 45 (pieces in virtual time, rows of one source,
+balanced: pipeline/mixture/pieces.py, the reference the graph is tested against).
 
 The data: the stdlib's docstrings (`tfpipe.synthetic.text.documents`, 701 of them) and pydoc's
 topics (79 long documents), tokens approximated as characters / 4 (a BPE's ratio on English);
 batches of B=8 rows of L=128, the topics weighted 0.3. Designs:
 
-- "documents" (merged now): a choice per document, each block of 4,096 documents a random
+- "documents" (issue 35): a choice per document, each block of 4,096 documents a random
   permutation of the sources' quotas (weight over mean document length); chunks of documents
   packed first-fit, rows shuffled within a chunk.
-- "pieces": each source's documents (EOS added) cut into pieces of at most L, merged by their
-  finish time in virtual time (a source's tokens so far over its weight: weighted fair
-  queueing, so every prefix is within one piece of the weights, and a source's count at
-  virtual time t is a search in its own cumulative lengths); chunks of CHUNK_ROWS x L units of
-  virtual time, rows shuffled within a chunk.
-- "pieces+balanced": the same, the rows of a chunk ordered so that every prefix of them holds
-  each source's tokens in the chunk's proportion within one row (`mixture_pieces.balanced_order`).
-  "documents+balanced": the merged design with that row order, to tell the two steps apart.
+- "pieces" (built, issue 45): pieces of at most L merged by virtual time into chunks, each
+  source's pieces packed on their own, the rows in `pieces.balanced_order`.
 
 Run: python benchmarks/mixture_shares.py (TFPIPE_MIX_B, TFPIPE_MIX_L, TFPIPE_MIX_WEIGHT;
 TFPIPE_MIX_LENGTHS=WEIGHTED_DIR,OTHER_DIR for two converted datasets' real lengths): seconds,
@@ -66,24 +61,18 @@ def source_stream(lens: np.ndarray, rng: np.random.Generator, n: int) -> np.ndar
     return np.concatenate([lens[rng.permutation(len(lens))] for _ in range(epochs)])[:n] + 1
 
 
-def rows_by_source(
-    units: np.ndarray, src: np.ndarray, rng: np.random.Generator, balanced: bool
-) -> np.ndarray:
-    """A chunk's units (pieces, or whole documents) packed first-fit: [rows, 2] tokens of each
-    source per row, in the rows' training order (random, or `mixture_pieces.balanced_order`)."""
-    p = reference.place(units, L, "first_fit")
-    out = np.zeros((p.rows, 2), np.int64)
-    np.add.at(out, (p.row, src[p.doc]), p.length)
-    order = rng.permutation(p.rows)
-    return out[mixture_pieces.balanced_order(out, order) if balanced else order]
+def _quotas(probabilities: list[float], block: int = 4096) -> list[int]:
+    """Issue 35's quotas: each share of `block` documents, by largest remainder."""
+    exact = [p / sum(probabilities) * block for p in probabilities]
+    out = [int(x) for x in exact]
+    for i in sorted(range(len(exact)), key=lambda i: -(exact[i] - out[i]))[: block - sum(out)]:
+        out[i] += 1
+    return out
 
 
-def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
+def documents_design(topics, docs, rng) -> np.ndarray:
     means = np.array([topics.mean() + 1, docs.mean() + 1])
-    probs = np.array([WEIGHT, 1 - WEIGHT]) / means
-    from tfpipe.pipeline.mixture.spec import quotas as apportion
-
-    q = apportion(list(probs))
+    q = _quotas(list(np.array([WEIGHT, 1 - WEIGHT]) / means))
     n = 4096 * 8
     choice = np.concatenate([rng.permutation(np.repeat([0, 1], q)) for _ in range(n // 4096)])
     streams = [source_stream(topics, rng, n), source_stream(docs, rng, n)]
@@ -93,33 +82,37 @@ def documents_design(topics, docs, rng, balanced: bool = False) -> np.ndarray:
         lens[i] = streams[c][at[c]]
         at[c] += 1
     size = spec.chunk_documents(L, float(lens.mean()))
-    rows = [
-        rows_by_source(lens[k : k + size], choice[k : k + size], rng, balanced) for k in range(0, n, size)
-    ]
-    return np.concatenate(rows)
+    out = []
+    for k in range(0, n, size):
+        p = reference.place(lens[k : k + size], L, "first_fit")
+        rows = np.zeros((p.rows, 2), np.int64)
+        np.add.at(rows, (p.row, choice[k : k + size][p.doc]), p.length)
+        out.append(rows[rng.permutation(p.rows)])
+    return np.concatenate(out)
 
 
-def pieces_design(topics, docs, rng, balanced: bool) -> np.ndarray:
-    from tfpipe.pipeline.mixture.spec import BLOCK, quotas
+def pieces_design(topics, docs, rng) -> np.ndarray:
+    from tfpipe.pipeline.mixture import spec as mixture_spec
 
-    q = quotas([WEIGHT, 1 - WEIGHT])
-    n_tokens = B * L * BATCHES * 2
-    pieces = [
-        mixture_pieces.piece_lengths(source_stream(lens, rng, int(n_tokens * w / lens.mean()) + 10) - 1, L)
-        for lens, w in ((topics, WEIGHT), (docs, 1 - WEIGHT))
+    rates = mixture_spec.rates([WEIGHT, 1 - WEIGHT])
+    span = mixture_spec.chunk_span(spec.CHUNK_ROWS * L, rates)
+    need = 2 * B * L * BATCHES
+    segs = [
+        mixture_pieces.segments(source_stream(lens, rng, int(need * w / lens.mean()) + 10), L, rates[k], span)
+        for k, (lens, w) in enumerate(((topics, WEIGHT), (docs, 1 - WEIGHT)))
     ]
-    src, index = mixture_pieces.merge(pieces, q)
-    keys = [mixture_pieces.finish(x, n) for x, n in zip(pieces, q, strict=True)]
-    p, ends = np.zeros(len(src), np.int64), np.zeros(len(src), np.int64)
-    for s in range(2):
-        p[src == s], ends[src == s] = pieces[s][index[src == s]], keys[s][index[src == s]]
-    chunk = ends // mixture_pieces.chunk_span(spec.CHUNK_ROWS * L, BLOCK)
-    edges = np.flatnonzero(np.diff(chunk)) + 1
-    rows = [
-        rows_by_source(p[a:b], src[a:b], rng, balanced)
-        for a, b in zip(np.r_[0, edges], np.r_[edges, len(p)], strict=True)
-    ]
-    return np.concatenate(rows)
+    out = []
+    for c in range(min(int(x.chunk[-1]) for x in segs)):
+        size = np.concatenate([(x.hi - x.lo)[x.chunk == c] for x in segs])
+        src = np.concatenate([np.full(int((x.chunk == c).sum()), k) for k, x in enumerate(segs)])
+        placed = mixture_pieces.chunk_rows(size, src, L, "first_fit")
+        source = np.concatenate([np.full(p.rows, k) for k, p in zip(np.unique(src), placed, strict=True)])
+        tokens = np.concatenate([np.bincount(p.row, p.length, p.rows) for p in placed]).astype(np.int64)
+        order = mixture_pieces.balanced_order(source, tokens, rng.permutation(len(source)))
+        out.append(np.eye(2, dtype=np.int64)[source[order]] * tokens[order][:, None])
+        if sum(len(o) for o in out) >= B * BATCHES:
+            break
+    return np.concatenate(out)
 
 
 def windows(rows: np.ndarray) -> tuple[float, float, float]:
@@ -138,9 +131,7 @@ def main() -> None:
     print(f"B={B} L={L}, windows of {WINDOW} batches over {BATCHES} batches, weight {WEIGHT}")
     for name, run in (
         ("documents", lambda r: documents_design(topics, docs, r)),
-        ("documents+balanced", lambda r: documents_design(topics, docs, r, True)),
-        ("pieces", lambda r: pieces_design(topics, docs, r, False)),
-        ("pieces+balanced", lambda r: pieces_design(topics, docs, r, True)),
+        ("pieces", lambda r: pieces_design(topics, docs, r)),
     ):
         got = [windows(run(np.random.default_rng(seed))) for seed in range(3)]
         worst = max(g[0] for g in got)

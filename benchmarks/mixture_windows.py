@@ -1,7 +1,7 @@
 """How far a real text mixture's token shares stray from its weights over windows of batches:
 `tfpipe.build()`'s own mixture (not a simulation, as mixture_shares.py is), its rows counted by
-source as `tfpipe bench` counts them (bench/measure/mixshare.py, every row checked against the
-pipeline's).
+source as `tfpipe bench` counts them (modalities/text/bench/mixshare.py, every row checked
+against the pipeline's).
 
 For each seed: each source's share of the real tokens in every window of WINDOW consecutive
 batches among the first BATCHES (every start, windows overlapping), and the worst and the mean

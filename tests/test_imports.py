@@ -243,14 +243,6 @@ def test_the_pipelines_packages_flow_one_way():
     assert wrong == []
 
 
-def test_the_mixtures_research_code_is_not_called_yet():
-    """tfpipe.pipeline.mixture.pieces, the NumPy reference of mixing by pieces (issue 45 wires it
-    into build()), is imported by no module of tfpipe: when it is, its marking as research code
-    (mixture/__init__.py, its docstring) goes, and so does this test."""
-    users = sorted(m for m, deps in imports().items() if "tfpipe.pipeline.mixture.pieces" in deps)
-    assert users == []
-
-
 def test_few_modules_are_loose_at_the_top():
     """At most 8 modules loose at tfpipe/'s top (__init__, __main__, _version aside), at most 10
     at tfpipe/pipeline/'s: the rest sit in a folder that says what they are."""

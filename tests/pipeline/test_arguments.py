@@ -189,8 +189,17 @@ def test_a_mixture_object_plans_what_its_mapping_plans(text_ds, tmp_path):
         **kw,
     )
     assert short.mixture == typed.mixture and short.describe() == typed.describe()
-    with pytest.raises(ConfigError, match="a mixture has no epoch"):
-        tfpipe.steps_per_epoch(tfpipe.Mixture({"web": text_ds, "code": str(copy)}), 4, sequence_length=64)
+    # An epoch of a mixture (every source read whole once), of the object as of its short form.
+    mixture = tfpipe.Mixture(
+        {"web": text_ds, "code": str(copy)}, weights={"web": 1, "code": 3}, by="documents"
+    )
+    steps = tfpipe.steps_per_epoch(mixture, 4, sequence_length=64, chunk=40)
+    sources = {"web": text_ds, "code": str(copy)}
+    weights = {"web": 1, "code": 3}
+    short_steps = tfpipe.steps_per_epoch(
+        sources, 4, sequence_length=64, chunk=40, weights=weights, mix_by="documents"
+    )
+    assert steps == short_steps == typed.epoch_rows() // 4 > 0
 
 
 def test_steps_per_epoch_takes_the_text_preset_object(text_ds):

@@ -325,7 +325,7 @@ class Storage:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MixShare:
-    """One source of a text mixture, as bench counted it (bench/measure/mixshare.py).
+    """One source of a text mixture, as bench counted it (modalities/text/bench/mixshare.py).
 
     Attributes:
       name: the source's name (`--data NAME=PATH`).
@@ -333,18 +333,23 @@ class MixShare:
         (tokens for text, unless mix_by="documents").
       real_tokens: its real tokens (segment id not 0) in the counted batches.
       epoch: its epoch (passes over its documents begun, from 0) at the last counted step.
+      worst_window: the most its share strayed from its weight, in points, over every window of
+        `window` consecutive counted batches.
+      window: the batches of those windows: 100, or all the counted batches when fewer.
     """
 
     name: str
     weight: float
     real_tokens: int
     epoch: int
+    worst_window: float = 0.0
+    window: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SourceText:
-    """One source of a text mixture as its own manifest predicts it, alone: what bench says per
-    source until a mixture has a length histogram of its own.
+    """One source of a text mixture as its own manifest predicts it, alone (beside the mixture's
+    own figures, from the mix).
 
     Attributes:
       name: the source's name (`--data NAME=PATH`).
@@ -407,12 +412,11 @@ class TextMeasure:
         steps_per_epoch use).
       tokenize_ms_range: the lowest and highest of `tokenize_ms_per_1k` over its
         `tokenize_rounds` timed rounds (the figure is their median); None when not measured.
-      mixture: a mixture's sources, their real tokens counted over the same batches; empty
-        for one dataset.
+      mixture: a mixture's sources, their real tokens counted in the same pass over the same
+        batches, each with its worst window; empty for one dataset.
       sources: a mixture's sources as each one's own manifest predicts it alone (lengths, fill,
-        epoch rows); empty for one dataset. A mixture has no histogram of its own yet, so
-        `lengths`, `predicted_fill`, `epoch_rows` and the suggested length above are its first
-        source's, and bench says these per source instead.
+        epoch rows); empty for one dataset. `lengths`, `predicted_fill`, `epoch_rows` and the
+        suggested length above are the mixture's own, from the mix (modalities/text/mixture/numbers.py).
     """
 
     sequence_length: int

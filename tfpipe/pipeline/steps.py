@@ -38,21 +38,21 @@ def steps_per_epoch(
     `preset=tfpipe.presets.Text(...)` or as keywords (sequence_length, packing, output, eos,
     truncate, chunk, label).
 
+    A mixture (`data` a `tfpipe.Mixture`, or a mapping of names to datasets with `weights=` and
+    `mix_by=` as `build()` takes them): one epoch of a mixture lasts until every source has been read whole
+    at least once, i.e. one epoch of the source that takes longest at its weight (its size over
+    its weight); its rows are predicted from the mix (its modality's mixing: for text,
+    modalities/text/mixture/numbers.py).
+
     Raises:
       ManifestError: `data` has no manifest (foreign files have no known count).
-      ConfigError: a mixture (it has no epoch), a text split without `sequence_length`, or text
-        options for other data.
+      ConfigError: a text split without `sequence_length`, or text options for other data.
       DataError: fewer records (text: rows) than one batch with drop_remainder.
     """
-    if isinstance(data, (Mixture, Mapping)):
-        raise ConfigError(
-            "steps_per_epoch counts one pass over one dataset; a mixture has no epoch (each source "
-            "repeats at its own rate, and Pipeline.describe() says each one's epoch at a step). Count "
-            "each source's steps, or choose the steps of an epoch yourself. Received: a mixture of "
-            f"{sorted(data.names if isinstance(data, Mixture) else data)}"
-        )
     batch_size = check_batch_size("batch_size", batch_size)
     check_bool("drop_remainder", drop_remainder)
+    if isinstance(data, (Mixture, Mapping)):
+        return _mixture_steps(data, batch_size, preset, split, drop_remainder, preset_options)
     options = _preset_options(preset, preset_options)
     src = resolve(data, split=split, training=True)
     if src.examples is None:
@@ -68,6 +68,28 @@ def steps_per_epoch(
     if steps == 0:
         raise DataError(
             f"Split {src.split!r} of {src.where} has {what}, fewer than one batch of {batch_size}."
+        )
+    return steps
+
+
+def _mixture_steps(
+    data: Mixture | Mapping[str, SourceData],
+    batch_size: int,
+    preset: str | PresetLike | None,
+    split: str | None,
+    drop_remainder: bool,
+    options: dict[str, Any],
+) -> int:
+    """Batches in one epoch of a mixture (every source read whole at least once), planned as
+    build() plans it (`weights=` and `mix_by=` among `options` for a mapping)."""
+    from tfpipe.pipeline.build import plan  # the build stands above its steps
+
+    pipe = plan(data, batch_size=batch_size, preset=preset, split=split, seed=0, **options)
+    units = pipe.epoch_rows()  # type: ignore[attr-defined]
+    steps = units // batch_size if drop_remainder else math.ceil(units / batch_size)
+    if steps == 0:
+        raise DataError(
+            f"One epoch of the mixture holds {units:,} rows or records, fewer than one batch of {batch_size}."
         )
     return steps
 

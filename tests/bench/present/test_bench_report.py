@@ -495,7 +495,7 @@ def test_report_says_which_keras_backend_and_releases_ran() -> None:
     report = dataclasses.replace(sample_report(), environment=env)
     obj = json.loads(report.to_json_text())
     validate(obj)
-    assert (obj["schema_version"], obj["schema_minor_version"]) == (5, 6)
+    assert (obj["schema_version"], obj["schema_minor_version"]) == (5, 7)
     assert obj["environment"] | env == obj["environment"]
     console = Console(width=200, record=True, file=io.StringIO())
     for r in renderables(report):

@@ -65,7 +65,10 @@ SCHEMA_VERSION = 5
 # curve that does not rise would have to be extrapolated.
 # 6 measured fit.measured_input_wait with tfpipe.monitor and added fit.input_wait_low,
 # input_wait_high, differential_input_wait and contention.
-SCHEMA_MINOR_VERSION = 6
+# 7 added each mixture source's worst window (`worst_window_points` over windows of
+# `window_batches`), and a mixture's `lengths`, `predicted_fill` and `epoch_rows` are its own,
+# from the mix.
+SCHEMA_MINOR_VERSION = 7
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -376,6 +379,8 @@ def mixture_json(t: Any) -> list[dict[str, Any]]:
             "measured_share": _r(m.measured_share),
             "tokens_per_sec": _r(m.real_tokens_per_sec),
             "epochs": m.epoch,
+            "worst_window_points": _r(m.worst_window),
+            "window_batches": m.window,
         }
         s = alone.get(m.name)
         if s is not None:

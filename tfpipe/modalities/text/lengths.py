@@ -8,6 +8,7 @@ those documents pack into, counted as the pack stage places them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -111,16 +112,19 @@ def load_lengths(lengths: Lengths) -> np.ndarray:
     return values
 
 
-def ordered_lengths(spec: OrderSpec, lengths: Lengths, size: int) -> Dataset:
+def ordered_lengths(
+    spec: OrderSpec, lengths: Lengths, size: int, read: Callable[[], Tensor] | None = None
+) -> Dataset:
     """The lengths of the records of the order's stream from position 0, in chunks of `size`
     (`(lengths, "")` pairs, as `order_stream.stream` batches records): the order applied to the
-    lengths file read once, not to the records."""
+    lengths file read once (`read()`, else `read_lengths`), not to the records."""
     tf_ = tf()
 
     def table() -> Tensor:
         first = tf_.constant(spec.first_ids, tf_.int64)
         rows = tf_.ragged.range(first, first + tf_.constant(spec.counts, tf_.int64)).flat_values
-        return tf_.gather(read_lengths(lengths), rows)  # this pipeline's files, in their order
+        values = read() if read is not None else read_lengths(lengths)
+        return tf_.gather(values, rows)  # this pipeline's files, in their order
 
     return order_stream.stream(
         spec,

@@ -209,7 +209,11 @@ def chunk_seed(tf_: ModuleType, key: int, docs: Tensor) -> Tensor:
     """The seed of a chunk's row order: (the rows key ^ the chunk's tokens, its length-weighted
     index sum), so the order is a function of the seed and the chunk's documents alone (a chunk
     knows no position outside the resumable order). `order_stream.permutation` keys by it."""
-    lengths = tf_.cast(docs.row_lengths(), tf_.int64)
+    return lengths_seed(tf_, key, tf_.cast(docs.row_lengths(), tf_.int64))
+
+
+def lengths_seed(tf_: ModuleType, key: int, lengths: Tensor) -> Tensor:
+    """`chunk_seed` of a chunk whose documents (or a mixture's segments) have these lengths."""
     weighted = tf_.reduce_sum(lengths * tf_.range(1, tf_.size(lengths, out_type=tf_.int64) + 1))
     return tf_.stack(
         [tf_.bitwise.bitwise_xor(tf_.constant(key, tf_.int64), tf_.reduce_sum(lengths)), weighted]

@@ -1,11 +1,10 @@
 """A weighted mixture of datasets: its plan (`plan`: each source planned as one dataset, the
-mixed stream in place of the first source's read), its choice function in closed form (`spec`)
-and the mixed stream in tf.data (`stream`).
-
-`pieces` is research code the product does not call yet: the NumPy reference of mixing text by
-pieces in virtual time, which issue 45 wires into `build()` (benchmarks/mixture_shares.py
-measures it). It sits here, beside what it will replace, as `tfpipe.packing.reference` sits
-beside the graph packer it checks.
+mixed stream in place of the first source's read; `pipeline`: what plan() returns), how a
+batching's data mixes (`mixing`: by records, or its modality's own: text's in
+tfpipe/modalities/text/mixture/), its choice function in closed form (`spec`: exact rates,
+virtual time), the mixed stream in tf.data (`stream`, a source's stream regrouped by tag in
+`regroup`), and the NumPy reference of the text mixture that tests check the graph against
+(`pieces`, as `tfpipe.packing.reference` is the packer's).
 
 Above stages/ and below the build: a mixture plans each source with the `plan` it is handed
 (tests/test_imports.py).

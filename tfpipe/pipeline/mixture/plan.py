@@ -1,18 +1,20 @@
 """`build({"web": PATH, "code": PATH}, weights=...)`: a weighted mixture of datasets, in the
-resumable order, packed across sources for text, sharded per host like one dataset.
+resumable order, sharded per host like one dataset.
 
 Each source is planned as one dataset would be (`plan()` of its path, with a seed of its own
 drawn from the pipeline's), and refused unless the sources agree: one preset, one schema, for
 text one tokenizer (its fingerprint) and one packing. The mixture replaces the first source's
-"interleave" stage by the mixed stream (mixture/stream.py); every later stage (parse, decode or
-pack, batch, map) is the first source's, which the agreement makes every source's.
+"interleave" stage by the mixed stream its batching's `Mixing` makes (mixture/mixing.py: by
+records, or the modality's own); every later stage (parse, decode or pack, batch, map) is the
+first source's, which the agreement makes every source's, but those the mixing replaces (text's
+pack and batch).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe._tf import Tensor, tf
@@ -21,197 +23,22 @@ from tfpipe.modalities import modality_of_records
 from tfpipe.pipeline import checks
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
-from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
+from tfpipe.pipeline.mixture.mixing import Mixing, mixing_of
+from tfpipe.pipeline.mixture.spec import MIXTURE_VERSION, MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.order.resumable import ORDER_VERSION
 from tfpipe.pipeline.read.resolve import resolve
 from tfpipe.pipeline.stages.batching import batching_of
 from tfpipe.pipeline.stages.pipeline import Pipeline, make_stages
 from tfpipe.pipeline.stages.read import read_calls, shard_reader
-from tfpipe.pipeline.stages.stage import StageFn, StagePlan
-from tfpipe.presets.base import Decoder
 from tfpipe.validation import as_int
 
 if TYPE_CHECKING:
+    # Imported where they are made: at module level this import makes mypy 2.4 report tfpipe's
+    # own `build` as defined twice (tfpipe/__init__.py), an artefact of its import-cycle order.
+    from tfpipe.pipeline.mixture.pipeline import MixtureEval, MixturePipeline
     from tfpipe.pipeline.order.position import Position  # imports TensorFlow
     from tfpipe.pipeline.order.resumable import OrderSpec
-    from tfpipe.pipeline.stages.stage import StagePlan
-    from tfpipe.presets import Decoder
-
-
-class Mixing(Protocol):
-    """How a mixture of datasets read with one batching (`Batching.mixing`) is weighed and
-    streamed: by records (`RecordMixing`, the default) or in a modality's own units (text:
-    tokens or documents, its documents chunked and packed across the sources).
-
-    Attributes:
-      by: what the weights may share, the default first (`mix_by`).
-      by_words: those, for a refusal.
-      unit: what a position of the mixed stream is ("records", "documents").
-    """
-
-    @property
-    def by(self) -> tuple[str, ...]: ...
-
-    @property
-    def by_words(self) -> str: ...
-
-    @property
-    def unit(self) -> str: ...
-
-    def size(self, p: Pipeline, by: str) -> float:
-        """A source's size in `by` (its default weight)."""
-        ...
-
-    def weight_unit(self, p: Pipeline, by: str) -> float:
-        """`by`s a position of a source's stream holds (a document's mean tokens), else 1."""
-        ...
-
-    def source_extra(self, p: Pipeline) -> Any:
-        """What the mixed stream needs of a source besides its order (`SourceRead.lengths`)."""
-        ...
-
-    def mixed(
-        self, decoder: Decoder, parts: Sequence[Pipeline], quotas: Sequence[int]
-    ) -> tuple[Decoder, int, dict[str, Any]]:
-        """(the mixture's decoder, positions a chunk of its stream or 0, what a resumed run must
-        share of it)."""
-        ...
-
-    def read(
-        self, mix: MixSpec, reads: Sequence[Any], p0: StagePlan, start: Any, size: int, per_step: int
-    ) -> StageFn:
-        """The mixture's "interleave" stage, from the step `start()` gives."""
-        ...
-
-    def position(self, pipe: Any, step: int, per_step: int) -> int:
-        """The mixed stream's position where this input pipeline's step `step` begins."""
-        ...
-
-    def notes(self, size: int) -> tuple[str, ...]: ...
-
-    def replaces(self, note: str) -> bool:
-        """A source's note the mixture's own replace."""
-        ...
-
-
-class RecordMixing:
-    """A mixture of records (images, tables): weights in records, one record a position."""
-
-    by: tuple[str, ...] = ("records",)
-    by_words = "records (images, tables)"
-    unit = "records"
-
-    def size(self, p: Pipeline, by: str) -> float:
-        return float(p.source.examples or 0)
-
-    def weight_unit(self, p: Pipeline, by: str) -> float:
-        return 1.0
-
-    def source_extra(self, p: Pipeline) -> Any:
-        return None
-
-    def mixed(
-        self, decoder: Decoder, parts: Sequence[Pipeline], quotas: Sequence[int]
-    ) -> tuple[Decoder, int, dict[str, Any]]:
-        return decoder, 0, {}
-
-    def read(
-        self, mix: MixSpec, reads: Sequence[Any], p0: StagePlan, start: Any, size: int, per_step: int
-    ) -> StageFn:
-        """The mixed records (batched for batched presets)."""
-        return lambda _: mixture_stream.records(
-            mix,
-            list(reads),
-            start,
-            positions_per_step=per_step,
-            keys=p0.keyed,
-            needs_source=p0.decoder.needs_source,
-            batch=p0.batch_size if p0.decoder.batched else None,
-        )
-
-    def position(self, pipe: Any, step: int, per_step: int) -> int:
-        return step * per_step
-
-    def notes(self, size: int) -> tuple[str, ...]:
-        return ()
-
-    def replaces(self, note: str) -> bool:
-        return False
-
-
-RECORD_MIXING: Mixing = RecordMixing()
-
-
-def mixing_of(decoder: Decoder) -> Mixing:
-    """How a mixture of the decoder's datasets is weighed and streamed: its batching's, or by
-    records."""
-    mixing: Mixing | None = batching_of(decoder).mixing
-    return mixing if mixing is not None else RECORD_MIXING
-
-
-@dataclasses.dataclass(frozen=True)
-class MixturePipeline(Pipeline):
-    """A planned mixture: the `Pipeline` of the mixed stream, with its sources' own pipelines.
-
-    Attributes:
-      mixture: the choice function's spec (names, weights, quotas, seed).
-      parts: each source's own Pipeline (its order, files, notes), in `mixture.names` order.
-      chunk: documents per chunk (text), else 0.
-      reads: how each source is streamed (its order, reader, cache, lengths file).
-    """
-
-    mixture: MixSpec | None = None
-    parts: tuple[Pipeline, ...] = ()
-    chunk: int = 0
-    reads: tuple[mixture_stream.SourceRead, ...] = ()
-
-    def positions_at(self, step: int) -> int:
-        """The mixed stream's position (documents for text, records otherwise) where this
-        input pipeline's step `step` begins; for text, the first document of the chunk holding
-        the step's first row (found by walking the chunks before it, lengths only)."""
-        o = self.parts[0].order
-        assert o is not None and self.mixture is not None
-        return mixing_of(self.plan.decoder).position(self, step, o.global_batch // o.pipelines)
-
-    def epochs_at(self, step: int) -> dict[str, int]:
-        """Each source's epoch (passes over its data begun, from 0) at training step `step`:
-        its count of the mixed stream's positions before the step over its records an epoch."""
-        g = self.positions_at(step)
-        mix = self.mixture
-        assert mix is not None
-        return {
-            name: c * part.order.pipelines // part.order.examples  # type: ignore[union-attr]
-            if part.order.by_record  # type: ignore[union-attr]
-            else c // part.order.examples  # type: ignore[union-attr]
-            for name, c, part in zip(mix.names, mixture_spec.counts(mix, g), self.parts, strict=True)
-        }
-
-    def describe(self) -> str:
-        mix = self.mixture
-        assert mix is not None
-        unit = {"tokens": "tokens", "documents": "documents", "records": "records"}[mix.mix_by]
-        lines = [
-            f"tfpipe mixture of {len(mix.names)} sources, preset {self.preset.name!r}, weights in {unit}, "
-            f"batch {self.batch_size} (training), seed {self.config.seed}, starting at "
-            + ("the step of its Position" if self.position is not None else f"step {self.start_step}")
-            + f" (order version {ORDER_VERSION})"
-        ]
-        epochs = self.epochs_at(self.start_step) if self.position is None else None
-        for s, (name, part) in enumerate(zip(mix.names, self.parts, strict=True)):
-            o = part.order
-            assert o is not None
-            what = mixing_of(self.decoder).unit
-            lines.append(
-                f"  {name}: weight {mix.weights[s]:.3f} ({mix.quotas[s]} of every {BLOCK} positions, "
-                f"expected share {mix.shares()[s]:.3f}), {part.source.where}, {o.examples:,} {what} an "
-                "epoch" + (f", epoch {epochs[name]} at the start" if epochs is not None else "")
-            )
-        lines.append(
-            "  each source's epoch at step K: its positions before K (closed form, mixture_spec.counts) "
-            "over its records an epoch; a small source repeats while the large ones go on"
-        )
-        return "\n".join(lines + [f"  note: {n}" for n in self.notes])
 
 
 def plan_mixture(
@@ -222,23 +49,23 @@ def plan_mixture(
     plan_one: Callable[..., Pipeline],
     start_step: int | Position,
     **kwargs: Any,
-) -> MixturePipeline:
+) -> MixturePipeline | MixtureEval:
     """Plans a mixture: each source planned by `plan_one` (build.plan for one dataset), checked
     to agree, and the mixed stream put in place of the first source's read.
+
+    With training=False, the mixture's evaluation: every record of every source once, source
+    by source (`MixtureEval`).
 
     Raises:
       ConfigError: fewer than two sources, bad weights or mix_by, sources of different kinds
         (text, images, tables) or that differ (preset, schema, tokenizer, packing), one dataset
-        under two names, eval (training=False), an order other than resumable.
+        under two names, an order other than resumable, a start_step for eval.
     """
     names = _names(data)
     given = mixture_spec.check_weights(names, weights)
-    if kwargs.get("training", True) is not True:
-        raise ConfigError(
-            "A mixture is a training stream (weighted, endless); evaluate each source on its own "
-            "with build(path, training=False). Received: training=False"
-        )
     position, step = resumable.parse_start(start_step)
+    if kwargs.get("training", True) is not True:
+        return _evaluation(data, names, plan_one, position, step, kwargs)
     seed = kwargs.pop("seed", None)
     config = kwargs.get("config")
     if seed is None and config is not None:
@@ -268,9 +95,44 @@ def plan_mixture(
     mixing = mixing_of(parts[0].decoder)
     by = _mix_by(mix_by, mixing)
     sizes = {n: mixing.size(p, by) for n, p in zip(names, parts, strict=True)}
-    units = [mixing.weight_unit(p, by) for p in parts]
-    mix = mixture_spec.make(names, given or sizes, by, units, int(seed))
+    mix = mixture_spec.make(names, given or sizes, by, int(seed))
     return _assemble(mix, parts, position, step, int(seed), service)
+
+
+def _evaluation(
+    data: Mapping[str, Any],
+    names: list[str],
+    plan_one: Callable[..., Pipeline],
+    position: Any,
+    step: int,
+    kwargs: Any,
+) -> MixtureEval:
+    """A mixture's evaluation: each source planned for eval as one dataset, read whole once,
+    source after source (weights and mix_by do not apply: the set is fixed and finite)."""
+    if position is not None or step:
+        raise ConfigError(
+            "A mixture's evaluation reads every record of every source once, from the start; it has "
+            f"no start step. Received: start_step={position if position is not None else step!r}"
+        )
+    if kwargs.get("service") is not None:
+        raise ConfigError("A mixture's evaluation runs here, not on the tf.data service: pass no service=.")
+    kwargs = {k: v for k, v in kwargs.items() if k != "order"}
+    _check_one_kind(names, data, kwargs.get("split", getattr(kwargs.get("config"), "split", None)), False)
+    parts = tuple(plan_one(data[n], start_step=0, **kwargs) for n in names)
+    _check_distinct(names, parts)
+    _check_agree(names, parts)
+    first = parts[0]
+    from tfpipe.pipeline.mixture.pipeline import MixtureEval  # here, not at the top: see TYPE_CHECKING
+
+    return MixtureEval(
+        stages=first.stages,
+        plan=first.plan,
+        global_batch_size=first.global_batch_size,
+        preset=first.preset,
+        notes=tuple(f"{n}: {note}" for n, p in zip(names, parts, strict=True) for note in p.notes),
+        names=tuple(names),
+        parts=parts,
+    )
 
 
 def _names(data: Mapping[str, str | Sequence[str]]) -> list[str]:
@@ -378,7 +240,8 @@ def _assemble(
     seed: int,
     service: str | None,
 ) -> MixturePipeline:
-    """The mixture's Pipeline: the first source's stages with the mixed stream as its read."""
+    """The mixture's Pipeline: the first source's stages with the mixed stream as its read (and
+    the stages its mixing replaces: text's pack and batch)."""
     first = parts[0]
     p0, o0 = first.plan, first.order
     assert o0 is not None
@@ -386,54 +249,56 @@ def _assemble(
     per_step = o0.global_batch // o0.pipelines
     if position is not None or step > 0:
         _check_resumable(o0, p0.batch_size)
-    reads = tuple(_source_read(p, mixing) for p in parts)
     identity: dict[str, Any] = {
         "order_version": ORDER_VERSION,
+        "mixture_version": MIXTURE_VERSION,
         "data": [p.order.identity()["data"] for p in parts],  # type: ignore[union-attr]
         "batch_size": o0.global_batch,
         "seed": seed,
-        "input_pipelines": o0.pipelines,
+        "pipelines": o0.pipelines,
         "mixture": mix.identity(),
         "sources": [p.order.identity() for p in parts],  # type: ignore[union-attr]
     }
-    decoder, size, shared = mixing.mixed(p0.decoder, parts, mix.quotas)
-    identity |= shared
-    start = _start_fn(position, step, identity, per_step)
+    mixed = mixing.mixed(mix, p0.decoder, parts)
+    identity |= mixed.identity
+    reads = tuple(_source_read(p, mixing, b) for p, b in zip(parts, mixed.blocks, strict=True))
+    start = _start_fn(position, step, identity, per_step, mixing.limit(mix, parts, mixed, per_step))
     config = dataclasses.replace(p0.config, seed=seed)
-    batching = batching_of(decoder)
+    decoder = mixed.decoder
     plan = dataclasses.replace(
-        p0, decoder=decoder, batching=batching, start=start, config=config, service=service
+        p0, decoder=decoder, batching=batching_of(decoder), start=start, config=config, service=service
     )
-    make = mixing.read(mix, reads, plan, start, size, per_step)
-    made = tuple(dataclasses.replace(s, fn=make) if s.name == "interleave" else s for s in make_stages(plan))
-    notes = _notes(mix, parts, mixing, size, service)
+    replaced = {
+        "interleave": mixing.read(mix, reads, plan, start, mixed, per_step),
+        **mixing.replaced(mix, plan),
+    }
+    made = tuple(dataclasses.replace(s, fn=replaced.get(s.name, s.fn)) for s in make_stages(plan))
+    from tfpipe.pipeline.mixture.pipeline import MixturePipeline  # here, not at the top: see TYPE_CHECKING
+
     return MixturePipeline(
         stages=made,
         plan=plan,
         global_batch_size=first.global_batch_size,
         preset=first.preset,
-        notes=notes,
+        notes=_notes(mix, parts, mixing, service),
         position=position,
         start_step=step,
         mixture=mix,
         parts=parts,
-        chunk=size,
+        chunk=mixed.chunk,
         reads=reads,
+        own=mixed.own,
     )
 
 
-def _notes(
-    mix: MixSpec, parts: tuple[Pipeline, ...], mixing: Mixing, size: int, service: str | None
-) -> tuple[str, ...]:
-    """Each source's notes by name (but those the mixture's replace: its own chunking), with
-    the mixture's own and its service."""
-    notes = tuple(
-        f"{n}: {note}"
-        for n, p in zip(mix.names, parts, strict=True)
-        for note in p.notes
-        if not mixing.replaces(note)
+def _notes(mix: MixSpec, parts: tuple[Pipeline, ...], mixing: Mixing, service: str | None) -> tuple[str, ...]:
+    """Each source's notes by name (its own chunking and fill left out: the mixture chunks its
+    stream and has its own), with the mixture's service."""
+    kept = [[note for note in p.notes if not mixing.replaces(note)] for p in parts]
+    every = [note for note in kept[0] if all(note in k for k in kept[1:])]  # said once
+    notes = tuple(every) + tuple(
+        f"{n}: {note}" for n, k in zip(mix.names, kept, strict=True) for note in k if note not in every
     )
-    notes = (*mixing.notes(size), *notes)
     if service is not None:
         notes += (
             f"service={service}: the whole mixed stream runs on the job's workers (parallel_epochs): "
@@ -443,7 +308,7 @@ def _notes(
     return notes
 
 
-def _source_read(p: Pipeline, mixing: Mixing) -> mixture_stream.SourceRead:
+def _source_read(p: Pipeline, mixing: Mixing, block: int) -> mixture_stream.SourceRead:
     read = shard_reader(p.plan)
     return mixture_stream.SourceRead(
         spec=p.order,
@@ -451,6 +316,7 @@ def _source_read(p: Pipeline, mixing: Mixing) -> mixture_stream.SourceRead:
         cached=p.cache == "memory",
         parallelism=read_calls(p.plan),
         lengths=mixing.source_extra(p),
+        block=block,
     )
 
 
@@ -465,16 +331,23 @@ def _check_resumable(o: OrderSpec, per_replica: int) -> None:
 
 
 def _start_fn(
-    position: Position | None, step: int, identity: dict[str, Any], per_step: int
+    position: Position | None, step: int, identity: dict[str, Any], per_step: int, limit: int
 ) -> Callable[[], Tensor]:
-    """The step the mixture starts at: fixed, or the Position's (read when an iterator starts)."""
+    """The step the mixture starts at: fixed, or the Position's (read when an iterator starts).
+
+    Raises:
+      ConfigError: a fixed step beyond `limit` (a Position's is checked when it is read).
+    """
     tf_ = tf()
-    limit = resumable.MAX_POSITION // per_step
+    why = (
+        "a mixture of text finds its start by walking the chunks before it, and keeps each "
+        "source's tokens within int64"
+    )
     if position is None:
         if step > limit:
             raise ConfigError(
-                f"start_step must be an int in [0, {limit}] or a tfpipe.Position: the mixed stream's "
-                f"position stays within 2**62. Received: start_step={step}"
+                f"start_step must be an int in [0, {limit}] or a tfpipe.Position for this mixture: "
+                f"{why}. Received: start_step={step}"
             )
         fixed = lambda: tf_.constant(step, tf_.int64)  # noqa: E731
         fixed.step = step  # type: ignore[attr-defined]
@@ -483,7 +356,8 @@ def _start_fn(
 
     def start() -> Tensor:
         value = tf_.cast(position.read(), tf_.int64)
-        check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64))
+        message = f"the step of the Position must be at most {limit} for this mixture: {why}"
+        check = tf_.debugging.assert_less_equal(value, tf_.constant(limit, tf_.int64), message=message)
         with tf_.control_dependencies([check]):
             return tf_.identity(value)
 

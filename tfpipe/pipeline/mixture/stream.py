@@ -1,15 +1,15 @@
-"""A weighted mixture as a tf.data stream: each source's resumable order (order/stream.py),
-started at its count of earlier positions and batched by its quota of a block, the blocks put
-together by one gather each in the order of the mixture's choices (mixture/spec.py; `mixed`).
-A choice per element (`choose_from_datasets`) gave the same stream at 1.2x the CPU a token.
+"""A weighted mixture as a tf.data stream (the choice function is mixture/spec.py's).
 
-- records (images, tables): the mixed stream starts at position `step x positions a step`;
-- text: the mixed stream is of documents, cut into chunks and packed, so documents of every
-  source share rows. A start at step K finds the chunk holding its first row by counting the
-  rows of every chunk before it from the sources' lengths files (each source's order applied to
-  its lengths, mixed by the same choices), as one source's text pipeline does (its
-  `resumable_chunks`), then starts every source at its count before that chunk. The rows are
-  counted by the pipeline's batching (`rows`: text's `TextRows`).
+Each source streams its items in its own resumable order (order/stream.py) and tags each with
+the group of the mixed stream it falls in (a block of BLOCK positions for records; a modality's
+own groups for its mixing: text's chunks of documents or of virtual time, in
+tfpipe/modalities/text/mixture/stream.py). One scan a source regroups its items by tag
+(mixture/regroup.py: the items of a group not yet complete carried to the next step), so each
+source yields exactly one group (maybe empty) per group of the mixed stream, and the sources'
+streams zip. Records: each block's items put in their global order (their positions are a
+permutation of the block) and unbatched (`records`). A start at step K starts at the block
+holding the step's first position, each source at its count before it (closed form,
+`spec.tf_counts`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tfpipe._tf import plain, tf
+from tfpipe.pipeline.mixture import regroup
+from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
 from tfpipe.pipeline.order import stream as order_stream
+from tfpipe.pipeline.read import raw
 
 _FOREVER = (1 << 63) - 1
 
@@ -35,7 +38,8 @@ class SourceRead:
       read: `(path, size, count) -> Dataset` of `(records, sources)` groups.
       cached: cache="memory": the source's records loaded once, ordered from memory.
       parallelism: files read in parallel.
-      lengths: the source's lengths file (text), or None.
+      lengths: what its modality's mixing needs besides (text: its lengths file), or None.
+      block: records a step of its scan takes (about its share of a group).
     """
 
     spec: Any
@@ -43,6 +47,7 @@ class SourceRead:
     cached: bool
     parallelism: int
     lengths: Any = None
+    block: int = 256
 
     @property
     def stride(self) -> int:
@@ -50,62 +55,69 @@ class SourceRead:
         return self.spec.pipelines if self.spec.by_record else 1
 
 
-def mixed(tf_: Any, mix: MixSpec, g: Any, streams: Callable[[Any, bool], list[Any]]) -> Any:
-    """The mixed stream from global position `g`, in blocks (batched elements of up to BLOCK).
-
-    `streams(starts, batched)` gives each source's stream from its start position, batched by
-    its quota: block `b` takes exactly `quota_s` positions of source `s`, so every source starts
-    at `b * quota_s` for the block holding `g`, and each block is one gather of the sources'
-    quotas concatenated: position `i` takes its source's next item in that source's order
-    (the stable sort of the block's choices by source), no choice per element. The first
-    block's positions before `g` are dropped.
-    """
-    b0 = g // BLOCK
-    skip0 = g - b0 * BLOCK
-    parts = streams(b0 * tf_.constant(mix.quotas, tf_.int64), True)
-    base = tf_.constant(mix.base, tf_.int64)
-    key = tf_.constant(mix.key, tf_.int64)
-
-    def block(quotas: Any, b: Any) -> Any:
-        chosen = tf_.gather(base, order_stream.permutation(tf_, BLOCK, tf_.stack([key, b])))
-        # Concatenated, the sources' items sit in (source, order) order: the stable sort of the
-        # choices lists the positions in that order, so its inverse is each position's item.
-        index = tf_.math.invert_permutation(tf_.argsort(chosen, stable=True))
-        skip = tf_.where(tf_.equal(b, b0), skip0, 0)
-        fields = zip(*quotas, strict=True)
-        return tuple(tf_.gather(tf_.concat(list(f), 0), index)[skip:] for f in fields)
-
-    numbered = tf_.data.Dataset.zip((tuple(parts), tf_.data.Dataset.range(b0, _FOREVER)))
-    return numbered.map(plain(block))
+def loaded(s: SourceRead) -> Any:
+    """The source's records loaded once (cache="memory"), made outside any dataset function so
+    every iterator shares them (`order_stream.cached_records`); None when streamed."""
+    if not s.cached:
+        return None
+    records = order_stream.cached_records(s.spec, s.read)
+    return lambda: records.get_single_element()[0]
 
 
-def _scaled(counts: Any, k: int, stride: int) -> Any:
-    """Source k's start: its count of items before the block, in its order's units."""
-    return counts[k] * stride
+def items(s: SourceRead, load: Any, start: Any, *, keys: bool, needs_source: bool) -> Any:
+    """The source's records from its item `start` on, in batches of `s.block`."""
+    return order_stream.stream(
+        s.spec,
+        s.read,
+        lambda: start * s.stride,
+        cached=load is not None,
+        sources=needs_source,
+        keys=keys,
+        batch=s.block,
+        parallelism=s.parallelism,
+        load=load,
+    )
 
 
-def record_streams(
-    mix: MixSpec, sources: list[SourceRead], *, keys: bool, needs_source: bool
-) -> Callable[[Any, bool], list[Any]]:
-    """`starts -> each source's record stream from its start, in batches of its quota`
-    (records, sources[, key])."""
+# Records (images, tables), and a modality's elements (text's documents): exact positions.
 
-    def streams(c: Any, _: bool) -> list[Any]:
-        return [
-            order_stream.stream(
-                s.spec,
-                s.read,
-                functools.partial(_scaled, c, k, s.stride),
-                cached=s.cached,
-                sources=needs_source,
-                keys=keys,
-                batch=mix.quotas[k],
-                parallelism=s.parallelism,
-            )
-            for k, s in enumerate(sources)
-        ]
 
-    return streams
+def _tag_elements(tf_: Any, mix: MixSpec, s: int, size: int, state: Any, *element: Any) -> Any:
+    """Tags items k, k+1, ... of source `s` (k: the state) with their group (position // size).
+    Strings: the element's; ints: its keys' two columns if any, then the item's place in its
+    group (position % size)."""
+    (k,) = state
+    strings = tuple(x for x in element if x.dtype == tf_.string)
+    keys = [x for x in element if x.dtype != tf_.string]
+    n = tf_.shape(element[0], out_type=tf_.int64)[0]
+    at = mixture_spec.tf_position(tf_, mix.rates, s, k + tf_.range(n))
+    ints = tf_.concat([*(tf_.reshape(x, [n, -1]) for x in keys), (at % size)[:, None]], 1)
+    return (k + n,), at // size, strings, ints
+
+
+def element_groups(
+    tf_: Any, mix: MixSpec, items: list[Any], counts: Any, size: int, first: Any, shape: regroup.Items
+) -> Any:
+    """The sources' items (from their `counts`) zipped by group of `size` positions from group
+    `first` on: each group's (strings..., ints without the place, source index), its items in
+    their global order (their places are a permutation of the group)."""
+    streams = [
+        regroup.scan_groups(
+            tf_, ds, (counts[k],), functools.partial(_tag_elements, tf_, mix, k, size), first, shape
+        )
+        for k, ds in enumerate(items)
+    ]
+
+    def joined(*groups: Any) -> Any:
+        parts = [regroup.unpad(g, shape) for g in groups]
+        cat = [tf_.concat([p[i] for p in parts], 0) for i in range(shape.strings + 1)]
+        order = tf_.math.invert_permutation(cat[-1][:, -1])
+        source = tf_.repeat(
+            tf_.range(len(groups), dtype=tf_.int64), tf_.stack([regroup.length(g, shape) for g in groups])
+        )
+        return (*(tf_.gather(x, order) for x in cat), tf_.gather(source, order))
+
+    return tf_.data.Dataset.zip(tuple(streams)).map(plain(joined))
 
 
 def records(
@@ -118,64 +130,31 @@ def records(
     needs_source: bool,
     batch: int | None,
 ) -> Any:
-    """The mixed records of this input pipeline from the step `start()` gives (read when the
-    iterator starts): single records, or batches of `batch` (batched presets)."""
+    """The mixed records `(record, source[, key])` of this input pipeline from the step `start()`
+    gives (read when the iterator starts): single records, or batches of `batch` (batched
+    presets)."""
     tf_ = tf()
-    streams = record_streams(mix, sources, keys=keys, needs_source=needs_source)
+    loads = [loaded(s) for s in sources]
+    shape = regroup.Items(strings=2, width=3 if keys else 1)
 
     def from_step(_: Any) -> Any:
-        return mixed(tf_, mix, tf_.cast(start(), tf_.int64) * positions_per_step, streams)
+        g = tf_.cast(start(), tf_.int64) * positions_per_step
+        b0 = g // BLOCK
+        counts = mixture_spec.tf_counts(tf_, mix.rates, b0 * BLOCK)
+        each = [
+            items(s, load, counts[k], keys=keys, needs_source=needs_source)
+            for k, (s, load) in enumerate(zip(sources, loads, strict=True))
+        ]
+        blocks = element_groups(tf_, mix, each, counts, BLOCK, b0, shape)
+        skips = tf_.data.Dataset.from_tensors(g - b0 * BLOCK).concatenate(
+            tf_.data.Dataset.from_tensors(tf_.constant(0, tf_.int64)).repeat()
+        )
+
+        def block(b: Any, skip: Any) -> Any:
+            record, source, ints = b[0][skip:], b[1][skip:], b[2][skip:]
+            return (record, source, ints[:, :2]) if keys else (record, source)
+
+        return tf_.data.Dataset.zip((blocks, skips)).map(plain(block))
 
     ds = tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
-    return ds.unbatch() if batch is None else ds.rebatch(batch, drop_remainder=True)
-
-
-def text_chunks(
-    mix: MixSpec,
-    sources: list[SourceRead],
-    rows: Any,
-    start: Callable[[], Any],
-    *,
-    size: int,
-    rows_per_step: int,
-    needs_source: bool,
-) -> Any:
-    """The mixed documents in chunks `(records, sources, skip)` from the step `start()` gives:
-    the chunk holding the step's first row, its rows before the step as skip."""
-    tf_ = tf()
-    streams = record_streams(mix, sources, keys=False, needs_source=needs_source)
-
-    def find(target: Any) -> Any:
-        return chunk_of(mix, sources, rows, size, target)
-
-    def from_step(_: Any) -> Any:
-        first, skips = rows.first_chunk(tf_, start, rows_per_step, find)
-        docs = mixed(tf_, mix, first * size, streams).rebatch(size, drop_remainder=True)
-        return tf_.data.Dataset.zip((docs, skips)).map(plain(lambda rs, skip: (rs[0], rs[1], skip)))
-
-    return tf_.data.Dataset.from_tensors(0).flat_map(plain(from_step))
-
-
-def chunk_of(mix: MixSpec, sources: Any, rows: Any, size: int, target: Any) -> tuple[Any, Any]:
-    """(chunk, rows before it) of the chunk holding row `target` of this input pipeline's mixed
-    stream: the sources' lengths in their orders, mixed by the same choices, in chunks, each
-    chunk's rows counted as the batching `rows` places them."""
-    tf_ = tf()
-    lengths = mixed(
-        tf_,
-        mix,
-        tf_.constant(0, tf_.int64),
-        lambda _, __: [
-            rows.ordered_lengths(s.spec, s.lengths, n) for s, n in zip(sources, mix.quotas, strict=True)
-        ],
-    )
-    counts = (
-        lengths.map(plain(lambda n, _: n))
-        .rebatch(size, drop_remainder=True)
-        .map(plain(lambda chunk: rows.chunk_rows(chunk)))
-    )
-    spans = counts.scan(
-        tf_.constant(0, tf_.int64), plain(lambda before, n: (before + n, tf_.stack([before, before + n])))
-    )
-    found = spans.enumerate().filter(plain(lambda i, span: span[1] > target)).take(1)
-    return found.map(plain(lambda i, span: (i, span[0]))).get_single_element()
+    return raw.unbatch(ds) if batch is None else raw.rebatch(ds, batch, drop_remainder=True)

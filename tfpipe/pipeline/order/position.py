@@ -27,6 +27,11 @@ INT64_MAX = 2**63 - 1
 # How each identity field is named in a refusal, and what to do about it.
 _FIELDS = {
     "order_version": ("the resumable order's version", "this tfpipe orders records differently"),
+    "mixture_version": (
+        "the mixture's version",
+        "this tfpipe mixes its sources differently (2: pieces of text and records merged in virtual "
+        "time, issue 45; 1: a choice per document in permuted blocks)",
+    ),
     "data": ("the data (shard names, counts, sizes, checksums)", "resume on the same split"),
     "batch_size": ("the global batch_size", "resume with the same batch_size"),
     "seed": ("the seed", "resume with the same seed="),
@@ -133,6 +138,7 @@ class Position(Trackable):
 
 def check_identity(saved: dict[str, Any], now: dict[str, Any], what: str) -> None:
     """Refuses a position whose meaning differs, naming the field, both values and what to do."""
+    saved, now = _versioned(saved), _versioned(now)
     for key in sorted(set(saved) | set(now), key=lambda k: list(_FIELDS).index(k) if k in _FIELDS else 99):
         if saved.get(key) != now.get(key):
             name, advice = _FIELDS.get(key, (key, "resume with the same settings"))
@@ -141,3 +147,10 @@ def check_identity(saved: dict[str, Any], now: dict[str, Any], what: str) -> Non
                 f"pipeline with {now.get(key)!r}. A step would then stand for other examples; "
                 f"{advice}, or start over with a fresh Position (step 0)."
             )
+
+
+def _versioned(identity: dict[str, Any]) -> dict[str, Any]:
+    """A mixture's identity from before mixture versions (issue 35's) is version 1."""
+    if "mixture" in identity and "mixture_version" not in identity:
+        return identity | {"mixture_version": 1}
+    return identity

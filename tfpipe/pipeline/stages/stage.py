@@ -74,7 +74,7 @@ class Batching(Protocol):
       marks_padding: a batch marks its own padding (text: segment ids 0), so padding adds no
         weights.
       mixing: how a weighted mixture of such datasets is weighed and streamed
-        (`pipeline.mixture.plan.Mixing`); None: by records.
+        (`pipeline.mixture.mixing.Mixing`); None: by records.
     """
 
     unit: str

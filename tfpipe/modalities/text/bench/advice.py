@@ -62,7 +62,7 @@ def padding_sentence(text: TextFigures) -> str:
 
 def _each_source_padding(text: TextFigures) -> str:
     """A mixture's sources, each one's padding alone as its own histogram predicts it, with this
-    packing and the other modes (a mixture has no histogram of its own yet)."""
+    packing and the other modes (beside the mixture's own, measured)."""
     told = []
     for s in text.measure.sources:
         mine = 1 - s.predicted_fill.get(text.packing, 0.0)
@@ -74,17 +74,16 @@ def _each_source_padding(text: TextFigures) -> str:
 def fill_sentence(text: TextFigures) -> str:
     """The measured fill beside the predicted one, and whether they agree."""
     m = text.measure
-    if m.sources:
-        return (
-            f"Fill (real tokens / slots): measured {percent1(text.fill)} [{percent1(text.fill_low)}, "
-            f"{percent1(text.fill_high)}] over {m.rows:,} rows of the pipeline's batches; a mixture "
-            "has no length histogram of its own to predict it from (each source's alone is above)."
-        )
+    whence = (
+        "the mix (each source's histogram weighted by its share)"
+        if m.sources
+        else "the manifest's length histogram"
+    )
     agree = "agree within 1 point" if text.fill_agrees else "DISAGREE by more than 1 point"
     return (
         f"Fill (real tokens / slots): measured {percent1(text.fill)} [{percent1(text.fill_low)}, "
         f"{percent1(text.fill_high)}] over {m.rows:,} rows of the pipeline's batches; predicted "
-        f"{percent1(text.fill_predicted)} from the manifest's length histogram: {agree}."
+        f"{percent1(text.fill_predicted)} from {whence}: {agree}."
     )
 
 

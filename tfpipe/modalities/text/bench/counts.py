@@ -1,6 +1,6 @@
 """What bench measures of a text pipeline before it times the prefixes (measure): the fill and
 the rows a chunk of documents packs into (`measure.measure`), and for a mixture each source's
-share of real tokens over the same batches (`mixshare`); and what follows from them for the
+share of real tokens, counted in the same pass (`mixshare`); and what follows from them for the
 timing: sequences an element of the prefixes before the batch, the storage's records as the
 sequences they pack into."""
 
@@ -21,13 +21,11 @@ def count(pipe: Any, cfg: Any, say: Callable[[str], None]) -> TextMeasure:
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
     # A batch larger than an epoch's rows was refused when the pipeline was planned (build()'s
     # rule, on `fill.epoch_rows`, the count reported here).
-    text = bench_measure.measure(pipe, seconds=cfg.seconds)
+    text = bench_measure.measure(pipe, seconds=cfg.seconds)  # a mixture's shares in the same pass
     if getattr(pipe, "mixture", None) is None:
         return text
-    say(f"Counting the mixture's real tokens by source over the same {text.batches:,} batches")
     documents, tokens = mixshare.totals(pipe)
-    shares = mixshare.measure(pipe, batches=text.batches)
-    return dataclasses.replace(text, mixture=shares, documents=documents, tokens=tokens)
+    return dataclasses.replace(text, documents=documents, tokens=tokens)
 
 
 def units(text: TextMeasure) -> dict[str, float]:

@@ -61,6 +61,9 @@ class MixSource:
       measured_share: its real tokens over all sources' in the counted batches.
       real_tokens_per_sec: the producer's real tokens/s x the measured share: its tokens/s.
       epoch: its epoch (passes begun, from 0) at the last counted step; a small source repeats.
+      worst_window: the most its share strayed from its weight over every window of `window`
+        counted batches, in points.
+      window: those windows' batches.
     """
 
     name: str
@@ -68,6 +71,8 @@ class MixSource:
     measured_share: float
     real_tokens_per_sec: float
     epoch: int
+    worst_window: float = 0.0
+    window: int = 0
 
 
 def mixture_figures(measure: TextMeasure, real_tokens_per_sec: float) -> tuple[MixSource, ...]:
@@ -80,6 +85,8 @@ def mixture_figures(measure: TextMeasure, real_tokens_per_sec: float) -> tuple[M
             s.real_tokens / total if total else 0.0,
             real_tokens_per_sec * s.real_tokens / total if total else 0.0,
             s.epoch,
+            s.worst_window,
+            s.window,
         )
         for s in measure.mixture
     )

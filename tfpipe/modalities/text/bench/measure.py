@@ -16,7 +16,6 @@ more than an epoch's documents, and its rows come out shuffled.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -29,7 +28,9 @@ from tfpipe._tf import tf
 from tfpipe.bench.measure.producer import prefix_points
 from tfpipe.bench.results import SourceText, TextMeasure
 from tfpipe.errors import DataError, MissingExtraError
+from tfpipe.modalities.text.bench import mixshare
 from tfpipe.modalities.text.convert.tokenizers import load_checked
+from tfpipe.modalities.text.mixture import pack as mixture_pack
 from tfpipe.modalities.text.stages import TextPacking
 from tfpipe.packing.fill import epoch_rows, packed_lengths, predicted_fill
 from tfpipe.packing.spec import MODES, Mode, added_tokens, chunk_size
@@ -66,16 +67,14 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
       DataError: `pipe` packs no text, or its split's manifest has no length histogram.
     """
     text = _split_text(pipe)
-    hist = dict(text.length_histogram)
     pack = packing_of(pipe)
-    if not pack.histogram:
-        # A mixture packs without one histogram of its own: its first source's stands in (the
-        # bench guide says so), as for the length percentiles below.
-        pack = dataclasses.replace(pack, histogram=hist)
+    mixture = getattr(pipe, "mixture", None) is not None
+    # A mixture's histogram is its own, from the mix (text's mixture/numbers.py), and so is its fill.
+    hist = dict(pack.histogram or {}) if mixture else dict(text.length_histogram)
     L = pack.sequence_length
-    per_document = _mean_as_packed(pipe, pack)
-    predicted: dict[str, float] = {m: predicted_fill(pack, L, m) for m in _modes(pack)}
-    rows, real, fill_sd, batches, sample = _count_batches(pipe, seconds)
+    per_document = float(packed_lengths(pack).mean())
+    predicted: dict[str, float] = {m: predict(pipe, L, m) for m in _modes(pack)}
+    rows, real, fill_sd, batches, sample, by_source = _count_batches(pipe, seconds)
     if not real:
         raise DataError(
             f"{pipe.source.where}: expected tokens in the text pipeline's batches. Received "
@@ -101,25 +100,16 @@ def measure(pipe: Pipeline, *, seconds: float) -> TextMeasure:
         tokens=text.tokens,
         lengths=lengths,
         suggested_length=suggested,
-        suggested_fill=predicted_fill(pack, suggested, pack.mode),
+        suggested_fill=predict(pipe, suggested, pack.mode),
         tokenizer=_tokenizer_words(pipe),
         tokenize_ms_per_1k=None if tokenize is None else float(np.median(tokenize)),
         tokenize_note=note,
-        epoch_rows=epoch_rows(pack),
+        epoch_rows=pipe.epoch_rows() if mixture else epoch_rows(pack),  # type: ignore[attr-defined]
         tokenize_ms_range=None if tokenize is None else (min(tokenize), max(tokenize)),
         tokenize_rounds=0 if tokenize is None else len(tokenize),
         sources=_sources(pipe),
+        mixture=mixshare.shares(pipe, by_source) if mixture else (),  # type: ignore[arg-type]
     )
-
-
-def _mean_as_packed(pipe: Pipeline, pack: TextPacking) -> float:
-    """A document's mean tokens as packed: its split's, or for a mixture each source's weighed
-    by its share of the mixed stream's documents (its quota of a block)."""
-    parts, mix = getattr(pipe, "parts", ()), getattr(pipe, "mixture", None)
-    if not parts or mix is None:
-        return float(packed_lengths(pack).mean())
-    means = [float(packed_lengths(packing_of(p)).mean()) for p in parts]
-    return sum(q * m for q, m in zip(mix.quotas, means, strict=True)) / sum(mix.quotas)
 
 
 def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
@@ -142,7 +132,7 @@ def _sources(pipe: Pipeline) -> tuple[SourceText, ...]:
                 predicted_fill={m: predicted_fill(pack, pack.sequence_length, m) for m in _modes(pack)},
                 epoch_rows=epoch_rows(pack),
                 suggested_length=suggested,
-                suggested_fill=predicted_fill(pack, suggested, pack.mode),
+                suggested_fill=predict(part, suggested, pack.mode),  # alone, as its own fill above
             )
         )
     return tuple(out)
@@ -187,7 +177,9 @@ def _modes(pack: TextPacking) -> tuple[Mode, ...]:
 def predict(pipe: Pipeline, L: int, mode: Mode) -> float:
     """The fill of `mode` at `L`, predicted from the manifest's histogram as this pipeline packs
     (`packing.fill.predicted_fill`, what `describe()` says): its chunk, its EOS or [CLS]/[SEP]
-    added to each document, its truncation."""
+    added to each document, its truncation. A mixture's is its own, from the mix."""
+    if getattr(pipe, "mixture", None) is not None:
+        return float(pipe.predicted_fill(L, mode))  # type: ignore[attr-defined]
     return predicted_fill(packing_of(pipe), L, mode)
 
 
@@ -216,19 +208,22 @@ def _prefix(pipe: Pipeline, name: str) -> int:
     raise DataError(f"Expected a text pipeline with a {name!r} stage. Received stages: {pipe.stages}")
 
 
-def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any]]:
+def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int, list[Any], list[Any]]:
     """Batches through the batch prefix (see the module doc for how many): (rows, real tokens,
     the standard deviation of a batch's fill, batches, the first batches' documents as token
-    lists, for the tokenizer's timing)."""
+    lists, for the tokenizer's timing, and a mixture's real tokens by source of each batch)."""
     tf_ = tf()
-    ds = pipe.dataset(_prefix(pipe, "batch")).map(
-        lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows)
-    )
+    mixture = getattr(pipe, "mixture", None) is not None
+    batches = mixture_pack.counting(pipe) if mixture else pipe.dataset(_prefix(pipe, "batch"))
+    ds = batches.map(lambda rows: (tf_.math.count_nonzero(rows["segment_ids"], dtype=tf_.int64), rows))
     slots = pipe.batch_size * packing_of(pipe).sequence_length
     n, real, squares, sampled = 0, 0, 0.0, 0
     sample: list[list[int]] = []
+    by_source: list[Any] = []
     start = time.monotonic()
     for count, rows in ds:
+        if mixture:
+            by_source.append(mixshare.by_source(rows))
         if n == 0:
             start = time.monotonic()  # from the first batch: an iterator takes seconds to start
         n, real, squares = n + 1, real + int(count), squares + (int(count) / slots) ** 2
@@ -238,7 +233,7 @@ def _count_batches(pipe: Pipeline, seconds: float) -> tuple[int, int, float, int
         sd = _sd(n, real / slots, squares)
         if _counted_enough(n, sd, time.monotonic() - start, seconds):
             break
-    return n * pipe.batch_size, real, sd, n, sample
+    return n * pipe.batch_size, real, sd, n, sample, by_source
 
 
 def _sd(n: int, total: float, squares: float) -> float:

@@ -67,7 +67,7 @@ def text_rows(report: Report) -> list[tuple[str, Any]]:
     if t is None:
         return []
     m = t.measure
-    agrees = t.fill_agrees or bool(m.sources)  # a mixture's fill has no prediction to disagree with
+    agrees = t.fill_agrees
     return [
         ("Padding", Text(padding_sentence(t), style="bold")),
         ("", Text(fill_sentence(t), style="" if agrees else "bold red")),
@@ -78,18 +78,23 @@ def text_rows(report: Report) -> list[tuple[str, Any]]:
 
 
 def length_lines(t: TextFigures) -> list[str]:
-    """The documents' lengths against L and the rows they pack into: the dataset's, or each
-    source's of a mixture (its own figures: a mixture has no histogram of its own yet), then
-    the mixed stream's chunks."""
+    """The documents' lengths against L and the rows they pack into: the dataset's, or a
+    mixture's own (from the mix) after each source's alone, then the mixed stream's chunks."""
     m = t.measure
     past = "truncated" if m.truncate else "cut into pieces"
     room = t.sequence_length - 2 if m.classify else t.sequence_length
 
-    def said(lengths: dict[str, int], documents: int) -> str:
+    def said(lengths: dict[str, int], documents: int, mixed: bool = False) -> str:
+        # The mix's histogram is drawn (numbers.histogram), so its count of documents is not
+        # one the user has: the mix says the share longer than L.
+        longer = (
+            f"{lengths['longer'] / max(documents, 1):.1%} of the mixed documents"
+            if mixed
+            else f"{lengths['longer']:,} of {documents:,}"
+        )
         return (
             f"documents of p50 {lengths['p50']:,}, p90 {lengths['p90']:,}, p99 {lengths['p99']:,}, "
-            f"max {lengths['max']:,} tokens; {lengths['longer']:,} of {documents:,} longer than "
-            f"{room:,} ({past})"
+            f"max {lengths['max']:,} tokens; {longer} longer than {room:,} ({past})"
         )
 
     if not m.sources:
@@ -99,7 +104,9 @@ def length_lines(t: TextFigures) -> list[str]:
             f"{s.name}: {said(s.lengths, s.documents)}; its epoch alone packs into ~{s.epoch_rows:,} rows"
             for s in m.sources
         ),
-        f"the mixed stream in chunks of {m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each",
+        f"the mix: {said(m.lengths, m.documents, mixed=True)}; one epoch of the mixture (every source read whole) "
+        f"packs into ~{m.epoch_rows:,} rows",
+        f"the mixed stream in chunks of ~{m.chunk_documents:,} documents of ~{m.rows_per_chunk:,.0f} rows each",
     ]
 
 
@@ -109,12 +116,15 @@ def mixture_lines(t: TextFigures) -> list[str]:
         return []
     lines = [
         f"{m.name}: weight {percent1(m.weight)}, measured {percent1(m.measured_share)} of the real "
-        f"tokens ({100 * (m.measured_share - m.weight):+.1f} points), {rate(m.real_tokens_per_sec)} "
-        f"tokens/s, in its epoch {m.epoch:,}"
+        f"tokens ({100 * (m.measured_share - m.weight):+.2f} points; at worst {m.worst_window:.2f} in a "
+        f"window of {m.window:,} batches), {rate(m.real_tokens_per_sec)} tokens/s, in its epoch {m.epoch:,}"
         for m in t.mixture
     ]
     m = t.measure
-    return [*lines, f"(counted over the {m.batches:,} batches of the fill, {m.real_tokens:,} real tokens)"]
+    return [
+        *lines,
+        f"(counted in the fill's pass over {m.batches:,} batches, {m.real_tokens:,} real tokens)",
+    ]
 
 
 def _chunks(m: TextMeasure) -> str:
