@@ -127,7 +127,7 @@ class Split:
         )
 
 
-def _retries(obj: Any) -> dict[str, int] | None:
+def _retries(obj: object) -> dict[str, int] | None:
     if obj is None:
         return None
     if not (isinstance(obj, dict) and all(isinstance(k, str) and is_count(v) for k, v in obj.items())):
