@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
 
 from tfpipe import storage
 from tfpipe._version import __version__
