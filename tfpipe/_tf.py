@@ -24,13 +24,16 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from types import ModuleType
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from tfpipe.errors import (
     MissingExtraError,
     UnsupportedTensorFlowError,
     UntestedTensorFlowWarning,
 )
+
+if TYPE_CHECKING:
+    from tensorflow.python.data.ops.structured_function import StructuredFunctionWrapper
 
 # TensorFlow ships no types: to a type checker its values are Any. Graph code names them with
 # these aliases, so that a signature says which parameters are tensors and which datasets
@@ -165,7 +168,9 @@ def _one_device_tracing() -> None:
         return
     int32 = tf().int32
 
-    def __init__(self: Any, func: Callable[..., Nest], *args: object, **kwargs: Any) -> None:  # TF's own
+    def __init__(
+        self: StructuredFunctionWrapper, func: Callable[..., Nest], *args: object, **kwargs: Any
+    ) -> None:  # TF's own
         if not getattr(func, _ONE_DEVICE, False) or kwargs.get("use_legacy_function"):
             init(self, func, *args, **kwargs)
             return
@@ -179,7 +184,9 @@ def _one_device_tracing() -> None:
     wrapper.__init__ = __init__
 
 
-def _without_attribute(wrapper: Any, name: str, trace_again: Callable[[], None]) -> None:
+def _without_attribute(
+    wrapper: StructuredFunctionWrapper, name: str, trace_again: Callable[[], None]
+) -> None:
     """Gives a StructuredFunctionWrapper the function it traced, without the attribute `name`.
 
     The traced graph is wrapped again with the other attributes (tracing once more cost as

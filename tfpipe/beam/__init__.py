@@ -12,12 +12,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 __all__ = ["WriteDataset"]
 
+if TYPE_CHECKING:
+    from tfpipe.beam.write import WriteDataset
 
-def __getattr__(name: str) -> Any:
+
+def __getattr__(name: str) -> type[WriteDataset]:
     if name == "WriteDataset":
         from tfpipe.beam.write import WriteDataset  # Apache Beam, ~2 s to import: on first use
 

@@ -16,7 +16,7 @@ import json
 import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.beam.deps import require_beam
@@ -28,10 +28,13 @@ from tfpipe.convert.sources import Source
 from tfpipe.convert.writer import ResumeJournal, ShardDone
 from tfpipe.errors import ConfigError, PipelineFailed, TfpipeError
 
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
 _UPLOADS = 16  # task files written or removed at once: GCS requests are latency-bound
 
 
-def pipeline_options(options: Any, workers: int) -> Any:
+def pipeline_options(options: object, workers: int) -> PipelineOptions:
     """Beam PipelineOptions from a string of flags, a list of flags, or PipelineOptions.
 
     None runs here: the DirectRunner with `workers` processes (one: in this process).
@@ -67,7 +70,7 @@ def pipeline_options(options: Any, workers: int) -> Any:
     return PipelineOptions(flags)
 
 
-def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: Any) -> None:
+def _run(name: str, elements: list[Any], fn: Callable[[Any], Any], options: PipelineOptions) -> None:
     """Runs `fn` once per element, spread over the workers, and waits for the end.
 
     Raises:
@@ -117,7 +120,7 @@ class BeamEngine:
     def __init__(
         self,
         cfg: ConvertConfig,
-        options: Any,
+        options: str | Sequence[str] | PipelineOptions | None,
         dest: str,
         split: str,
         progress: Callable[[Tick], None] | None = None,

@@ -24,7 +24,7 @@ import numbers
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.beam.deps import require_beam
@@ -37,6 +37,10 @@ from tfpipe.format.manifest import MANIFEST_NAME, Checksum, Manifest, ShardInfo,
 from tfpipe.format.schema import Field, Schema
 from tfpipe.format.shardnames import shard_name
 
+if TYPE_CHECKING:
+    from apache_beam.pvalue import PCollection
+    from pandas import DataFrame
+
 beam = require_beam()
 
 _DTYPE = {"int": "int64", "bool": "int64", "float": "float32", "bytes": "bytes"}
@@ -46,7 +50,7 @@ _DEFAULT = {"int64": 0, "float32": 0.0, "bytes": b""}
 # ---- the schema, combined from the records ----
 
 
-def _is_null(v: Any) -> bool:
+def _is_null(v: object) -> bool:
     if v is None:
         return True
     try:
@@ -57,7 +61,7 @@ def _is_null(v: Any) -> bool:
         return isinstance(v, float) and math.isnan(v)
 
 
-def _kind(column: str, v: Any) -> tuple[str, tuple[int, ...]]:
+def _kind(column: str, v: object) -> tuple[str, tuple[int, ...]]:
     """A value's kind ("null", "bool", "int", "float", "bytes") and shape."""
     if _is_null(v):
         return "null", ()
@@ -154,7 +158,7 @@ def schema_of(kinds: dict[str, _ColumnKind], label: str | None, missing: str) ->
 # ---- records ----
 
 
-def _rows(element: Any) -> Iterator[dict[str, Any]]:
+def _rows(element: object) -> Iterator[dict[str, Any]]:
     """A dict as itself; a DataFrame as one dict per row."""
     if isinstance(element, dict):
         yield element
@@ -292,7 +296,7 @@ class WriteDataset(beam.PTransform):
         # PTransform.label is the step's name in the graph; the label column needs another attribute.
         self.cfg, self.label_column, self.missing = cfg, label, missing
 
-    def expand(self, pcoll: Any) -> Any:
+    def expand(self, pcoll: PCollection[dict[str, object] | DataFrame]) -> PCollection[Manifest]:
         if Manifest.find(self.target.dest) is not None:
             raise DestinationError(
                 f"{self.target.dest}: expected a new destination for WriteDataset. "

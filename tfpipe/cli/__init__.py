@@ -8,7 +8,7 @@ import argparse
 import importlib
 import os
 import sys
-from typing import Any
+from types import ModuleType
 
 from tfpipe import _tf
 from tfpipe._version import __version__
@@ -22,7 +22,7 @@ def _modules() -> list:
     return [_load(name) for name in COMMANDS]
 
 
-def _load(name: str) -> Any:
+def _load(name: str) -> ModuleType | _Unavailable:
     """The command module `tfpipe.cli.<name>`.
 
     A missing module of tfpipe's own is a broken installation and fails at once. A missing

@@ -7,12 +7,15 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from tfpipe.errors import ConfigError, field_error
 from tfpipe.format.jsonobject import JsonObject
 from tfpipe.modalities.text.convert.specialtokens import check_named
 from tfpipe.validation import as_int, check_choice, check_int
+
+if TYPE_CHECKING:
+    from tfpipe.convert.kind import Kind
 
 Compression = Literal["none", "gzip"]
 MissingPolicy = Literal["error", "fill"]
@@ -96,7 +99,7 @@ ALL_COLUMNS = "*"
 """The `null_values` key whose values mean missing in every column."""
 
 
-def normalize_null_values(value: Any) -> dict[str, tuple[str, ...]]:
+def normalize_null_values(value: object) -> dict[str, tuple[str, ...]]:
     """`null_values` as {column or ALL_COLUMNS: tokens}, from a list (every column) or a mapping.
 
     Raises:
@@ -323,7 +326,7 @@ def applies_to() -> dict[str, tuple[str, ...]]:
     return out
 
 
-def options_left_out(kind: Any) -> tuple[str, ...]:
+def options_left_out(kind: Kind) -> tuple[str, ...]:
     """The ConvertConfig fields a split of `kind` does not record: another modality's. A kind
     that records its own only (`Kind.own_options_only`, text) leaves out every option that
     does not apply to its formats; the others leave out the options of those kinds alone."""
@@ -331,7 +334,7 @@ def options_left_out(kind: Any) -> tuple[str, ...]:
 
     if kind.own_options_only:
         return tuple(n for n, formats in applies_to().items() if not set(formats) & set(kind.formats))
-    takers: dict[str, list[Any]] = {}
+    takers: dict[str, list[Kind]] = {}
     for m in modalities():
         for name in m.convert.options:
             takers.setdefault(name, []).append(m.convert)
@@ -380,7 +383,7 @@ def _sources(formats: tuple[str, ...], modalities: tuple[Any, ...]) -> str:
     return f"{' and '.join(words)} (--format {listed})"
 
 
-def as_flags(*configs: Any, leave_out: tuple[str, ...] = ()) -> list[str]:
+def as_flags(*configs: ShardConfig | ConvertConfig, leave_out: tuple[str, ...] = ()) -> list[str]:
     """The `tfpipe convert` flags that set the configs' non-default fields (for a command to
     print), except the fields `leave_out` names."""
     import shlex
@@ -433,7 +436,10 @@ def split_options(
     )
 
 
-def _one_config(name: str, cls: Any, given: Any, keys: set[str], options: dict[str, Any]) -> Any:
+C = TypeVar("C", ShardConfig, ConvertConfig)
+
+
+def _one_config(name: str, cls: type[C], given: object, keys: set[str], options: dict[str, Any]) -> C:
     """`given` if it is a `cls` and no option names one of its fields; else `cls(**options)`."""
     mine = {k: v for k, v in options.items() if k in keys}
     if given is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,13 +56,13 @@ class Tally(Protocol):
         """Its kind's name: the key of a done-record's tally."""
         ...
 
-    def merge(self, later: Any) -> None:
+    def merge(self, later: Self) -> None:
         """Adds `later` (the tally of the pieces that follow) to this one, in place."""
         ...
 
     def to_json(self) -> dict[str, Any]: ...
 
-    def kept(self) -> Any:
+    def kept(self) -> Self:
         """The tally a conversion keeps in memory once its done-record is written (text: without
         its documents' lengths, which the kind's `finish` reads back from the journal)."""
         ...
@@ -96,7 +96,7 @@ class SplitExtras(Protocol):
         ...
 
 
-def no_split_extras(plan: Any, done: Any, tally_of: Any) -> None:
+def no_split_extras(plan: object, done: object, tally_of: object) -> None:
     """A kind that attaches nothing to a split (images, tables)."""
     return None
 

@@ -16,8 +16,8 @@ import errno
 import importlib
 import os
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.convert.config import ConvertConfig, ShardConfig, as_flags, split_options
@@ -49,6 +49,9 @@ from tfpipe.format.manifest import MANIFEST_NAME, Manifest
 from tfpipe.modalities import get_modality, modality_of_format
 from tfpipe.validation import check_choice
 
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
 ENGINES = {"local": "", "beam": "tfpipe.beam.engine"}
 """The engines by name. An engine other than the local one is the module holding its `Engine`
 class (made with the options, the destination, the split and the progress callback; it has
@@ -67,7 +70,7 @@ def convert(
     break_lock: bool = False,
     progress: ProgressCallback | None = None,
     engine: str = "local",
-    pipeline_options: Any = None,
+    pipeline_options: str | Sequence[str] | PipelineOptions | None = None,
     **options: Any,
 ) -> Manifest:
     """Converts raw data into sharded TFRecords plus a `tfpipe.json` manifest.
@@ -141,7 +144,7 @@ def convert(
 def _engine(
     engine: str,
     cfg: ConvertConfig,
-    pipeline_options: Any,
+    pipeline_options: str | Sequence[str] | PipelineOptions | None,
     dest: str,
     split: str,
     progress: ProgressCallback | None,

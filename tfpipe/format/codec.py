@@ -206,7 +206,7 @@ def _int_value(name: str, v: object, row: int | None = None) -> int:
     return iv
 
 
-def _as_list(name: str, dtype: str, value: Any) -> list[Value]:  # any value a row holds
+def _as_list(name: str, dtype: str, value: object) -> list[Value]:  # any value a row holds
     if isinstance(value, (bytes, bytearray, memoryview, str, int, float)) or not hasattr(value, "__len__"):
         values = [value.item() if hasattr(value, "item") and not isinstance(value, (bytes, str)) else value]
     else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
 
 from tfpipe import storage
 from tfpipe._version import __version__
@@ -127,7 +126,7 @@ class Split:
         )
 
 
-def _retries(obj: Any) -> dict[str, int] | None:
+def _retries(obj: object) -> dict[str, int] | None:
     if obj is None:
         return None
     if not (isinstance(obj, dict) and all(isinstance(k, str) and is_count(v) for k, v in obj.items())):

@@ -7,17 +7,23 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
 
-from tfpipe._tf import tf
+from tfpipe._tf import Dataset, tf
 from tfpipe.errors import ConfigError
 from tfpipe.monitor import hosts
 from tfpipe.monitor.figures import Figure, Result, figure, job_series
 from tfpipe.monitor.stamps import CAPACITY, Stamps
 from tfpipe.monitor.timeline import Calls, Deliveries, Method, waits_and_periods, window_batches
+
+if TYPE_CHECKING:
+    from tensorflow.summary import SummaryWriter
+
+# The logs Keras hands a callback: metric names to their values; input_wait's are added.
+Logs = dict[str, object]
 
 # The first steps of each fit are left out: tracing and compiling the train function (seconds
 # on the first step, and some again on the second when Keras retraces with relaxed shapes)
@@ -74,10 +80,10 @@ class InputWait(keras.callbacks.Callback):
         self.verbose = verbose
         self._stamps: Stamps | None = None
         self._fit: _Fit | None = None
-        self._writer: Any = None
+        self._writer: SummaryWriter | None = None
         self.result: Result | None = None
 
-    def watch(self, dataset: Any) -> Any:
+    def watch(self, dataset: Dataset) -> Dataset:
         """`dataset`, its elements timestamped as the training step takes them (the elements
         are unchanged). Pass the result to `model.fit`, with this callback. Watch the training
         dataset only: batches taken from it outside fit's steps are not a step's."""
@@ -87,7 +93,7 @@ class InputWait(keras.callbacks.Callback):
 
     # Keras's hooks.
 
-    def on_train_begin(self, logs: Any = None) -> None:
+    def on_train_begin(self, logs: Logs | None = None) -> None:
         backend = keras.backend.backend()
         spe = int(getattr(self.model, "steps_per_execution", 1) or 1)
         method = _method(self.model, backend)
@@ -97,11 +103,11 @@ class InputWait(keras.callbacks.Callback):
         self._fit = _Fit(method, backend, spe, warmup_calls=math.ceil(self.warmup_steps / spe))
         self.result = None
 
-    def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
         if self._fit is not None:
             self._fit.epoch_begins(epoch)
 
-    def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+    def on_train_batch_begin(self, batch: int, logs: Logs | None = None) -> None:
         fit = self._fit
         if fit is None:
             return
@@ -115,16 +121,16 @@ class InputWait(keras.callbacks.Callback):
                     f"{j} steps and no timestamps"
                 )
 
-    def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Logs | None = None) -> None:
         # On Keras's callback thread (see async_safe): only take the time.
         if self._fit is not None:
             self._fit.call_done(batch, time.time())
 
-    def on_test_begin(self, logs: Any = None) -> None:
+    def on_test_begin(self, logs: Logs | None = None) -> None:
         if self._fit is not None:
             self._fit.loop_ends(time.time())
 
-    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         fit = self._fit
         if fit is None:
             return
@@ -137,7 +143,7 @@ class InputWait(keras.callbacks.Callback):
                 logs["input_wait_low"], logs["input_wait_high"] = got.low, got.high
         self._write({"epoch_input_wait": got}, epoch)
 
-    def on_train_end(self, logs: Any = None) -> None:
+    def on_train_end(self, logs: Logs | None = None) -> None:
         fit = self._fit
         if fit is None:
             return
@@ -197,7 +203,7 @@ def _scalar(name: str, value: float, step: int) -> None:
     tf().summary.write(name, tf().constant(value, tf().float32), step=step, metadata=metadata)
 
 
-def _method(model: Any, backend: str) -> Method:
+def _method(model: keras.Model, backend: str) -> Method:
     """How this fit's steps meet their batches (see timeline), or a refusal by name."""
     if backend == "jax":
         return "window"

@@ -23,11 +23,11 @@ in `benchmarks/monitor_cost.py`.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
-from tfpipe._tf import tf
+from tfpipe._tf import Dataset, Nest, Options, Tensor, tf
 from tfpipe.errors import ConfigError
 
 # Rows the ring holds. The callback reads it every CAPACITY // 4 elements at most, so it never
@@ -62,7 +62,7 @@ class Stamps:
         self.read_rows = 0
         self.lost = 0
 
-    def watch(self, dataset: Any) -> Any:
+    def watch(self, dataset: Dataset) -> Dataset:
         """`dataset` with its elements timestamped as they are taken (see the module doc)."""
         tf_ = tf()
         if not isinstance(dataset, tf_.data.Dataset):
@@ -76,10 +76,10 @@ class Stamps:
             dataset = dataset.prefetch(tf_.data.AUTOTUNE)
         ring, count, capacity = self._ring, self._count, self.capacity
 
-        def asked(k: Any) -> Any:
+        def asked(k: Tensor) -> tuple[Tensor, Tensor]:
             return k, tf_.timestamp()
 
-        def got(ask: Any, element: Any) -> Any:
+        def got(ask: tuple[Tensor, Tensor], element: Nest) -> Nest:
             k, t0 = ask
             t1 = tf_.timestamp()
             i = count.assign_add(1) - 1
@@ -117,7 +117,7 @@ class Stamps:
         return rows[done, 1:]
 
 
-def _inline_map(dataset: Any, fn: Any) -> Any:
+def _inline_map(dataset: Dataset, fn: Callable[..., Nest]) -> Dataset:
     """`dataset.map(fn)`, its function run in the calling thread (a map's ops otherwise go to
     TensorFlow's inter-op threads, which a busy host makes a wait of their own: measured ~80
     of ~150 microseconds a batch on 2 loaded cores). Through tf.data's own map class, which
@@ -130,7 +130,7 @@ def _inline_map(dataset: Any, fn: Any) -> Any:
         return dataset.map(fn)
 
 
-def _would_inject_prefetch(dataset: Any, options: Any) -> bool:
+def _would_inject_prefetch(dataset: Dataset, options: Options) -> bool:
     """Whether tf.data would add a prefetch after `dataset`'s last stage (its inject_prefetch
     optimization: with autotune on, unless the last stage, past options, is a prefetch)."""
     if options.autotune.enabled is False or options.experimental_optimization.inject_prefetch is False:

@@ -19,6 +19,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfpipe import _tf
@@ -35,6 +36,7 @@ from tfpipe.validation import check_choice, check_int, check_seconds
 
 if TYPE_CHECKING:
     import tensorflow as tf
+    from tensorflow.python.eager.cancellation import CancellationManager
 
 ProcessingMode = Literal["parallel_epochs", "dynamic"]
 Compression = Literal["none", "auto", "snappy"]
@@ -172,7 +174,9 @@ def distribute(
     ).with_options(ds.options())
 
 
-def _service_dataset(ds: tf.data.Dataset, svc: Any, address: ServiceAddress, config: DistributeConfig) -> Any:
+def _service_dataset(
+    ds: tf.data.Dataset, svc: ModuleType, address: ServiceAddress, config: DistributeConfig
+) -> tf.data.Dataset:
     """`ds` registered with the dispatcher: the dataset of the service's elements."""
     dynamic = config.processing_mode == "dynamic"
     out = ds.apply(
@@ -311,7 +315,9 @@ def _watched(ds: tf.data.Dataset, watch: _Watch) -> Iterator[Any]:
         cancel.start_cancel()
 
 
-def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threading.Event, cancel: Any) -> None:
+def _read(
+    ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threading.Event, cancel: CancellationManager
+) -> None:
     def put(item: tuple[str, Any]) -> bool:
         while not stop.is_set():
             try:
@@ -337,7 +343,7 @@ def _read(ds: tf.data.Dataset, box: queue.Queue[tuple[str, Any]], stop: threadin
         put(("error", e))
 
 
-def _cancellable_next(it: Any, cancel: Any) -> Callable[[], Any]:
+def _cancellable_next(it: tf.data.Iterator, cancel: CancellationManager) -> Callable[[], _tf.Nest]:
     """`next(it)` that `cancel.start_cancel()` interrupts (TF's eager cancellation, which
     tf.distribute's coordinator uses too); plain `next` if this TensorFlow lacks the private
     pieces it needs."""
@@ -352,7 +358,7 @@ def _cancellable_next(it: Any, cancel: Any) -> Callable[[], Any]:
         return lambda: next(it)
     attrs = ("output_types", types, "output_shapes", shapes)
 
-    def get() -> Any:
+    def get() -> _tf.Nest:
         try:
             flat = execute.execute_with_cancellation(
                 b"IteratorGetNext", len(types), [resource], attrs, context.context(), cancel

@@ -6,7 +6,8 @@ on first use."""
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 __all__ = ["LocalGCS", "fake_data"]
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from tfpipe.testing.gcs import LocalGCS
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> type[LocalGCS] | ModuleType:
     if name == "LocalGCS":
         from tfpipe.testing.gcs import LocalGCS  # the GCS twin's modules (~60 ms): on first use
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe.testing._gcs_proxy import GOOGLE_STORAGE_HOSTS
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 
 
 def make_certs(directory: str) -> tuple[str, str, str]:
@@ -62,7 +66,7 @@ def make_certs(directory: str) -> tuple[str, str, str]:
     return paths  # type: ignore[return-value]
 
 
-def _common_name(name: str) -> Any:  # cryptography.x509.Name
+def _common_name(name: str) -> x509.Name:
     from cryptography import x509
     from cryptography.x509.oid import NameOID
 
@@ -70,8 +74,12 @@ def _common_name(name: str) -> Any:  # cryptography.x509.Name
 
 
 def _builder(
-    subject: Any, issuer: Any, public_key: Any, start: datetime.datetime, end: datetime.datetime
-) -> Any:
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: CertificatePublicKeyTypes,
+    start: datetime.datetime,
+    end: datetime.datetime,
+) -> x509.CertificateBuilder:
     """A certificate builder with what both certificates share: names, key, serial, validity."""
     from cryptography import x509
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
 from tfpipe.bench.config import DEFAULT_PIPELINE
 from tfpipe.bench.fmt import figure, percent, rate
@@ -49,7 +48,7 @@ def recommend(
     storage: Storage | None = None,
     storage_bound: bool = False,
     first_epoch_wait: float | None = None,
-    text: Any = None,
+    text: object = None,
 ) -> tuple[Recommendation, ...]:
     """Advice, each piece tied to a finding. Pure: the same numbers give the same advice.
 

@@ -36,7 +36,7 @@ def conclude(
     elapsed_sec: float = 0.0,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: Any = None,
+    text: object = None,
     windows: tuple[results.Rate, ...] = (),
     timed: tuple[results.Rate, ...] = (),
     load_average: tuple[float | None, float | None] = (None, None),
@@ -139,7 +139,7 @@ def _figures(
     worker_cores: int | None,
     profile: Profile | None = None,
     storage: results.Storage | None = None,
-    text: Any = None,
+    text: object = None,
 ) -> dict[str, Any]:
     """The Report fields concluded from the measurements: verdict, bottleneck, cores, advice.
     When reading alone, uncached as every epoch reads, cannot feed the consumer, no CPU helps:

@@ -19,17 +19,22 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tfpipe.bench.profiles.analysis import HostAnalysis, ProfileError, Step
 from tfpipe.errors import UnknownFormat
 
+if TYPE_CHECKING:
+    from google.protobuf.message import Message
+    from xprof.protobuf.input_pipeline_pb2 import InputPipelineAnalysisResult
+
 _STEP_TIME = re.compile(r"Step time = ([0-9.eE+-]+) ms")
 _INPUT_TIME = re.compile(r"Time waiting for input data = ([0-9.eE+-]+) ms")
 _LEADING_INT = re.compile(r"^\s*(\d+)")
+M = TypeVar("M", bound="Message")
 
 
-def from_datatables(obj: Any, *, host: str, files: tuple[str, ...], fmt: str, known: str) -> HostAnalysis:
+def from_datatables(obj: object, *, host: str, files: tuple[str, ...], fmt: str, known: str) -> HostAnalysis:
     """Reads the DataTable JSON of xprof's overview page or input-pipeline analyzer.
 
     Args:
@@ -87,7 +92,7 @@ def _column_ids(table: dict[str, Any]) -> list[str]:
     return [str(c.get("id")) for c in table.get("cols") or [] if isinstance(c, dict)]
 
 
-def _row_step(ids: list[str], row: Any, *, where: str, known: str) -> Step | None:
+def _row_step(ids: list[str], row: object, *, where: str, known: str) -> Step | None:
     """One step-table row as a Step; None for a row without a positive step time."""
     cells = row.get("c") if isinstance(row, dict) else None
     if not isinstance(cells, list):
@@ -160,7 +165,7 @@ def from_input_pipeline_pb(data: bytes, *, host: str, files: tuple[str, ...], kn
     return _from_input_pipeline(result, host=host, files=files, fmt="input_pipeline.pb", known=known)
 
 
-def _parse(cls: Any, data: bytes, files: tuple[str, ...]) -> Any:
+def _parse(cls: type[M], data: bytes, files: tuple[str, ...]) -> M:
     from google.protobuf.message import DecodeError
 
     message = cls()
@@ -175,7 +180,7 @@ def _parse(cls: Any, data: bytes, files: tuple[str, ...]) -> Any:
 
 
 def _from_input_pipeline(
-    result: Any, *, host: str, files: tuple[str, ...], fmt: str, known: str
+    result: InputPipelineAnalysisResult, *, host: str, files: tuple[str, ...], fmt: str, known: str
 ) -> HostAnalysis:
     from xprof.protobuf import input_pipeline_pb2, tpu_input_pipeline_pb2
 
@@ -223,13 +228,13 @@ def _from_input_pipeline(
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) else None
 
 
-def _leading_int(value: Any) -> int | None:
+def _leading_int(value: object) -> int | None:
     """12 from "12", "12 (Replica count = 8, ...)" or 12; None otherwise."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value or None

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from types import ModuleType
 
 from tfpipe import storage
 from tfpipe.bench.profiles.analysis import ProfileError
@@ -27,7 +27,7 @@ INSTALL_HINT = 'pip install "tfpipe[profile]"'
 TESTED = "2.24"
 
 
-def require(what: str) -> Any:
+def require(what: str) -> ModuleType:
     """Imports `xprof.<what>`, or says which extra installs it."""
     try:
         return importlib.import_module(f"xprof.{what}")
@@ -56,7 +56,7 @@ def known_formats() -> str:
     )
 
 
-def overview_page(paths: list[str]) -> Any:
+def overview_page(paths: list[str]) -> object:
     """xprof's overview page for these `.xplane.pb` files (all hosts of one run), parsed.
 
     Raises:

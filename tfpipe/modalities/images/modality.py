@@ -5,7 +5,7 @@ record at a time), benched against ImageNet-like JPEGs and the tensorflow/tpu ba
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe.bench.measure.models import IMAGE_MODELS
 from tfpipe.modalities.images.bench import advice, compare, data
@@ -13,8 +13,11 @@ from tfpipe.modalities.images.convert.kind import IMAGES
 from tfpipe.modalities.images.preset import IMAGENET
 from tfpipe.modalities.modality import BenchHalf, Modality
 
+if TYPE_CHECKING:
+    from tfpipe.pipeline.read.tfds_info import TfdsInfo
 
-def recognizes(keys: Mapping[str, str], tfds: Any, options: Mapping[str, Any]) -> bool:
+
+def recognizes(keys: Mapping[str, str], tfds: TfdsInfo | None, options: Mapping[str, Any]) -> bool:
     """Records without a manifest are images with the imagenet_to_gcs key, a TFDS dataset's
     image feature, or an `image_key` given."""
     return "image/encoded" in keys or "image_key" in options or bool(tfds is not None and tfds.image_key)

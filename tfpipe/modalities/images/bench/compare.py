@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfpipe.bench import results
 from tfpipe.bench.measure import producer
 from tfpipe.modalities.images.bench.recipe import recipe_dataset
 
 if TYPE_CHECKING:
+    from tfpipe.bench.config import BenchConfig
     from tfpipe.format.manifest import Manifest
     from tfpipe.pipeline.stages.pipeline import Pipeline
 
@@ -20,7 +21,7 @@ def compare(
     pipe: Pipeline,
     manifest: Manifest | None,
     split: str | None,
-    cfg: Any,
+    cfg: BenchConfig,
     tfpipe_eps: float,
     say: Callable[[str], None],
 ) -> results.Comparison:

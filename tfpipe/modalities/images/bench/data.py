@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.modalities.images.convert.decode import IMAGE_EXTENSIONS
 from tfpipe.modalities.modality import Synthetic
+
+if TYPE_CHECKING:
+    from tfpipe.bench.measure.synthetic import SyntheticSpec
 
 # Sized so a default run, first-time generation included, stays under 2 minutes on 2 cores:
 # measured with benchmarks/test_bench_harness.py, generating and converting 1,280 images
@@ -20,7 +23,7 @@ DEFAULT_EXAMPLES = 1280
 IMAGE_CLASSES = 10
 
 
-def generate(spec: Any, raw: str) -> str:
+def generate(spec: SyntheticSpec, raw: str) -> str:
     """`spec.examples` ImageNet-like JPEGs (mean ~108 KB at ~470x390) in IMAGE_CLASSES class
     folders under `raw`."""
     from tfpipe.synthetic import folders  # numpy and PIL, loaded when bench generates images

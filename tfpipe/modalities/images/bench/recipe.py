@@ -15,12 +15,12 @@ identical records.
 
 from __future__ import annotations
 
-from typing import Any
-
-from tfpipe._tf import tf
+from tfpipe._tf import Dataset, Tensor, tf
 
 
-def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224, compression: str = "") -> Any:
+def recipe_dataset(
+    files: list[str], *, batch_size: int, image_size: int = 224, compression: str = ""
+) -> Dataset:
     """The baseline pipeline over `files` (imagenet_to_gcs records): (float32 images, int32 labels).
 
     Args:
@@ -36,7 +36,7 @@ def recipe_dataset(files: list[str], *, batch_size: int, image_size: int = 224, 
         "image/class/label": tf_.io.FixedLenFeature((), tf_.int64),
     }
 
-    def preprocess(record: Any) -> Any:
+    def preprocess(record: Tensor) -> tuple[Tensor, Tensor]:
         features = tf_.io.parse_single_example(record, spec)
         encoded = features["image/encoded"]
         shape = tf_.io.extract_jpeg_shape(encoded)

@@ -5,13 +5,16 @@ check (`copy_images`). Pure: the same task gives the same bytes."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfpipe import storage
 from tfpipe.convert.encode import Encoded, EncodedPiece, Work, read_input
 from tfpipe.errors import DataError
 from tfpipe.format.codec import encode_example
 from tfpipe.format.schema import IMAGE_SCHEMA
+
+if TYPE_CHECKING:
+    from tfpipe.modalities.images.convert.decode import EncodedImage
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ def encode_images(task: ImageTask) -> list[Encoded]:
     return out
 
 
-def _image_row(item: ImageItem, img: Any) -> dict[str, Any]:
+def _image_row(item: ImageItem, img: EncodedImage) -> dict[str, Any]:
     """The features of one image record (the tensorflow/tpu imagenet_to_gcs layout)."""
     return {
         "image/encoded": img.jpeg,

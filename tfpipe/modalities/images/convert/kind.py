@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
-from tfpipe.convert.kind import Kind
+from tfpipe.convert.kind import Kind, OnWorkers
 from tfpipe.convert.sources import PlannedShard, relative
 from tfpipe.errors import EmptyClassWarning
 from tfpipe.format.manifest import Manifest, Split
@@ -87,7 +87,12 @@ class ImageSource:
 
 
 def open_images(
-    src: str, fmt: str, cfg: ConvertConfig, joins: Manifest | None, dest: str = "", on_workers: Any = None
+    src: str,
+    fmt: str,
+    cfg: ConvertConfig,
+    joins: Manifest | None,
+    dest: str = "",
+    on_workers: OnWorkers | None = None,
 ) -> ImageSource:
     """Lists image class folders (or a flat folder with a labels file) and shuffles them."""
     offset = cfg.label_offset if cfg.label_offset is not None else (1 if fmt == "imagenet" else 0)

@@ -7,18 +7,21 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tfpipe import storage
 from tfpipe.format.manifest import MANIFEST_NAME
 from tfpipe.modalities.modality import Synthetic
 from tfpipe.modalities.tables.convert.read import TABLE_SUFFIXES
 
+if TYPE_CHECKING:
+    from tfpipe.bench.measure.synthetic import SyntheticSpec
+
 TABLE_COLUMNS = 40  # the tabular benchmark's float-heavy 40-column table
 CONVERT = "tfpipe convert TABLE DEST --label COLUMN"
 
 
-def generate(spec: Any, raw: str) -> str:
+def generate(spec: SyntheticSpec, raw: str) -> str:
     """A `spec.examples`-row table of TABLE_COLUMNS mixed-type columns, as Parquet in `raw`."""
     from tfpipe.synthetic import tables  # numpy, loaded when bench generates a table
 

@@ -7,7 +7,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpipe.convert.config import ConvertConfig
 from tfpipe.convert.encode import Piece
@@ -20,6 +20,9 @@ from tfpipe.modalities.tables.convert import detect, filescan, flags
 from tfpipe.modalities.tables.convert import read as tables_read
 from tfpipe.modalities.tables.convert import scan as tables_scan
 from tfpipe.modalities.tables.convert.encode import TableTask
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,7 +93,7 @@ class TableRows:
 
 
 def _rows_piece(
-    shard: int, first: int, end: int, frame: Any, start: int, path: str, schema: Schema
+    shard: int, first: int, end: int, frame: pd.DataFrame, start: int, path: str, schema: Schema
 ) -> Piece | None:
     """The part of a chunk (rows start.. of the table) that falls into rows first..end-1."""
     lo, hi = max(first, start), min(end, start + len(frame))
