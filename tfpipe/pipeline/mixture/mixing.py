@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tfpipe._tf import Tensor
+from tfpipe.packing.spec import Mode
 from tfpipe.pipeline.mixture import spec as mixture_spec
 from tfpipe.pipeline.mixture import stream as mixture_stream
 from tfpipe.pipeline.mixture.spec import BLOCK, MixSpec
@@ -44,7 +46,25 @@ class Mixed:
     identity: dict[str, Any]
     blocks: tuple[int, ...]
     chunk: int = 0
-    own: Any = None
+    own: object = None
+
+
+class MixedPipeline(Protocol):
+    """What a mixing reads of a planned mixture (mixture/pipeline.py's `MixturePipeline`, a floor
+    above this one)."""
+
+    @property
+    def mix(self) -> MixSpec: ...
+    @property
+    def decoder(self) -> Decoder: ...
+    @property
+    def parts(self) -> tuple[Pipeline, ...]: ...
+    @property
+    def reads(self) -> tuple[mixture_stream.SourceRead, ...]: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def own(self) -> object: ...
 
 
 class Mixing(Protocol):
@@ -71,7 +91,7 @@ class Mixing(Protocol):
         """A source's size in `by` (its default weight)."""
         ...
 
-    def source_extra(self, p: Pipeline) -> Any:
+    def source_extra(self, p: Pipeline) -> object:
         """What the mixed stream needs of a source besides its order (`SourceRead.lengths`)."""
         ...
 
@@ -84,7 +104,7 @@ class Mixing(Protocol):
         mix: MixSpec,
         reads: Sequence[mixture_stream.SourceRead],
         plan: StagePlan,
-        start: Any,
+        start: Callable[[], Tensor],
         mixed: Mixed,
         per_step: int,
     ) -> StageFn:
@@ -99,19 +119,19 @@ class Mixing(Protocol):
         """The last step a run of the mixture can start at."""
         ...
 
-    def starts_at(self, pipe: Any, step: int, per_step: int) -> list[int]:
+    def starts_at(self, pipe: MixedPipeline, step: int, per_step: int) -> list[int]:
         """Each source's items of this input pipeline before the group holding step `step`."""
         ...
 
-    def predicted_fill(self, pipe: Any, L: int | None, mode: Any) -> float:
+    def predicted_fill(self, pipe: MixedPipeline, L: int | None, mode: Mode | None) -> float:
         """The fill predicted from the mix (text), at another L or mode when given; else 0."""
         ...
 
-    def epoch_units(self, pipe: Any) -> int:
+    def epoch_units(self, pipe: MixedPipeline) -> int:
         """What one epoch of the mixture holds in units of a batch (rows, records)."""
         ...
 
-    def how(self, pipe: Any) -> list[str]:
+    def how(self, pipe: MixedPipeline) -> list[str]:
         """What describe() says of the mixture's groups, fill and epoch."""
         ...
 
@@ -136,7 +156,7 @@ class RecordMixing:
     def size(self, p: Pipeline, by: str) -> float:
         return float(p.source.examples or 0)
 
-    def source_extra(self, p: Pipeline) -> Any:
+    def source_extra(self, p: Pipeline) -> None:
         return None
 
     def mixed(self, mix: MixSpec, decoder: Decoder, parts: Sequence[Pipeline]) -> Mixed:
@@ -147,7 +167,7 @@ class RecordMixing:
         mix: MixSpec,
         reads: Sequence[mixture_stream.SourceRead],
         plan: StagePlan,
-        start: Any,
+        start: Callable[[], Tensor],
         mixed: Mixed,
         per_step: int,
     ) -> StageFn:
@@ -168,19 +188,19 @@ class RecordMixing:
     def limit(self, mix: MixSpec, parts: Sequence[Pipeline], mixed: Mixed, per_step: int) -> int:
         return resumable.MAX_POSITION // per_step
 
-    def starts_at(self, pipe: Any, step: int, per_step: int) -> list[int]:
+    def starts_at(self, pipe: MixedPipeline, step: int, per_step: int) -> list[int]:
         return mixture_spec.counts(pipe.mix.rates, (step * per_step // BLOCK) * BLOCK)
 
-    def predicted_fill(self, pipe: Any, L: int | None, mode: Any) -> float:
+    def predicted_fill(self, pipe: MixedPipeline, L: int | None, mode: Mode | None) -> float:
         return 0.0
 
-    def epoch_units(self, pipe: Any) -> int:
+    def epoch_units(self, pipe: MixedPipeline) -> int:
         """Records of one epoch: until the source that takes longest at its weight has been read
         whole."""
         examples = [p.source.examples or 0 for p in pipe.parts]
         return math.ceil(max(n / w for w, n in zip(pipe.mix.shares(), examples, strict=True)))
 
-    def how(self, pipe: Any) -> list[str]:
+    def how(self, pipe: MixedPipeline) -> list[str]:
         return [
             f"one epoch of the mixture (until every source was read whole): {self.epoch_units(pipe):,} records"
         ]

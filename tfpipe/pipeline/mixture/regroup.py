@@ -10,14 +10,18 @@ the dataset (tf.data's unbatch of a ragged tensor adds a function of its own).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TypeAlias
 
-from tfpipe._tf import plain
+from tfpipe._tf import Dataset, Nest, Tensor, plain
 from tfpipe.pipeline.read import raw
 
+# What a scan carries of its items: their tags, their string parts, their int64 matrix.
+Carried: TypeAlias = tuple[Tensor, tuple[Tensor, ...], Tensor]
 
-def _unknown(tf_: Any, value: Any) -> Any:
+
+def _unknown(tf_: ModuleType, value: Tensor) -> Tensor:
     """`value` with an unknown first dimension, so a scan's state may grow without a retrace."""
     return tf_.raw_ops.PlaceholderWithDefault(input=value, shape=[None, *value.shape[1:]])
 
@@ -31,7 +35,15 @@ class Items:
     width: int
 
 
-def _step(tf_: Any, nxt: Any, carried: Any, tags: Any, strings: Any, ints: Any, heads: Any) -> Any:
+def _step(
+    tf_: ModuleType,
+    nxt: Tensor,
+    carried: Carried,
+    tags: Tensor,
+    strings: Sequence[Tensor],
+    ints: Tensor,
+    heads: Sequence[int],
+) -> tuple[Tensor, Carried, tuple[Tensor, ...]]:
     """One step of a regrouping scan: the carried items and the new ones (tags non-decreasing)
     joined, those before group `nxt` dropped, and every group now complete (each tag before the
     last item's) given as one padded row of each part with its length, empty groups included;
@@ -51,7 +63,7 @@ def _step(tf_: Any, nxt: Any, carried: Any, tags: Any, strings: Any, ints: Any, 
     bounds = tf_.searchsorted(tags, tf_.range(nxt, last + 1), side="left", out_type=tf_.int64)
     done = bounds[-1]
 
-    def padded(x: Any) -> Any:
+    def padded(x: Tensor) -> Tensor:
         return tf_.RaggedTensor.from_row_splits(x[:done], bounds, validate=False).to_tensor()
 
     groups = (*(padded(x) for x in strings), padded(ints), bounds[1:] - bounds[:-1])
@@ -63,14 +75,14 @@ def _step(tf_: Any, nxt: Any, carried: Any, tags: Any, strings: Any, ints: Any, 
 
 
 def scan_groups(
-    tf_: Any,
-    ds: Any,
-    init: tuple[Any, ...],
-    tag: Callable[..., Any],
-    first: Any,
+    tf_: ModuleType,
+    ds: Dataset,
+    init: tuple[Tensor, ...],
+    tag: Callable[..., tuple[Nest, Tensor, tuple[Tensor, ...], Tensor]],
+    first: Tensor,
     items: Items,
-    heads: Any = (),
-) -> Any:
+    heads: Sequence[int] = (),
+) -> Dataset:
     """`ds` regrouped: `tag(state, *element) -> (state, tags, strings, ints)` tags each element's
     items (its state carried from element to element, starting at `init`); the result yields
     one element per group from `first` on: its padded parts, its length and its heads (see
@@ -82,7 +94,9 @@ def scan_groups(
         _unknown(tf_, tf_.zeros([0, items.width], i64)),
     )
 
-    def step(state: Any, element: Any) -> Any:
+    def step(
+        state: tuple[Nest, Tensor, Carried], element: Nest
+    ) -> tuple[tuple[Nest, Tensor, Carried], tuple[Tensor, ...]]:
         mine, nxt, carried = state
         mine, tags, strings, ints = tag(mine, *tf_.nest.flatten(element))
         last, carried, out = _step(tf_, nxt, carried, tags, strings, ints, heads)
@@ -91,11 +105,11 @@ def scan_groups(
     return raw.unbatch(ds.scan((init, first, carry), plain(step)))
 
 
-def unpad(group: Any, items: Items) -> tuple[Any, ...]:
+def unpad(group: Sequence[Tensor], items: Items) -> tuple[Tensor, ...]:
     """A group's parts without their padding: (strings..., ints `[n, width]`)."""
     n = group[items.strings + 1]
     return tuple(x[:n] for x in group[: items.strings + 1])
 
 
-def length(group: Any, items: Items) -> Any:
+def length(group: Sequence[Tensor], items: Items) -> Tensor:
     return group[items.strings + 1]

@@ -31,10 +31,13 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Literal
+from types import ModuleType
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
+from tfpipe._tf import Tensor
 from tfpipe.errors import ConfigError
 from tfpipe.validation import finite_real
 
@@ -93,7 +96,7 @@ def source_seed(seed: int, name: str) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
-def check_weights(names: Sequence[str], weights: Any) -> dict[str, float] | None:
+def check_weights(names: Sequence[str], weights: object) -> dict[str, float] | None:
     """The weights as a dict of positive finite floats by name, or None (the sources' sizes).
 
     Raises:
@@ -181,8 +184,12 @@ def make(names: Sequence[str], weights: Mapping[str, float], mix_by: MixBy, seed
 
 # Elements (records, documents): exact positions in the Webster merge.
 
+# An item index or an array of them; a position or an array of them (int64).
+Index: TypeAlias = int | npt.NDArray[np.int64]
+Positions: TypeAlias = np.int64 | npt.NDArray[np.int64]
 
-def period_position(rates: Sequence[int], s: int, k: Any) -> Any:
+
+def period_position(rates: Sequence[int], s: int, k: Index) -> Positions:
     """The position of item `k` (< rates[s]; an int or int64 NumPy array) of source `s` in one
     period of the merge (rates' sum items, each source `rates[r]` of them): the items of every
     source at an earlier virtual time, ties to the earlier source."""
@@ -194,7 +201,7 @@ def period_position(rates: Sequence[int], s: int, k: Any) -> Any:
     return before.sum(-1)
 
 
-def position(rates: Sequence[int], s: int, k: Any) -> Any:
+def position(rates: Sequence[int], s: int, k: Index) -> Positions:
     """The global position of item `k` of source `s` (NumPy, exact): whole periods, then its
     place in the period."""
     q, r = np.divmod(np.asarray(k, np.int64), rates[s])
@@ -218,7 +225,7 @@ def counts(rates: Sequence[int], g: int) -> list[int]:
     return out
 
 
-def tf_position(tf_: Any, rates: Sequence[int], s: int, k: Any) -> Any:
+def tf_position(tf_: ModuleType, rates: Sequence[int], s: int, k: Tensor) -> Tensor:
     """`position` in TensorFlow (int64 `k` of any shape): what the stream computes."""
     n = tf_.constant(rates, tf_.int64)
     q, r = k // rates[s], k % rates[s]
@@ -230,7 +237,7 @@ def tf_position(tf_: Any, rates: Sequence[int], s: int, k: Any) -> Any:
     return q * sum(rates) + tf_.reduce_sum(before, -1)
 
 
-def tf_counts(tf_: Any, rates: Sequence[int], g: Any) -> Any:
+def tf_counts(tf_: ModuleType, rates: Sequence[int], g: Tensor) -> Tensor:
     """`counts` in TensorFlow: int64 `[sources]` items before global position `g` (a scalar
     tensor), each source's search over its period run at once (25 halvings bound any rate)."""
     total = sum(rates)
@@ -238,7 +245,7 @@ def tf_counts(tf_: Any, rates: Sequence[int], g: Any) -> Any:
     n = tf_.constant(rates, tf_.int64)
     lo, hi = tf_.zeros_like(n), n
 
-    def halve(lo: Any, hi: Any) -> tuple[Any, Any]:
+    def halve(lo: Tensor, hi: Tensor) -> tuple[Tensor, Tensor]:
         mid = (lo + hi) // 2
         at = tf_.stack([tf_position(tf_, rates, s, tf_.gather(mid, s) % rates[s]) for s in range(len(rates))])
         below = tf_.logical_and(at < r, lo < hi)
@@ -252,8 +259,11 @@ def tf_counts(tf_: Any, rates: Sequence[int], g: Any) -> Any:
 
 # Pieces (text by tokens): virtual time.
 
+# Token counts (int64): a Python int, a NumPy array or a TensorFlow tensor (to mypy, Any).
+Tokens = TypeVar("Tokens", int, npt.NDArray[np.int64])
 
-def piece_time(before: Any, length: Any, rate: int) -> Any:
+
+def piece_time(before: Tokens, length: Tokens, rate: int) -> Tokens:
     """The virtual time of a piece of `length` tokens after `before` tokens of its source (int64,
     NumPy or TensorFlow alike): the midpoint of its tokens, scaled, over the rate."""
     return (2 * before + length) * (1 << (SCALE_BITS - 1)) // rate

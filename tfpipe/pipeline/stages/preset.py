@@ -9,9 +9,7 @@ then parse and decode a batch at a time. Decode drops the element's source.
 
 from __future__ import annotations
 
-from typing import Any
-
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Nest, Tensor, plain, tf
 from tfpipe.pipeline.read import skips
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
 
@@ -20,7 +18,7 @@ def batch_stage(p: StagePlan) -> StageFn:
     """Batches; after a per-record decode map a plain batch, which tf.data fuses with that map
     (map_and_batch_fusion: each image is written straight into its batch, no stage between)."""
 
-    def batch(ds: Any) -> Any:
+    def batch(ds: Dataset) -> Dataset:
         drop = bool(p.config.drop_remainder)
         if p.order is not None and p.decoder.batched:  # the resumable order batched already
             return ds
@@ -41,7 +39,7 @@ def parse_stage(p: StagePlan) -> StageFn:
     when the decode map parses (`StagePlan.parse_in_decode`)."""
     dec = p.decoder
 
-    def parse(ds: Any) -> Any:
+    def parse(ds: Dataset) -> Dataset:
         tf_ = tf()
         if p.parse_in_decode:
             return ds
@@ -62,14 +60,14 @@ def decode_stage(p: StagePlan) -> StageFn:
     cfg, dec, counter = p.config, p.decoder, p.counter
     counting = counter is not None and dec.check is not None
 
-    def run(features: Any, source: Any, seed: Any) -> Any:
+    def run(features: Nest, source: Tensor, seed: Tensor | None) -> Nest:
         if p.parse_in_decode:  # `features` is still the serialized record
             features = tf().io.parse_single_example(features, dec.spec)
         features = skips.checked(features, source, dec, counter)
         out = dec.decode(features, seed, source if dec.needs_source else None)
         return skips.count_decoded(out, counter) if counting else out
 
-    def decode(ds: Any) -> Any:
+    def decode(ds: Dataset) -> Dataset:
         tf_ = tf()
         par, det = cfg.map_parallelism, p.deterministic
         if p.keyed:
@@ -110,7 +108,7 @@ def map_stage(p: StagePlan) -> StageFn:
     """The preset's final map on batches, if it has one."""
     finalize = p.decoder.finalize
 
-    def final_map(ds: Any) -> Any:
+    def final_map(ds: Dataset) -> Dataset:
         if finalize is None:
             return ds
         return ds.map(

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tfpipe.bench.results import TextMeasure
 from tfpipe.modalities.text.bench import measure as bench_measure
 from tfpipe.modalities.text.bench import mixshare
 
+if TYPE_CHECKING:
+    from tfpipe.pipeline.stages.pipeline import Pipeline
 
-def count(pipe: Any, cfg: Any, say: Callable[[str], None]) -> TextMeasure:
+
+class Timed(Protocol):
+    """What the count reads of bench's config (`BenchConfig`): the seconds it may take."""
+
+    @property
+    def seconds(self) -> float: ...
+
+
+def count(pipe: Any, cfg: Timed, say: Callable[[str], None]) -> TextMeasure:
     """A text pipeline's counts (the fill, the rows a chunk packs into; see `measure`), before
     anything is timed; a mixture's shares by source too."""
     say("Counting the text pipeline's rows: the fill and the rows a chunk of documents packs into")
@@ -38,6 +48,6 @@ def storage_examples(records: int, text: TextMeasure) -> int:
     return round(records / text.chunk_documents * text.rows_per_chunk)
 
 
-def reference_shape(pipe: Any) -> dict[str, Any]:
+def reference_shape(pipe: Pipeline) -> dict[str, Any]:
     """The packing a reference row's slot tokens are read at."""
     return {"packing": pipe.decoder.packing.mode}

@@ -10,9 +10,11 @@ batches. Every row's counts are checked against its real tokens
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from tfpipe.bench.results import MixShare
 from tfpipe.errors import DataError
@@ -20,13 +22,14 @@ from tfpipe.modalities.text.mixture import pack as mixture_pack
 from tfpipe.modalities.text.mixture.pack import MIXTURE_TOKENS
 
 if TYPE_CHECKING:
+    from tfpipe._tf import Tensor
     from tfpipe.pipeline.mixture.pipeline import MixturePipeline
 
 # Batches a window holds: the issue's "every window of 100 batches within 0.5 point".
 WINDOW = 100
 
 
-def by_source(rows: Any) -> Any:
+def by_source(rows: Mapping[str, Tensor]) -> npt.NDArray[np.int64]:
     """A batch's real tokens by source (int64 `[sources]`), each row's checked against its real
     tokens (segment id not 0).
 
@@ -46,7 +49,9 @@ def by_source(rows: Any) -> Any:
     return counts.sum(0)
 
 
-def worst_windows(per_batch: Any, weights: Any, window: int) -> Any:
+def worst_windows(
+    per_batch: npt.NDArray[np.int64], weights: Sequence[float], window: int
+) -> npt.NDArray[np.float64]:
     """Each source's most |share - weight| (points) over every window of `window` consecutive
     batches of `per_batch` (`[batches, sources]` real tokens)."""
     totals = np.cumsum(np.vstack([np.zeros_like(per_batch[:1]), per_batch]), 0)
@@ -55,7 +60,7 @@ def worst_windows(per_batch: Any, weights: Any, window: int) -> Any:
     return 100 * np.abs(shares - np.asarray(weights)).max(0)
 
 
-def shares(pipe: MixturePipeline, per_batch: Any) -> tuple[MixShare, ...]:
+def shares(pipe: MixturePipeline, per_batch: npt.ArrayLike) -> tuple[MixShare, ...]:
     """Each source's real tokens over the counted batches (`[batches, sources]`, from step 0),
     its epoch at the last and its worst window."""
     mix = pipe.mixture
@@ -70,7 +75,7 @@ def shares(pipe: MixturePipeline, per_batch: Any) -> tuple[MixShare, ...]:
     )
 
 
-def window_shares(pipe: MixturePipeline, *, batches: int, window: int) -> Any:
+def window_shares(pipe: MixturePipeline, *, batches: int, window: int) -> npt.NDArray[np.float64]:
     """Each source's share of the real tokens in every window of `window` consecutive batches
     among the first `batches` (from step 0): a float NumPy array `[batches - window + 1,
     sources]`, from one pass over the pipeline's batches. Exact for the seed (the order is a

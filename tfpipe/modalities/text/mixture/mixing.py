@@ -10,7 +10,7 @@ from the mix (mixture/numbers.py).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tfpipe.errors import ConfigError
@@ -23,12 +23,16 @@ from tfpipe.packing import fill
 from tfpipe.packing.fill import packed_lengths
 from tfpipe.packing.spec import added_tokens, chunk_size
 from tfpipe.pipeline.mixture import spec as mixture_spec
-from tfpipe.pipeline.mixture.mixing import Mixed, blocks
+from tfpipe.pipeline.mixture.mixing import Mixed, MixedPipeline, blocks
 from tfpipe.pipeline.mixture.spec import MixSpec
 from tfpipe.pipeline.order import resumable
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
 
 if TYPE_CHECKING:
+    from tfpipe._tf import Tensor
+    from tfpipe.format.manifest_text import SplitText
+    from tfpipe.modalities.text.lengths import Lengths
+    from tfpipe.packing.spec import Mode
     from tfpipe.pipeline.mixture.stream import SourceRead
     from tfpipe.pipeline.stages.pipeline import Pipeline
     from tfpipe.presets.base import Decoder
@@ -47,7 +51,15 @@ class TextMix:
     texts: tuple[numbers.SourceText, ...]
 
 
-def split_text(p: Pipeline) -> Any:
+def _own(own: object) -> TextMix:
+    """A text mixture's own plan (`Mixed.own`, `MixturePipeline.own`): a TextMix, as `mixed`
+    made it."""
+    if not isinstance(own, TextMix):
+        raise TypeError(f"Expected a text mixture's own plan (a TextMix). Received: {type(own).__name__}")
+    return own
+
+
+def split_text(p: Pipeline) -> SplitText | None:
     """The split's text entry (documents, tokens, histogram) of a planned source, or None."""
     src = p.source
     return src.manifest.split(src.split).text if src.manifest is not None and src.split is not None else None
@@ -58,6 +70,11 @@ def _source_text(p: Pipeline) -> numbers.SourceText:
     epoch as packed (`packing.fill.packed_lengths`, from the histogram)."""
     own = p.decoder.packing
     text = split_text(p)
+    if text is None:
+        raise ConfigError(
+            f"A text mixture weighs each source by its manifest's text figures; {p.source.where} has "
+            "none (records without a manifest). Convert the split with tfpipe."
+        )
     return numbers.SourceText(own.histogram or {}, int(packed_lengths(own).sum()), int(text.documents))
 
 
@@ -80,7 +97,7 @@ class TextMixing:
         text = split_text(p)
         return float((text.tokens if by == "tokens" and text is not None else p.source.examples) or 0)
 
-    def source_extra(self, p: Pipeline) -> Any:
+    def source_extra(self, p: Pipeline) -> Lengths:
         """The source's lengths file, which the mixed stream counts its rows from.
 
         Raises:
@@ -136,13 +153,13 @@ class TextMixing:
         mix: MixSpec,
         reads: Sequence[SourceRead],
         plan: StagePlan,
-        start: Any,
+        start: Callable[[], Tensor],
         mixed: Mixed,
         per_step: int,
     ) -> StageFn:
         """The mixture's "interleave": chunks of virtual time (by tokens) or of the mixed
         documents, from the step `start()` gives."""
-        cut, needs_source = mixed.own.cut, plan.decoder.needs_source
+        cut, needs_source = _own(mixed.own).cut, plan.decoder.needs_source
         if cut is not None:
             return lambda _: text_stream.token_chunks(
                 mix, list(reads), cut, start, rows_per_step=per_step, needs_source=needs_source
@@ -168,7 +185,8 @@ class TextMixing:
         max(MIN_COUNTED_EPOCHS epochs of the mixture, MAX_COUNTED_DOCUMENTS documents) (as for
         one text source, text/stages.py), each source's tokens within spec.MAX_SOURCE_TOKENS (its
         virtual time in int64), and the positions within 2**62."""
-        pack, texts, cut = mixed.decoder.packing, mixed.own.texts, mixed.own.cut
+        own = _own(mixed.own)
+        pack, texts, cut = mixed.decoder.packing, own.texts, own.cut
         shares = numbers.document_shares(mix, texts)
         mean = max(1.0, sum(w * t.mean for w, t in zip(shares, texts, strict=True)))
         if cut is not None:
@@ -182,7 +200,7 @@ class TextMixing:
         limit = resumable.MAX_POSITION // per_step
         return int(min(limit, walked * mean / tokens_per_step, tokens / tokens_per_step))
 
-    def starts_at(self, pipe: Any, step: int, per_step: int) -> list[int]:
+    def starts_at(self, pipe: MixedPipeline, step: int, per_step: int) -> list[int]:
         """Each source's documents before the chunk holding the step's first row (found by
         walking the chunks before it, lengths only)."""
         if step == 0:
@@ -190,7 +208,7 @@ class TextMixing:
         from tfpipe._tf import tf  # the walk runs in TensorFlow
 
         tf_ = tf()
-        cut = pipe.own.cut
+        cut = _own(pipe.own).cut
         chunk, _, at = text_stream.find_start(
             pipe.mix,
             list(pipe.reads),
@@ -203,7 +221,7 @@ class TextMixing:
             return mixture_spec.counts(pipe.mix.rates, int(chunk) * pipe.chunk)
         return [int(x) for x in at.numpy()[:, 0]]
 
-    def predicted_fill(self, pipe: Any, L: int | None, mode: Any) -> float:
+    def predicted_fill(self, pipe: MixedPipeline, L: int | None, mode: Mode | None) -> float:
         """The mixture's fill (real tokens / slots) predicted from the mix, at another L or mode
         when given."""
         pack = pipe.decoder.packing
@@ -211,18 +229,18 @@ class TextMixing:
         mode = pack.mode if mode is None else mode
         if pipe.mix.mix_by == "documents":
             return fill.predicted_fill(pack, L, mode)
-        return numbers.token_fill(pack, pipe.mix, pipe.parts, pipe.own.texts, L, mode)
+        return numbers.token_fill(pack, pipe.mix, pipe.parts, _own(pipe.own).texts, L, mode)
 
-    def epoch_units(self, pipe: Any) -> int:
+    def epoch_units(self, pipe: MixedPipeline) -> int:
         """Rows of one epoch of the mixture, globally: until the source that takes longest at its
         weight has been read whole (mixture/numbers.py)."""
         L = pipe.decoder.packing.sequence_length
         return round(
-            numbers.epoch_tokens(pipe.mix, pipe.own.texts) / (L * self.predicted_fill(pipe, None, None))
+            numbers.epoch_tokens(pipe.mix, _own(pipe.own).texts) / (L * self.predicted_fill(pipe, None, None))
         )
 
-    def how(self, pipe: Any) -> list[str]:
-        pack, mix, texts = pipe.decoder.packing, pipe.mix, pipe.own.texts
+    def how(self, pipe: MixedPipeline) -> list[str]:
+        pack, mix, texts = pipe.decoder.packing, pipe.mix, _own(pipe.own).texts
         out = []
         if mix.mix_by == "tokens":
             tokens = numbers.chunk_tokens(pack, sum(t.mean for t in texts) / len(texts))

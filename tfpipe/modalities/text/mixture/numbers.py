@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,11 @@ from tfpipe.format.manifest_text import length_bin
 from tfpipe.packing import fill
 from tfpipe.packing.spec import CHUNK_ROWS, added_tokens
 from tfpipe.pipeline.mixture.spec import MixSpec
+
+if TYPE_CHECKING:
+    from tfpipe.modalities.text.stages import TextPacking
+    from tfpipe.packing.spec import Mode
+    from tfpipe.pipeline.stages.pipeline import Pipeline
 
 # Documents the mixed histogram is drawn for, at most: its percentiles and fill need no more.
 MAX_DOCUMENTS = 1 << 20
@@ -79,7 +84,7 @@ def histogram(sources: Sequence[SourceText], shares: Sequence[float]) -> dict[st
     }
 
 
-def chunk_tokens(pack: Any, mean: float) -> int:
+def chunk_tokens(pack: TextPacking, mean: float) -> int:
     """Tokens (as packed) a chunk of the mixture spans: `chunk` documents of the mixture's
     mean length when given, else CHUNK_ROWS rows' worth."""
     L = pack.sequence_length
@@ -87,7 +92,12 @@ def chunk_tokens(pack: Any, mean: float) -> int:
 
 
 def token_fill(
-    pack: Any, mix: MixSpec, parts: Sequence[Any], sources: Sequence[SourceText], L: int, mode: Any
+    pack: TextPacking,
+    mix: MixSpec,
+    parts: Sequence[Pipeline],
+    sources: Sequence[SourceText],
+    L: int,
+    mode: Mode,
 ) -> float:
     """The fill of a mixture by tokens (rows of one source each) at L in `mode`: each source's
     fill alone on its share of a chunk (`fill.predict_fill`), combined by its rows."""

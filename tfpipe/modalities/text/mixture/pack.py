@@ -15,9 +15,11 @@ batch stage drops it, so a model never sees it.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from tfpipe._tf import plain, tf
+from tfpipe._tf import Dataset, Tensor, plain, tf
 from tfpipe.modalities.text import packer
 from tfpipe.modalities.text import stages as text_stages
 from tfpipe.pipeline.mixture.pieces import KEY_BITS
@@ -26,11 +28,16 @@ from tfpipe.pipeline.order.resumable import KEY_ROWS, domain_key
 from tfpipe.pipeline.read import raw
 from tfpipe.pipeline.stages.stage import StageFn, StagePlan
 
+if TYPE_CHECKING:
+    from tfpipe.pipeline.stages.pipeline import Pipeline
+
 # The rows' real tokens by source, `[sources]` a row (`[B, sources]` a batch): bench's count.
 MIXTURE_TOKENS = "mixture_tokens"
 
 
-def balanced_order(tf_: Any, source: Any, tokens: Any, permutation: Any, sources: int) -> Any:
+def balanced_order(
+    tf_: ModuleType, source: Tensor, tokens: Tensor, permutation: Tensor, sources: int
+) -> Tensor:
     """`pieces.balanced_order` in TensorFlow: each row (of source `source`, `tokens` real tokens)
     at the midpoint of its tokens in its source's, in `permutation`'s order; ties to the earlier
     source, then to the earlier row."""
@@ -51,7 +58,15 @@ def tokens_stage(p: StagePlan, sources: int) -> StageFn:
     key = domain_key(int(p.config.seed or 0), KEY_ROWS)
     L = pack.sequence_length
 
-    def rows(features: Any, _: Any, skip: Any, source: Any, lo: Any, hi: Any, kept: Any) -> Any:
+    def rows(
+        features: Mapping[str, Tensor],
+        _: Tensor,
+        skip: Tensor,
+        source: Tensor,
+        lo: Tensor,
+        hi: Tensor,
+        kept: Tensor,
+    ) -> dict[str, Tensor]:
         tf_ = tf()
         docs = text_stages.documents(pack, features, "the mixture's sources")
         lengths = tf_.cast(docs.row_lengths(), tf_.int64)
@@ -90,7 +105,7 @@ def documents_stage(p: StagePlan, sources: int) -> StageFn:
     pack = p.decoder.packing
     key = domain_key(int(p.config.seed or 0), KEY_ROWS)
 
-    def rows(features: Any, _: Any, skip: Any, source: Any) -> Any:
+    def rows(features: Mapping[str, Tensor], _: Tensor, skip: Tensor, source: Tensor) -> dict[str, Tensor]:
         tf_ = tf()
         docs = text_stages.documents(pack, features, "the mixture's sources")
         out, (doc, row, length) = packer.pack_ranges(
@@ -114,8 +129,8 @@ def documents_stage(p: StagePlan, sources: int) -> StageFn:
     return _rows_stage(p, rows)
 
 
-def _rows_stage(p: StagePlan, rows: Any) -> StageFn:
-    def pack_rows(ds: Any) -> Any:
+def _rows_stage(p: StagePlan, rows: Callable[..., dict[str, Tensor]]) -> StageFn:
+    def pack_rows(ds: Dataset) -> Dataset:
         return raw.unbatch(
             ds.map(plain(rows), num_parallel_calls=p.config.map_parallelism, deterministic=p.deterministic)
         )
@@ -129,7 +144,7 @@ def batch_stage(p: StagePlan) -> StageFn:
     pack stage's rows batched alike (`counting`)."""
     size = p.batch_size
 
-    def batch(ds: Any) -> Any:
+    def batch(ds: Dataset) -> Dataset:
         tf_ = tf()
         batches = ds.batch(size, drop_remainder=True)
         return batches.map(
@@ -139,7 +154,7 @@ def batch_stage(p: StagePlan) -> StageFn:
     return batch
 
 
-def counting(pipe: Any) -> Any:
+def counting(pipe: Pipeline) -> Dataset:
     """The mixture's batches as its batch stage makes them, MIXTURE_TOKENS kept: the pack stage's
     rows batched (bench's count by source)."""
     tf_ = tf()
