@@ -10,15 +10,10 @@ the same on both; the job's is set by the slowest host at each step.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 import support.jax_monitor_host as monitor_host
-from support.backend_checks import jax_env
-from support.service import free_port
+from support.jax_processes import run_two_hosts
 
 pytest.importorskip("jax", reason='two-host JAX: pip install "jax[cpu]"')
 
@@ -28,30 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.jax]
 @pytest.fixture(scope="module")
 def hosts() -> list[dict]:
     """What each of the two processes' monitors reported (process 0's first)."""
-    env = jax_env(devices=1)
-    port = free_port()
-    script = monitor_host.__file__
-    procs = [
-        subprocess.Popen(
-            [sys.executable, script, str(i), str(port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for i in range(2)
-    ]
-    out = []
-    try:
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=280)
-            assert p.returncode == 0, stderr[-3000:]
-            out.append(json.loads(stdout.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return out
+    return run_two_hosts(monitor_host.__file__, devices=1)
 
 
 def test_each_host_measures_its_own_wait(hosts):

@@ -13,18 +13,13 @@ refused by name.
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import tfpipe
 
 import support.jax_host as host  # the script the processes run: its constants
-from support.backend_checks import jax_env
+from support.jax_processes import run_two_hosts
 from support.pipeline_data import shard_row_ids
 
 pytest.importorskip("jax", reason='two-host JAX: pip install "jax[cpu]"')
@@ -33,40 +28,11 @@ tf = pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.slow, pytest.mark.jax]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def hosts(table_ds, tmp_path_factory) -> list[dict]:
     """What each of the two processes saw (process 0's first)."""
     work = tmp_path_factory.mktemp("jax-hosts")
-    env = jax_env(devices=2)
-    port = free_port()
-    script = host.__file__
-    procs = [
-        subprocess.Popen(
-            [sys.executable, script, str(i), str(port), table_ds, str(work)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for i in range(2)
-    ]
-    out = []
-    try:
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=280)
-            assert p.returncode == 0, stderr[-3000:]
-            out.append(json.loads(stdout.strip().splitlines()[-1]))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return out
+    return run_two_hosts(host.__file__, table_ds, str(work), devices=2)
 
 
 def test_each_host_reads_its_files_and_its_share_of_the_global_batch(hosts, table_ds):
